@@ -1,0 +1,65 @@
+//! General-purpose compression (zstd, lz4) applied on top of another encoding.
+//! zstd units are a u64 uncompressed length and one zstd frame; lz4 units a u32
+//! uncompressed length and one lz4 block.
+use crate::encoding::bytes::u64_at;
+use crate::error::{corrupt, unsupported, Result};
+use crate::proto::encodings21::CompressionScheme;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    Zstd,
+    Lz4,
+}
+
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+/// Refuse to inflate a unit beyond this; a corrupt length must not exhaust memory.
+const MAX_UNIT: u64 = 1 << 34;
+
+impl Scheme {
+    pub fn from_proto(scheme: i32) -> Result<Self> {
+        match CompressionScheme::try_from(scheme) {
+            Ok(CompressionScheme::CompressionAlgorithmZstd) => Ok(Scheme::Zstd),
+            Ok(CompressionScheme::CompressionAlgorithmLz4) => Ok(Scheme::Lz4),
+            _ => Err(unsupported(format!("general compression scheme {scheme}"))),
+        }
+    }
+
+    pub fn decompress(self, buf: &[u8]) -> Result<Vec<u8>> {
+        match self {
+            Scheme::Zstd => {
+                if buf.starts_with(&ZSTD_MAGIC) {
+                    // A bare frame, as some older writers produced.
+                    return zstd::stream::decode_all(buf).map_err(|e| corrupt(format!("zstd: {e}")));
+                }
+                let len = u64_at(buf, 0, "zstd unit")?;
+                if len > MAX_UNIT {
+                    return Err(corrupt(format!("zstd unit claims {len} bytes")));
+                }
+                let out = zstd::bulk::decompress(&buf[8..], len as usize).map_err(|e| corrupt(format!("zstd: {e}")))?;
+                if out.len() as u64 != len {
+                    return Err(corrupt(format!("zstd unit decompressed to {} bytes, expected {len}", out.len())));
+                }
+                Ok(out)
+            }
+            Scheme::Lz4 => lz4_flex::block::decompress_size_prepended(buf).map_err(|e| corrupt(format!("lz4: {e}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_framings_round_trip() {
+        let data: Vec<u8> = (0..5000u32).flat_map(|v| (v % 97).to_le_bytes()).collect();
+        let mut z = (data.len() as u64).to_le_bytes().to_vec();
+        z.extend(zstd::bulk::compress(&data, 3).unwrap());
+        assert_eq!(Scheme::Zstd.decompress(&z).unwrap(), data);
+        let l = lz4_flex::block::compress_prepend_size(&data);
+        assert_eq!(Scheme::Lz4.decompress(&l).unwrap(), data);
+        // Truncated units are errors, not panics.
+        assert!(Scheme::Zstd.decompress(&z[..z.len() / 2]).is_err());
+        assert!(Scheme::Lz4.decompress(&l[..l.len() / 2]).is_err());
+    }
+}

@@ -1,0 +1,338 @@
+//! Compressive encodings (the `CompressiveEncoding` tree of a page) and their decoders.
+//!
+//! The same encoding is laid out differently depending on where it is used, so each one
+//! is decoded in up to three contexts:
+//! * mini-block: the value buffers of one chunk, a value count known from the chunk;
+//! * block: one opaque buffer and a count (repetition/definition levels, dictionaries);
+//! * per-value: the bytes of one value of a full-zip page.
+mod bitpacking;
+mod byte_stream_split;
+mod fixed_size_list;
+mod fsst;
+mod general;
+mod packed_struct;
+mod rle;
+mod variable;
+
+use std::sync::Arc;
+
+use crate::encoding::bytes::slice;
+use crate::encoding::values::ValuesBuilder;
+use crate::error::{corrupt, unsupported, Result};
+use crate::proto::encodings21 as pb;
+use crate::proto::encodings21::compressive_encoding::Compression as PbCompression;
+
+pub use fsst::SymbolTable;
+pub use general::Scheme;
+
+/// A parsed `CompressiveEncoding`.
+#[derive(Clone, Debug)]
+pub enum Codec {
+    /// Values stored as they are, `bits` each.
+    Flat { bits: u64 },
+    /// Values with offsets (32 or 64 bits wide).
+    Variable { offset_bits: u64 },
+    /// Every value is `value` (or no data at all).
+    Constant { value: Option<Vec<u8>> },
+    /// FastLanes bit packing with the width stored before each 1024-value block.
+    InlineBitpacking { bits: u64 },
+    /// FastLanes bit packing with one width for the whole buffer.
+    OutOfLineBitpacking { bits: u64, packed_bits: u64 },
+    /// FSST-compressed strings; `inner` delimits the compressed values.
+    Fsst { table: Arc<SymbolTable>, inner: Box<Codec> },
+    /// Runs of equal values: values then u8 run lengths.
+    Rle { bits: u64 },
+    /// Bytes of each value split into one stream per byte position.
+    ByteStreamSplit { bits: u64 },
+    /// zstd or lz4 applied to the output of `inner`.
+    General { scheme: Scheme, inner: Box<Codec> },
+    /// Fixed-size lists flattened into their items, with optional item validity.
+    FixedSizeList { dim: u64, has_validity: bool, inner: Box<Codec> },
+    /// Rows of fixed-width fields stored row by row.
+    PackedStruct { bits: Vec<u64> },
+    /// Rows of fixed and variable-width fields stored row by row (full-zip only).
+    VariablePackedStruct { fields: Vec<PackedField> },
+}
+
+#[derive(Clone, Debug)]
+pub struct PackedField {
+    pub codec: Codec,
+    /// Fixed width in bits, or the width of the length prefix of a variable field.
+    pub layout: PackedLayout,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum PackedLayout {
+    Fixed(u64),
+    Variable(u64),
+}
+
+fn required(e: &Option<Box<pb::CompressiveEncoding>>, what: &str) -> Result<Codec> {
+    match e {
+        Some(e) => Codec::from_proto(e),
+        None => Err(corrupt(format!("{what} encoding is missing its inner encoding"))),
+    }
+}
+
+impl Codec {
+    pub fn from_proto(e: &pb::CompressiveEncoding) -> Result<Self> {
+        let c = e.compression.as_ref().ok_or_else(|| corrupt("empty compressive encoding"))?;
+        Ok(match c {
+            PbCompression::Flat(f) => {
+                if f.data.is_some() {
+                    return Err(unsupported("flat encoding with buffer compression"));
+                }
+                if f.bits_per_value == 0 || (f.bits_per_value != 1 && f.bits_per_value % 8 != 0) {
+                    return Err(unsupported(format!("flat encoding of {} bits per value", f.bits_per_value)));
+                }
+                Codec::Flat { bits: f.bits_per_value }
+            }
+            PbCompression::Variable(v) => {
+                if v.values.is_some() {
+                    return Err(unsupported("variable encoding with buffer compression"));
+                }
+                match required(&v.offsets, "variable")? {
+                    Codec::Flat { bits: b @ (32 | 64) } => Codec::Variable { offset_bits: b },
+                    other => return Err(unsupported(format!("variable-width offsets encoded as {other:?}"))),
+                }
+            }
+            PbCompression::Constant(c) => Codec::Constant { value: c.value.clone() },
+            PbCompression::InlineBitpacking(b) => {
+                if b.values.is_some() {
+                    return Err(unsupported("inline bitpacking with buffer compression"));
+                }
+                Codec::InlineBitpacking { bits: check_word_bits(b.uncompressed_bits_per_value)? }
+            }
+            PbCompression::OutOfLineBitpacking(b) => {
+                let bits = check_word_bits(b.uncompressed_bits_per_value)?;
+                let packed_bits = match required(&b.values, "out-of-line bitpacking")? {
+                    Codec::Flat { bits: w } if w <= bits => w,
+                    other => return Err(unsupported(format!("out-of-line bitpacking over {other:?}"))),
+                };
+                Codec::OutOfLineBitpacking { bits, packed_bits }
+            }
+            PbCompression::Fsst(f) => Codec::Fsst {
+                table: Arc::new(SymbolTable::parse(&f.symbol_table)?),
+                inner: Box::new(required(&f.values, "fsst")?),
+            },
+            PbCompression::Dictionary(_) => {
+                return Err(unsupported("dictionary as a compressive encoding (dictionaries are page-level)"))
+            }
+            PbCompression::Rle(r) => {
+                let bits = match required(&r.values, "rle")? {
+                    Codec::Flat { bits } => check_word_bits(bits)?,
+                    other => return Err(unsupported(format!("rle values encoded as {other:?}"))),
+                };
+                match required(&r.run_lengths, "rle")? {
+                    Codec::Flat { bits: 8 } => {}
+                    other => return Err(unsupported(format!("rle run lengths encoded as {other:?}"))),
+                }
+                Codec::Rle { bits }
+            }
+            PbCompression::ByteStreamSplit(b) => match required(&b.values, "byte stream split")? {
+                Codec::Flat { bits: bits @ (16 | 32 | 64) } => Codec::ByteStreamSplit { bits },
+                other => return Err(unsupported(format!("byte stream split over {other:?}"))),
+            },
+            PbCompression::General(g) => {
+                let comp = g.compression.as_ref().ok_or_else(|| corrupt("general compression without a scheme"))?;
+                Codec::General { scheme: Scheme::from_proto(comp.scheme)?, inner: Box::new(required(&g.values, "general")?) }
+            }
+            PbCompression::FixedSizeList(f) => {
+                if f.items_per_value == 0 {
+                    return Err(corrupt("fixed-size list of 0 items"));
+                }
+                Codec::FixedSizeList {
+                    dim: f.items_per_value,
+                    has_validity: f.has_validity,
+                    inner: Box::new(required(&f.values, "fixed-size list")?),
+                }
+            }
+            PbCompression::PackedStruct(p) => {
+                match required(&p.values, "packed struct")? {
+                    Codec::Flat { bits } if bits == p.bits_per_value.iter().sum::<u64>() => {}
+                    other => return Err(unsupported(format!("packed struct over {other:?}"))),
+                }
+                if p.bits_per_value.iter().any(|b| *b == 0 || b % 8 != 0) {
+                    return Err(unsupported("packed struct field that is not byte-aligned"));
+                }
+                Codec::PackedStruct { bits: p.bits_per_value.clone() }
+            }
+            PbCompression::VariablePackedStruct(v) => {
+                use pb::variable_packed_struct::field_encoding::Layout;
+                let fields = v
+                    .fields
+                    .iter()
+                    .map(|f| {
+                        let codec = match &f.value {
+                            Some(e) => Codec::from_proto(e)?,
+                            None => return Err(corrupt("packed field without an encoding")),
+                        };
+                        let layout = match f.layout {
+                            Some(Layout::BitsPerValue(b)) if b % 8 == 0 => PackedLayout::Fixed(b),
+                            Some(Layout::BitsPerLength(b @ (32 | 64))) => PackedLayout::Variable(b),
+                            other => return Err(unsupported(format!("packed field layout {other:?}"))),
+                        };
+                        Ok(PackedField { codec, layout })
+                    })
+                    .collect::<Result<_>>()?;
+                Codec::VariablePackedStruct { fields }
+            }
+        })
+    }
+
+    /// Decode the value buffers of one mini-block chunk holding `n` values.
+    pub fn decode_miniblock(&self, bufs: &[&[u8]], n: usize, out: &mut ValuesBuilder) -> Result<()> {
+        let first = || bufs.first().copied().ok_or_else(|| corrupt("mini-block chunk has no value buffer"));
+        match self {
+            Codec::Flat { bits } => flat(first()?, *bits, n, out),
+            Codec::Variable { offset_bits } => variable::decode_chunk(first()?, *offset_bits, n, out.variable()?),
+            Codec::InlineBitpacking { bits } => bitpacking::decode_inline(first()?, *bits, n, out.fixed()?),
+            Codec::Fsst { table, inner } => fsst::decode_miniblock(table, inner, bufs, n, out),
+            Codec::Rle { bits } => {
+                let lengths = bufs.get(1).ok_or_else(|| corrupt("rle chunk without run lengths"))?;
+                rle::decode(first()?, lengths, *bits, n, out.fixed()?)
+            }
+            Codec::ByteStreamSplit { bits } => byte_stream_split::decode(first()?, *bits, n, out.fixed()?),
+            Codec::General { scheme, inner } => {
+                let decompressed = scheme.decompress(first()?)?;
+                let mut rest: Vec<&[u8]> = Vec::with_capacity(bufs.len());
+                rest.push(&decompressed);
+                rest.extend_from_slice(&bufs[1..]);
+                inner.decode_miniblock(&rest, n, out)
+            }
+            Codec::FixedSizeList { .. } => fixed_size_list::decode_miniblock(self, bufs, n, out),
+            Codec::PackedStruct { bits } => packed_struct::decode_fixed(first()?, bits, n, out),
+            Codec::Constant { value } => constant(value.as_deref(), n, out),
+            other => Err(unsupported(format!("{} in a mini-block page", other.name()))),
+        }
+    }
+
+    /// Decode one opaque buffer holding `n` values (levels, dictionaries).
+    pub fn decode_block(&self, buf: &[u8], n: usize, out: &mut ValuesBuilder) -> Result<()> {
+        match self {
+            Codec::Flat { bits } => flat(buf, *bits, n, out),
+            Codec::Variable { offset_bits } => variable::decode_block(buf, *offset_bits, n, out.variable()?),
+            Codec::InlineBitpacking { bits } => {
+                if n > 1024 {
+                    return Err(corrupt(format!("inline-bitpacked block of {n} values (at most 1024)")));
+                }
+                bitpacking::decode_inline(buf, *bits, n, out.fixed()?)
+            }
+            Codec::OutOfLineBitpacking { bits, packed_bits } => {
+                bitpacking::decode_out_of_line(buf, *bits, *packed_bits, n, out.fixed()?)
+            }
+            Codec::Rle { bits } => {
+                let values_len = crate::encoding::bytes::u64_at(buf, 0, "rle block")? as usize;
+                let values = slice(buf, 8, values_len, "rle block values")?;
+                rle::decode(values, &buf[8 + values_len..], *bits, n, out.fixed()?)
+            }
+            Codec::General { scheme, inner } => inner.decode_block(&scheme.decompress(buf)?, n, out),
+            Codec::Constant { value } => constant(value.as_deref(), n, out),
+            Codec::FixedSizeList { dim, has_validity: false, inner } => match out {
+                ValuesBuilder::FixedSizeList { child, len, .. } => {
+                    inner.decode_block(buf, n * *dim as usize, child)?;
+                    *len += n;
+                    Ok(())
+                }
+                _ => Err(corrupt("fixed-size list encoding for values that are not fixed-size lists")),
+            },
+            other => Err(unsupported(format!("{} in a block", other.name()))),
+        }
+    }
+
+    /// Decode the bytes of one value of a full-zip page.
+    pub fn decode_value(&self, value: &[u8], out: &mut ValuesBuilder) -> Result<()> {
+        match self {
+            Codec::Flat { bits } => flat(value, *bits, 1, out),
+            Codec::Variable { .. } => out.variable()?.append(value),
+            Codec::Fsst { table, .. } => table.decode_value(value, out.variable()?),
+            Codec::General { scheme, inner } => inner.decode_value(&scheme.decompress(value)?, out),
+            Codec::FixedSizeList { .. } => fixed_size_list::decode_value(self, value, out),
+            Codec::VariablePackedStruct { fields } => packed_struct::decode_variable_row(fields, value, out),
+            Codec::Constant { value: v } => constant(v.as_deref(), 1, out),
+            other => Err(unsupported(format!("{} in a full-zip page", other.name()))),
+        }
+    }
+
+    /// A short name for error messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Codec::Flat { .. } => "flat",
+            Codec::Variable { .. } => "variable",
+            Codec::Constant { .. } => "constant",
+            Codec::InlineBitpacking { .. } => "inline bitpacking",
+            Codec::OutOfLineBitpacking { .. } => "out-of-line bitpacking",
+            Codec::Fsst { .. } => "fsst",
+            Codec::Rle { .. } => "rle",
+            Codec::ByteStreamSplit { .. } => "byte stream split",
+            Codec::General { .. } => "general compression",
+            Codec::FixedSizeList { .. } => "fixed-size list",
+            Codec::PackedStruct { .. } => "packed struct",
+            Codec::VariablePackedStruct { .. } => "variable packed struct",
+        }
+    }
+}
+
+fn check_word_bits(bits: u64) -> Result<u64> {
+    match bits {
+        8 | 16 | 32 | 64 => Ok(bits),
+        b => Err(unsupported(format!("bit packing of {b}-bit values"))),
+    }
+}
+
+/// Flat values: `n` values of `bits` bits, back to back.
+fn flat(buf: &[u8], bits: u64, n: usize, out: &mut ValuesBuilder) -> Result<()> {
+    match out {
+        ValuesBuilder::Fixed(b) => {
+            if b.bits as u64 != bits {
+                return Err(corrupt(format!("{bits}-bit flat values read as {}-bit values", b.bits)));
+            }
+            b.append_bytes(buf, n)
+        }
+        // A fixed-size list stored flat (e.g. a vector in a full-zip page): items are contiguous.
+        ValuesBuilder::FixedSizeList { dim, child, len, validity } => {
+            let items = n * *dim;
+            let child = child.fixed()?;
+            if child.bits as u64 * *dim as u64 != bits {
+                return Err(corrupt(format!("{bits}-bit flat values read as lists of {dim} × {} bits", child.bits)));
+            }
+            if let Some(v) = validity {
+                v.append_n(items, true);
+            }
+            child.append_bytes(buf, items)?;
+            *len += n;
+            Ok(())
+        }
+        ValuesBuilder::Struct { .. } => Err(corrupt("flat-encoded values read as struct values")),
+        ValuesBuilder::Variable(_) => Err(corrupt("flat-encoded values read as variable-width values")),
+    }
+}
+
+/// `n` copies of a constant (or zeros when there is no value).
+fn constant(value: Option<&[u8]>, n: usize, out: &mut ValuesBuilder) -> Result<()> {
+    match (value, out) {
+        (None, out) => out.append_zeros(n),
+        (Some(v), ValuesBuilder::Fixed(b)) if b.bits != 1 => {
+            if v.len() != b.byte_width() {
+                return Err(corrupt(format!("constant of {} bytes for {}-bit values", v.len(), b.bits)));
+            }
+            let dst = b.extend_uninit(n);
+            for chunk in dst.chunks_exact_mut(v.len()) {
+                chunk.copy_from_slice(v);
+            }
+            Ok(())
+        }
+        (Some(v), ValuesBuilder::Fixed(b)) => {
+            let bit = v.first().copied().unwrap_or(0) & 1;
+            let bytes = vec![if bit == 1 { 0xFF } else { 0 }; n.div_ceil(8)];
+            b.append_bits(&bytes, 0, n)
+        }
+        (Some(v), ValuesBuilder::Variable(b)) => {
+            for _ in 0..n {
+                b.append(v)?;
+            }
+            Ok(())
+        }
+        (Some(_), _) => Err(unsupported("constant values of a nested type")),
+    }
+}

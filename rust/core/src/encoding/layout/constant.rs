@@ -1,0 +1,101 @@
+//! Constant pages: every value is the same scalar, or every value is null. Only the
+//! levels are stored (raw u16, or block-compressed in 2.2), and the scalar either inline
+//! in the layout or in a value buffer (`u32 count | u32 sizes | the scalar's buffers`).
+//!
+//! Buffers, by whether the scalar is inline: none → no levels; [rep, def]; or (scalar
+//! not inline) [value] or [value, rep, def]. An empty rep or def buffer means none.
+use arrow_buffer::ScalarBuffer;
+use arrow_schema::DataType;
+use bytes::Bytes;
+
+use super::{finish_levels, layers_from_proto, level_builder, max_visible_def, DecodedPage, Layer, PageValues};
+use crate::encoding::bytes::{slice, u32_at, words};
+use crate::encoding::compression::Codec;
+use crate::encoding::values::ValuesBuilder;
+use crate::error::{corrupt, Result};
+use crate::proto::encodings21::{CompressiveEncoding, ConstantLayout};
+
+fn levels(buf: Option<&Bytes>, codec: &Option<CompressiveEncoding>, count: u64) -> Result<Option<ScalarBuffer<u16>>> {
+    let Some(buf) = buf.filter(|b| !b.is_empty()) else { return Ok(None) };
+    match codec {
+        Some(c) => {
+            let mut b = level_builder(count as usize);
+            Codec::from_proto(c)?.decode_block(buf, count as usize, &mut b)?;
+            Ok(Some(finish_levels(b)))
+        }
+        None => Ok(Some(words::<u16>(buf).into_owned().into())),
+    }
+}
+
+/// The scalar of a value buffer: for fixed-width types its bytes, for strings the data
+/// between its two offsets.
+fn scalar_from_buffer(buf: &[u8]) -> Result<Vec<u8>> {
+    let what = "constant value";
+    let n = u32_at(buf, 0, what)? as usize;
+    let mut sizes = Vec::with_capacity(n);
+    for i in 0..n {
+        sizes.push(u32_at(buf, 4 + 4 * i, what)? as usize);
+    }
+    let mut parts = Vec::with_capacity(n);
+    let mut at = 4 + 4 * n;
+    for s in sizes {
+        parts.push(slice(buf, at, s, what)?);
+        at += s;
+    }
+    match parts.as_slice() {
+        [value] => Ok(value.to_vec()),
+        [offsets, data] => {
+            let (a, b) = match offsets.len() {
+                8 => (words::<i32>(offsets)[0] as usize, words::<i32>(offsets)[1] as usize),
+                16 => (words::<i64>(offsets)[0] as usize, words::<i64>(offsets)[1] as usize),
+                l => return Err(corrupt(format!("constant string with {l} bytes of offsets"))),
+            };
+            Ok(data.get(a..b).ok_or_else(|| corrupt("constant string offsets out of range"))?.to_vec())
+        }
+        _ => Err(corrupt(format!("constant value made of {n} buffers"))),
+    }
+}
+
+pub fn decode(c: &ConstantLayout, buffers: &[Bytes], num_rows: u64, leaf_type: &DataType) -> Result<DecodedPage> {
+    let layers = layers_from_proto(&c.layers)?;
+    let inline = c.inline_value.is_some();
+    let (value_buf, rep_buf, def_buf) = match (inline, buffers.len()) {
+        (_, 0) => (None, None, None),
+        (false, 1) => (Some(&buffers[0]), None, None),
+        (_, 2) => (None, Some(&buffers[0]), Some(&buffers[1])),
+        (false, 3) => (Some(&buffers[0]), Some(&buffers[1]), Some(&buffers[2])),
+        (_, n) => return Err(corrupt(format!("constant page with {n} buffers"))),
+    };
+    let scalar = match (&c.inline_value, value_buf) {
+        (Some(v), _) => Some(v.clone()),
+        (None, Some(b)) => Some(scalar_from_buffer(b)?),
+        (None, None) => None,
+    };
+    let rep = levels(rep_buf, &c.rep_compression, c.num_rep_values)?;
+    let mut def = levels(def_buf, &c.def_compression, c.num_def_values)?;
+
+    if scalar.is_none() && rep.is_none() && def.is_none() {
+        // Every row null: a single nullable layer with nothing stored.
+        if layers != [Layer::NullableItem] {
+            return Err(corrupt(format!("all-null page without levels has layers {layers:?}")));
+        }
+        def = Some(vec![1u16; num_rows as usize].into());
+    }
+    let has_lists = layers.iter().any(|l| l.is_list());
+    let visible = max_visible_def(&layers);
+    let count = match (&def, &rep) {
+        (Some(d), _) if has_lists => d.iter().filter(|&&x| x <= visible).count(),
+        (Some(d), _) => d.len(),
+        (None, Some(r)) => r.len(),
+        (None, None) => num_rows as usize,
+    };
+    let values = match scalar {
+        None => PageValues::AllNull(count),
+        Some(v) => {
+            let mut b = ValuesBuilder::for_type(leaf_type, count)?;
+            Codec::Constant { value: Some(v) }.decode_block(&[], count, &mut b)?;
+            PageValues::Built(b)
+        }
+    };
+    Ok(DecodedPage { num_rows, layers, rep, def, values })
+}

@@ -1,0 +1,202 @@
+//! Page layouts: how a page's buffers hold its repetition levels, definition levels and
+//! values. Each layout decodes a whole page into a `DecodedPage`; `levels` then turns
+//! the levels into Arrow structure.
+mod blob;
+mod constant;
+mod fullzip;
+mod miniblock;
+
+use arrow_array::{Array, ArrayRef, UInt32Array};
+use arrow_buffer::{NullBuffer, ScalarBuffer};
+use arrow_schema::DataType;
+use bytes::Bytes;
+
+use crate::encoding::compression::Codec;
+use crate::encoding::values::{FixedBuilder, ValuesBuilder};
+use crate::error::{corrupt, unsupported, Result};
+use crate::proto::encodings21::{page_layout::Layout as PbLayout, PageLayout, RepDefLayer};
+
+/// One structural level above the values of a page, inner-most first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layer {
+    AllValidItem,
+    NullableItem,
+    AllValidList,
+    NullableList,
+    EmptyableList,
+    NullAndEmptyList,
+}
+
+impl Layer {
+    pub fn from_proto(v: i32) -> Result<Self> {
+        Ok(match RepDefLayer::try_from(v) {
+            Ok(RepDefLayer::RepdefAllValidItem) => Layer::AllValidItem,
+            Ok(RepDefLayer::RepdefNullableItem) => Layer::NullableItem,
+            Ok(RepDefLayer::RepdefAllValidList) => Layer::AllValidList,
+            Ok(RepDefLayer::RepdefNullableList) => Layer::NullableList,
+            Ok(RepDefLayer::RepdefEmptyableList) => Layer::EmptyableList,
+            Ok(RepDefLayer::RepdefNullAndEmptyList) => Layer::NullAndEmptyList,
+            _ => return Err(unsupported(format!("structural layer {v}"))),
+        })
+    }
+
+    pub fn is_list(self) -> bool {
+        matches!(self, Layer::AllValidList | Layer::NullableList | Layer::EmptyableList | Layer::NullAndEmptyList)
+    }
+
+    /// Definition levels this layer uses.
+    pub fn def_levels(self) -> u16 {
+        match self {
+            Layer::AllValidItem | Layer::AllValidList => 0,
+            Layer::NullableItem | Layer::NullableList | Layer::EmptyableList => 1,
+            Layer::NullAndEmptyList => 2,
+        }
+    }
+}
+
+pub fn layers_from_proto(v: &[i32]) -> Result<Vec<Layer>> {
+    if v.is_empty() {
+        return Err(corrupt("page has no structural layers"));
+    }
+    v.iter().map(|l| Layer::from_proto(*l)).collect()
+}
+
+/// The highest definition level that still has a value slot: levels used by the layers
+/// below the first list. Levels above it mark empty or null lists, which have no value.
+pub fn max_visible_def(layers: &[Layer]) -> u16 {
+    layers.iter().take_while(|l| !l.is_list()).map(|l| l.def_levels()).sum()
+}
+
+/// The values of a page, before the leaf's validity is applied.
+pub enum PageValues {
+    /// Decoded values.
+    Built(ValuesBuilder),
+    /// Values that were already an Arrow array (zero-copy buffers).
+    Array(ArrayRef),
+    /// Dictionary indices (u8..u64 as decoded) and the page's dictionary.
+    Dictionary { indices: FixedBuilder, dictionary: ArrayRef },
+    /// `n` values, all null.
+    AllNull(usize),
+}
+
+/// A page split into levels and values.
+pub struct DecodedPage {
+    pub num_rows: u64,
+    pub layers: Vec<Layer>,
+    pub rep: Option<ScalarBuffer<u16>>,
+    pub def: Option<ScalarBuffer<u16>>,
+    pub values: PageValues,
+}
+
+/// Decode a page whose values are read as `leaf_type`.
+pub fn decode_page(layout: &PageLayout, buffers: &[Bytes], num_rows: u64, leaf_type: &DataType) -> Result<DecodedPage> {
+    match layout.layout.as_ref().ok_or_else(|| corrupt("page without a layout"))? {
+        PbLayout::MiniBlockLayout(m) => miniblock::decode(m, buffers, num_rows, leaf_type),
+        PbLayout::FullZipLayout(f) => fullzip::decode(f, buffers, num_rows, leaf_type),
+        PbLayout::ConstantLayout(c) => constant::decode(c, buffers, num_rows, leaf_type),
+        PbLayout::BlobLayout(b) => blob::decode(b, buffers, num_rows, leaf_type),
+    }
+}
+
+impl PageValues {
+    pub fn len(&self) -> usize {
+        match self {
+            PageValues::Built(b) => b.len(),
+            PageValues::Array(a) => a.len(),
+            PageValues::Dictionary { indices, .. } => indices.len,
+            PageValues::AllNull(n) => *n,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The leaf array: the values as `data_type` with `nulls` applied.
+    pub fn into_array(self, data_type: &DataType, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+        match self {
+            PageValues::Built(b) => b.finish(data_type, nulls),
+            PageValues::Array(a) => with_nulls(a, nulls),
+            PageValues::AllNull(n) => Ok(arrow_array::new_null_array(data_type, n)),
+            PageValues::Dictionary { indices, dictionary } => dictionary_values(indices, dictionary, data_type, nulls),
+        }
+    }
+}
+
+/// Replace an array's validity (the array came without one).
+pub fn with_nulls(a: ArrayRef, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+    let Some(nulls) = nulls.filter(|n| n.null_count() > 0) else {
+        return Ok(a);
+    };
+    if nulls.len() != a.len() {
+        return Err(corrupt(format!("{} validity bits for {} values", nulls.len(), a.len())));
+    }
+    let data = a.to_data().into_builder().nulls(Some(nulls)).build()?;
+    Ok(arrow_array::make_array(data))
+}
+
+/// Look dictionary indices up: a dictionary array when the column is dictionary-typed,
+/// the plain values otherwise.
+fn dictionary_values(indices: FixedBuilder, dictionary: ArrayRef, data_type: &DataType, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+    let n = indices.len;
+    let index_type = match indices.bits {
+        8 => DataType::UInt8,
+        16 => DataType::UInt16,
+        32 => DataType::UInt32,
+        64 => DataType::UInt64,
+        b => return Err(corrupt(format!("{b}-bit dictionary indices"))),
+    };
+    let raw = ValuesBuilder::Fixed(indices).finish(&index_type, None)?;
+    let idx = arrow_cast::cast(&raw, &DataType::UInt32)?;
+    let idx = idx.as_any().downcast_ref::<UInt32Array>().ok_or_else(|| corrupt("dictionary indices"))?;
+    let size = dictionary.len() as u32;
+    // Null slots hold placeholders; point them at entry 0 so the lookup stays in bounds.
+    let mut keys: Vec<u32> = idx.values().to_vec();
+    for (i, k) in keys.iter_mut().enumerate() {
+        let is_null = nulls.as_ref().is_some_and(|m| m.is_null(i));
+        if is_null {
+            *k = 0;
+        } else if *k >= size {
+            return Err(corrupt(format!("dictionary index {k} out of range for {size} entries")));
+        }
+    }
+    let keys = UInt32Array::new(keys.into(), nulls.clone());
+    match data_type {
+        DataType::Dictionary(key_type, _) => {
+            let keys = arrow_cast::cast(&keys, key_type)?;
+            let data = arrow_data::ArrayDataBuilder::new(data_type.clone())
+                .len(n)
+                .add_buffer(keys.to_data().buffers()[0].clone())
+                .nulls(keys.nulls().cloned())
+                .add_child_data(dictionary.to_data())
+                .build()?;
+            Ok(arrow_array::make_array(data))
+        }
+        _ => Ok(arrow_select::take::take(&dictionary, &keys, None)?),
+    }
+}
+
+/// The bit width of the values a codec produces (for dictionary indices).
+pub fn codec_value_bits(c: &Codec) -> Option<u64> {
+    match c {
+        Codec::Flat { bits } | Codec::InlineBitpacking { bits } | Codec::Rle { bits } | Codec::ByteStreamSplit { bits } => Some(*bits),
+        Codec::OutOfLineBitpacking { bits, .. } => Some(*bits),
+        Codec::General { inner, .. } => codec_value_bits(inner),
+        _ => None,
+    }
+}
+
+/// A level builder: u16 levels.
+pub fn level_builder(capacity: usize) -> ValuesBuilder {
+    ValuesBuilder::Fixed(FixedBuilder::new(16, capacity))
+}
+
+pub fn finish_levels(b: ValuesBuilder) -> ScalarBuffer<u16> {
+    match b {
+        ValuesBuilder::Fixed(f) => {
+            let len = f.len;
+            ScalarBuffer::new(f.data.into(), 0, len)
+        }
+        _ => unreachable!("level builders are fixed-width"),
+    }
+}

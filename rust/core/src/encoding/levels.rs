@@ -1,0 +1,242 @@
+//! Repetition and definition levels → Arrow validity bitmaps and list offsets.
+//!
+//! Every struct, list and leaf on the path from a top-level field down to a leaf column
+//! contributes one layer, listed inner-most first. Definition levels count up from the
+//! inside: 0 is "valid everywhere", and each nullable (or emptyable) layer takes the next
+//! level(s) for "null here" (or "empty here"). Repetition levels count only list layers:
+//! `rep = k > 0` starts a new list at the k-th list layer from the inside (and every
+//! layer inside it), so `rep == number of lists` starts a new row.
+//!
+//! Unravelling walks the layers from the inside out, like the encoder in reverse: an item
+//! layer yields a validity bitmap over the current items; a list layer yields offsets
+//! and validity and collapses the levels to one entry per list for the layers above it.
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, GenericListArray, OffsetSizeTrait, StructArray};
+use arrow_buffer::{BooleanBuffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType, Field, FieldRef, Fields};
+
+use super::layout::{DecodedPage, Layer};
+use crate::error::{corrupt, Result};
+
+/// One step on the path from a top-level field to a leaf column.
+#[derive(Clone, Debug)]
+pub enum PathStep {
+    /// A struct (its own field; only the child on the path is kept).
+    Struct(FieldRef),
+    /// A list, large list or map (read as a list of its entries).
+    List { field: FieldRef, large: bool },
+    /// The leaf column, with the Arrow type its values are read as.
+    Leaf(FieldRef),
+}
+
+/// Level-walking state across the layers of one page.
+struct Unraveler<'a> {
+    layers: &'a [Layer],
+    next: usize,
+    rep: Option<Vec<u16>>,
+    def: Option<Vec<u16>>,
+    /// For each definition level, how many list layers lie inside the layer that owns it;
+    /// an entry belongs to the current layer only if its level is not owned by an outer list.
+    levels_to_rep: Vec<u16>,
+    def_cmp: u16,
+    rep_cmp: u16,
+}
+
+impl<'a> Unraveler<'a> {
+    fn new(layers: &'a [Layer], rep: Option<&ScalarBuffer<u16>>, def: Option<&ScalarBuffer<u16>>) -> Self {
+        let mut levels_to_rep = vec![0u16];
+        let mut rc = 0u16;
+        for l in layers {
+            match l {
+                Layer::AllValidItem | Layer::AllValidList => {}
+                Layer::NullableItem => levels_to_rep.push(rc),
+                Layer::NullableList | Layer::EmptyableList => {
+                    rc += 1;
+                    levels_to_rep.push(rc);
+                }
+                Layer::NullAndEmptyList => {
+                    rc += 1;
+                    levels_to_rep.push(rc);
+                    levels_to_rep.push(rc);
+                }
+            }
+        }
+        Unraveler {
+            layers,
+            next: 0,
+            rep: rep.map(|r| r.to_vec()),
+            def: def.map(|d| d.to_vec()),
+            levels_to_rep,
+            def_cmp: 0,
+            rep_cmp: 0,
+        }
+    }
+
+    fn layer(&mut self) -> Result<Layer> {
+        let l = *self.layers.get(self.next).ok_or_else(|| corrupt("page has fewer structural layers than its field"))?;
+        self.next += 1;
+        Ok(l)
+    }
+
+    /// The validity of the current items (a leaf or struct layer), expecting `len` items.
+    fn item_validity(&mut self, len: usize) -> Result<Option<NullBuffer>> {
+        let layer = self.layer()?;
+        match layer {
+            Layer::AllValidItem => Ok(None),
+            Layer::NullableItem => {
+                let Some(def) = &self.def else { return Ok(None) };
+                let cmp = self.def_cmp;
+                self.def_cmp += 1;
+                let bits = if self.rep_cmp == 0 && self.rep.is_none() {
+                    BooleanBuffer::collect_bool(def.len(), |i| def[i] <= cmp)
+                } else {
+                    let keep = self.keep_mask()?;
+                    def.iter().filter(|&&d| keep[d as usize]).map(|&d| d <= cmp).collect()
+                };
+                if bits.len() != len {
+                    return Err(corrupt(format!("{} validity levels for {len} items", bits.len())));
+                }
+                Ok(Some(NullBuffer::new(bits)))
+            }
+            l => Err(corrupt(format!("found list layer {l:?} where a struct or value layer belongs"))),
+        }
+    }
+
+    /// For each definition level, whether entries at that level belong to the current layer.
+    fn keep_mask(&self) -> Result<Vec<bool>> {
+        let max = self.def.as_ref().map(|d| d.iter().copied().max().unwrap_or(0)).unwrap_or(0) as usize;
+        if max >= self.levels_to_rep.len() {
+            return Err(corrupt(format!("definition level {max} beyond the page's {} levels", self.levels_to_rep.len() - 1)));
+        }
+        Ok(self.levels_to_rep.iter().map(|&r| r <= self.rep_cmp).collect())
+    }
+
+    /// Offsets and validity of a list layer; the levels collapse to one entry per list.
+    fn list(&mut self) -> Result<(Vec<i64>, Option<NullBuffer>)> {
+        let layer = self.layer()?;
+        let valid = self.def_cmp;
+        let (null, empty) = match layer {
+            Layer::AllValidList => (None, None),
+            Layer::NullableList => (Some(valid + 1), None),
+            Layer::EmptyableList => (None, Some(valid + 1)),
+            Layer::NullAndEmptyList => (Some(valid + 1), Some(valid + 2)),
+            l => return Err(corrupt(format!("found layer {l:?} where a list layer belongs"))),
+        };
+        self.def_cmp += layer.def_levels();
+        // Levels of the structs directly above this list also hide its entries; a level
+        // past all of them belongs to an outer list.
+        let upper_null = valid.max(null.unwrap_or(0)).max(empty.unwrap_or(0));
+        let mut max_level = upper_null;
+        for l in &self.layers[self.next..] {
+            match l {
+                Layer::NullableItem => max_level += 1,
+                Layer::AllValidItem => {}
+                _ => break,
+            }
+        }
+        self.rep_cmp += 1;
+        let rep = self.rep.take().ok_or_else(|| corrupt("list layer in a page without repetition levels"))?;
+        let def = self.def.take();
+        let mut offsets = Vec::with_capacity(rep.len() / 2 + 1);
+        let mut validity: Vec<bool> = Vec::with_capacity(rep.len() / 2);
+        let mut new_rep = Vec::with_capacity(rep.len() / 2);
+        let mut new_def = def.as_ref().map(|_| Vec::with_capacity(rep.len() / 2));
+        let mut len = 0i64;
+        for (i, &r) in rep.iter().enumerate() {
+            let d = def.as_ref().map_or(0, |d| d[i]);
+            if r == 0 {
+                if i == 0 {
+                    return Err(corrupt("levels start in the middle of a list"));
+                }
+                len += 1;
+                continue;
+            }
+            new_rep.push(r - 1);
+            if let Some(nd) = new_def.as_mut() {
+                nd.push(d);
+            }
+            if d == 0 {
+                offsets.push(len);
+                len += 1;
+                validity.push(true);
+            } else if d > max_level {
+                // Hidden by an outer empty or null list: not a list of this layer.
+            } else if Some(d) == null || d > upper_null {
+                offsets.push(len);
+                validity.push(false);
+            } else if Some(d) == empty {
+                offsets.push(len);
+                validity.push(true);
+            } else {
+                // A list whose first item is null at an inner layer.
+                offsets.push(len);
+                len += 1;
+                validity.push(true);
+            }
+        }
+        offsets.push(len);
+        self.rep = Some(new_rep);
+        self.def = new_def;
+        let nulls = if validity.iter().all(|v| *v) { None } else { Some(NullBuffer::from(validity)) };
+        Ok((offsets, nulls))
+    }
+}
+
+/// The pruned field of an array built for a path: the original field with `data_type`.
+fn with_type(f: &Field, data_type: DataType) -> FieldRef {
+    Arc::new(Field::new(f.name(), data_type, f.is_nullable()).with_metadata(f.metadata().clone()))
+}
+
+fn list_array<O: OffsetSizeTrait>(item: FieldRef, offsets: &[i64], values: ArrayRef, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+    let offs: Vec<O> = offsets
+        .iter()
+        .map(|&o| O::from_usize(o as usize).ok_or_else(|| corrupt("list offsets overflow a 32-bit list")))
+        .collect::<Result<_>>()?;
+    Ok(Arc::new(GenericListArray::<O>::try_new(item, OffsetBuffer::new(offs.into()), values, nulls)?))
+}
+
+/// Turn one decoded page of a leaf column into an array for its path: the top-level
+/// field with only the structs and lists on the way to this leaf.
+pub fn unravel(page: DecodedPage, path: &[PathStep]) -> Result<ArrayRef> {
+    if page.layers.len() != path.len() {
+        return Err(corrupt(format!("page has {} structural layers but its field has {}", page.layers.len(), path.len())));
+    }
+    let mut u = Unraveler::new(&page.layers, page.rep.as_ref(), page.def.as_ref());
+    let Some(PathStep::Leaf(leaf)) = path.last() else {
+        return Err(corrupt("internal: a column path must end at a leaf"));
+    };
+    let n = page.values.len();
+    let nulls = u.item_validity(n)?;
+    let mut array = page.values.into_array(leaf.data_type(), nulls)?;
+    let mut field = with_type(leaf, array.data_type().clone());
+    for step in path[..path.len() - 1].iter().rev() {
+        match step {
+            PathStep::Struct(f) => {
+                let nulls = u.item_validity(array.len())?;
+                let fields = Fields::from(vec![field.clone()]);
+                array = Arc::new(StructArray::try_new(fields.clone(), vec![array], nulls)?);
+                field = with_type(f, DataType::Struct(fields));
+            }
+            PathStep::List { field: f, large } => {
+                let (offsets, nulls) = u.list()?;
+                let child_len = *offsets.last().unwrap() as usize;
+                if child_len != array.len() {
+                    return Err(corrupt(format!("lists cover {child_len} items but {} were decoded", array.len())));
+                }
+                if *large {
+                    array = list_array::<i64>(field.clone(), &offsets, array, nulls)?;
+                    field = with_type(f, DataType::LargeList(field.clone()));
+                } else {
+                    array = list_array::<i32>(field.clone(), &offsets, array, nulls)?;
+                    field = with_type(f, DataType::List(field.clone()));
+                }
+            }
+            PathStep::Leaf(_) => return Err(corrupt("internal: a leaf in the middle of a column path")),
+        }
+    }
+    if array.len() as u64 != page.num_rows {
+        return Err(corrupt(format!("page decoded {} rows, expected {}", array.len(), page.num_rows)));
+    }
+    Ok(array)
+}

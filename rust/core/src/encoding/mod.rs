@@ -1,0 +1,11 @@
+//! Encodings: pure functions from page bytes to Arrow arrays. No I/O happens here.
+//!
+//! `layout` splits a page into levels and values according to its page layout
+//! (mini-block, full-zip, constant, blob); `compression` decodes the values;
+//! `levels` turns repetition/definition levels into Arrow validity and offsets;
+//! `values` holds the builders decoded values are appended to.
+pub mod bytes;
+pub mod compression;
+pub mod layout;
+pub mod levels;
+pub mod values;

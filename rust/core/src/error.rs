@@ -1,0 +1,88 @@
+//! The one error type of the core. Every variant carries enough context (the file or
+//! dataset path and what was wrong) for a user to act on it; the Python bindings map each
+//! kind to an exception class.
+use std::fmt;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The dataset, version, tag or file does not exist.
+    #[error("{path}: not found: {message}")]
+    NotFound { path: String, message: String },
+    /// A file exists but its bytes do not match the format (truncated, corrupt, bad magic).
+    #[error("{path}: corrupt file: {message}")]
+    Corrupt { path: String, message: String },
+    /// Valid by the format, but uses something this reader does not implement
+    /// (an encoding, a feature flag, a file version).
+    #[error("{path}: not supported: {message}")]
+    Unsupported { path: String, message: String },
+    /// The caller asked for something invalid (unknown column, bad argument).
+    #[error("{0}")]
+    InvalidInput(String),
+    /// The object store failed (permissions, network, ...).
+    #[error("{path}: I/O error: {message}")]
+    Io { path: String, message: String },
+    /// Arrow rejected an array we built; always a bug or a corrupt file.
+    #[error("arrow error: {0}")]
+    Arrow(#[from] arrow_schema::ArrowError),
+}
+
+impl Error {
+    pub fn corrupt(path: impl fmt::Display, message: impl fmt::Display) -> Self {
+        Error::Corrupt { path: path.to_string(), message: message.to_string() }
+    }
+    pub fn unsupported(path: impl fmt::Display, message: impl fmt::Display) -> Self {
+        Error::Unsupported { path: path.to_string(), message: message.to_string() }
+    }
+    pub fn not_found(path: impl fmt::Display, message: impl fmt::Display) -> Self {
+        Error::NotFound { path: path.to_string(), message: message.to_string() }
+    }
+    pub fn invalid(message: impl fmt::Display) -> Self {
+        Error::InvalidInput(message.to_string())
+    }
+    pub fn io(path: impl fmt::Display, err: impl fmt::Display) -> Self {
+        Error::Io { path: path.to_string(), message: err.to_string() }
+    }
+
+    /// Errors raised by pure decoding code do not know the file they came from; the
+    /// caller that does adds it here.
+    pub fn in_file(self, path: &str) -> Self {
+        match self {
+            Error::Corrupt { path: p, message } if p.is_empty() => Error::Corrupt { path: path.into(), message },
+            Error::Unsupported { path: p, message } if p.is_empty() => {
+                Error::Unsupported { path: path.into(), message }
+            }
+            Error::Arrow(e) => Error::Corrupt { path: path.into(), message: format!("decoded data rejected by arrow: {e}") },
+            other => other,
+        }
+    }
+}
+
+impl Error {
+    /// Prefix the message of a format error with where it happened ("column 3", "page 2").
+    pub fn context(self, what: &str) -> Self {
+        match self {
+            Error::Corrupt { path, message } => Error::Corrupt { path, message: format!("{what}: {message}") },
+            Error::Unsupported { path, message } => Error::Unsupported { path, message: format!("{what}: {message}") },
+            other => other,
+        }
+    }
+}
+
+/// Shorthand for errors in pure decoding code, where the file is added later by `in_file`.
+pub fn corrupt(message: impl fmt::Display) -> Error {
+    Error::corrupt("", message)
+}
+pub fn unsupported(message: impl fmt::Display) -> Error {
+    Error::unsupported("", message)
+}
+
+impl From<object_store::Error> for Error {
+    fn from(e: object_store::Error) -> Self {
+        match e {
+            object_store::Error::NotFound { path, .. } => Error::not_found(path, "no such object"),
+            other => Error::io("", other),
+        }
+    }
+}

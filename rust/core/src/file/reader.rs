@@ -1,0 +1,105 @@
+//! Opening a data file (one read of its tail, a second only when the metadata is larger)
+//! and fetching the buffers of a page.
+use std::sync::Arc;
+
+use bytes::Bytes;
+use object_store::path::Path;
+
+use super::{offset_table, FileMetadata, Footer, FOOTER_LEN};
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+
+/// Bytes read from the end of a file on open; enough for the metadata of most files.
+const TAIL_READ: u64 = 256 * 1024;
+
+/// An open data file: its metadata, and the means to read its pages.
+#[derive(Clone, Debug)]
+pub struct FileReader {
+    storage: Storage,
+    path: Path,
+    name: String,
+    pub metadata: Arc<FileMetadata>,
+}
+
+/// The buffers of one page, in the order the page's metadata lists them.
+#[derive(Clone, Debug)]
+pub struct PageData {
+    pub buffers: Vec<Bytes>,
+}
+
+impl FileReader {
+    /// Open `path`; `size` is the file size when the manifest records it (saves a request).
+    pub async fn open(storage: &Storage, path: Path, size: Option<u64>) -> Result<Self> {
+        let name = storage.display(&path);
+        let size = match size {
+            Some(s) if s > 0 => s,
+            _ => storage.head(&path).await?.size,
+        };
+        let metadata = Self::read_metadata(storage, &path, size).await.map_err(|e| e.in_file(&name))?;
+        Ok(FileReader { storage: storage.clone(), path, name, metadata: Arc::new(metadata) })
+    }
+
+    async fn read_metadata(storage: &Storage, path: &Path, size: u64) -> Result<FileMetadata> {
+        if size < FOOTER_LEN as u64 {
+            return Err(crate::error::corrupt(format!("file is {size} bytes, too short for a Lance file")));
+        }
+        let mut start = size.saturating_sub(TAIL_READ);
+        let mut tail = storage.get_range(path, start..size).await?;
+        let footer = Footer::parse(&tail, size)?;
+        footer.check_version()?;
+        // Where the schema (global buffer 0) and the column metadata begin.
+        let mut needed = FileMetadata::required_tail_start(&footer, None);
+        if needed >= start {
+            let gbo_at = (footer.gbo_table_start - start) as usize;
+            let gbo = offset_table(&tail, gbo_at, footer.num_global_buffers.min(1) as usize, size, "global buffer")?;
+            needed = FileMetadata::required_tail_start(&footer, Some(&gbo));
+        }
+        if needed < start {
+            // Metadata larger than the first read: fetch the rest and stitch it on.
+            let head = storage.get_range(path, needed..start).await?;
+            let mut whole = Vec::with_capacity(head.len() + tail.len());
+            whole.extend_from_slice(&head);
+            whole.extend_from_slice(&tail);
+            tail = Bytes::from(whole);
+            start = needed;
+            let gbo_at = (footer.gbo_table_start - start) as usize;
+            let gbo = offset_table(&tail, gbo_at, footer.num_global_buffers.min(1) as usize, size, "global buffer")?;
+            let needed_now = FileMetadata::required_tail_start(&footer, Some(&gbo));
+            if needed_now < start {
+                let head = storage.get_range(path, needed_now..start).await?;
+                let mut whole = Vec::with_capacity(head.len() + tail.len());
+                whole.extend_from_slice(&head);
+                whole.extend_from_slice(&tail);
+                tail = Bytes::from(whole);
+                start = needed_now;
+            }
+        }
+        FileMetadata::parse(&tail, start, size)
+    }
+
+    /// The file's name as shown in errors.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn num_columns(&self) -> usize {
+        self.metadata.columns.len()
+    }
+
+    /// Read the buffers of page `page` of column `column`.
+    pub async fn read_page(&self, column: usize, page: usize) -> Result<PageData> {
+        let info = self
+            .metadata
+            .columns
+            .get(column)
+            .and_then(|c| c.pages.get(page))
+            .ok_or_else(|| Error::corrupt(&self.name, format!("no page {page} in column {column}")))?;
+        let buffers = self.storage.get_ranges(&self.path, &info.buffers).await?;
+        Ok(PageData { buffers })
+    }
+
+    /// Read an arbitrary byte range of the file (out-of-line blob values).
+    pub async fn read_range(&self, range: std::ops::Range<u64>) -> Result<Bytes> {
+        self.storage.get_range(&self.path, range).await
+    }
+}

@@ -1,0 +1,146 @@
+//! Storage: turns a dataset URI into an object store plus a root path, and reads bytes.
+//!
+//! Everything above this layer addresses files by a path relative to a root; nothing above
+//! it knows whether the bytes come from a local disk, memory or a cloud bucket.
+mod uri;
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path;
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
+
+use crate::error::{Error, Result};
+pub use uri::StorageOptions;
+
+/// An object store rooted at a directory (a dataset root or one of its base paths).
+#[derive(Clone, Debug)]
+pub struct Storage {
+    store: Arc<dyn ObjectStore>,
+    root: Path,
+    /// The URI the user gave, used to name files in error messages.
+    uri: String,
+}
+
+impl Storage {
+    /// Open the store that holds `uri` (a local path, `file://`, `memory://`, `s3://`,
+    /// `gs://`, `az://`/`abfs://`), passing `options` to its builder.
+    pub fn open(uri: &str, options: &StorageOptions) -> Result<Self> {
+        let (store, root, uri) = uri::resolve(uri, options)?;
+        Ok(Storage { store, root, uri })
+    }
+
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    /// The object path of `relative` (slash-separated) below the root.
+    pub fn path(&self, relative: &str) -> Path {
+        let mut p = self.root.clone();
+        for part in relative.split('/').filter(|s| !s.is_empty()) {
+            p = p.clone().join(part);
+        }
+        p
+    }
+
+    /// The user-facing name of an object, for error messages.
+    pub fn display(&self, path: &Path) -> String {
+        let rel = path.as_ref().strip_prefix(self.root.as_ref()).unwrap_or(path.as_ref());
+        format!("{}/{}", self.uri.trim_end_matches('/'), rel.trim_start_matches('/'))
+    }
+
+    fn map_err(&self, path: &Path, e: object_store::Error) -> Error {
+        match e {
+            object_store::Error::NotFound { .. } => Error::not_found(self.display(path), "no such file"),
+            other => Error::io(self.display(path), other),
+        }
+    }
+
+    pub async fn get(&self, path: &Path) -> Result<Bytes> {
+        let res = self.store.get(path).await.map_err(|e| self.map_err(path, e))?;
+        res.bytes().await.map_err(|e| self.map_err(path, e))
+    }
+
+    /// Read `range` of an object; a range past the end of the object is a truncated file.
+    pub async fn get_range(&self, path: &Path, range: Range<u64>) -> Result<Bytes> {
+        let want = range.end - range.start;
+        let bytes = self.store.get_range(path, range.clone()).await.map_err(|e| self.range_err(path, &range, e))?;
+        if bytes.len() as u64 != want {
+            return Err(Error::corrupt(
+                self.display(path),
+                format!("truncated: wanted bytes {}..{} but got {}", range.start, range.end, bytes.len()),
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// Read several ranges of one object; the store coalesces nearby ones.
+    pub async fn get_ranges(&self, path: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        if ranges.is_empty() {
+            return Ok(vec![]);
+        }
+        let out = self.store.get_ranges(path, ranges).await.map_err(|e| {
+            let span = ranges[0].start..ranges.iter().map(|r| r.end).max().unwrap_or(0);
+            self.range_err(path, &span, e)
+        })?;
+        for (b, r) in out.iter().zip(ranges) {
+            if b.len() as u64 != r.end - r.start {
+                return Err(Error::corrupt(
+                    self.display(path),
+                    format!("truncated: wanted bytes {}..{} but got {}", r.start, r.end, b.len()),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    fn range_err(&self, path: &Path, range: &Range<u64>, e: object_store::Error) -> Error {
+        match e {
+            object_store::Error::NotFound { .. } => Error::not_found(self.display(path), "no such file"),
+            // Stores report a range past the end in their own words; for a reader that
+            // means the file is shorter than its metadata says.
+            object_store::Error::Generic { .. } | object_store::Error::NotSupported { .. }
+                if e.to_string().contains("range") || e.to_string().contains("Range") =>
+            {
+                Error::corrupt(self.display(path), format!("truncated: cannot read bytes {}..{}: {e}", range.start, range.end))
+            }
+            other => Error::io(self.display(path), other),
+        }
+    }
+
+    pub async fn head(&self, path: &Path) -> Result<ObjectMeta> {
+        self.store.head(path).await.map_err(|e| self.map_err(path, e))
+    }
+
+    pub async fn exists(&self, path: &Path) -> Result<bool> {
+        match self.store.head(path).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(self.map_err(path, e)),
+        }
+    }
+
+    /// Objects directly below `dir` (relative to the root).
+    pub async fn list_dir(&self, dir: &str) -> Result<Vec<ObjectMeta>> {
+        let prefix = self.path(dir);
+        let listing = self.store.list_with_delimiter(Some(&prefix)).await;
+        match listing {
+            Ok(l) => Ok(l.objects),
+            Err(object_store::Error::NotFound { .. }) => Ok(vec![]),
+            Err(e) => Err(self.map_err(&prefix, e)),
+        }
+    }
+
+    /// Every object below `dir`, recursively.
+    pub async fn list_all(&self, dir: &str) -> Result<Vec<ObjectMeta>> {
+        let prefix = self.path(dir);
+        let res: std::result::Result<Vec<ObjectMeta>, _> = self.store.list(Some(&prefix)).try_collect().await;
+        match res {
+            Ok(v) => Ok(v),
+            Err(object_store::Error::NotFound { .. }) => Ok(vec![]),
+            Err(e) => Err(self.map_err(&prefix, e)),
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! URI parsing: which object store serves a dataset URI, and where its root is.
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::ObjectStore;
+use url::Url;
+
+use crate::error::{Error, Result};
+
+/// Options for the store's builder, as pylance's `storage_options`
+/// (e.g. `aws_region`, `aws_endpoint`, `google_service_account`, `azure_storage_account_name`).
+pub type StorageOptions = HashMap<String, String>;
+
+/// `memory://` stores live as long as the process, keyed by their host part, so that a
+/// dataset written to `memory://x` can be opened again by a later call.
+fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
+    static STORES: OnceLock<Mutex<HashMap<String, Arc<InMemory>>>> = OnceLock::new();
+    let mut map = STORES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    map.entry(name.to_string()).or_insert_with(|| Arc::new(InMemory::new())).clone()
+}
+
+/// Resolve `uri` to (store, root path, display uri).
+pub(super) fn resolve(uri: &str, options: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, Path, String)> {
+    let trimmed = uri.trim_end_matches('/');
+    if trimmed.is_empty() {
+        return Err(Error::invalid("empty dataset URI"));
+    }
+    // Windows drive letters and plain paths have no usable scheme.
+    let parsed = match Url::parse(trimmed) {
+        Ok(u) if u.scheme().len() > 1 => Some(u),
+        _ => None,
+    };
+    let Some(url) = parsed else {
+        return local(trimmed);
+    };
+    match url.scheme() {
+        "file" => {
+            let p = url.to_file_path().map_err(|_| Error::invalid(format!("{uri}: not a valid file URI")))?;
+            local(&p.to_string_lossy())
+        }
+        "memory" => {
+            let host = url.host_str().unwrap_or("").to_string();
+            let root = Path::parse(url.path()).map_err(|e| Error::invalid(format!("{uri}: {e}")))?;
+            Ok((memory_store(&host), root, trimmed.to_string()))
+        }
+        "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss" | "azure" | "http" | "https" => {
+            let mut url = url.clone();
+            if url.scheme() == "s3a" {
+                let _ = url.set_scheme("s3");
+            }
+            let (store, root) = object_store::parse_url_opts(&url, options.iter())
+                .map_err(|e| Error::invalid(format!("{uri}: cannot open object store: {e}")))?;
+            Ok((Arc::from(store), root, trimmed.to_string()))
+        }
+        other => Err(Error::invalid(format!("{uri}: unsupported URI scheme '{other}'"))),
+    }
+}
+
+fn local(path: &str) -> Result<(Arc<dyn ObjectStore>, Path, String)> {
+    let p = std::path::Path::new(path);
+    let abs = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir().map_err(|e| Error::io(path, e))?.join(p)
+    };
+    let abs = normalize(&abs);
+    let root = Path::from_absolute_path(&abs).map_err(|e| Error::invalid(format!("{path}: {e}")))?;
+    Ok((Arc::new(LocalFileSystem::new()), root, abs.to_string_lossy().into_owned()))
+}
+
+/// Remove `.` and `..` components without touching the file system (the path may not exist yet).
+fn normalize(p: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_paths_resolve_to_absolute_roots() {
+        let (_, root, shown) = resolve("/tmp/x/../y/ds.lance/", &StorageOptions::new()).unwrap();
+        assert_eq!(root.as_ref(), "tmp/y/ds.lance");
+        assert_eq!(shown, "/tmp/y/ds.lance");
+        let (_, root2, _) = resolve("file:///tmp/y/ds.lance", &StorageOptions::new()).unwrap();
+        assert_eq!(root, root2);
+    }
+
+    #[test]
+    fn memory_stores_are_shared_by_name() {
+        let (a, ra, _) = resolve("memory://bucket/ds", &StorageOptions::new()).unwrap();
+        let (b, _, _) = resolve("memory://bucket/other", &StorageOptions::new()).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(ra.as_ref(), "ds");
+    }
+
+    #[test]
+    fn unknown_schemes_are_refused() {
+        let err = resolve("ftp://host/ds", &StorageOptions::new()).unwrap_err();
+        assert!(err.to_string().contains("unsupported URI scheme"), "{err}");
+    }
+}
