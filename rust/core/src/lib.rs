@@ -4,6 +4,7 @@
 //! (the v2 file container), `encoding` (page layouts and compression → Arrow), `table`
 //! (manifests, versions, schemas, fragments, deletions, row ids) and `scan` (streaming
 //! reads of a dataset). `dataset` is the entry point that ties them together.
+pub mod dataset;
 pub mod error;
 pub mod file;
 pub mod proto;
@@ -11,3 +12,8 @@ pub mod storage;
 
 pub use error::{Error, Result};
 pub mod encoding;
+pub mod table;
+pub mod scan;
+
+pub use dataset::{Dataset, VersionRef};
+pub use scan::{scan, Scan, ScanOptions};

@@ -1,0 +1,210 @@
+"""Datasets, scanners and fragments with pylance's names, over the Rust core."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from typing import Any, Dict, Iterator, List, Optional, Union
+
+import pyarrow as pa
+
+from . import _lance_core
+from .errors import InvalidInputError
+
+
+def _uri(uri: Union[str, os.PathLike]) -> str:
+    return os.fspath(uri)
+
+
+class LanceScanner:
+    """A configured scan of a dataset (or of some of its fragments)."""
+
+    def __init__(
+        self,
+        dataset: "LanceDataset",
+        columns: Optional[List[str]] = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        fragment_ids: Optional[List[int]] = None,
+    ):
+        if isinstance(columns, str):
+            raise InvalidInputError("columns must be a list of column names, not a string")
+        for name, value in (("limit", limit), ("offset", offset), ("batch_size", batch_size)):
+            if value is not None and (not isinstance(value, int) or value < 0):
+                raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}")
+        if batch_size == 0:
+            raise InvalidInputError("batch_size must be positive")
+        self._dataset = dataset
+        self._args = dict(
+            columns=list(columns) if columns is not None else None,
+            limit=limit,
+            offset=offset,
+            batch_size=batch_size,
+            with_row_id=bool(with_row_id),
+            with_row_address=bool(with_row_address),
+            fragment_ids=fragment_ids,
+        )
+
+    def _native(self) -> "_lance_core._BatchIterator":
+        return self._dataset._ds.scan(**self._args)
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        return pa.schema(self._native().schema)
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """Stream the result; memory stays bounded whatever the dataset's size."""
+        for batch in self._native():
+            yield pa.record_batch(batch)
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_stream(self._native())
+
+    def to_table(self) -> pa.Table:
+        it = self._native()
+        schema = pa.schema(it.schema)
+        return pa.Table.from_batches([pa.record_batch(b) for b in it], schema=schema)
+
+    def count_rows(self) -> int:
+        return sum(b.num_rows for b in self.to_batches())
+
+
+class LanceFragment:
+    """One fragment of a dataset: a set of rows stored in one or more data files."""
+
+    def __init__(self, dataset: "LanceDataset", info: Dict[str, Any]):
+        self._dataset = dataset
+        self._info = info
+
+    @property
+    def fragment_id(self) -> int:
+        return self._info["id"]
+
+    @property
+    def physical_rows(self) -> int:
+        return self._info["physical_rows"]
+
+    @property
+    def num_deletions(self) -> int:
+        return self._info["num_deletions"]
+
+    def data_files(self) -> List[str]:
+        return list(self._info["files"])
+
+    def count_rows(self) -> int:
+        return self._dataset._ds.count_rows(self.fragment_id)
+
+    def scanner(self, columns: Optional[List[str]] = None, **kwargs) -> LanceScanner:
+        return LanceScanner(self._dataset, columns=columns, fragment_ids=[self.fragment_id], **kwargs)
+
+    def to_table(self, columns: Optional[List[str]] = None, **kwargs) -> pa.Table:
+        return self.scanner(columns, **kwargs).to_table()
+
+    def to_batches(self, columns: Optional[List[str]] = None, **kwargs) -> Iterator[pa.RecordBatch]:
+        return self.scanner(columns, **kwargs).to_batches()
+
+    def __repr__(self) -> str:
+        return f"LanceFragment(id={self.fragment_id}, physical_rows={self.physical_rows})"
+
+
+class LanceDataset:
+    """A Lance dataset at one version."""
+
+    def __init__(self, native: "_lance_core._Dataset"):
+        self._ds = native
+
+    @property
+    def uri(self) -> str:
+        return self._ds.uri
+
+    @property
+    def version(self) -> int:
+        return self._ds.version
+
+    @property
+    def latest_version(self) -> int:
+        return self._ds.latest_version()
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema(self._ds.schema)
+
+    @property
+    def data_storage_version(self) -> str:
+        return self._ds.data_storage_version
+
+    def field_ids(self) -> Dict[str, int]:
+        """The Lance field id of every field, keyed by dotted path ("s.x")."""
+        return dict(self._ds.field_ids())
+
+    def versions(self) -> List[Dict[str, Any]]:
+        """Every version: its number, commit time (local, naive, like pylance) and summary."""
+        out = []
+        for version, nanos, metadata in self._ds.versions():
+            ts = datetime.fromtimestamp(nanos // 1_000_000_000).replace(microsecond=(nanos // 1000) % 1_000_000)
+            out.append({"version": version, "timestamp": ts, "metadata": metadata})
+        return out
+
+    @property
+    def tags(self) -> Dict[str, Dict[str, Any]]:
+        return {name: {"branch": branch, "version": version} for name, branch, version in self._ds.tags()}
+
+    def checkout_version(self, version: Union[int, str]) -> "LanceDataset":
+        if isinstance(version, str):
+            return dataset(self.uri, version=version)
+        return LanceDataset(self._ds.checkout(version))
+
+    def count_rows(self) -> int:
+        """Rows of this version; deleted rows are not counted and no data page is read."""
+        return self._ds.count_rows()
+
+    def get_fragments(self) -> List[LanceFragment]:
+        return [LanceFragment(self, f) for f in self._ds.fragments()]
+
+    def get_fragment(self, fragment_id: int) -> Optional[LanceFragment]:
+        for f in self._ds.fragments():
+            if f["id"] == fragment_id:
+                return LanceFragment(self, f)
+        return None
+
+    def scanner(
+        self,
+        columns: Optional[List[str]] = None,
+        limit: Optional[int] = None,
+        offset: Optional[int] = None,
+        batch_size: Optional[int] = None,
+        with_row_id: bool = False,
+        with_row_address: bool = False,
+        fragments: Optional[List[LanceFragment]] = None,
+    ) -> LanceScanner:
+        ids = [f.fragment_id for f in fragments] if fragments is not None else None
+        return LanceScanner(self, columns, limit, offset, batch_size, with_row_id, with_row_address, ids)
+
+    def to_table(self, columns: Optional[List[str]] = None, limit: Optional[int] = None, offset: Optional[int] = None,
+                 batch_size: Optional[int] = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+        return self.scanner(columns, limit, offset, batch_size, with_row_id, with_row_address).to_table()
+
+    def to_batches(self, columns: Optional[List[str]] = None, limit: Optional[int] = None, offset: Optional[int] = None,
+                   batch_size: Optional[int] = None, with_row_id: bool = False,
+                   with_row_address: bool = False) -> Iterator[pa.RecordBatch]:
+        return self.scanner(columns, limit, offset, batch_size, with_row_id, with_row_address).to_batches()
+
+    def __len__(self) -> int:
+        return self.count_rows()
+
+    def __repr__(self) -> str:
+        return f"LanceDataset(uri={self.uri!r}, version={self.version})"
+
+
+def dataset(
+    uri: Union[str, os.PathLike],
+    version: Optional[Union[int, str]] = None,
+    storage_options: Optional[Dict[str, str]] = None,
+) -> LanceDataset:
+    """Open a Lance dataset: the latest version, a version number, or a tag name."""
+    if version is not None and not isinstance(version, (int, str)):
+        raise InvalidInputError(f"version must be an int or a tag name, got {type(version).__name__}")
+    return LanceDataset(_lance_core._Dataset.open(_uri(uri), version, storage_options))

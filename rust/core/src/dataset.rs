@@ -1,0 +1,288 @@
+//! A dataset at one version: the entry point tying storage, manifests and scans together.
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_schema::SchemaRef;
+use object_store::path::Path;
+use roaring::RoaringBitmap;
+
+use crate::error::{Error, Result};
+use crate::proto::table::{data_fragment::RowIdSequence as RowIdSeq, DataFile, DataFragment, Manifest};
+use crate::storage::{Storage, StorageOptions};
+use crate::table::deletion::{decode_deletions, deletion_file_name};
+use crate::table::features::{unknown_reader_flags, STABLE_ROW_IDS};
+use crate::table::manifest::{decode_manifest, timestamp_nanos};
+use crate::table::rowids::decode_row_ids;
+use crate::table::schema::LanceSchema;
+use crate::table::tags::read_tag;
+use crate::table::versions::{latest_version, list_manifests, locate_version, ManifestLocation};
+
+/// Which version to open.
+#[derive(Clone, Debug)]
+pub enum VersionRef {
+    Number(u64),
+    Tag(String),
+}
+
+/// One version in the history (`Dataset::versions`).
+#[derive(Clone, Debug)]
+pub struct VersionInfo {
+    pub version: u64,
+    pub timestamp_nanos: i64,
+    pub metadata: Vec<(String, String)>,
+}
+
+/// Where a base path's files are.
+#[derive(Clone, Debug)]
+struct Base {
+    storage: Storage,
+    is_dataset_root: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    /// The URI the user opened (tags live here).
+    uri: String,
+    /// The directory holding this version's `_versions/` (the root, or a branch under `tree/`).
+    storage: Storage,
+    bases: HashMap<u32, Base>,
+    pub location: ManifestLocation,
+    pub manifest: Arc<Manifest>,
+    pub schema: Arc<LanceSchema>,
+    pub arrow_schema: SchemaRef,
+    options: StorageOptions,
+}
+
+/// Whether a store is cheap to list (so listing beats following the version hint).
+fn cheap_to_list(uri: &str) -> bool {
+    !uri.contains("://") || uri.starts_with("file://") || uri.starts_with("memory://")
+}
+
+impl Dataset {
+    pub async fn open(uri: &str, version: Option<VersionRef>, options: StorageOptions) -> Result<Self> {
+        let root = Storage::open(uri, &options)?;
+        let (storage, version) = match version {
+            Some(VersionRef::Tag(tag)) => {
+                let t = read_tag(&root, &tag).await?;
+                let storage = match &t.branch {
+                    Some(b) if !b.is_empty() && b != "main" => Storage::open(&format!("{}/tree/{b}", root.uri()), &options)?,
+                    _ => root.clone(),
+                };
+                (storage, Some(t.version))
+            }
+            Some(VersionRef::Number(v)) => (root.clone(), Some(v)),
+            None => (root.clone(), None),
+        };
+        let location = match version {
+            Some(v) => locate_version(&storage, v).await?,
+            None => latest_version(&storage, !cheap_to_list(uri)).await?,
+        };
+        Self::load(root.uri().to_string(), storage, location, options).await
+    }
+
+    async fn load(uri: String, storage: Storage, location: ManifestLocation, options: StorageOptions) -> Result<Self> {
+        let name = storage.display(&location.path);
+        let bytes = storage.get(&location.path).await?;
+        let manifest = decode_manifest(&bytes, &name)?;
+        let unknown = unknown_reader_flags(manifest.reader_feature_flags);
+        if unknown != 0 {
+            return Err(Error::unsupported(
+                &name,
+                format!("dataset needs reader features this reader does not know (flags {unknown:#x} of {:#x})", manifest.reader_feature_flags),
+            ));
+        }
+        let schema = LanceSchema::from_proto(&manifest.fields, &manifest.schema_metadata).map_err(|e| e.in_file(&name))?;
+        let arrow_schema = Arc::new(schema.to_arrow().map_err(|e| e.in_file(&name))?);
+        let mut bases = HashMap::new();
+        for b in &manifest.base_paths {
+            bases.insert(b.id, Base { storage: Storage::open(&b.path, &options)?, is_dataset_root: b.is_dataset_root });
+        }
+        Ok(Dataset {
+            uri,
+            storage,
+            bases,
+            location,
+            manifest: Arc::new(manifest),
+            schema: Arc::new(schema),
+            arrow_schema,
+            options,
+        })
+    }
+
+    pub fn uri(&self) -> &str {
+        &self.uri
+    }
+
+    pub fn version(&self) -> u64 {
+        self.manifest.version
+    }
+
+    pub fn storage_options(&self) -> &StorageOptions {
+        &self.options
+    }
+
+    /// The data file format version of the dataset, e.g. "2.2".
+    pub fn data_storage_version(&self) -> String {
+        match &self.manifest.data_format {
+            Some(f) if !f.version.is_empty() => f.version.clone(),
+            _ => self
+                .manifest
+                .fragments
+                .iter()
+                .flat_map(|f| f.files.first())
+                .map(|d| format!("{}.{}", d.file_major_version, d.file_minor_version))
+                .next()
+                .unwrap_or_else(|| "2.0".into()),
+        }
+    }
+
+    pub async fn latest_version(&self) -> Result<u64> {
+        Ok(latest_version(&self.storage, !cheap_to_list(&self.uri)).await?.version)
+    }
+
+    /// Open another version of the same dataset (same branch).
+    pub async fn checkout(&self, version: u64) -> Result<Self> {
+        let location = locate_version(&self.storage, version).await?;
+        Self::load(self.uri.clone(), self.storage.clone(), location, self.options.clone()).await
+    }
+
+    /// Every version with its commit time and summary, oldest first.
+    pub async fn versions(&self) -> Result<Vec<VersionInfo>> {
+        let locations = list_manifests(&self.storage).await?;
+        let reads = locations.iter().map(|l| async move {
+            let bytes = self.storage.get(&l.path).await?;
+            let m = decode_manifest(&bytes, &self.storage.display(&l.path))?;
+            Ok::<_, Error>(VersionInfo { version: m.version, timestamp_nanos: timestamp_nanos(&m), metadata: summary(&m) })
+        });
+        futures::future::try_join_all(reads).await
+    }
+
+    pub fn fragments(&self) -> &[DataFragment] {
+        &self.manifest.fragments
+    }
+
+    pub fn fragment(&self, id: u64) -> Option<&DataFragment> {
+        self.manifest.fragments.iter().find(|f| f.id == id)
+    }
+
+    pub fn has_stable_row_ids(&self) -> bool {
+        self.manifest.reader_feature_flags & STABLE_ROW_IDS != 0
+    }
+
+    /// Where a data file is: its store and path.
+    pub fn data_file_location(&self, file: &DataFile) -> Result<(Storage, Path)> {
+        match file.base_id {
+            None => Ok((self.storage.clone(), self.storage.path(&format!("data/{}", file.path)))),
+            Some(id) => {
+                let b = self.base(id)?;
+                let rel = if b.is_dataset_root { format!("data/{}", file.path) } else { file.path.clone() };
+                Ok((b.storage.clone(), b.storage.path(&rel)))
+            }
+        }
+    }
+
+    fn base(&self, id: u32) -> Result<&Base> {
+        self.bases.get(&id).ok_or_else(|| {
+            Error::corrupt(self.storage.display(&self.location.path), format!("a file refers to base path {id}, which the manifest does not list"))
+        })
+    }
+
+    /// Rows in a fragment's data files, deleted rows included.
+    pub async fn physical_rows(&self, frag: &DataFragment) -> Result<u64> {
+        if frag.physical_rows > 0 || frag.files.is_empty() {
+            return Ok(frag.physical_rows);
+        }
+        // Older writers left it unset: ask the first data file.
+        let (storage, path) = self.data_file_location(&frag.files[0])?;
+        let size = (frag.files[0].file_size_bytes > 0).then_some(frag.files[0].file_size_bytes);
+        let reader = crate::file::FileReader::open(&storage, path, size).await?;
+        Ok(reader.metadata.num_rows)
+    }
+
+    /// The deleted row offsets of a fragment, if it has a deletion file.
+    pub async fn deletions(&self, frag: &DataFragment) -> Result<Option<RoaringBitmap>> {
+        let Some(d) = &frag.deletion_file else { return Ok(None) };
+        let name = deletion_file_name(frag.id, d);
+        let (storage, path) = match d.base_id {
+            None => (self.storage.clone(), self.storage.path(&format!("_deletions/{name}"))),
+            Some(id) => {
+                let b = self.base(id)?;
+                (b.storage.clone(), b.storage.path(&format!("_deletions/{name}")))
+            }
+        };
+        let bytes = storage.get(&path).await?;
+        let set = decode_deletions(&bytes, d, &storage.display(&path))?;
+        Ok(Some(set))
+    }
+
+    /// Deleted rows of a fragment, from the manifest when it records them.
+    pub async fn num_deleted(&self, frag: &DataFragment) -> Result<u64> {
+        match &frag.deletion_file {
+            None => Ok(0),
+            Some(d) if d.num_deleted_rows > 0 => Ok(d.num_deleted_rows),
+            Some(_) => Ok(self.deletions(frag).await?.map(|s| s.len()).unwrap_or(0)),
+        }
+    }
+
+    /// Visible rows of a fragment.
+    pub async fn fragment_rows(&self, frag: &DataFragment) -> Result<u64> {
+        let physical = self.physical_rows(frag).await?;
+        Ok(physical.saturating_sub(self.num_deleted(frag).await?))
+    }
+
+    /// Visible rows of the dataset, without decoding any data page.
+    pub async fn count_rows(&self) -> Result<u64> {
+        let counts = futures::future::try_join_all(self.fragments().iter().map(|f| self.fragment_rows(f))).await?;
+        Ok(counts.iter().sum())
+    }
+
+    /// The stable row ids of a fragment (one per physical row), when the dataset has them.
+    pub async fn row_ids(&self, frag: &DataFragment) -> Result<Option<Vec<u64>>> {
+        let manifest_name = || self.storage.display(&self.location.path);
+        match &frag.row_id_sequence {
+            None if self.has_stable_row_ids() => Err(Error::corrupt(
+                manifest_name(),
+                format!("dataset has stable row ids but fragment {} has no row id sequence", frag.id),
+            )),
+            None => Ok(None),
+            Some(RowIdSeq::InlineRowIds(bytes)) => decode_row_ids(bytes).map(Some).map_err(|e| e.in_file(&manifest_name())),
+            Some(RowIdSeq::ExternalRowIds(ext)) => {
+                let path = self.storage.path(&ext.path);
+                let bytes = self.storage.get_range(&path, ext.offset..ext.offset + ext.size).await?;
+                decode_row_ids(&bytes).map(Some).map_err(|e| e.in_file(&self.storage.display(&path)))
+            }
+        }
+    }
+}
+
+/// The summary pylance shows with each version.
+fn summary(m: &Manifest) -> Vec<(String, String)> {
+    let mut rows = 0u64;
+    let mut deleted = 0u64;
+    let mut files = 0u64;
+    let mut deletion_files = 0u64;
+    let mut bytes = 0u64;
+    let mut total_rows = 0u64;
+    for f in &m.fragments {
+        rows += f.physical_rows;
+        files += f.files.len() as u64;
+        bytes += f.files.iter().map(|d| d.file_size_bytes).sum::<u64>();
+        let del = f.deletion_file.as_ref().map(|d| d.num_deleted_rows).unwrap_or(0);
+        if f.deletion_file.is_some() {
+            deletion_files += 1;
+            deleted += del;
+        }
+        if f.deletion_file.is_none() || del > 0 {
+            total_rows += f.physical_rows - del.min(f.physical_rows);
+        }
+    }
+    vec![
+        ("total_data_file_rows".into(), rows.to_string()),
+        ("total_data_files".into(), files.to_string()),
+        ("total_deletion_file_rows".into(), deleted.to_string()),
+        ("total_deletion_files".into(), deletion_files.to_string()),
+        ("total_files_size".into(), bytes.to_string()),
+        ("total_fragments".into(), m.fragments.len().to_string()),
+        ("total_rows".into(), total_rows.to_string()),
+    ]
+}

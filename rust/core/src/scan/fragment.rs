@@ -1,0 +1,93 @@
+//! Reading one fragment: which data file and column hold each leaf, the pages of each
+//! leaf column, and decoding one page into the array of its leaf's path.
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::ArrayRef;
+use arrow_schema::DataType;
+
+use super::plan::LeafPlan;
+use crate::dataset::Dataset;
+use crate::encoding::layout::decode_page;
+use crate::encoding::levels::{unravel, PathStep};
+use crate::error::{Error, Result};
+use crate::file::{FileReader, PageInfo};
+use crate::proto::table::DataFragment;
+
+/// Where a leaf's values are in a fragment.
+#[derive(Clone, Debug)]
+pub struct LeafSource {
+    pub file: Arc<FileReader>,
+    pub column: usize,
+}
+
+/// Find the file and column of every leaf (None: no data, read as nulls) and open the
+/// files involved.
+pub async fn open_leaf_sources(ds: &Dataset, frag: &DataFragment, leaves: &[LeafPlan]) -> Result<Vec<Option<LeafSource>>> {
+    let manifest_name = || format!("{} (fragment {})", ds.uri(), frag.id);
+    // field id -> (file index, column index); the first file listing a field wins.
+    let mut owner: HashMap<i32, (usize, usize)> = HashMap::new();
+    for (fi, file) in frag.files.iter().enumerate() {
+        if file.column_indices.is_empty() && !file.fields.is_empty() {
+            return Err(Error::unsupported(
+                manifest_name(),
+                format!("data file {} uses the legacy 0.1 file format, which is not supported yet", file.path),
+            ));
+        }
+        for (k, &fid) in file.fields.iter().enumerate() {
+            let Some(&col) = file.column_indices.get(k) else {
+                return Err(Error::corrupt(manifest_name(), format!("data file {} lists more fields than column indices", file.path)));
+            };
+            if fid >= 0 && col >= 0 {
+                owner.entry(fid).or_insert((fi, col as usize));
+            }
+        }
+    }
+    let mut needed: Vec<usize> = leaves.iter().filter_map(|l| owner.get(&l.field_id).map(|o| o.0)).collect();
+    needed.sort_unstable();
+    needed.dedup();
+    let opens = needed.iter().map(|&fi| async move {
+        let file = &frag.files[fi];
+        let (storage, path) = ds.data_file_location(file)?;
+        let size = (file.file_size_bytes > 0).then_some(file.file_size_bytes);
+        Ok::<_, Error>((fi, Arc::new(FileReader::open(&storage, path, size).await?)))
+    });
+    let readers: HashMap<usize, Arc<FileReader>> = futures::future::try_join_all(opens).await?.into_iter().collect();
+    leaves
+        .iter()
+        .map(|l| match owner.get(&l.field_id) {
+            None => Ok(None),
+            Some(&(fi, col)) => {
+                let file = readers[&fi].clone();
+                if col >= file.num_columns() {
+                    return Err(Error::corrupt(file.name(), format!("column {col} does not exist (the file has {})", file.num_columns())));
+                }
+                Ok(Some(LeafSource { file, column: col }))
+            }
+        })
+        .collect()
+}
+
+/// A rough size of a page once decoded, for the scan's memory budget.
+pub fn estimated_bytes(page: &PageInfo, leaf_type: &DataType) -> u64 {
+    let stored: u64 = page.buffers.iter().map(|r| r.end - r.start).sum();
+    let fixed = leaf_type.primitive_width().map(|w| w as u64 * page.num_rows).unwrap_or(0);
+    (stored * 2).max(fixed).max(1)
+}
+
+/// Read and decode page `page` of a leaf: the array of the leaf's path for the page's rows.
+pub async fn read_page(source: &LeafSource, page: usize, leaf: &LeafPlan) -> Result<ArrayRef> {
+    let data = source.file.read_page(source.column, page).await?;
+    let file = source.file.clone();
+    let (column, path) = (source.column, leaf.path.clone());
+    let what = format!("{} (column {column}, page {page})", file.name());
+    super::cpu::spawn_cpu(what, move || {
+        let info = &file.metadata.columns[column].pages[page];
+        let Some(PathStep::Leaf(f)) = path.last() else { unreachable!("paths end at a leaf") };
+        let decoded = decode_page(&info.layout, &data.buffers, info.num_rows, f.data_type())
+            .and_then(|p| unravel(p, &path))
+            .map_err(|e| e.context(&format!("column {column} page {page}")).in_file(file.name()))?;
+        Ok(decoded)
+    })
+    .await
+}

@@ -1,0 +1,72 @@
+//! Scans: stream a dataset (or some of its fragments) as Arrow record batches, with a
+//! projection, an offset and limit, and the row id / row address columns.
+pub mod cpu;
+mod fragment;
+pub mod json;
+pub mod plan;
+mod stream;
+
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use futures::stream::BoxStream;
+
+use crate::dataset::Dataset;
+use crate::error::Result;
+
+pub const ROW_ID: &str = "_rowid";
+pub const ROW_ADDRESS: &str = "_rowaddr";
+
+#[derive(Clone, Debug)]
+pub struct ScanOptions {
+    /// Top-level columns to read, in this order (all when None).
+    pub columns: Option<Vec<String>>,
+    /// Rows per batch before deleted rows are dropped.
+    pub batch_size: usize,
+    pub limit: Option<u64>,
+    pub offset: Option<u64>,
+    pub with_row_id: bool,
+    pub with_row_address: bool,
+    /// Only these fragments, in this order (all, in manifest order, when None).
+    pub fragment_ids: Option<Vec<u64>>,
+    /// Bytes of decoded pages that may be in flight or waiting to be consumed.
+    pub memory_budget: usize,
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            columns: None,
+            batch_size: 8192,
+            limit: None,
+            offset: None,
+            with_row_id: false,
+            with_row_address: false,
+            fragment_ids: None,
+            memory_budget: 256 << 20,
+        }
+    }
+}
+
+/// A running scan: its schema and its batches.
+pub struct Scan {
+    pub schema: SchemaRef,
+    pub batches: BoxStream<'static, Result<RecordBatch>>,
+}
+
+/// Start scanning `dataset`. Must be called within a tokio runtime.
+pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
+    options.batch_size = options.batch_size.max(1);
+    let plan = Arc::new(plan::plan_scan(&dataset.schema, options.columns.as_deref())?);
+    let mut fields: Vec<Arc<Field>> = plan.schema.fields().iter().cloned().collect();
+    if options.with_row_id {
+        fields.push(Arc::new(Field::new(ROW_ID, DataType::UInt64, true)));
+    }
+    if options.with_row_address {
+        fields.push(Arc::new(Field::new(ROW_ADDRESS, DataType::UInt64, true)));
+    }
+    let schema = Arc::new(Schema::new_with_metadata(fields, plan.schema.metadata().clone()));
+    let batches = stream::start(dataset, plan, options, schema.clone());
+    Ok(Scan { schema, batches })
+}

@@ -1,0 +1,256 @@
+//! Projection planning: which leaf columns a scan reads, the path from each top-level
+//! field down to each leaf, and how leaf arrays are put back together into the
+//! requested fields.
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::{new_null_array, Array, ArrayRef, GenericListArray, MapArray, OffsetSizeTrait, StructArray};
+use arrow_buffer::OffsetBuffer;
+use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
+
+use crate::encoding::levels::PathStep;
+use crate::error::{corrupt, unsupported, Error, Result};
+use crate::table::schema::{LanceField, LanceSchema, EXTENSION_NAME};
+
+/// Conversions applied to a leaf's values after decoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Post {
+    None,
+    /// JSON columns are stored as JSONB; users get JSON text.
+    JsonbToText,
+}
+
+/// A leaf column to read: the field id that owns it, and its path from the top level.
+#[derive(Clone, Debug)]
+pub struct LeafPlan {
+    pub field_id: i32,
+    pub path: Vec<PathStep>,
+    pub post: Post,
+}
+
+/// How to rebuild one requested field from its leaves.
+#[derive(Clone, Debug)]
+pub enum FieldPlan {
+    Leaf { leaf: usize, field: FieldRef, post: Post },
+    Struct { field: FieldRef, children: Vec<FieldPlan>, leaves: Range<usize> },
+    List { field: FieldRef, large: bool, child: Box<FieldPlan>, leaves: Range<usize> },
+    Map { field: FieldRef, sorted: bool, entries: Box<FieldPlan>, leaves: Range<usize> },
+}
+
+#[derive(Clone, Debug)]
+pub struct ScanPlan {
+    pub fields: Vec<FieldPlan>,
+    pub leaves: Vec<LeafPlan>,
+    /// The schema of the projected columns (without `_rowid` / `_rowaddr`).
+    pub schema: SchemaRef,
+}
+
+/// Descriptor struct returned for blob columns stored in the v1 layout.
+pub fn blob_v1_descriptor() -> DataType {
+    DataType::Struct(Fields::from(vec![Field::new("position", DataType::UInt64, false), Field::new("size", DataType::UInt64, false)]))
+}
+
+/// Descriptor struct returned for blob v2 columns.
+pub fn blob_v2_descriptor() -> DataType {
+    DataType::Struct(Fields::from(vec![
+        Field::new("kind", DataType::UInt8, false),
+        Field::new("position", DataType::UInt64, false),
+        Field::new("size", DataType::UInt64, false),
+        Field::new("blob_id", DataType::UInt32, false),
+        Field::new("blob_uri", DataType::Utf8, false),
+    ]))
+}
+
+impl FieldPlan {
+    pub fn field(&self) -> &FieldRef {
+        match self {
+            FieldPlan::Leaf { field, .. } | FieldPlan::Struct { field, .. } | FieldPlan::List { field, .. } | FieldPlan::Map { field, .. } => field,
+        }
+    }
+
+    pub fn leaves(&self) -> Range<usize> {
+        match self {
+            FieldPlan::Leaf { leaf, .. } => *leaf..*leaf + 1,
+            FieldPlan::Struct { leaves, .. } | FieldPlan::List { leaves, .. } | FieldPlan::Map { leaves, .. } => leaves.clone(),
+        }
+    }
+}
+
+struct Planner {
+    leaves: Vec<LeafPlan>,
+}
+
+fn field_with(f: &LanceField, dt: DataType) -> FieldRef {
+    Arc::new(Field::new(&f.name, dt, f.nullable).with_metadata(f.metadata.clone()))
+}
+
+impl Planner {
+    fn leaf(&mut self, f: &LanceField, path: &[PathStep], read_type: DataType, out: FieldRef, post: Post) -> FieldPlan {
+        let mut p = path.to_vec();
+        p.push(PathStep::Leaf(Arc::new(Field::new(&f.name, read_type, f.nullable))));
+        self.leaves.push(LeafPlan { field_id: f.id, path: p, post });
+        FieldPlan::Leaf { leaf: self.leaves.len() - 1, field: out, post }
+    }
+
+    fn plan(&mut self, f: &LanceField, path: &[PathStep]) -> Result<FieldPlan> {
+        let start = self.leaves.len();
+        let lt = f.logical_type.as_str();
+        if f.is_blob_v1() {
+            let dt = blob_v1_descriptor();
+            return Ok(self.leaf(f, path, dt.clone(), field_with(f, dt), Post::None));
+        }
+        if f.is_blob_v2() {
+            let dt = blob_v2_descriptor();
+            let mut md = f.metadata.clone();
+            md.remove(EXTENSION_NAME);
+            md.remove("ARROW:extension:metadata");
+            let out = Arc::new(Field::new(&f.name, dt.clone(), f.nullable).with_metadata(md));
+            return Ok(self.leaf(f, path, dt, out, Post::None));
+        }
+        if lt == "json" {
+            let out = Arc::new(f.to_arrow()?);
+            return Ok(self.leaf(f, path, DataType::LargeBinary, out, Post::JsonbToText));
+        }
+        match lt {
+            "struct" if f.is_packed_struct() || f.children.is_empty() => {
+                let dt = f.data_type()?;
+                Ok(self.leaf(f, path, dt.clone(), field_with(f, dt), Post::None))
+            }
+            "struct" => {
+                let own = field_with(f, f.data_type()?);
+                let mut p = path.to_vec();
+                p.push(PathStep::Struct(own));
+                let children = f.children.iter().map(|c| self.plan(c, &p)).collect::<Result<Vec<_>>>()?;
+                let fields: Fields = children.iter().map(|c| c.field().clone()).collect();
+                Ok(FieldPlan::Struct { field: field_with(f, DataType::Struct(fields)), children, leaves: start..self.leaves.len() })
+            }
+            "list" | "list.struct" | "large_list" | "large_list.struct" | "map" => {
+                let large = lt.starts_with("large_");
+                let own = field_with(f, f.data_type()?);
+                let mut p = path.to_vec();
+                p.push(PathStep::List { field: own, large });
+                let item = f.children.first().ok_or_else(|| corrupt(format!("list field '{}' has no item field", f.name)))?;
+                let child = self.plan(item, &p)?;
+                let leaves = start..self.leaves.len();
+                if lt == "map" {
+                    let field = field_with(f, DataType::Map(child.field().clone(), false));
+                    Ok(FieldPlan::Map { field, sorted: false, entries: Box::new(child), leaves })
+                } else {
+                    let dt = if large { DataType::LargeList(child.field().clone()) } else { DataType::List(child.field().clone()) };
+                    Ok(FieldPlan::List { field: field_with(f, dt), large, child: Box::new(child), leaves })
+                }
+            }
+            lt if lt.starts_with("fixed_size_list:struct") => {
+                Err(unsupported(format!("field '{}': fixed-size lists of structs", f.name)))
+            }
+            _ => {
+                let dt = f.data_type()?;
+                Ok(self.leaf(f, path, dt.clone(), Arc::new(f.to_arrow()?), Post::None))
+            }
+        }
+    }
+}
+
+/// Plan a scan of `columns` (top-level names; all when None).
+pub fn plan_scan(schema: &LanceSchema, columns: Option<&[String]>) -> Result<ScanPlan> {
+    let selected: Vec<&LanceField> = match columns {
+        None => schema.fields.iter().collect(),
+        Some(cols) => cols
+            .iter()
+            .map(|c| {
+                schema.field(c).ok_or_else(|| {
+                    let names: Vec<&str> = schema.fields.iter().map(|f| f.name.as_str()).collect();
+                    Error::invalid(format!("no column named '{c}' (columns are {})", names.join(", ")))
+                })
+            })
+            .collect::<Result<_>>()?,
+    };
+    let mut planner = Planner { leaves: vec![] };
+    let fields = selected.iter().map(|f| planner.plan(f, &[])).collect::<Result<Vec<_>>>()?;
+    let schema = Arc::new(Schema::new_with_metadata(
+        fields.iter().map(|f| f.field().clone()).collect::<Vec<_>>(),
+        schema.metadata.clone(),
+    ));
+    Ok(ScanPlan { fields, leaves: planner.leaves, schema })
+}
+
+/// Rebuild a field from the arrays of its leaves (each shaped like the field, pruned to
+/// the path of its leaf), `len` rows. Leaves with no data are filled with nulls.
+pub fn assemble(plan: &FieldPlan, arrays: Vec<(usize, ArrayRef)>, len: usize) -> Result<ArrayRef> {
+    if arrays.is_empty() {
+        return Ok(new_null_array(plan.field().data_type(), len));
+    }
+    match plan {
+        FieldPlan::Leaf { field, post, .. } => {
+            let array = arrays.into_iter().next().unwrap().1;
+            match post {
+                Post::None => Ok(array),
+                Post::JsonbToText => crate::scan::json::jsonb_to_text(&array, field),
+            }
+        }
+        FieldPlan::Struct { field, children, .. } => {
+            let DataType::Struct(fields) = field.data_type() else { unreachable!() };
+            let first = as_struct(&arrays[0].1)?;
+            let nulls = first.nulls().cloned();
+            let mut columns = Vec::with_capacity(children.len());
+            for child in children {
+                let range = child.leaves();
+                let parts = arrays
+                    .iter()
+                    .filter(|(leaf, _)| range.contains(leaf))
+                    .map(|(leaf, a)| Ok((*leaf, as_struct(a)?.column(0).clone())))
+                    .collect::<Result<Vec<_>>>()?;
+                columns.push(assemble(child, parts, len)?);
+            }
+            Ok(Arc::new(StructArray::try_new(fields.clone(), columns, nulls)?))
+        }
+        FieldPlan::List { field, large: false, child, .. } => rebuild_list::<i32>(field, child, arrays),
+        FieldPlan::List { field, large: true, child, .. } => rebuild_list::<i64>(field, child, arrays),
+        FieldPlan::Map { field, sorted, entries, .. } => {
+            let list = rebuild_list::<i32>(field, entries, arrays)?;
+            let list = list.as_any().downcast_ref::<GenericListArray<i32>>().unwrap();
+            let DataType::Map(entries_field, _) = field.data_type() else { unreachable!() };
+            let values = list.values().as_any().downcast_ref::<StructArray>().ok_or_else(|| corrupt("map entries are not a struct"))?;
+            Ok(Arc::new(MapArray::try_new(
+                entries_field.clone(),
+                list.offsets().clone(),
+                values.clone(),
+                list.nulls().cloned(),
+                *sorted,
+            )?))
+        }
+    }
+}
+
+fn as_struct(a: &ArrayRef) -> Result<&StructArray> {
+    a.as_any().downcast_ref::<StructArray>().ok_or_else(|| corrupt(format!("expected struct data, found {}", a.data_type())))
+}
+
+/// Each leaf's list array has the same lists (they share the levels); take offsets and
+/// validity from the first and the items of every leaf, rebased to start at 0.
+fn rebuild_list<O: OffsetSizeTrait>(field: &FieldRef, child: &FieldPlan, arrays: Vec<(usize, ArrayRef)>) -> Result<ArrayRef> {
+    let mut parts = Vec::with_capacity(arrays.len());
+    let mut first: Option<(OffsetBuffer<O>, Option<arrow_buffer::NullBuffer>)> = None;
+    for (leaf, a) in arrays {
+        let list = a
+            .as_any()
+            .downcast_ref::<GenericListArray<O>>()
+            .ok_or_else(|| corrupt(format!("expected list data, found {}", a.data_type())))?;
+        let offsets = list.offsets();
+        let start = offsets[0].as_usize();
+        let end = offsets[offsets.len() - 1].as_usize();
+        parts.push((leaf, list.values().slice(start, end - start)));
+        if first.is_none() {
+            let rebased: Vec<O> = offsets.iter().map(|&o| o - offsets[0]).collect();
+            first = Some((OffsetBuffer::new(rebased.into()), list.nulls().cloned()));
+        }
+    }
+    let (offsets, nulls) = first.unwrap();
+    let items = offsets[offsets.len() - 1].as_usize();
+    let values = assemble(child, parts, items)?;
+    let item_field = match field.data_type() {
+        DataType::List(f) | DataType::LargeList(f) | DataType::Map(f, _) => f.clone(),
+        _ => unreachable!(),
+    };
+    Ok(Arc::new(GenericListArray::<O>::try_new(item_field, offsets, values, nulls)?))
+}

@@ -1,0 +1,69 @@
+//! Errors → Python exceptions. The exception classes live in `lance_core.errors` (so they
+//! can inherit from both our base class and the matching builtin); panics are caught here
+//! and raised as errors too, never as a process abort.
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use lance_core::Error;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+fn exception_class(e: &Error) -> &'static str {
+    match e {
+        Error::NotFound { .. } => "DatasetNotFoundError",
+        Error::Corrupt { .. } | Error::Arrow(_) => "CorruptFileError",
+        Error::Unsupported { .. } => "UnsupportedFeatureError",
+        Error::InvalidInput(_) => "InvalidInputError",
+        Error::Io { .. } => "LanceIOError",
+    }
+}
+
+/// Raise `class_name` from `lance_core.errors` with `message`.
+pub fn raise(py: Python<'_>, class_name: &str, message: String) -> PyErr {
+    let class = py.import("lance_core.errors").and_then(|m| m.getattr(class_name));
+    match class {
+        Ok(cls) => match cls.call1((message.clone(),)) {
+            Ok(instance) => PyErr::from_value(instance),
+            Err(e) => e,
+        },
+        Err(_) => PyRuntimeError::new_err(message),
+    }
+}
+
+pub fn to_py(e: Error) -> PyErr {
+    Python::attach(|py| raise(py, exception_class(&e), e.to_string()))
+}
+
+pub trait IntoPyResult<T> {
+    fn py(self) -> PyResult<T>;
+}
+impl<T> IntoPyResult<T> for Result<T, Error> {
+    fn py(self) -> PyResult<T> {
+        self.map_err(to_py)
+    }
+}
+
+/// Run a binding's body; a panic inside becomes a `lance_core.errors.LanceError`.
+pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(panic) => {
+            let msg = panic
+                .downcast_ref::<String>()
+                .map(|s| s.as_str())
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic")
+                .to_string();
+            Python::attach(|py| raise(py, "LanceError", format!("internal error in lance_core (please report): {msg}")))
+                .into_result()
+        }
+    }
+}
+
+trait IntoErrResult<T> {
+    fn into_result(self) -> PyResult<T>;
+}
+impl<T> IntoErrResult<T> for PyErr {
+    fn into_result(self) -> PyResult<T> {
+        Err(self)
+    }
+}

@@ -1,0 +1,26 @@
+//! The one tokio runtime of the process; blocking calls into it release the GIL.
+use std::future::Future;
+use std::sync::OnceLock;
+
+use pyo3::prelude::*;
+use tokio::runtime::Runtime;
+
+pub fn runtime() -> &'static Runtime {
+    static RT: OnceLock<Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .thread_name("lance-core-io")
+            .enable_all()
+            .build()
+            .expect("cannot start the tokio runtime")
+    })
+}
+
+/// Run `fut` to completion on the runtime with the GIL released.
+pub fn block_on<F>(py: Python<'_>, fut: F) -> F::Output
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    py.detach(|| runtime().block_on(fut))
+}
