@@ -14,6 +14,25 @@ fn _panic_for_test() -> PyResult<()> {
     errors::guard(|| panic!("deliberate test panic"))
 }
 
+/// Copy every file of a dataset (or any directory) between stores, e.g. a local
+/// dataset into `memory://`. Internal: the tests use it to stage datasets.
+#[pyfunction]
+#[pyo3(signature = (src, dst, src_options=None, dst_options=None))]
+fn _copy_tree(
+    py: Python<'_>,
+    src: String,
+    dst: String,
+    src_options: Option<std::collections::HashMap<String, String>>,
+    dst_options: Option<std::collections::HashMap<String, String>>,
+) -> PyResult<usize> {
+    use errors::IntoPyResult;
+    errors::guard(|| {
+        let from = lance_core::storage::Storage::open(&src, &src_options.unwrap_or_default()).py()?;
+        let to = lance_core::storage::Storage::open(&dst, &dst_options.unwrap_or_default()).py()?;
+        runtime::block_on(py, from.copy_tree_to(&to)).py()
+    })
+}
+
 #[pymodule]
 fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::PyDataset>()?;
@@ -21,6 +40,7 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow::PyArrowBatch>()?;
     m.add_class::<arrow::PyBatchIterator>()?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    m.add_function(wrap_pyfunction!(_copy_tree, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

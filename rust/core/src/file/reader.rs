@@ -35,8 +35,20 @@ impl FileReader {
             Some(s) if s > 0 => s,
             _ => storage.head(&path).await?.size,
         };
-        let metadata = Self::read_metadata(storage, &path, size).await.map_err(|e| e.in_file(&name))?;
-        Ok(FileReader { storage: storage.clone(), path, name, metadata: Arc::new(metadata) })
+        let metadata = match Self::read_metadata(storage, &path, size).await {
+            Err(Error::Corrupt { message, .. }) if message.starts_with("truncated") => {
+                // The manifest's size is stale or the file was cut: say which.
+                let actual = storage.head(&path).await?.size;
+                let msg = if actual != size {
+                    format!("file is {actual} bytes but the manifest records {size}")
+                } else {
+                    message
+                };
+                return Err(Error::corrupt(&name, msg));
+            }
+            other => other.map_err(|e| e.in_file(&name))?,
+        };
+        return Ok(FileReader { storage: storage.clone(), path, name, metadata: Arc::new(metadata) });
     }
 
     async fn read_metadata(storage: &Storage, path: &Path, size: u64) -> Result<FileMetadata> {

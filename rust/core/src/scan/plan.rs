@@ -47,7 +47,7 @@ pub struct ScanPlan {
 
 /// Descriptor struct returned for blob columns stored in the v1 layout.
 pub fn blob_v1_descriptor() -> DataType {
-    DataType::Struct(Fields::from(vec![Field::new("position", DataType::UInt64, false), Field::new("size", DataType::UInt64, false)]))
+    DataType::Struct(Fields::from(vec![Field::new("position", DataType::UInt64, true), Field::new("size", DataType::UInt64, true)]))
 }
 
 /// Descriptor struct returned for blob v2 columns.

@@ -122,6 +122,27 @@ impl Storage {
         }
     }
 
+    /// Write an object (whole), replacing any existing one.
+    pub async fn put(&self, path: &Path, data: Bytes) -> Result<()> {
+        self.store.put(path, data.into()).await.map_err(|e| self.map_err(path, e))?;
+        Ok(())
+    }
+
+    /// The path of `path` relative to the root.
+    pub fn relative<'a>(&self, path: &'a Path) -> &'a str {
+        path.as_ref().strip_prefix(self.root.as_ref()).unwrap_or(path.as_ref()).trim_start_matches('/')
+    }
+
+    /// Copy every object below the root of `self` to the same place below `dest`.
+    pub async fn copy_tree_to(&self, dest: &Storage) -> Result<usize> {
+        let objects = self.list_all("").await?;
+        for o in &objects {
+            let data = self.get(&o.location).await?;
+            dest.put(&dest.path(self.relative(&o.location)), data).await?;
+        }
+        Ok(objects.len())
+    }
+
     /// Objects directly below `dir` (relative to the root).
     pub async fn list_dir(&self, dir: &str) -> Result<Vec<ObjectMeta>> {
         let prefix = self.path(dir);

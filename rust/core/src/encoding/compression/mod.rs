@@ -105,8 +105,9 @@ impl Codec {
             }
             PbCompression::OutOfLineBitpacking(b) => {
                 let bits = check_word_bits(b.uncompressed_bits_per_value)?;
-                let packed_bits = match required(&b.values, "out-of-line bitpacking")? {
-                    Codec::Flat { bits: w } if w <= bits => w,
+                // The child records the packed width, which need not be a whole byte.
+                let packed_bits = match b.values.as_deref().and_then(|v| v.compression.as_ref()) {
+                    Some(PbCompression::Flat(f)) if f.bits_per_value <= bits => f.bits_per_value,
                     other => return Err(unsupported(format!("out-of-line bitpacking over {other:?}"))),
                 };
                 Codec::OutOfLineBitpacking { bits, packed_bits }

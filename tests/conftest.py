@@ -1,0 +1,32 @@
+"""Shared helpers: datasets are written by pylance (the reference) inside the tests."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+lance = pytest.importorskip("lance")
+
+
+def canonical(t: pa.Table) -> pa.Table:
+    return t.combine_chunks()
+
+
+def assert_same(ours: pa.Table, ref: pa.Table, what: str = ""):
+    """Equal schemas (names, types, nullability) and equal values, column by column, so a
+    failure names the column."""
+    assert ours.num_rows == ref.num_rows, f"{what}: {ours.num_rows} rows, reference {ref.num_rows}"
+    assert ours.column_names == ref.column_names, f"{what}: columns {ours.column_names} vs {ref.column_names}"
+    for name in ref.column_names:
+        a, b = ours.column(name).combine_chunks(), ref.column(name).combine_chunks()
+        assert a.type == b.type, f"{what}: column {name}: type {a.type} vs reference {b.type}"
+        if not a.equals(b):
+            for i in range(len(b)):
+                if a[i] != b[i]:
+                    raise AssertionError(f"{what}: column {name} row {i}: {a[i]!r} vs reference {b[i]!r}")
+            raise AssertionError(f"{what}: column {name} differs")
+
+
+@pytest.fixture
+def tmp_uri(tmp_path):
+    return str(tmp_path / "ds.lance")
