@@ -44,6 +44,7 @@ class _Dataset:
         with_row_id: bool = False,
         with_row_address: bool = False,
         fragment_ids: Optional[List[int]] = None,
+        io_buffer_size: Optional[int] = None,
     ) -> _BatchIterator: ...
 
 def _panic_for_test() -> None: ...

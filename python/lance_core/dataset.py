@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Dict, Iterator, List, Optional, Union
 
 import pyarrow as pa
@@ -29,10 +29,11 @@ class LanceScanner:
         with_row_id: bool = False,
         with_row_address: bool = False,
         fragment_ids: Optional[List[int]] = None,
+        io_buffer_size: Optional[int] = None,
     ):
         if isinstance(columns, str):
             raise InvalidInputError("columns must be a list of column names, not a string")
-        for name, value in (("limit", limit), ("offset", offset), ("batch_size", batch_size)):
+        for name, value in (("limit", limit), ("offset", offset), ("batch_size", batch_size), ("io_buffer_size", io_buffer_size)):
             if value is not None and (not isinstance(value, int) or value < 0):
                 raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}")
         if batch_size == 0:
@@ -46,6 +47,7 @@ class LanceScanner:
             with_row_id=bool(with_row_id),
             with_row_address=bool(with_row_address),
             fragment_ids=fragment_ids,
+            io_buffer_size=io_buffer_size,
         )
 
     def _native(self) -> "_lance_core._BatchIterator":
@@ -144,7 +146,8 @@ class LanceDataset:
         """Every version: its number, commit time (local, naive, like pylance) and summary."""
         out = []
         for version, nanos, metadata in self._ds.versions():
-            ts = datetime.fromtimestamp(nanos // 1_000_000_000).replace(microsecond=(nanos // 1000) % 1_000_000)
+            # The same (float) arithmetic as pylance, so both give the very same datetime.
+            ts = datetime.fromtimestamp(nanos // 1e9) + timedelta(microseconds=(nanos % 1e9) // 1e3)
             out.append({"version": version, "timestamp": ts, "metadata": metadata})
         return out
 
@@ -179,9 +182,11 @@ class LanceDataset:
         with_row_id: bool = False,
         with_row_address: bool = False,
         fragments: Optional[List[LanceFragment]] = None,
+        io_buffer_size: Optional[int] = None,
     ) -> LanceScanner:
+        """A scan of this version. ``io_buffer_size`` bounds the bytes read ahead (64 MiB by default)."""
         ids = [f.fragment_id for f in fragments] if fragments is not None else None
-        return LanceScanner(self, columns, limit, offset, batch_size, with_row_id, with_row_address, ids)
+        return LanceScanner(self, columns, limit, offset, batch_size, with_row_id, with_row_address, ids, io_buffer_size)
 
     def to_table(self, columns: Optional[List[str]] = None, limit: Optional[int] = None, offset: Optional[int] = None,
                  batch_size: Optional[int] = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:

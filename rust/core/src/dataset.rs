@@ -7,7 +7,9 @@ use object_store::path::Path;
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
-use crate::proto::table::{data_fragment::RowIdSequence as RowIdSeq, DataFile, DataFragment, Manifest};
+use crate::proto::table::{
+    data_fragment::RowIdSequence as RowIdSeq, DataFile, DataFragment, Manifest,
+};
 use crate::storage::{Storage, StorageOptions};
 use crate::table::deletion::{decode_deletions, deletion_file_name};
 use crate::table::features::{unknown_reader_flags, STABLE_ROW_IDS};
@@ -59,13 +61,19 @@ fn cheap_to_list(uri: &str) -> bool {
 }
 
 impl Dataset {
-    pub async fn open(uri: &str, version: Option<VersionRef>, options: StorageOptions) -> Result<Self> {
+    pub async fn open(
+        uri: &str,
+        version: Option<VersionRef>,
+        options: StorageOptions,
+    ) -> Result<Self> {
         let root = Storage::open(uri, &options)?;
         let (storage, version) = match version {
             Some(VersionRef::Tag(tag)) => {
                 let t = read_tag(&root, &tag).await?;
                 let storage = match &t.branch {
-                    Some(b) if !b.is_empty() && b != "main" => Storage::open(&format!("{}/tree/{b}", root.uri()), &options)?,
+                    Some(b) if !b.is_empty() && b != "main" => {
+                        Storage::open(&format!("{}/tree/{b}", root.uri()), &options)?
+                    }
                     _ => root.clone(),
                 };
                 (storage, Some(t.version))
@@ -80,7 +88,12 @@ impl Dataset {
         Self::load(root.uri().to_string(), storage, location, options).await
     }
 
-    async fn load(uri: String, storage: Storage, location: ManifestLocation, options: StorageOptions) -> Result<Self> {
+    async fn load(
+        uri: String,
+        storage: Storage,
+        location: ManifestLocation,
+        options: StorageOptions,
+    ) -> Result<Self> {
         let name = storage.display(&location.path);
         let bytes = storage.get(&location.path).await?;
         let manifest = decode_manifest(&bytes, &name)?;
@@ -91,11 +104,18 @@ impl Dataset {
                 format!("dataset needs reader features this reader does not know (flags {unknown:#x} of {:#x})", manifest.reader_feature_flags),
             ));
         }
-        let schema = LanceSchema::from_proto(&manifest.fields, &manifest.schema_metadata).map_err(|e| e.in_file(&name))?;
+        let schema = LanceSchema::from_proto(&manifest.fields, &manifest.schema_metadata)
+            .map_err(|e| e.in_file(&name))?;
         let arrow_schema = Arc::new(schema.to_arrow().map_err(|e| e.in_file(&name))?);
         let mut bases = HashMap::new();
         for b in &manifest.base_paths {
-            bases.insert(b.id, Base { storage: Storage::open(&b.path, &options)?, is_dataset_root: b.is_dataset_root });
+            bases.insert(
+                b.id,
+                Base {
+                    storage: Storage::open(&b.path, &options)?,
+                    is_dataset_root: b.is_dataset_root,
+                },
+            );
         }
         Ok(Dataset {
             uri,
@@ -137,13 +157,21 @@ impl Dataset {
     }
 
     pub async fn latest_version(&self) -> Result<u64> {
-        Ok(latest_version(&self.storage, !cheap_to_list(&self.uri)).await?.version)
+        Ok(latest_version(&self.storage, !cheap_to_list(&self.uri))
+            .await?
+            .version)
     }
 
     /// Open another version of the same dataset (same branch).
     pub async fn checkout(&self, version: u64) -> Result<Self> {
         let location = locate_version(&self.storage, version).await?;
-        Self::load(self.uri.clone(), self.storage.clone(), location, self.options.clone()).await
+        Self::load(
+            self.uri.clone(),
+            self.storage.clone(),
+            location,
+            self.options.clone(),
+        )
+        .await
     }
 
     /// Every version with its commit time and summary, oldest first.
@@ -152,7 +180,11 @@ impl Dataset {
         let reads = locations.iter().map(|l| async move {
             let bytes = self.storage.get(&l.path).await?;
             let m = decode_manifest(&bytes, &self.storage.display(&l.path))?;
-            Ok::<_, Error>(VersionInfo { version: m.version, timestamp_nanos: timestamp_nanos(&m), metadata: summary(&m) })
+            Ok::<_, Error>(VersionInfo {
+                version: m.version,
+                timestamp_nanos: timestamp_nanos(&m),
+                metadata: summary(&m),
+            })
         });
         futures::future::try_join_all(reads).await
     }
@@ -172,10 +204,17 @@ impl Dataset {
     /// Where a data file is: its store and path.
     pub fn data_file_location(&self, file: &DataFile) -> Result<(Storage, Path)> {
         match file.base_id {
-            None => Ok((self.storage.clone(), self.storage.path(&format!("data/{}", file.path)))),
+            None => Ok((
+                self.storage.clone(),
+                self.storage.path(&format!("data/{}", file.path)),
+            )),
             Some(id) => {
                 let b = self.base(id)?;
-                let rel = if b.is_dataset_root { format!("data/{}", file.path) } else { file.path.clone() };
+                let rel = if b.is_dataset_root {
+                    format!("data/{}", file.path)
+                } else {
+                    file.path.clone()
+                };
                 Ok((b.storage.clone(), b.storage.path(&rel)))
             }
         }
@@ -183,7 +222,10 @@ impl Dataset {
 
     fn base(&self, id: u32) -> Result<&Base> {
         self.bases.get(&id).ok_or_else(|| {
-            Error::corrupt(self.storage.display(&self.location.path), format!("a file refers to base path {id}, which the manifest does not list"))
+            Error::corrupt(
+                self.storage.display(&self.location.path),
+                format!("a file refers to base path {id}, which the manifest does not list"),
+            )
         })
     }
 
@@ -201,13 +243,21 @@ impl Dataset {
 
     /// The deleted row offsets of a fragment, if it has a deletion file.
     pub async fn deletions(&self, frag: &DataFragment) -> Result<Option<RoaringBitmap>> {
-        let Some(d) = &frag.deletion_file else { return Ok(None) };
+        let Some(d) = &frag.deletion_file else {
+            return Ok(None);
+        };
         let name = deletion_file_name(frag.id, d);
         let (storage, path) = match d.base_id {
-            None => (self.storage.clone(), self.storage.path(&format!("_deletions/{name}"))),
+            None => (
+                self.storage.clone(),
+                self.storage.path(&format!("_deletions/{name}")),
+            ),
             Some(id) => {
                 let b = self.base(id)?;
-                (b.storage.clone(), b.storage.path(&format!("_deletions/{name}")))
+                (
+                    b.storage.clone(),
+                    b.storage.path(&format!("_deletions/{name}")),
+                )
             }
         };
         let bytes = storage.get(&path).await?;
@@ -232,7 +282,9 @@ impl Dataset {
 
     /// Visible rows of the dataset, without decoding any data page.
     pub async fn count_rows(&self) -> Result<u64> {
-        let counts = futures::future::try_join_all(self.fragments().iter().map(|f| self.fragment_rows(f))).await?;
+        let counts =
+            futures::future::try_join_all(self.fragments().iter().map(|f| self.fragment_rows(f)))
+                .await?;
         Ok(counts.iter().sum())
     }
 
@@ -242,14 +294,24 @@ impl Dataset {
         match &frag.row_id_sequence {
             None if self.has_stable_row_ids() => Err(Error::corrupt(
                 manifest_name(),
-                format!("dataset has stable row ids but fragment {} has no row id sequence", frag.id),
+                format!(
+                    "dataset has stable row ids but fragment {} has no row id sequence",
+                    frag.id
+                ),
             )),
             None => Ok(None),
-            Some(RowIdSeq::InlineRowIds(bytes)) => decode_row_ids(bytes).map(Some).map_err(|e| e.in_file(&manifest_name())),
+            Some(RowIdSeq::InlineRowIds(bytes)) => decode_row_ids(bytes)
+                .map(Some)
+                .map_err(|e| e.in_file(&manifest_name())),
             Some(RowIdSeq::ExternalRowIds(ext)) => {
                 let path = self.storage.path(&ext.path);
-                let bytes = self.storage.get_range(&path, ext.offset..ext.offset + ext.size).await?;
-                decode_row_ids(&bytes).map(Some).map_err(|e| e.in_file(&self.storage.display(&path)))
+                let bytes = self
+                    .storage
+                    .get_range(&path, ext.offset..ext.offset + ext.size)
+                    .await?;
+                decode_row_ids(&bytes)
+                    .map(Some)
+                    .map_err(|e| e.in_file(&self.storage.display(&path)))
             }
         }
     }
@@ -267,7 +329,11 @@ fn summary(m: &Manifest) -> Vec<(String, String)> {
         rows += f.physical_rows;
         files += f.files.len() as u64;
         bytes += f.files.iter().map(|d| d.file_size_bytes).sum::<u64>();
-        let del = f.deletion_file.as_ref().map(|d| d.num_deleted_rows).unwrap_or(0);
+        let del = f
+            .deletion_file
+            .as_ref()
+            .map(|d| d.num_deleted_rows)
+            .unwrap_or(0);
         if f.deletion_file.is_some() {
             deletion_files += 1;
             deleted += del;

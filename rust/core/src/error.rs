@@ -30,30 +30,49 @@ pub enum Error {
 
 impl Error {
     pub fn corrupt(path: impl fmt::Display, message: impl fmt::Display) -> Self {
-        Error::Corrupt { path: path.to_string(), message: message.to_string() }
+        Error::Corrupt {
+            path: path.to_string(),
+            message: message.to_string(),
+        }
     }
     pub fn unsupported(path: impl fmt::Display, message: impl fmt::Display) -> Self {
-        Error::Unsupported { path: path.to_string(), message: message.to_string() }
+        Error::Unsupported {
+            path: path.to_string(),
+            message: message.to_string(),
+        }
     }
     pub fn not_found(path: impl fmt::Display, message: impl fmt::Display) -> Self {
-        Error::NotFound { path: path.to_string(), message: message.to_string() }
+        Error::NotFound {
+            path: path.to_string(),
+            message: message.to_string(),
+        }
     }
     pub fn invalid(message: impl fmt::Display) -> Self {
         Error::InvalidInput(message.to_string())
     }
     pub fn io(path: impl fmt::Display, err: impl fmt::Display) -> Self {
-        Error::Io { path: path.to_string(), message: err.to_string() }
+        Error::Io {
+            path: path.to_string(),
+            message: err.to_string(),
+        }
     }
 
     /// Errors raised by pure decoding code do not know the file they came from; the
     /// caller that does adds it here.
     pub fn in_file(self, path: &str) -> Self {
         match self {
-            Error::Corrupt { path: p, message } if p.is_empty() => Error::Corrupt { path: path.into(), message },
-            Error::Unsupported { path: p, message } if p.is_empty() => {
-                Error::Unsupported { path: path.into(), message }
-            }
-            Error::Arrow(e) => Error::Corrupt { path: path.into(), message: format!("decoded data rejected by arrow: {e}") },
+            Error::Corrupt { path: p, message } if p.is_empty() => Error::Corrupt {
+                path: path.into(),
+                message,
+            },
+            Error::Unsupported { path: p, message } if p.is_empty() => Error::Unsupported {
+                path: path.into(),
+                message,
+            },
+            Error::Arrow(e) => Error::Corrupt {
+                path: path.into(),
+                message: format!("decoded data rejected by arrow: {e}"),
+            },
             other => other,
         }
     }
@@ -63,8 +82,14 @@ impl Error {
     /// Prefix the message of a format error with where it happened ("column 3", "page 2").
     pub fn context(self, what: &str) -> Self {
         match self {
-            Error::Corrupt { path, message } => Error::Corrupt { path, message: format!("{what}: {message}") },
-            Error::Unsupported { path, message } => Error::Unsupported { path, message: format!("{what}: {message}") },
+            Error::Corrupt { path, message } => Error::Corrupt {
+                path,
+                message: format!("{what}: {message}"),
+            },
+            Error::Unsupported { path, message } => Error::Unsupported {
+                path,
+                message: format!("{what}: {message}"),
+            },
             other => other,
         }
     }

@@ -12,8 +12,8 @@ pub mod storage;
 
 pub use error::{Error, Result};
 pub mod encoding;
-pub mod table;
 pub mod scan;
+pub mod table;
 
 pub use dataset::{Dataset, VersionRef};
 pub use scan::{scan, Scan, ScanOptions};

@@ -15,7 +15,10 @@ use pyo3::types::PyCapsule;
 use crate::errors::{guard, to_py, IntoPyResult};
 use crate::runtime::{block_on, runtime};
 
-fn schema_capsule<'py>(py: Python<'py>, schema: &arrow_schema::Schema) -> PyResult<Bound<'py, PyCapsule>> {
+fn schema_capsule<'py>(
+    py: Python<'py>,
+    schema: &arrow_schema::Schema,
+) -> PyResult<Bound<'py, PyCapsule>> {
     let ffi = FFI_ArrowSchema::try_from(schema).map_err(|e| to_py(e.into()))?;
     PyCapsule::new_with_value(py, ffi, c"arrow_schema")
 }
@@ -38,12 +41,19 @@ pub struct PyArrowBatch(pub RecordBatch);
 #[pymethods]
 impl PyArrowBatch {
     #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_array__<'py>(&self, py: Python<'py>, requested_schema: Option<Bound<'py, PyAny>>) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
+    fn __arrow_c_array__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyCapsule>, Bound<'py, PyCapsule>)> {
         let _ = requested_schema;
         let schema = schema_capsule(py, &self.0.schema())?;
         let data = StructArray::from(self.0.clone()).into_data();
         let array = FFI_ArrowArray::new(&data);
-        Ok((schema, PyCapsule::new_with_value(py, array, c"arrow_array")?))
+        Ok((
+            schema,
+            PyCapsule::new_with_value(py, array, c"arrow_array")?,
+        ))
     }
 }
 
@@ -56,8 +66,14 @@ pub struct PyBatchIterator {
 }
 
 impl PyBatchIterator {
-    pub fn new(schema: SchemaRef, stream: BoxStream<'static, lance_core::Result<RecordBatch>>) -> Self {
-        PyBatchIterator { schema, stream: Some(Mutex::new(stream)) }
+    pub fn new(
+        schema: SchemaRef,
+        stream: BoxStream<'static, lance_core::Result<RecordBatch>>,
+    ) -> Self {
+        PyBatchIterator {
+            schema,
+            stream: Some(Mutex::new(stream)),
+        }
     }
 }
 
@@ -74,7 +90,9 @@ impl PyBatchIterator {
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyArrowBatch>> {
         guard(|| {
-            let Some(stream) = self.stream.as_ref() else { return Ok(None) };
+            let Some(stream) = self.stream.as_ref() else {
+                return Ok(None);
+            };
             let next = {
                 let mut s = stream.lock().unwrap_or_else(|e| e.into_inner());
                 let s: &mut BoxStream<'static, _> = &mut s;
@@ -92,10 +110,23 @@ impl PyBatchIterator {
 
     /// Export the rest of the stream through the C stream interface (`pa.RecordBatchReader.from_stream`).
     #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(&mut self, py: Python<'py>, requested_schema: Option<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
+    fn __arrow_c_stream__<'py>(
+        &mut self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema;
-        let stream = self.stream.take().ok_or_else(|| crate::errors::raise(py, "InvalidInputError", "this stream was already consumed".into()))?;
-        let reader = StreamReader { schema: self.schema.clone(), stream: stream.into_inner().unwrap_or_else(|e| e.into_inner()) };
+        let stream = self.stream.take().ok_or_else(|| {
+            crate::errors::raise(
+                py,
+                "InvalidInputError",
+                "this stream was already consumed".into(),
+            )
+        })?;
+        let reader = StreamReader {
+            schema: self.schema.clone(),
+            stream: stream.into_inner().unwrap_or_else(|e| e.into_inner()),
+        };
         let ffi = FFI_ArrowArrayStream::new(Box::new(reader));
         PyCapsule::new_with_value(py, ffi, c"arrow_array_stream")
     }
@@ -113,10 +144,14 @@ impl Iterator for StreamReader {
     type Item = Result<RecordBatch, ArrowError>;
     fn next(&mut self) -> Option<Self::Item> {
         let stream = &mut self.stream;
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime().block_on(stream.next())));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            runtime().block_on(stream.next())
+        }));
         match r {
             Ok(item) => item.map(|b| b.map_err(|e| ArrowError::ExternalError(Box::new(e)))),
-            Err(_) => Some(Err(ArrowError::ComputeError("internal error in lance_core (panic while reading)".into()))),
+            Err(_) => Some(Err(ArrowError::ComputeError(
+                "internal error in lance_core (panic while reading)".into(),
+            ))),
         }
     }
 }

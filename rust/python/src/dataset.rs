@@ -18,13 +18,19 @@ pub struct PyDataset {
 
 /// A version given from Python: an int is a version number, a str a tag name.
 fn version_ref(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<VersionRef>> {
-    let Some(v) = v.filter(|v| !v.is_none()) else { return Ok(None) };
+    let Some(v) = v.filter(|v| !v.is_none()) else {
+        return Ok(None);
+    };
     if let Ok(tag) = v.extract::<String>() {
         return Ok(Some(VersionRef::Tag(tag)));
     }
     let n: i64 = v.extract()?;
     if n < 0 {
-        return Err(crate::errors::raise(v.py(), "InvalidInputError", format!("version must be non-negative, got {n}")));
+        return Err(crate::errors::raise(
+            v.py(),
+            "InvalidInputError",
+            format!("version must be non-negative, got {n}"),
+        ));
     }
     Ok(Some(VersionRef::Number(n as u64)))
 }
@@ -33,11 +39,22 @@ fn version_ref(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<VersionRef>> {
 impl PyDataset {
     #[staticmethod]
     #[pyo3(signature = (uri, version=None, storage_options=None))]
-    fn open(py: Python<'_>, uri: String, version: Option<Bound<'_, PyAny>>, storage_options: Option<HashMap<String, String>>) -> PyResult<Self> {
+    fn open(
+        py: Python<'_>,
+        uri: String,
+        version: Option<Bound<'_, PyAny>>,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
         guard(|| {
             let version = version_ref(version.as_ref())?;
-            let ds = block_on(py, Dataset::open(&uri, version, storage_options.unwrap_or_default())).py()?;
-            Ok(PyDataset { inner: Arc::new(ds) })
+            let ds = block_on(
+                py,
+                Dataset::open(&uri, version, storage_options.unwrap_or_default()),
+            )
+            .py()?;
+            Ok(PyDataset {
+                inner: Arc::new(ds),
+            })
         })
     }
 
@@ -63,8 +80,16 @@ impl PyDataset {
 
     /// Field ids by dotted field path ("a", "s.x", "l.item").
     fn field_ids(&self) -> Vec<(String, i32)> {
-        fn walk(f: &lance_core::table::schema::LanceField, prefix: &str, out: &mut Vec<(String, i32)>) {
-            let name = if prefix.is_empty() { f.name.clone() } else { format!("{prefix}.{}", f.name) };
+        fn walk(
+            f: &lance_core::table::schema::LanceField,
+            prefix: &str,
+            out: &mut Vec<(String, i32)>,
+        ) {
+            let name = if prefix.is_empty() {
+                f.name.clone()
+            } else {
+                format!("{prefix}.{}", f.name)
+            };
             out.push((name.clone(), f.id));
             for c in &f.children {
                 walk(c, &name, out);
@@ -82,23 +107,40 @@ impl PyDataset {
     }
 
     fn checkout(&self, py: Python<'_>, version: u64) -> PyResult<Self> {
-        guard(|| Ok(PyDataset { inner: Arc::new(block_on(py, self.inner.checkout(version)).py()?) }))
+        guard(|| {
+            Ok(PyDataset {
+                inner: Arc::new(block_on(py, self.inner.checkout(version)).py()?),
+            })
+        })
     }
 
     /// [(version, timestamp in ns since the epoch, summary metadata)]
     fn versions(&self, py: Python<'_>) -> PyResult<Vec<(u64, i64, HashMap<String, String>)>> {
         guard(|| {
             let v = block_on(py, self.inner.versions()).py()?;
-            Ok(v.into_iter().map(|v| (v.version, v.timestamp_nanos, v.metadata.into_iter().collect())).collect())
+            Ok(v.into_iter()
+                .map(|v| {
+                    (
+                        v.version,
+                        v.timestamp_nanos,
+                        v.metadata.into_iter().collect(),
+                    )
+                })
+                .collect())
         })
     }
 
     /// [(name, branch, version)]
     fn tags(&self, py: Python<'_>) -> PyResult<Vec<(String, Option<String>, u64)>> {
         guard(|| {
-            let storage = lance_core::storage::Storage::open(self.inner.uri(), self.inner.storage_options()).py()?;
+            let storage =
+                lance_core::storage::Storage::open(self.inner.uri(), self.inner.storage_options())
+                    .py()?;
             let tags = block_on(py, lance_core::table::tags::list_tags(&storage)).py()?;
-            Ok(tags.into_iter().map(|(n, t)| (n, t.branch, t.version)).collect())
+            Ok(tags
+                .into_iter()
+                .map(|(n, t)| (n, t.branch, t.version))
+                .collect())
         })
     }
 
@@ -110,7 +152,9 @@ impl PyDataset {
                 match fragment_id {
                     None => ds.count_rows().await,
                     Some(id) => {
-                        let f = ds.fragment(id).ok_or_else(|| lance_core::Error::invalid(format!("no fragment {id}")))?;
+                        let f = ds.fragment(id).ok_or_else(|| {
+                            lance_core::Error::invalid(format!("no fragment {id}"))
+                        })?;
                         ds.fragment_rows(f).await
                     }
                 }
@@ -127,15 +171,24 @@ impl PyDataset {
                 let d = PyDict::new(py);
                 d.set_item("id", f.id)?;
                 d.set_item("physical_rows", f.physical_rows)?;
-                d.set_item("num_deletions", f.deletion_file.as_ref().map(|d| d.num_deleted_rows).unwrap_or(0))?;
-                d.set_item("files", f.files.iter().map(|x| x.path.clone()).collect::<Vec<_>>())?;
+                d.set_item(
+                    "num_deletions",
+                    f.deletion_file
+                        .as_ref()
+                        .map(|d| d.num_deleted_rows)
+                        .unwrap_or(0),
+                )?;
+                d.set_item(
+                    "files",
+                    f.files.iter().map(|x| x.path.clone()).collect::<Vec<_>>(),
+                )?;
                 list.append(d)?;
             }
             Ok(list)
         })
     }
 
-    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None))]
+    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -146,11 +199,23 @@ impl PyDataset {
         with_row_id: bool,
         with_row_address: bool,
         fragment_ids: Option<Vec<u64>>,
+        io_buffer_size: Option<usize>,
     ) -> PyResult<PyBatchIterator> {
         guard(|| {
-            let mut options = ScanOptions { columns, limit, offset, with_row_id, with_row_address, fragment_ids, ..Default::default() };
+            let mut options = ScanOptions {
+                columns,
+                limit,
+                offset,
+                with_row_id,
+                with_row_address,
+                fragment_ids,
+                ..Default::default()
+            };
             if let Some(b) = batch_size {
                 options.batch_size = b;
+            }
+            if let Some(b) = io_buffer_size {
+                options.memory_budget = b.max(1 << 20);
             }
             let _enter = runtime().enter();
             let s = scan(self.inner.clone(), options).py()?;

@@ -19,7 +19,9 @@ fn exception_class(e: &Error) -> &'static str {
 
 /// Raise `class_name` from `lance_core.errors` with `message`.
 pub fn raise(py: Python<'_>, class_name: &str, message: String) -> PyErr {
-    let class = py.import("lance_core.errors").and_then(|m| m.getattr(class_name));
+    let class = py
+        .import("lance_core.errors")
+        .and_then(|m| m.getattr(class_name));
     match class {
         Ok(cls) => match cls.call1((message.clone(),)) {
             Ok(instance) => PyErr::from_value(instance),
@@ -53,8 +55,14 @@ pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
                 .or_else(|| panic.downcast_ref::<&str>().copied())
                 .unwrap_or("unknown panic")
                 .to_string();
-            Python::attach(|py| raise(py, "LanceError", format!("internal error in lance_core (please report): {msg}")))
-                .into_result()
+            Python::attach(|py| {
+                raise(
+                    py,
+                    "LanceError",
+                    format!("internal error in lance_core (please report): {msg}"),
+                )
+            })
+            .into_result()
         }
     }
 }

@@ -27,7 +27,8 @@ fn _copy_tree(
 ) -> PyResult<usize> {
     use errors::IntoPyResult;
     errors::guard(|| {
-        let from = lance_core::storage::Storage::open(&src, &src_options.unwrap_or_default()).py()?;
+        let from =
+            lance_core::storage::Storage::open(&src, &src_options.unwrap_or_default()).py()?;
         let to = lance_core::storage::Storage::open(&dst, &dst_options.unwrap_or_default()).py()?;
         runtime::block_on(py, from.copy_tree_to(&to)).py()
     })
@@ -44,3 +45,8 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
+
+/// mimalloc returns freed pages to the OS promptly, where glibc's arenas keep them, so the
+/// process's resident memory tracks what a scan really holds.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

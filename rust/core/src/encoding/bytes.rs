@@ -10,17 +10,29 @@ pub fn slice<'a>(b: &'a [u8], start: usize, len: usize, what: &str) -> Result<&'
     start
         .checked_add(len)
         .and_then(|end| b.get(start..end))
-        .ok_or_else(|| corrupt(format!("{what}: needs bytes {start}..{} of a {}-byte buffer", start.saturating_add(len), b.len())))
+        .ok_or_else(|| {
+            corrupt(format!(
+                "{what}: needs bytes {start}..{} of a {}-byte buffer",
+                start.saturating_add(len),
+                b.len()
+            ))
+        })
 }
 
 pub fn u16_at(b: &[u8], at: usize, what: &str) -> Result<u16> {
-    Ok(u16::from_le_bytes(slice(b, at, 2, what)?.try_into().unwrap()))
+    Ok(u16::from_le_bytes(
+        slice(b, at, 2, what)?.try_into().unwrap(),
+    ))
 }
 pub fn u32_at(b: &[u8], at: usize, what: &str) -> Result<u32> {
-    Ok(u32::from_le_bytes(slice(b, at, 4, what)?.try_into().unwrap()))
+    Ok(u32::from_le_bytes(
+        slice(b, at, 4, what)?.try_into().unwrap(),
+    ))
 }
 pub fn u64_at(b: &[u8], at: usize, what: &str) -> Result<u64> {
-    Ok(u64::from_le_bytes(slice(b, at, 8, what)?.try_into().unwrap()))
+    Ok(u64::from_le_bytes(
+        slice(b, at, 8, what)?.try_into().unwrap(),
+    ))
 }
 
 /// View `bytes` as a slice of `T` (little-endian). Borrowed when the bytes are aligned

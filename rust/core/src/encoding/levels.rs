@@ -44,7 +44,11 @@ struct Unraveler<'a> {
 }
 
 impl<'a> Unraveler<'a> {
-    fn new(layers: &'a [Layer], rep: Option<&ScalarBuffer<u16>>, def: Option<&ScalarBuffer<u16>>) -> Self {
+    fn new(
+        layers: &'a [Layer],
+        rep: Option<&ScalarBuffer<u16>>,
+        def: Option<&ScalarBuffer<u16>>,
+    ) -> Self {
         let mut levels_to_rep = vec![0u16];
         let mut rc = 0u16;
         for l in layers {
@@ -74,7 +78,10 @@ impl<'a> Unraveler<'a> {
     }
 
     fn layer(&mut self) -> Result<Layer> {
-        let l = *self.layers.get(self.next).ok_or_else(|| corrupt("page has fewer structural layers than its field"))?;
+        let l = *self
+            .layers
+            .get(self.next)
+            .ok_or_else(|| corrupt("page has fewer structural layers than its field"))?;
         self.next += 1;
         Ok(l)
     }
@@ -85,31 +92,52 @@ impl<'a> Unraveler<'a> {
         match layer {
             Layer::AllValidItem => Ok(None),
             Layer::NullableItem => {
-                let Some(def) = &self.def else { return Ok(None) };
+                let Some(def) = &self.def else {
+                    return Ok(None);
+                };
                 let cmp = self.def_cmp;
                 self.def_cmp += 1;
                 let bits = if self.rep_cmp == 0 && self.rep.is_none() {
                     BooleanBuffer::collect_bool(def.len(), |i| def[i] <= cmp)
                 } else {
                     let keep = self.keep_mask()?;
-                    def.iter().filter(|&&d| keep[d as usize]).map(|&d| d <= cmp).collect()
+                    def.iter()
+                        .filter(|&&d| keep[d as usize])
+                        .map(|&d| d <= cmp)
+                        .collect()
                 };
                 if bits.len() != len {
-                    return Err(corrupt(format!("{} validity levels for {len} items", bits.len())));
+                    return Err(corrupt(format!(
+                        "{} validity levels for {len} items",
+                        bits.len()
+                    )));
                 }
                 Ok(Some(NullBuffer::new(bits)))
             }
-            l => Err(corrupt(format!("found list layer {l:?} where a struct or value layer belongs"))),
+            l => Err(corrupt(format!(
+                "found list layer {l:?} where a struct or value layer belongs"
+            ))),
         }
     }
 
     /// For each definition level, whether entries at that level belong to the current layer.
     fn keep_mask(&self) -> Result<Vec<bool>> {
-        let max = self.def.as_ref().map(|d| d.iter().copied().max().unwrap_or(0)).unwrap_or(0) as usize;
+        let max = self
+            .def
+            .as_ref()
+            .map(|d| d.iter().copied().max().unwrap_or(0))
+            .unwrap_or(0) as usize;
         if max >= self.levels_to_rep.len() {
-            return Err(corrupt(format!("definition level {max} beyond the page's {} levels", self.levels_to_rep.len() - 1)));
+            return Err(corrupt(format!(
+                "definition level {max} beyond the page's {} levels",
+                self.levels_to_rep.len() - 1
+            )));
         }
-        Ok(self.levels_to_rep.iter().map(|&r| r <= self.rep_cmp).collect())
+        Ok(self
+            .levels_to_rep
+            .iter()
+            .map(|&r| r <= self.rep_cmp)
+            .collect())
     }
 
     /// Offsets and validity of a list layer; the levels collapse to one entry per list.
@@ -121,7 +149,11 @@ impl<'a> Unraveler<'a> {
             Layer::NullableList => (Some(valid + 1), None),
             Layer::EmptyableList => (None, Some(valid + 1)),
             Layer::NullAndEmptyList => (Some(valid + 1), Some(valid + 2)),
-            l => return Err(corrupt(format!("found layer {l:?} where a list layer belongs"))),
+            l => {
+                return Err(corrupt(format!(
+                    "found layer {l:?} where a list layer belongs"
+                )))
+            }
         };
         self.def_cmp += layer.def_levels();
         // Levels of the structs directly above this list also hide its entries; a level
@@ -136,7 +168,10 @@ impl<'a> Unraveler<'a> {
             }
         }
         self.rep_cmp += 1;
-        let rep = self.rep.take().ok_or_else(|| corrupt("list layer in a page without repetition levels"))?;
+        let rep = self
+            .rep
+            .take()
+            .ok_or_else(|| corrupt("list layer in a page without repetition levels"))?;
         let def = self.def.take();
         let mut offsets = Vec::with_capacity(rep.len() / 2 + 1);
         let mut validity: Vec<bool> = Vec::with_capacity(rep.len() / 2);
@@ -178,7 +213,11 @@ impl<'a> Unraveler<'a> {
         offsets.push(len);
         self.rep = Some(new_rep);
         self.def = new_def;
-        let nulls = if validity.iter().all(|v| *v) { None } else { Some(NullBuffer::from(validity)) };
+        let nulls = if validity.iter().all(|v| *v) {
+            None
+        } else {
+            Some(NullBuffer::from(validity))
+        };
         Ok((offsets, nulls))
     }
 }
@@ -188,19 +227,35 @@ fn with_type(f: &Field, data_type: DataType) -> FieldRef {
     Arc::new(Field::new(f.name(), data_type, f.is_nullable()).with_metadata(f.metadata().clone()))
 }
 
-fn list_array<O: OffsetSizeTrait>(item: FieldRef, offsets: &[i64], values: ArrayRef, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+fn list_array<O: OffsetSizeTrait>(
+    item: FieldRef,
+    offsets: &[i64],
+    values: ArrayRef,
+    nulls: Option<NullBuffer>,
+) -> Result<ArrayRef> {
     let offs: Vec<O> = offsets
         .iter()
-        .map(|&o| O::from_usize(o as usize).ok_or_else(|| corrupt("list offsets overflow a 32-bit list")))
+        .map(|&o| {
+            O::from_usize(o as usize).ok_or_else(|| corrupt("list offsets overflow a 32-bit list"))
+        })
         .collect::<Result<_>>()?;
-    Ok(Arc::new(GenericListArray::<O>::try_new(item, OffsetBuffer::new(offs.into()), values, nulls)?))
+    Ok(Arc::new(GenericListArray::<O>::try_new(
+        item,
+        OffsetBuffer::new(offs.into()),
+        values,
+        nulls,
+    )?))
 }
 
 /// Turn one decoded page of a leaf column into an array for its path: the top-level
 /// field with only the structs and lists on the way to this leaf.
 pub fn unravel(page: DecodedPage, path: &[PathStep]) -> Result<ArrayRef> {
     if page.layers.len() != path.len() {
-        return Err(corrupt(format!("page has {} structural layers but its field has {}", page.layers.len(), path.len())));
+        return Err(corrupt(format!(
+            "page has {} structural layers but its field has {}",
+            page.layers.len(),
+            path.len()
+        )));
     }
     let mut u = Unraveler::new(&page.layers, page.rep.as_ref(), page.def.as_ref());
     let Some(PathStep::Leaf(leaf)) = path.last() else {
@@ -222,7 +277,10 @@ pub fn unravel(page: DecodedPage, path: &[PathStep]) -> Result<ArrayRef> {
                 let (offsets, nulls) = u.list()?;
                 let child_len = *offsets.last().unwrap() as usize;
                 if child_len != array.len() {
-                    return Err(corrupt(format!("lists cover {child_len} items but {} were decoded", array.len())));
+                    return Err(corrupt(format!(
+                        "lists cover {child_len} items but {} were decoded",
+                        array.len()
+                    )));
                 }
                 if *large {
                     array = list_array::<i64>(field.clone(), &offsets, array, nulls)?;
@@ -232,11 +290,17 @@ pub fn unravel(page: DecodedPage, path: &[PathStep]) -> Result<ArrayRef> {
                     field = with_type(f, DataType::List(field.clone()));
                 }
             }
-            PathStep::Leaf(_) => return Err(corrupt("internal: a leaf in the middle of a column path")),
+            PathStep::Leaf(_) => {
+                return Err(corrupt("internal: a leaf in the middle of a column path"))
+            }
         }
     }
     if array.len() as u64 != page.num_rows {
-        return Err(corrupt(format!("page decoded {} rows, expected {}", array.len(), page.num_rows)));
+        return Err(corrupt(format!(
+            "page decoded {} rows, expected {}",
+            array.len(),
+            page.num_rows
+        )));
     }
     Ok(array)
 }

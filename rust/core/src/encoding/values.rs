@@ -17,9 +17,17 @@ pub enum ValuesBuilder {
     /// Variable-width values (strings, binary) with i32 or i64 offsets.
     Variable(VariableBuilder),
     /// Fixed-size lists of `dim` items with optional per-item validity.
-    FixedSizeList { dim: usize, validity: Option<BooleanBufferBuilder>, child: Box<ValuesBuilder>, len: usize },
+    FixedSizeList {
+        dim: usize,
+        validity: Option<BooleanBufferBuilder>,
+        child: Box<ValuesBuilder>,
+        len: usize,
+    },
     /// A packed struct: each row's fields are split into one child per field.
-    Struct { children: Vec<ValuesBuilder>, len: usize },
+    Struct {
+        children: Vec<ValuesBuilder>,
+        len: usize,
+    },
 }
 
 #[derive(Debug)]
@@ -45,10 +53,20 @@ pub struct VariableBuilder {
 impl FixedBuilder {
     pub fn new(bits: u32, capacity: usize) -> Self {
         if bits == 1 {
-            return FixedBuilder { bits, data: MutableBuffer::new(0), bools: BooleanBufferBuilder::new(capacity), len: 0 };
+            return FixedBuilder {
+                bits,
+                data: MutableBuffer::new(0),
+                bools: BooleanBufferBuilder::new(capacity),
+                len: 0,
+            };
         }
         let bytes = capacity * (bits as usize / 8);
-        FixedBuilder { bits, data: MutableBuffer::with_capacity(bytes), bools: BooleanBufferBuilder::new(0), len: 0 }
+        FixedBuilder {
+            bits,
+            data: MutableBuffer::with_capacity(bytes),
+            bools: BooleanBufferBuilder::new(0),
+            len: 0,
+        }
     }
 
     pub fn byte_width(&self) -> usize {
@@ -62,7 +80,11 @@ impl FixedBuilder {
         }
         let need = n * self.byte_width();
         if bytes.len() < need {
-            return Err(corrupt(format!("{n} values of {} bits need {need} bytes, have {}", self.bits, bytes.len())));
+            return Err(corrupt(format!(
+                "{n} values of {} bits need {need} bytes, have {}",
+                self.bits,
+                bytes.len()
+            )));
         }
         self.data.extend_from_slice(&bytes[..need]);
         self.len += n;
@@ -72,7 +94,11 @@ impl FixedBuilder {
     /// Append `n` booleans starting at bit `offset` of `bits` (LSB-first).
     pub fn append_bits(&mut self, bits: &[u8], offset: usize, n: usize) -> Result<()> {
         if bits.len() * 8 < offset + n {
-            return Err(corrupt(format!("{n} booleans need {} bytes, have {}", (offset + n).div_ceil(8), bits.len())));
+            return Err(corrupt(format!(
+                "{n} booleans need {} bytes, have {}",
+                (offset + n).div_ceil(8),
+                bits.len()
+            )));
         }
         self.bools.append_packed_range(offset..offset + n, bits);
         self.len += n;
@@ -113,7 +139,12 @@ impl VariableBuilder {
         } else {
             offsets.push(0i32);
         }
-        VariableBuilder { large, offsets, data: Vec::new(), len: 0 }
+        VariableBuilder {
+            large,
+            offsets,
+            data: Vec::new(),
+            len: 0,
+        }
     }
 
     #[inline]
@@ -122,7 +153,9 @@ impl VariableBuilder {
         if self.large {
             self.offsets.push(end as i64);
         } else {
-            let e = i32::try_from(end).map_err(|_| corrupt("more than 2 GiB of string data in one page for a 32-bit offset type"))?;
+            let e = i32::try_from(end).map_err(|_| {
+                corrupt("more than 2 GiB of string data in one page for a 32-bit offset type")
+            })?;
             self.offsets.push(e);
         }
         self.len += 1;
@@ -147,7 +180,11 @@ impl VariableBuilder {
     }
 
     /// Append values given as `n + 1` offsets (of any base) into `bytes`.
-    pub fn append_with_offsets<O: Copy + Into<u64>>(&mut self, offsets: &[O], bytes: &[u8]) -> Result<()> {
+    pub fn append_with_offsets<O: Copy + Into<u64>>(
+        &mut self,
+        offsets: &[O],
+        bytes: &[u8],
+    ) -> Result<()> {
         let n = offsets.len().saturating_sub(1);
         if n == 0 {
             return Ok(());
@@ -155,10 +192,14 @@ impl VariableBuilder {
         let first: u64 = offsets[0].into();
         let last: u64 = offsets[n].into();
         if first > last || last as usize > bytes.len() {
-            return Err(corrupt(format!("string offsets {first}..{last} outside a buffer of {} bytes", bytes.len())));
+            return Err(corrupt(format!(
+                "string offsets {first}..{last} outside a buffer of {} bytes",
+                bytes.len()
+            )));
         }
         let base = self.data.len() as u64;
-        self.data.extend_from_slice(&bytes[first as usize..last as usize]);
+        self.data
+            .extend_from_slice(&bytes[first as usize..last as usize]);
         let shift = |o: O| -> Result<u64> {
             let o: u64 = o.into();
             if o < first || o > last {
@@ -179,7 +220,9 @@ impl VariableBuilder {
             }
         } else {
             if base + (last - first) > i32::MAX as u64 {
-                return Err(corrupt("more than 2 GiB of string data in one page for a 32-bit offset type"));
+                return Err(corrupt(
+                    "more than 2 GiB of string data in one page for a 32-bit offset type",
+                ));
             }
             self.offsets.reserve(n * 4);
             let mut prev = base;
@@ -202,9 +245,15 @@ impl ValuesBuilder {
     pub fn for_type(data_type: &DataType, capacity: usize) -> Result<Self> {
         Ok(match data_type {
             DataType::Boolean => ValuesBuilder::Fixed(FixedBuilder::new(1, capacity)),
-            DataType::Utf8 | DataType::Binary => ValuesBuilder::Variable(VariableBuilder::new(false, capacity)),
-            DataType::LargeUtf8 | DataType::LargeBinary => ValuesBuilder::Variable(VariableBuilder::new(true, capacity)),
-            DataType::FixedSizeBinary(n) => ValuesBuilder::Fixed(FixedBuilder::new(*n as u32 * 8, capacity)),
+            DataType::Utf8 | DataType::Binary => {
+                ValuesBuilder::Variable(VariableBuilder::new(false, capacity))
+            }
+            DataType::LargeUtf8 | DataType::LargeBinary => {
+                ValuesBuilder::Variable(VariableBuilder::new(true, capacity))
+            }
+            DataType::FixedSizeBinary(n) => {
+                ValuesBuilder::Fixed(FixedBuilder::new(*n as u32 * 8, capacity))
+            }
             DataType::FixedSizeList(item, dim) => {
                 let dim = *dim as usize;
                 ValuesBuilder::FixedSizeList {
@@ -215,13 +264,20 @@ impl ValuesBuilder {
                 }
             }
             DataType::Struct(fields) => ValuesBuilder::Struct {
-                children: fields.iter().map(|f| Self::for_type(f.data_type(), capacity)).collect::<Result<_>>()?,
+                children: fields
+                    .iter()
+                    .map(|f| Self::for_type(f.data_type(), capacity))
+                    .collect::<Result<_>>()?,
                 len: 0,
             },
             DataType::Null => ValuesBuilder::Fixed(FixedBuilder::new(8, 0)),
             dt => match dt.primitive_width() {
                 Some(w) => ValuesBuilder::Fixed(FixedBuilder::new(w as u32 * 8, capacity)),
-                None => return Err(crate::error::unsupported(format!("reading values of type {dt}"))),
+                None => {
+                    return Err(crate::error::unsupported(format!(
+                        "reading values of type {dt}"
+                    )))
+                }
             },
         })
     }
@@ -241,14 +297,20 @@ impl ValuesBuilder {
     pub fn fixed(&mut self) -> Result<&mut FixedBuilder> {
         match self {
             ValuesBuilder::Fixed(b) => Ok(b),
-            other => Err(corrupt(format!("a fixed-width encoding cannot produce {}", other.kind()))),
+            other => Err(corrupt(format!(
+                "a fixed-width encoding cannot produce {}",
+                other.kind()
+            ))),
         }
     }
 
     pub fn variable(&mut self) -> Result<&mut VariableBuilder> {
         match self {
             ValuesBuilder::Variable(b) => Ok(b),
-            other => Err(corrupt(format!("a variable-width encoding cannot produce {}", other.kind()))),
+            other => Err(corrupt(format!(
+                "a variable-width encoding cannot produce {}",
+                other.kind()
+            ))),
         }
     }
 
@@ -277,7 +339,12 @@ impl ValuesBuilder {
                     b.append_empty()?;
                 }
             }
-            ValuesBuilder::FixedSizeList { dim, validity, child, len } => {
+            ValuesBuilder::FixedSizeList {
+                dim,
+                validity,
+                child,
+                len,
+            } => {
                 if let Some(v) = validity {
                     v.append_n(n * *dim, true);
                 }
@@ -299,7 +366,10 @@ impl ValuesBuilder {
         let len = self.len();
         if let Some(n) = &nulls {
             if n.len() != len {
-                return Err(corrupt(format!("{} validity bits for {len} values", n.len())));
+                return Err(corrupt(format!(
+                    "{} validity bits for {len} values",
+                    n.len()
+                )));
             }
         }
         let nulls = nulls.filter(|n| n.null_count() > 0);
@@ -312,11 +382,23 @@ impl ValuesBuilder {
                     dt => dt.primitive_width().map(|w| w as u32 * 8).unwrap_or(0),
                 };
                 if expected != b.bits {
-                    return Err(corrupt(format!("{}-bit values cannot be read as {dt}", b.bits)));
+                    return Err(corrupt(format!(
+                        "{}-bit values cannot be read as {dt}",
+                        b.bits
+                    )));
                 }
-                ArrayDataBuilder::new(dt.clone()).len(len).add_buffer(b.into_buffer()).nulls(nulls)
+                ArrayDataBuilder::new(dt.clone())
+                    .len(len)
+                    .add_buffer(b.into_buffer())
+                    .nulls(nulls)
             }
-            (ValuesBuilder::Variable(b), dt @ (DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary)) => {
+            (
+                ValuesBuilder::Variable(b),
+                dt @ (DataType::Utf8
+                | DataType::Binary
+                | DataType::LargeUtf8
+                | DataType::LargeBinary),
+            ) => {
                 let large = matches!(dt, DataType::LargeUtf8 | DataType::LargeBinary);
                 if large != b.large {
                     return Err(corrupt(format!("offset width mismatch reading {dt}")));
@@ -333,17 +415,33 @@ impl ValuesBuilder {
                 // builder checks each append); UTF-8 was checked above for string types.
                 return Ok(make_array(unsafe { data.build_unchecked() }));
             }
-            (ValuesBuilder::FixedSizeList { dim, validity, child, len: n }, DataType::FixedSizeList(item, d)) => {
+            (
+                ValuesBuilder::FixedSizeList {
+                    dim,
+                    validity,
+                    child,
+                    len: n,
+                },
+                DataType::FixedSizeList(item, d),
+            ) => {
                 if *d as usize != dim {
-                    return Err(corrupt(format!("fixed-size lists of {dim} items cannot be read as {data_type}")));
+                    return Err(corrupt(format!(
+                        "fixed-size lists of {dim} items cannot be read as {data_type}"
+                    )));
                 }
                 let item_nulls = validity.map(|mut v| NullBuffer::new(v.finish()));
                 let child = child.finish(item.data_type(), item_nulls)?;
-                ArrayDataBuilder::new(data_type.clone()).len(n).add_child_data(child.to_data()).nulls(nulls)
+                ArrayDataBuilder::new(data_type.clone())
+                    .len(n)
+                    .add_child_data(child.to_data())
+                    .nulls(nulls)
             }
             (ValuesBuilder::Struct { children, len: n }, DataType::Struct(fields)) => {
                 if children.len() != fields.len() {
-                    return Err(corrupt(format!("{} packed fields cannot be read as {data_type}", children.len())));
+                    return Err(corrupt(format!(
+                        "{} packed fields cannot be read as {data_type}",
+                        children.len()
+                    )));
                 }
                 let mut b = ArrayDataBuilder::new(data_type.clone()).len(n).nulls(nulls);
                 for (c, f) in children.into_iter().zip(fields.iter()) {
@@ -360,13 +458,20 @@ impl ValuesBuilder {
 /// UTF-8 check for a whole string page: the bytes must be valid UTF-8 and every value
 /// boundary must fall on a character boundary. Cheaper than checking value by value.
 fn check_utf8(b: &VariableBuilder) -> Result<()> {
-    let text = std::str::from_utf8(&b.data).map_err(|e| corrupt(format!("string data is not valid UTF-8: {e}")))?;
+    let text = std::str::from_utf8(&b.data)
+        .map_err(|e| corrupt(format!("string data is not valid UTF-8: {e}")))?;
     let bytes = text.as_bytes();
     let on_boundary = |o: usize| o == bytes.len() || (bytes[o] as i8) >= -0x40;
     let ok = if b.large {
-        b.offsets.typed_data::<i64>().iter().all(|&o| on_boundary(o as usize))
+        b.offsets
+            .typed_data::<i64>()
+            .iter()
+            .all(|&o| on_boundary(o as usize))
     } else {
-        b.offsets.typed_data::<i32>().iter().all(|&o| on_boundary(o as usize))
+        b.offsets
+            .typed_data::<i32>()
+            .iter()
+            .all(|&o| on_boundary(o as usize))
     };
     if ok {
         Ok(())

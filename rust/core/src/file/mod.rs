@@ -58,7 +58,9 @@ impl Footer {
     /// it holds lies inside the file.
     pub fn parse(tail: &[u8], file_size: u64) -> Result<Self> {
         if tail.len() < FOOTER_LEN || file_size < FOOTER_LEN as u64 {
-            return Err(corrupt(format!("file is {file_size} bytes, too short for a Lance footer")));
+            return Err(corrupt(format!(
+                "file is {file_size} bytes, too short for a Lance footer"
+            )));
         }
         let b = &tail[tail.len() - FOOTER_LEN..];
         if &b[36..40] != MAGIC {
@@ -80,8 +82,12 @@ impl Footer {
             version,
         };
         let meta_end = file_size - FOOTER_LEN as u64;
-        let cmo_end = footer.cmo_table_start.checked_add(16 * footer.num_columns as u64);
-        let gbo_end = footer.gbo_table_start.checked_add(16 * footer.num_global_buffers as u64);
+        let cmo_end = footer
+            .cmo_table_start
+            .checked_add(16 * footer.num_columns as u64);
+        let gbo_end = footer
+            .gbo_table_start
+            .checked_add(16 * footer.num_global_buffers as u64);
         if footer.column_meta_start > footer.cmo_table_start
             || cmo_end.is_none_or(|e| e > meta_end)
             || gbo_end.is_none_or(|e| e > meta_end)
@@ -97,18 +103,32 @@ impl Footer {
     pub fn check_version(&self) -> Result<()> {
         match (self.version.major, self.version.minor) {
             (2, 1) | (2, 2) => Ok(()),
-            (2, 0) => Err(unsupported("file format 2.0 is not supported yet (2.1 and 2.2 are)")),
-            (0, _) => Err(unsupported("legacy file format 0.1 is not supported yet (2.1 and 2.2 are)")),
-            (m, n) => Err(unsupported(format!("unknown file format version {m}.{n} (this reader knows 2.1 and 2.2)"))),
+            (2, 0) => Err(unsupported(
+                "file format 2.0 is not supported yet (2.1 and 2.2 are)",
+            )),
+            (0, _) => Err(unsupported(
+                "legacy file format 0.1 is not supported yet (2.1 and 2.2 are)",
+            )),
+            (m, n) => Err(unsupported(format!(
+                "unknown file format version {m}.{n} (this reader knows 2.1 and 2.2)"
+            ))),
         }
     }
 }
 
 /// Read an offset table of `count` (position, size) pairs at `at` within `bytes`.
-fn offset_table(bytes: &[u8], at: usize, count: usize, file_size: u64, what: &str) -> Result<Vec<Range<u64>>> {
+fn offset_table(
+    bytes: &[u8],
+    at: usize,
+    count: usize,
+    file_size: u64,
+    what: &str,
+) -> Result<Vec<Range<u64>>> {
     let end = at + 16 * count;
     if end > bytes.len() {
-        return Err(corrupt(format!("{what} table runs past the end of the metadata")));
+        return Err(corrupt(format!(
+            "{what} table runs past the end of the metadata"
+        )));
     }
     (0..count)
         .map(|i| {
@@ -116,7 +136,9 @@ fn offset_table(bytes: &[u8], at: usize, count: usize, file_size: u64, what: &st
             let size = u64_at(bytes, at + 16 * i + 8);
             match pos.checked_add(size) {
                 Some(e) if e <= file_size => Ok(pos..e),
-                _ => Err(corrupt(format!("{what} {i} (at {pos}, {size} bytes) lies outside the file ({file_size} bytes)"))),
+                _ => Err(corrupt(format!(
+                    "{what} {i} (at {pos}, {size} bytes) lies outside the file ({file_size} bytes)"
+                ))),
             }
         })
         .collect()
@@ -147,12 +169,18 @@ pub struct FileMetadata {
 
 /// Decode a serialized `google.protobuf.Any` and check its type.
 fn decode_any<M: Message + Default>(bytes: &[u8], expected_url: &str, what: &str) -> Result<M> {
-    let any = prost_types::Any::decode(bytes).map_err(|e| corrupt(format!("{what}: bad encoding message: {e}")))?;
+    let any = prost_types::Any::decode(bytes)
+        .map_err(|e| corrupt(format!("{what}: bad encoding message: {e}")))?;
     if any.type_url != expected_url {
         if any.type_url == ARRAY_ENCODING_URL {
-            return Err(unsupported(format!("{what}: 2.0-style array encoding in a 2.1+ file")));
+            return Err(unsupported(format!(
+                "{what}: 2.0-style array encoding in a 2.1+ file"
+            )));
         }
-        return Err(unsupported(format!("{what}: unknown encoding type '{}'", any.type_url)));
+        return Err(unsupported(format!(
+            "{what}: unknown encoding type '{}'",
+            any.type_url
+        )));
     }
     M::decode(any.value.as_slice()).map_err(|e| corrupt(format!("{what}: bad {expected_url}: {e}")))
 }
@@ -170,18 +198,31 @@ impl FileMetadata {
                 .filter(|p| *p <= tail.len())
                 .ok_or_else(|| corrupt("metadata lies before the bytes read for it"))
         };
-        let gbo = offset_table(tail, local(footer.gbo_table_start)?, footer.num_global_buffers as usize, file_size, "global buffer")?;
+        let gbo = offset_table(
+            tail,
+            local(footer.gbo_table_start)?,
+            footer.num_global_buffers as usize,
+            file_size,
+            "global buffer",
+        )?;
         if gbo.is_empty() {
             return Err(corrupt("file has no global buffers, so no schema"));
         }
         let schema_range = local(gbo[0].start)?..local(gbo[0].end)?;
         let descriptor = FileDescriptor::decode(&tail[schema_range])
             .map_err(|e| corrupt(format!("bad schema in global buffer 0: {e}")))?;
-        let cmo = offset_table(tail, local(footer.cmo_table_start)?, footer.num_columns as usize, file_size, "column metadata")?;
+        let cmo = offset_table(
+            tail,
+            local(footer.cmo_table_start)?,
+            footer.num_columns as usize,
+            file_size,
+            "column metadata",
+        )?;
         let mut columns = Vec::with_capacity(cmo.len());
         for (i, r) in cmo.iter().enumerate() {
             let bytes = &tail[local(r.start)?..local(r.end)?];
-            let meta = ColumnMetadata::decode(bytes).map_err(|e| corrupt(format!("bad metadata of column {i}: {e}")))?;
+            let meta = ColumnMetadata::decode(bytes)
+                .map_err(|e| corrupt(format!("bad metadata of column {i}: {e}")))?;
             columns.push(parse_column(meta, i, file_size)?);
         }
         Ok(FileMetadata {
@@ -195,7 +236,10 @@ impl FileMetadata {
 
     /// The smallest file offset the metadata parse needs bytes from.
     pub fn required_tail_start(footer: &Footer, gbo: Option<&[Range<u64>]>) -> u64 {
-        let mut start = footer.column_meta_start.min(footer.gbo_table_start).min(footer.cmo_table_start);
+        let mut start = footer
+            .column_meta_start
+            .min(footer.gbo_table_start)
+            .min(footer.cmo_table_start);
         if let Some(g) = gbo.and_then(|g| g.first()) {
             start = start.min(g.start);
         }
@@ -208,21 +252,35 @@ fn parse_column(meta: ColumnMetadata, column: usize, file_size: u64) -> Result<C
     for (p, page) in meta.pages.into_iter().enumerate() {
         let what = format!("column {column} page {p}");
         if page.buffer_offsets.len() != page.buffer_sizes.len() {
-            return Err(corrupt(format!("{what}: {} buffer offsets but {} sizes", page.buffer_offsets.len(), page.buffer_sizes.len())));
+            return Err(corrupt(format!(
+                "{what}: {} buffer offsets but {} sizes",
+                page.buffer_offsets.len(),
+                page.buffer_sizes.len()
+            )));
         }
         let mut buffers = Vec::with_capacity(page.buffer_offsets.len());
         for (&o, &s) in page.buffer_offsets.iter().zip(&page.buffer_sizes) {
             match o.checked_add(s) {
                 Some(e) if e <= file_size => buffers.push(o..e),
-                _ => return Err(corrupt(format!("{what}: buffer at {o} of {s} bytes lies outside the file ({file_size} bytes)"))),
+                _ => return Err(corrupt(format!(
+                    "{what}: buffer at {o} of {s} bytes lies outside the file ({file_size} bytes)"
+                ))),
             }
         }
         let layout = match page.encoding.and_then(|e| e.location) {
-            Some(encoding::Location::Direct(d)) => decode_any::<PageLayout>(&d.encoding, PAGE_LAYOUT_URL, &what)?,
-            Some(encoding::Location::Indirect(_)) => return Err(unsupported(format!("{what}: deferred page encodings"))),
+            Some(encoding::Location::Direct(d)) => {
+                decode_any::<PageLayout>(&d.encoding, PAGE_LAYOUT_URL, &what)?
+            }
+            Some(encoding::Location::Indirect(_)) => {
+                return Err(unsupported(format!("{what}: deferred page encodings")))
+            }
             _ => return Err(corrupt(format!("{what}: page has no encoding"))),
         };
-        pages.push(PageInfo { buffers, num_rows: page.length, layout });
+        pages.push(PageInfo {
+            buffers,
+            num_rows: page.length,
+            layout,
+        });
     }
     Ok(ColumnInfo { pages })
 }
@@ -250,12 +308,22 @@ mod tests {
         assert_eq!(f.version, FileVersion { major: 2, minor: 2 });
         assert_eq!(f.cmo_table_start, 200);
         f.check_version().unwrap();
-        assert!(Footer::parse(&footer_bytes(2, 2, b"PAR1"), 300).unwrap_err().to_string().contains("magic"));
+        assert!(Footer::parse(&footer_bytes(2, 2, b"PAR1"), 300)
+            .unwrap_err()
+            .to_string()
+            .contains("magic"));
         // Offsets that point past the end of a (truncated) file.
-        assert!(Footer::parse(&footer_bytes(2, 2, MAGIC), 220).unwrap_err().to_string().contains("out of range"));
+        assert!(Footer::parse(&footer_bytes(2, 2, MAGIC), 220)
+            .unwrap_err()
+            .to_string()
+            .contains("out of range"));
         let v20 = Footer::parse(&footer_bytes(0, 3, MAGIC), 300).unwrap();
         assert!(v20.check_version().unwrap_err().to_string().contains("2.0"));
         let v9 = Footer::parse(&footer_bytes(9, 1, MAGIC), 300).unwrap();
-        assert!(v9.check_version().unwrap_err().to_string().contains("unknown file format version 9.1"));
+        assert!(v9
+            .check_version()
+            .unwrap_err()
+            .to_string()
+            .contains("unknown file format version 9.1"));
     }
 }

@@ -48,12 +48,19 @@ impl FileReader {
             }
             other => other.map_err(|e| e.in_file(&name))?,
         };
-        return Ok(FileReader { storage: storage.clone(), path, name, metadata: Arc::new(metadata) });
+        return Ok(FileReader {
+            storage: storage.clone(),
+            path,
+            name,
+            metadata: Arc::new(metadata),
+        });
     }
 
     async fn read_metadata(storage: &Storage, path: &Path, size: u64) -> Result<FileMetadata> {
         if size < FOOTER_LEN as u64 {
-            return Err(crate::error::corrupt(format!("file is {size} bytes, too short for a Lance file")));
+            return Err(crate::error::corrupt(format!(
+                "file is {size} bytes, too short for a Lance file"
+            )));
         }
         let mut start = size.saturating_sub(TAIL_READ);
         let mut tail = storage.get_range(path, start..size).await?;
@@ -63,7 +70,13 @@ impl FileReader {
         let mut needed = FileMetadata::required_tail_start(&footer, None);
         if needed >= start {
             let gbo_at = (footer.gbo_table_start - start) as usize;
-            let gbo = offset_table(&tail, gbo_at, footer.num_global_buffers.min(1) as usize, size, "global buffer")?;
+            let gbo = offset_table(
+                &tail,
+                gbo_at,
+                footer.num_global_buffers.min(1) as usize,
+                size,
+                "global buffer",
+            )?;
             needed = FileMetadata::required_tail_start(&footer, Some(&gbo));
         }
         if needed < start {
@@ -75,7 +88,13 @@ impl FileReader {
             tail = Bytes::from(whole);
             start = needed;
             let gbo_at = (footer.gbo_table_start - start) as usize;
-            let gbo = offset_table(&tail, gbo_at, footer.num_global_buffers.min(1) as usize, size, "global buffer")?;
+            let gbo = offset_table(
+                &tail,
+                gbo_at,
+                footer.num_global_buffers.min(1) as usize,
+                size,
+                "global buffer",
+            )?;
             let needed_now = FileMetadata::required_tail_start(&footer, Some(&gbo));
             if needed_now < start {
                 let head = storage.get_range(path, needed_now..start).await?;
@@ -105,7 +124,9 @@ impl FileReader {
             .columns
             .get(column)
             .and_then(|c| c.pages.get(page))
-            .ok_or_else(|| Error::corrupt(&self.name, format!("no page {page} in column {column}")))?;
+            .ok_or_else(|| {
+                Error::corrupt(&self.name, format!("no page {page} in column {column}"))
+            })?;
         let buffers = self.storage.get_ranges(&self.path, &info.buffers).await?;
         Ok(PageData { buffers })
     }

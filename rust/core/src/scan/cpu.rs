@@ -18,9 +18,13 @@ where
                 .map(|s| s.as_str())
                 .or_else(|| panic.downcast_ref::<&str>().copied())
                 .unwrap_or("unknown panic");
-            Err(Error::corrupt(&name, format!("internal error while decoding: {msg}")))
+            Err(Error::corrupt(
+                &name,
+                format!("internal error while decoding: {msg}"),
+            ))
         });
         let _ = tx.send(out);
     });
-    rx.await.map_err(|_| Error::corrupt(what, "decoding task was lost"))?
+    rx.await
+        .map_err(|_| Error::corrupt(what, "decoding task was lost"))?
 }

@@ -8,7 +8,7 @@ use arrow_schema::DataType;
 
 use super::plan::LeafPlan;
 use crate::dataset::Dataset;
-use crate::encoding::layout::decode_page;
+use crate::encoding::layout::{plan_page, PagePlan, UnitSizing};
 use crate::encoding::levels::{unravel, PathStep};
 use crate::error::{Error, Result};
 use crate::file::{FileReader, PageInfo};
@@ -23,7 +23,11 @@ pub struct LeafSource {
 
 /// Find the file and column of every leaf (None: no data, read as nulls) and open the
 /// files involved.
-pub async fn open_leaf_sources(ds: &Dataset, frag: &DataFragment, leaves: &[LeafPlan]) -> Result<Vec<Option<LeafSource>>> {
+pub async fn open_leaf_sources(
+    ds: &Dataset,
+    frag: &DataFragment,
+    leaves: &[LeafPlan],
+) -> Result<Vec<Option<LeafSource>>> {
     let manifest_name = || format!("{} (fragment {})", ds.uri(), frag.id);
     // field id -> (file index, column index); the first file listing a field wins.
     let mut owner: HashMap<i32, (usize, usize)> = HashMap::new();
@@ -31,19 +35,31 @@ pub async fn open_leaf_sources(ds: &Dataset, frag: &DataFragment, leaves: &[Leaf
         if file.column_indices.is_empty() && !file.fields.is_empty() {
             return Err(Error::unsupported(
                 manifest_name(),
-                format!("data file {} uses the legacy 0.1 file format, which is not supported yet", file.path),
+                format!(
+                    "data file {} uses the legacy 0.1 file format, which is not supported yet",
+                    file.path
+                ),
             ));
         }
         for (k, &fid) in file.fields.iter().enumerate() {
             let Some(&col) = file.column_indices.get(k) else {
-                return Err(Error::corrupt(manifest_name(), format!("data file {} lists more fields than column indices", file.path)));
+                return Err(Error::corrupt(
+                    manifest_name(),
+                    format!(
+                        "data file {} lists more fields than column indices",
+                        file.path
+                    ),
+                ));
             };
             if fid >= 0 && col >= 0 {
                 owner.entry(fid).or_insert((fi, col as usize));
             }
         }
     }
-    let mut needed: Vec<usize> = leaves.iter().filter_map(|l| owner.get(&l.field_id).map(|o| o.0)).collect();
+    let mut needed: Vec<usize> = leaves
+        .iter()
+        .filter_map(|l| owner.get(&l.field_id).map(|o| o.0))
+        .collect();
     needed.sort_unstable();
     needed.dedup();
     let opens = needed.iter().map(|&fi| async move {
@@ -52,7 +68,10 @@ pub async fn open_leaf_sources(ds: &Dataset, frag: &DataFragment, leaves: &[Leaf
         let size = (file.file_size_bytes > 0).then_some(file.file_size_bytes);
         Ok::<_, Error>((fi, Arc::new(FileReader::open(&storage, path, size).await?)))
     });
-    let readers: HashMap<usize, Arc<FileReader>> = futures::future::try_join_all(opens).await?.into_iter().collect();
+    let readers: HashMap<usize, Arc<FileReader>> = futures::future::try_join_all(opens)
+        .await?
+        .into_iter()
+        .collect();
     leaves
         .iter()
         .map(|l| match owner.get(&l.field_id) {
@@ -60,7 +79,13 @@ pub async fn open_leaf_sources(ds: &Dataset, frag: &DataFragment, leaves: &[Leaf
             Some(&(fi, col)) => {
                 let file = readers[&fi].clone();
                 if col >= file.num_columns() {
-                    return Err(Error::corrupt(file.name(), format!("column {col} does not exist (the file has {})", file.num_columns())));
+                    return Err(Error::corrupt(
+                        file.name(),
+                        format!(
+                            "column {col} does not exist (the file has {})",
+                            file.num_columns()
+                        ),
+                    ));
                 }
                 Ok(Some(LeafSource { file, column: col }))
             }
@@ -68,26 +93,84 @@ pub async fn open_leaf_sources(ds: &Dataset, frag: &DataFragment, leaves: &[Leaf
         .collect()
 }
 
-/// A rough size of a page once decoded, for the scan's memory budget.
-pub fn estimated_bytes(page: &PageInfo, leaf_type: &DataType) -> u64 {
-    let stored: u64 = page.buffers.iter().map(|r| r.end - r.start).sum();
-    let fixed = leaf_type.primitive_width().map(|w| w as u64 * page.num_rows).unwrap_or(0);
-    (stored * 2).max(fixed).max(1)
+/// What reading a page ahead costs in memory, for the scan's budget: its bytes (its
+/// decoded units are few at a time and are not counted).
+pub fn estimated_bytes(page: &PageInfo, _leaf_type: &DataType) -> u64 {
+    page.buffers
+        .iter()
+        .map(|r| r.end - r.start)
+        .sum::<u64>()
+        .max(1)
 }
 
-/// Read and decode page `page` of a leaf: the array of the leaf's path for the page's rows.
-pub async fn read_page(source: &LeafSource, page: usize, leaf: &LeafPlan) -> Result<ArrayRef> {
+/// A page read and planned: its units decode independently.
+pub struct PageWork {
+    pub plan: PagePlan,
+    pub path: Vec<PathStep>,
+    /// "file (column c, page p)", for errors.
+    pub name: String,
+}
+
+/// Decoded bytes a unit aims for: small enough to stay in cache and keep memory low,
+/// big enough that per-unit overhead does not show.
+const UNIT_BYTES: u64 = 1 << 20;
+
+/// Read page `page` of a leaf and plan its units.
+pub async fn read_page(
+    source: &LeafSource,
+    page: usize,
+    page_start: u64,
+    leaf: &LeafPlan,
+    batch_size: u64,
+) -> Result<Arc<PageWork>> {
     let data = source.file.read_page(source.column, page).await?;
     let file = source.file.clone();
     let (column, path) = (source.column, leaf.path.clone());
-    let what = format!("{} (column {column}, page {page})", file.name());
-    super::cpu::spawn_cpu(what, move || {
+    let name = format!("{} (column {column}, page {page})", file.name());
+    super::cpu::spawn_cpu(name.clone(), move || {
         let info = &file.metadata.columns[column].pages[page];
-        let Some(PathStep::Leaf(f)) = path.last() else { unreachable!("paths end at a leaf") };
-        let decoded = decode_page(&info.layout, &data.buffers, info.num_rows, f.data_type())
-            .and_then(|p| unravel(p, &path))
-            .map_err(|e| e.context(&format!("column {column} page {page}")).in_file(file.name()))?;
-        Ok(decoded)
+        let Some(PathStep::Leaf(f)) = path.last() else {
+            unreachable!("paths end at a leaf")
+        };
+        let stored: u64 = info.buffers.iter().map(|r| r.end - r.start).sum();
+        let width = f.data_type().primitive_width().unwrap_or(0) as u64;
+        let per_row = (stored / info.num_rows.max(1)).max(width).max(1);
+        let sizing = UnitSizing {
+            target_rows: (UNIT_BYTES / per_row).max(1024),
+            align_rows: batch_size,
+            page_start,
+        };
+        let plan = plan_page(
+            &info.layout,
+            data.buffers,
+            info.num_rows,
+            f.data_type(),
+            &sizing,
+        )
+        .map_err(|e| {
+            e.context(&format!("column {column} page {page}"))
+                .in_file(file.name())
+        })?;
+        Ok(Arc::new(PageWork { plan, path, name }))
     })
     .await
+}
+
+/// Decode unit `unit` of a page into the array of its leaf's path.
+pub fn decode_unit(work: &PageWork, unit: usize) -> Result<ArrayRef> {
+    work.plan
+        .decode_unit(unit)
+        .and_then(|p| unravel(p, &work.path))
+        .map_err(|e| match e {
+            Error::Corrupt { path, message } if path.is_empty() => {
+                Error::corrupt(&work.name, message)
+            }
+            Error::Unsupported { path, message } if path.is_empty() => {
+                Error::unsupported(&work.name, message)
+            }
+            Error::Arrow(a) => {
+                Error::corrupt(&work.name, format!("decoded data rejected by arrow: {a}"))
+            }
+            other => other,
+        })
 }

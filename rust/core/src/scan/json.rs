@@ -11,7 +11,16 @@ pub fn jsonb_to_text(array: &ArrayRef, field: &FieldRef) -> Result<ArrayRef> {
     let bin = array
         .as_any()
         .downcast_ref::<LargeBinaryArray>()
-        .ok_or_else(|| corrupt(format!("JSON column '{}' stored as {}", field.name(), array.data_type())))?;
-    let text: StringArray = bin.iter().map(|v| v.map(|b| jsonb::RawJsonb::new(b).to_string())).collect();
+        .ok_or_else(|| {
+            corrupt(format!(
+                "JSON column '{}' stored as {}",
+                field.name(),
+                array.data_type()
+            ))
+        })?;
+    let text: StringArray = bin
+        .iter()
+        .map(|v| v.map(|b| jsonb::RawJsonb::new(b).to_string()))
+        .collect();
     Ok(Arc::new(text))
 }

@@ -30,7 +30,8 @@ pub struct ScanOptions {
     pub with_row_address: bool,
     /// Only these fragments, in this order (all, in manifest order, when None).
     pub fragment_ids: Option<Vec<u64>>,
-    /// Bytes of decoded pages that may be in flight or waiting to be consumed.
+    /// Bytes of pages that may be read ahead of the consumer (pylance's `io_buffer_size`).
+    /// Decoded data adds a few small units per column on top.
     pub memory_budget: usize,
 }
 
@@ -44,7 +45,7 @@ impl Default for ScanOptions {
             with_row_id: false,
             with_row_address: false,
             fragment_ids: None,
-            memory_budget: 256 << 20,
+            memory_budget: 64 << 20,
         }
     }
 }
@@ -58,7 +59,10 @@ pub struct Scan {
 /// Start scanning `dataset`. Must be called within a tokio runtime.
 pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
     options.batch_size = options.batch_size.max(1);
-    let plan = Arc::new(plan::plan_scan(&dataset.schema, options.columns.as_deref())?);
+    let plan = Arc::new(plan::plan_scan(
+        &dataset.schema,
+        options.columns.as_deref(),
+    )?);
     let mut fields: Vec<Arc<Field>> = plan.schema.fields().iter().cloned().collect();
     if options.with_row_id {
         fields.push(Arc::new(Field::new(ROW_ID, DataType::UInt64, true)));
@@ -66,7 +70,10 @@ pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
     if options.with_row_address {
         fields.push(Arc::new(Field::new(ROW_ADDRESS, DataType::UInt64, true)));
     }
-    let schema = Arc::new(Schema::new_with_metadata(fields, plan.schema.metadata().clone()));
+    let schema = Arc::new(Schema::new_with_metadata(
+        fields,
+        plan.schema.metadata().clone(),
+    ));
     let batches = stream::start(dataset, plan, options, schema.clone());
     Ok(Scan { schema, batches })
 }

@@ -4,7 +4,9 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::{new_null_array, Array, ArrayRef, GenericListArray, MapArray, OffsetSizeTrait, StructArray};
+use arrow_array::{
+    new_null_array, Array, ArrayRef, GenericListArray, MapArray, OffsetSizeTrait, StructArray,
+};
 use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
 
@@ -31,10 +33,28 @@ pub struct LeafPlan {
 /// How to rebuild one requested field from its leaves.
 #[derive(Clone, Debug)]
 pub enum FieldPlan {
-    Leaf { leaf: usize, field: FieldRef, post: Post },
-    Struct { field: FieldRef, children: Vec<FieldPlan>, leaves: Range<usize> },
-    List { field: FieldRef, large: bool, child: Box<FieldPlan>, leaves: Range<usize> },
-    Map { field: FieldRef, sorted: bool, entries: Box<FieldPlan>, leaves: Range<usize> },
+    Leaf {
+        leaf: usize,
+        field: FieldRef,
+        post: Post,
+    },
+    Struct {
+        field: FieldRef,
+        children: Vec<FieldPlan>,
+        leaves: Range<usize>,
+    },
+    List {
+        field: FieldRef,
+        large: bool,
+        child: Box<FieldPlan>,
+        leaves: Range<usize>,
+    },
+    Map {
+        field: FieldRef,
+        sorted: bool,
+        entries: Box<FieldPlan>,
+        leaves: Range<usize>,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -47,7 +67,10 @@ pub struct ScanPlan {
 
 /// Descriptor struct returned for blob columns stored in the v1 layout.
 pub fn blob_v1_descriptor() -> DataType {
-    DataType::Struct(Fields::from(vec![Field::new("position", DataType::UInt64, true), Field::new("size", DataType::UInt64, true)]))
+    DataType::Struct(Fields::from(vec![
+        Field::new("position", DataType::UInt64, true),
+        Field::new("size", DataType::UInt64, true),
+    ]))
 }
 
 /// Descriptor struct returned for blob v2 columns.
@@ -64,14 +87,19 @@ pub fn blob_v2_descriptor() -> DataType {
 impl FieldPlan {
     pub fn field(&self) -> &FieldRef {
         match self {
-            FieldPlan::Leaf { field, .. } | FieldPlan::Struct { field, .. } | FieldPlan::List { field, .. } | FieldPlan::Map { field, .. } => field,
+            FieldPlan::Leaf { field, .. }
+            | FieldPlan::Struct { field, .. }
+            | FieldPlan::List { field, .. }
+            | FieldPlan::Map { field, .. } => field,
         }
     }
 
     pub fn leaves(&self) -> Range<usize> {
         match self {
             FieldPlan::Leaf { leaf, .. } => *leaf..*leaf + 1,
-            FieldPlan::Struct { leaves, .. } | FieldPlan::List { leaves, .. } | FieldPlan::Map { leaves, .. } => leaves.clone(),
+            FieldPlan::Struct { leaves, .. }
+            | FieldPlan::List { leaves, .. }
+            | FieldPlan::Map { leaves, .. } => leaves.clone(),
         }
     }
 }
@@ -85,11 +113,28 @@ fn field_with(f: &LanceField, dt: DataType) -> FieldRef {
 }
 
 impl Planner {
-    fn leaf(&mut self, f: &LanceField, path: &[PathStep], read_type: DataType, out: FieldRef, post: Post) -> FieldPlan {
+    fn leaf(
+        &mut self,
+        f: &LanceField,
+        path: &[PathStep],
+        read_type: DataType,
+        out: FieldRef,
+        post: Post,
+    ) -> FieldPlan {
         let mut p = path.to_vec();
-        p.push(PathStep::Leaf(Arc::new(Field::new(&f.name, read_type, f.nullable))));
-        self.leaves.push(LeafPlan { field_id: f.id, path: p, post });
-        FieldPlan::Leaf { leaf: self.leaves.len() - 1, field: out, post }
+        p.push(PathStep::Leaf(Arc::new(Field::new(
+            &f.name, read_type, f.nullable,
+        ))));
+        self.leaves.push(LeafPlan {
+            field_id: f.id,
+            path: p,
+            post,
+        });
+        FieldPlan::Leaf {
+            leaf: self.leaves.len() - 1,
+            field: out,
+            post,
+        }
     }
 
     fn plan(&mut self, f: &LanceField, path: &[PathStep]) -> Result<FieldPlan> {
@@ -120,29 +165,55 @@ impl Planner {
                 let own = field_with(f, f.data_type()?);
                 let mut p = path.to_vec();
                 p.push(PathStep::Struct(own));
-                let children = f.children.iter().map(|c| self.plan(c, &p)).collect::<Result<Vec<_>>>()?;
+                let children = f
+                    .children
+                    .iter()
+                    .map(|c| self.plan(c, &p))
+                    .collect::<Result<Vec<_>>>()?;
                 let fields: Fields = children.iter().map(|c| c.field().clone()).collect();
-                Ok(FieldPlan::Struct { field: field_with(f, DataType::Struct(fields)), children, leaves: start..self.leaves.len() })
+                Ok(FieldPlan::Struct {
+                    field: field_with(f, DataType::Struct(fields)),
+                    children,
+                    leaves: start..self.leaves.len(),
+                })
             }
             "list" | "list.struct" | "large_list" | "large_list.struct" | "map" => {
                 let large = lt.starts_with("large_");
                 let own = field_with(f, f.data_type()?);
                 let mut p = path.to_vec();
                 p.push(PathStep::List { field: own, large });
-                let item = f.children.first().ok_or_else(|| corrupt(format!("list field '{}' has no item field", f.name)))?;
+                let item = f
+                    .children
+                    .first()
+                    .ok_or_else(|| corrupt(format!("list field '{}' has no item field", f.name)))?;
                 let child = self.plan(item, &p)?;
                 let leaves = start..self.leaves.len();
                 if lt == "map" {
                     let field = field_with(f, DataType::Map(child.field().clone(), false));
-                    Ok(FieldPlan::Map { field, sorted: false, entries: Box::new(child), leaves })
+                    Ok(FieldPlan::Map {
+                        field,
+                        sorted: false,
+                        entries: Box::new(child),
+                        leaves,
+                    })
                 } else {
-                    let dt = if large { DataType::LargeList(child.field().clone()) } else { DataType::List(child.field().clone()) };
-                    Ok(FieldPlan::List { field: field_with(f, dt), large, child: Box::new(child), leaves })
+                    let dt = if large {
+                        DataType::LargeList(child.field().clone())
+                    } else {
+                        DataType::List(child.field().clone())
+                    };
+                    Ok(FieldPlan::List {
+                        field: field_with(f, dt),
+                        large,
+                        child: Box::new(child),
+                        leaves,
+                    })
                 }
             }
-            lt if lt.starts_with("fixed_size_list:struct") => {
-                Err(unsupported(format!("field '{}': fixed-size lists of structs", f.name)))
-            }
+            lt if lt.starts_with("fixed_size_list:struct") => Err(unsupported(format!(
+                "field '{}': fixed-size lists of structs",
+                f.name
+            ))),
             _ => {
                 let dt = f.data_type()?;
                 Ok(self.leaf(f, path, dt.clone(), Arc::new(f.to_arrow()?), Post::None))
@@ -160,18 +231,28 @@ pub fn plan_scan(schema: &LanceSchema, columns: Option<&[String]>) -> Result<Sca
             .map(|c| {
                 schema.field(c).ok_or_else(|| {
                     let names: Vec<&str> = schema.fields.iter().map(|f| f.name.as_str()).collect();
-                    Error::invalid(format!("no column named '{c}' (columns are {})", names.join(", ")))
+                    Error::invalid(format!(
+                        "no column named '{c}' (columns are {})",
+                        names.join(", ")
+                    ))
                 })
             })
             .collect::<Result<_>>()?,
     };
     let mut planner = Planner { leaves: vec![] };
-    let fields = selected.iter().map(|f| planner.plan(f, &[])).collect::<Result<Vec<_>>>()?;
+    let fields = selected
+        .iter()
+        .map(|f| planner.plan(f, &[]))
+        .collect::<Result<Vec<_>>>()?;
     let schema = Arc::new(Schema::new_with_metadata(
         fields.iter().map(|f| f.field().clone()).collect::<Vec<_>>(),
         schema.metadata.clone(),
     ));
-    Ok(ScanPlan { fields, leaves: planner.leaves, schema })
+    Ok(ScanPlan {
+        fields,
+        leaves: planner.leaves,
+        schema,
+    })
 }
 
 /// Rebuild a field from the arrays of its leaves (each shaped like the field, pruned to
@@ -188,8 +269,12 @@ pub fn assemble(plan: &FieldPlan, arrays: Vec<(usize, ArrayRef)>, len: usize) ->
                 Post::JsonbToText => crate::scan::json::jsonb_to_text(&array, field),
             }
         }
-        FieldPlan::Struct { field, children, .. } => {
-            let DataType::Struct(fields) = field.data_type() else { unreachable!() };
+        FieldPlan::Struct {
+            field, children, ..
+        } => {
+            let DataType::Struct(fields) = field.data_type() else {
+                unreachable!()
+            };
             let first = as_struct(&arrays[0].1)?;
             let nulls = first.nulls().cloned();
             let mut columns = Vec::with_capacity(children.len());
@@ -202,15 +287,43 @@ pub fn assemble(plan: &FieldPlan, arrays: Vec<(usize, ArrayRef)>, len: usize) ->
                     .collect::<Result<Vec<_>>>()?;
                 columns.push(assemble(child, parts, len)?);
             }
-            Ok(Arc::new(StructArray::try_new(fields.clone(), columns, nulls)?))
+            Ok(Arc::new(StructArray::try_new(
+                fields.clone(),
+                columns,
+                nulls,
+            )?))
         }
-        FieldPlan::List { field, large: false, child, .. } => rebuild_list::<i32>(field, child, arrays),
-        FieldPlan::List { field, large: true, child, .. } => rebuild_list::<i64>(field, child, arrays),
-        FieldPlan::Map { field, sorted, entries, .. } => {
+        FieldPlan::List {
+            field,
+            large: false,
+            child,
+            ..
+        } => rebuild_list::<i32>(field, child, arrays),
+        FieldPlan::List {
+            field,
+            large: true,
+            child,
+            ..
+        } => rebuild_list::<i64>(field, child, arrays),
+        FieldPlan::Map {
+            field,
+            sorted,
+            entries,
+            ..
+        } => {
             let list = rebuild_list::<i32>(field, entries, arrays)?;
-            let list = list.as_any().downcast_ref::<GenericListArray<i32>>().unwrap();
-            let DataType::Map(entries_field, _) = field.data_type() else { unreachable!() };
-            let values = list.values().as_any().downcast_ref::<StructArray>().ok_or_else(|| corrupt("map entries are not a struct"))?;
+            let list = list
+                .as_any()
+                .downcast_ref::<GenericListArray<i32>>()
+                .unwrap();
+            let DataType::Map(entries_field, _) = field.data_type() else {
+                unreachable!()
+            };
+            let values = list
+                .values()
+                .as_any()
+                .downcast_ref::<StructArray>()
+                .ok_or_else(|| corrupt("map entries are not a struct"))?;
             Ok(Arc::new(MapArray::try_new(
                 entries_field.clone(),
                 list.offsets().clone(),
@@ -223,12 +336,18 @@ pub fn assemble(plan: &FieldPlan, arrays: Vec<(usize, ArrayRef)>, len: usize) ->
 }
 
 fn as_struct(a: &ArrayRef) -> Result<&StructArray> {
-    a.as_any().downcast_ref::<StructArray>().ok_or_else(|| corrupt(format!("expected struct data, found {}", a.data_type())))
+    a.as_any()
+        .downcast_ref::<StructArray>()
+        .ok_or_else(|| corrupt(format!("expected struct data, found {}", a.data_type())))
 }
 
 /// Each leaf's list array has the same lists (they share the levels); take offsets and
 /// validity from the first and the items of every leaf, rebased to start at 0.
-fn rebuild_list<O: OffsetSizeTrait>(field: &FieldRef, child: &FieldPlan, arrays: Vec<(usize, ArrayRef)>) -> Result<ArrayRef> {
+fn rebuild_list<O: OffsetSizeTrait>(
+    field: &FieldRef,
+    child: &FieldPlan,
+    arrays: Vec<(usize, ArrayRef)>,
+) -> Result<ArrayRef> {
     let mut parts = Vec::with_capacity(arrays.len());
     let mut first: Option<(OffsetBuffer<O>, Option<arrow_buffer::NullBuffer>)> = None;
     for (leaf, a) in arrays {
@@ -252,5 +371,7 @@ fn rebuild_list<O: OffsetSizeTrait>(field: &FieldRef, child: &FieldPlan, arrays:
         DataType::List(f) | DataType::LargeList(f) | DataType::Map(f, _) => f.clone(),
         _ => unreachable!(),
     };
-    Ok(Arc::new(GenericListArray::<O>::try_new(item_field, offsets, values, nulls)?))
+    Ok(Arc::new(GenericListArray::<O>::try_new(
+        item_field, offsets, values, nulls,
+    )?))
 }

@@ -16,17 +16,19 @@ use roaring::RoaringBitmap;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::task::AbortHandle;
 
-use super::fragment::{estimated_bytes, open_leaf_sources, read_page};
+use super::fragment::{decode_unit, estimated_bytes, open_leaf_sources, read_page, PageWork};
 use super::plan::{assemble, ScanPlan};
 use super::ScanOptions;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::proto::table::DataFragment;
 
-/// Permits are KiB of decoded data.
+/// Permits are KiB of page data read ahead.
 const PERMIT_BYTES: u64 = 1024;
+/// Units of a page decoded ahead of the one being consumed, per leaf.
+const LOOKAHEAD: usize = 2;
 
-type PageResult = Result<(ArrayRef, OwnedSemaphorePermit)>;
+type PageResult = Result<(Arc<PageWork>, OwnedSemaphorePermit)>;
 
 struct PendingPage {
     start: u64,
@@ -34,10 +36,92 @@ struct PendingPage {
     result: oneshot::Receiver<PageResult>,
 }
 
+enum Unit {
+    NotStarted,
+    Decoding(oneshot::Receiver<Result<ArrayRef>>),
+    Ready(ArrayRef),
+    Done,
+}
+
+/// A page being consumed: its units, decoded a few at a time ahead of the reader.
 struct LoadedPage {
     start: u64,
-    array: ArrayRef,
+    work: Arc<PageWork>,
+    /// First row (within the page) of each unit, and the page's row count at the end.
+    unit_starts: Vec<u64>,
+    units: Vec<Unit>,
     _permit: OwnedSemaphorePermit,
+}
+
+impl LoadedPage {
+    fn new(start: u64, work: Arc<PageWork>, permit: OwnedSemaphorePermit) -> Self {
+        let mut unit_starts = vec![0u64];
+        for r in work.plan.unit_rows() {
+            unit_starts.push(unit_starts.last().unwrap() + r);
+        }
+        let units = work
+            .plan
+            .unit_rows()
+            .iter()
+            .map(|_| Unit::NotStarted)
+            .collect();
+        LoadedPage {
+            start,
+            work,
+            unit_starts,
+            units,
+            _permit: permit,
+        }
+    }
+
+    fn end(&self) -> u64 {
+        self.start + *self.unit_starts.last().unwrap()
+    }
+
+    /// Start decoding units `from..from + n` that have not started.
+    fn start_units(&mut self, from: usize, n: usize) {
+        for u in from..(from + n).min(self.units.len()) {
+            if let Unit::NotStarted = self.units[u] {
+                let (tx, rx) = oneshot::channel();
+                let work = self.work.clone();
+                rayon::spawn(move || {
+                    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        decode_unit(&work, u)
+                    }))
+                    .unwrap_or_else(|_| {
+                        Err(Error::corrupt(&work.name, "internal error while decoding"))
+                    });
+                    let _ = tx.send(out);
+                });
+                self.units[u] = Unit::Decoding(rx);
+            }
+        }
+    }
+
+    /// The array of the unit holding page row `row` (relative to the dataset fragment),
+    /// and that unit's first row.
+    async fn unit_at(&mut self, row: u64) -> Result<(u64, ArrayRef)> {
+        let rel = row - self.start;
+        let u = self.unit_starts.partition_point(|&s| s <= rel) - 1;
+        // Units before this one are no longer needed.
+        for done in self.units[..u].iter_mut() {
+            *done = Unit::Done;
+        }
+        self.start_units(u, LOOKAHEAD + 1);
+        if let Unit::Decoding(rx) = &mut self.units[u] {
+            let array = rx
+                .await
+                .map_err(|_| Error::corrupt(&self.work.name, "decoding task was lost"))??;
+            self.units[u] = Unit::Ready(array);
+        }
+        match &self.units[u] {
+            Unit::Ready(a) => Ok((self.start + self.unit_starts[u], a.clone())),
+            _ => Err(Error::corrupt(
+                &self.work.name,
+                "internal: unit consumed twice",
+            )),
+        }
+    }
 }
 
 /// The pages of one leaf column in one fragment, consumed in row order.
@@ -48,26 +132,40 @@ struct LeafCursor {
 }
 
 impl LeafCursor {
+    async fn load_next(&mut self, at: u64) -> Result<()> {
+        loop {
+            let next = self
+                .pending
+                .pop_front()
+                .ok_or_else(|| Error::corrupt("", format!("column has no data for row {at}")))?;
+            if next.start + next.rows <= at {
+                continue; // a page before the rows wanted (skipped by offset)
+            }
+            let (work, permit) = next
+                .result
+                .await
+                .map_err(|_| Error::corrupt("", "page task was lost"))??;
+            let page = LoadedPage::new(next.start, work, permit);
+            self.current = Some(page);
+            return Ok(());
+        }
+    }
+
     /// Rows `row..row + n` of this leaf.
     async fn take(&mut self, row: u64, n: u64) -> Result<ArrayRef> {
         let end = row + n;
         let mut parts: Vec<ArrayRef> = Vec::with_capacity(1);
         let mut at = row;
         while at < end {
-            let cur_end = self.current.as_ref().map(|c| c.start + c.array.len() as u64);
-            if cur_end.is_none_or(|e| e <= at) {
-                let next = self.pending.pop_front().ok_or_else(|| Error::corrupt("", format!("column has no data for row {at}")))?;
-                if next.start + next.rows <= at {
-                    continue; // a page before the rows wanted (skipped by offset)
-                }
-                let (array, permit) = next.result.await.map_err(|_| Error::corrupt("", "page task was lost"))??;
-                self.current = Some(LoadedPage { start: next.start, array, _permit: permit });
+            if self.current.as_ref().is_none_or(|c| c.end() <= at) {
+                self.load_next(at).await?;
                 continue;
             }
-            let cur = self.current.as_ref().unwrap();
-            let off = (at - cur.start) as usize;
-            let len = (end.min(cur.start + cur.array.len() as u64) - at) as usize;
-            parts.push(cur.array.slice(off, len));
+            let page = self.current.as_mut().unwrap();
+            let (unit_start, array) = page.unit_at(at).await?;
+            let off = (at - unit_start) as usize;
+            let len = (end.min(unit_start + array.len() as u64) - at) as usize;
+            parts.push(array.slice(off, len));
             at += len as u64;
         }
         match parts.len() {
@@ -81,10 +179,16 @@ impl LeafCursor {
 }
 
 /// Aborts the page tasks of a fragment when the consumer no longer needs them.
-struct Tasks(Vec<AbortHandle>);
+#[derive(Default)]
+struct Tasks(std::sync::Mutex<Vec<AbortHandle>>);
+impl Tasks {
+    fn push(&self, h: AbortHandle) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(h);
+    }
+}
 impl Drop for Tasks {
     fn drop(&mut self) {
-        for t in &self.0 {
+        for t in self.0.lock().unwrap_or_else(|e| e.into_inner()).iter() {
             t.abort();
         }
     }
@@ -100,15 +204,33 @@ struct FragmentWork {
     skip: u64,
     take: u64,
     leaves: Vec<Option<LeafCursor>>,
-    _tasks: Tasks,
+    _tasks: Arc<Tasks>,
 }
 
-pub fn start(dataset: Arc<Dataset>, plan: Arc<ScanPlan>, options: ScanOptions, schema: SchemaRef) -> BoxStream<'static, Result<RecordBatch>> {
+pub fn start(
+    dataset: Arc<Dataset>,
+    plan: Arc<ScanPlan>,
+    options: ScanOptions,
+    schema: SchemaRef,
+) -> BoxStream<'static, Result<RecordBatch>> {
     let (tx, rx) = mpsc::channel::<Result<FragmentWork>>(1);
     let budget = (options.memory_budget as u64 / PERMIT_BYTES).max(1);
     let semaphore = Arc::new(Semaphore::new(budget as usize));
-    let driver = tokio::spawn(drive(dataset, plan.clone(), options.clone(), semaphore, budget, tx));
-    let state = Consumer { rx, plan, options, schema, _driver: Tasks(vec![driver.abort_handle()]) };
+    let driver = tokio::spawn(drive(
+        dataset,
+        plan.clone(),
+        options.clone(),
+        semaphore,
+        budget,
+        tx,
+    ));
+    let state = Consumer {
+        rx,
+        plan,
+        options,
+        schema,
+        _driver: Tasks(std::sync::Mutex::new(vec![driver.abort_handle()])),
+    };
     futures::stream::unfold(Some((state, None::<Batches>)), |st| async move {
         let (mut c, mut batches) = st?;
         loop {
@@ -145,7 +267,10 @@ async fn drive(
 ) {
     let fragments: Vec<DataFragment> = match &options.fragment_ids {
         None => ds.fragments().to_vec(),
-        Some(ids) => ids.iter().filter_map(|id| ds.fragment(*id).cloned()).collect(),
+        Some(ids) => ids
+            .iter()
+            .filter_map(|id| ds.fragment(*id).cloned())
+            .collect(),
     };
     let mut to_skip = options.offset.unwrap_or(0);
     let mut to_take = options.limit.unwrap_or(u64::MAX);
@@ -153,12 +278,47 @@ async fn drive(
         if to_take == 0 {
             break;
         }
-        let work = open_fragment(&ds, &plan, &options, &frag, &semaphore, budget, &mut to_skip, &mut to_take).await;
+        let work = open_fragment(&ds, &plan, &options, &frag, &mut to_skip, &mut to_take).await;
         match work {
             Ok(None) => continue,
-            Ok(Some(w)) => {
+            Ok(Some((w, pages))) => {
+                let tasks = w._tasks.clone();
                 if tx.send(Ok(w)).await.is_err() {
                     return;
+                }
+                // Budget permits are taken here, one page after the other in row order,
+                // so the page the consumer needs next is never starved by later ones.
+                // A page costs at most a share of the budget that leaves room for the next
+                // page while every leaf holds the page it is being read from.
+                let cap = (budget / (plan.leaves.len() as u64 + 1)).max(1);
+                for p in pages {
+                    if p.result.is_closed() {
+                        continue; // the consumer stopped early
+                    }
+                    let permit = match semaphore
+                        .clone()
+                        .acquire_many_owned(p.cost.min(cap) as u32)
+                        .await
+                    {
+                        Ok(permit) => permit,
+                        Err(_) => return,
+                    };
+                    let PageTask {
+                        source,
+                        page,
+                        start,
+                        leaf,
+                        result,
+                        ..
+                    } = p;
+                    let batch_size = options.batch_size as u64;
+                    let handle = tokio::spawn(async move {
+                        let out = read_page(&source, page, start, &leaf, batch_size)
+                            .await
+                            .map(|a| (a, permit));
+                        let _ = result.send(out);
+                    });
+                    tasks.push(handle.abort_handle());
                 }
             }
             Err(e) => {
@@ -169,20 +329,32 @@ async fn drive(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// A page to read, once the driver has its budget permits.
+struct PageTask {
+    source: super::fragment::LeafSource,
+    page: usize,
+    start: u64,
+    leaf: super::plan::LeafPlan,
+    cost: u64,
+    result: oneshot::Sender<PageResult>,
+}
+
+/// Open a fragment: the work for the consumer, and its page tasks in row order.
 async fn open_fragment(
     ds: &Dataset,
     plan: &ScanPlan,
     options: &ScanOptions,
     frag: &DataFragment,
-    semaphore: &Arc<Semaphore>,
-    budget: u64,
     to_skip: &mut u64,
     to_take: &mut u64,
-) -> Result<Option<FragmentWork>> {
+) -> Result<Option<(FragmentWork, Vec<PageTask>)>> {
     let physical_rows = ds.physical_rows(frag).await?;
     let deletions = ds.deletions(frag).await?;
-    let visible = physical_rows - deletions.as_ref().map(|d| d.len().min(physical_rows)).unwrap_or(0);
+    let visible = physical_rows
+        - deletions
+            .as_ref()
+            .map(|d| d.len().min(physical_rows))
+            .unwrap_or(0);
     if *to_skip >= visible {
         *to_skip -= visible;
         return Ok(None);
@@ -193,7 +365,14 @@ async fn open_fragment(
     let row_ids = if options.with_row_id && ds.has_stable_row_ids() {
         let ids = ds.row_ids(frag).await?.unwrap_or_default();
         if ids.len() as u64 != physical_rows {
-            return Err(Error::corrupt(ds.uri(), format!("fragment {} has {} row ids for {physical_rows} rows", frag.id, ids.len())));
+            return Err(Error::corrupt(
+                ds.uri(),
+                format!(
+                    "fragment {} has {} row ids for {physical_rows} rows",
+                    frag.id,
+                    ids.len()
+                ),
+            ));
         }
         Some(Arc::new(ids))
     } else {
@@ -216,7 +395,13 @@ async fn open_fragment(
             start += p.num_rows;
         }
         if start != physical_rows {
-            return Err(Error::corrupt(src.file.name(), format!("column {} has {start} rows, the fragment has {physical_rows}", src.column)));
+            return Err(Error::corrupt(
+                src.file.name(),
+                format!(
+                    "column {} has {start} rows, the fragment has {physical_rows}",
+                    src.column
+                ),
+            ));
         }
         leaves.push(Some(LeafCursor::default()));
     }
@@ -224,24 +409,28 @@ async fn open_fragment(
     let mut tasks = Vec::with_capacity(pages.len());
     for (start, li, pi, rows) in pages {
         let (tx, rx) = oneshot::channel();
-        let src = sources[li].clone().unwrap();
+        let source = sources[li].clone().unwrap();
         let leaf = plan.leaves[li].clone();
-        let info = &src.file.metadata.columns[src.column].pages[pi];
-        let Some(crate::encoding::levels::PathStep::Leaf(lf)) = leaf.path.last() else { unreachable!() };
-        let cost = (estimated_bytes(info, lf.data_type()) / PERMIT_BYTES + 1).min(budget) as u32;
-        let sem = semaphore.clone();
-        let handle = tokio::spawn(async move {
-            let permit = match sem.acquire_many_owned(cost).await {
-                Ok(p) => p,
-                Err(_) => return,
-            };
-            let out = read_page(&src, pi, &leaf).await.map(|a| (a, permit));
-            let _ = tx.send(out);
+        let info = &source.file.metadata.columns[source.column].pages[pi];
+        let Some(crate::encoding::levels::PathStep::Leaf(lf)) = leaf.path.last() else {
+            unreachable!()
+        };
+        let cost = estimated_bytes(info, lf.data_type()) / PERMIT_BYTES + 1;
+        tasks.push(PageTask {
+            source,
+            page: pi,
+            start,
+            leaf,
+            cost,
+            result: tx,
         });
-        tasks.push(handle.abort_handle());
-        leaves[li].as_mut().unwrap().pending.push_back(PendingPage { start, rows, result: rx });
+        leaves[li].as_mut().unwrap().pending.push_back(PendingPage {
+            start,
+            rows,
+            result: rx,
+        });
     }
-    Ok(Some(FragmentWork {
+    let work = FragmentWork {
         fragment_id: frag.id,
         physical_rows,
         deletions,
@@ -249,8 +438,9 @@ async fn open_fragment(
         skip,
         take,
         leaves,
-        _tasks: Tasks(tasks),
-    }))
+        _tasks: Arc::new(Tasks::default()),
+    };
+    Ok(Some((work, tasks)))
 }
 
 struct Consumer {
@@ -278,7 +468,11 @@ impl Consumer {
         b.row += n;
 
         // Rows of this range that survive deletion, and how many of them to skip / keep.
-        let deleted_here = w.deletions.as_ref().map(|d| d.range(start as u32..(start + n) as u32).count() as u64).unwrap_or(0);
+        let deleted_here = w
+            .deletions
+            .as_ref()
+            .map(|d| d.range(start as u32..(start + n) as u32).count() as u64)
+            .unwrap_or(0);
         let visible_here = n - deleted_here;
         if w.skip >= visible_here {
             w.skip -= visible_here;
@@ -299,7 +493,10 @@ impl Consumer {
         let addrs = (start..start + n).map(|o| (w.fragment_id << 32) | o);
         if self.options.with_row_id {
             let ids: UInt64Array = match &w.row_ids {
-                Some(ids) => ids[start as usize..(start + n) as usize].iter().copied().collect(),
+                Some(ids) => ids[start as usize..(start + n) as usize]
+                    .iter()
+                    .copied()
+                    .collect(),
                 None => addrs.clone().collect(),
             };
             columns.push(Arc::new(ids));

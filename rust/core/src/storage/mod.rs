@@ -47,30 +47,52 @@ impl Storage {
 
     /// The user-facing name of an object, for error messages.
     pub fn display(&self, path: &Path) -> String {
-        let rel = path.as_ref().strip_prefix(self.root.as_ref()).unwrap_or(path.as_ref());
-        format!("{}/{}", self.uri.trim_end_matches('/'), rel.trim_start_matches('/'))
+        let rel = path
+            .as_ref()
+            .strip_prefix(self.root.as_ref())
+            .unwrap_or(path.as_ref());
+        format!(
+            "{}/{}",
+            self.uri.trim_end_matches('/'),
+            rel.trim_start_matches('/')
+        )
     }
 
     fn map_err(&self, path: &Path, e: object_store::Error) -> Error {
         match e {
-            object_store::Error::NotFound { .. } => Error::not_found(self.display(path), "no such file"),
+            object_store::Error::NotFound { .. } => {
+                Error::not_found(self.display(path), "no such file")
+            }
             other => Error::io(self.display(path), other),
         }
     }
 
     pub async fn get(&self, path: &Path) -> Result<Bytes> {
-        let res = self.store.get(path).await.map_err(|e| self.map_err(path, e))?;
+        let res = self
+            .store
+            .get(path)
+            .await
+            .map_err(|e| self.map_err(path, e))?;
         res.bytes().await.map_err(|e| self.map_err(path, e))
     }
 
     /// Read `range` of an object; a range past the end of the object is a truncated file.
     pub async fn get_range(&self, path: &Path, range: Range<u64>) -> Result<Bytes> {
         let want = range.end - range.start;
-        let bytes = self.store.get_range(path, range.clone()).await.map_err(|e| self.range_err(path, &range, e))?;
+        let bytes = self
+            .store
+            .get_range(path, range.clone())
+            .await
+            .map_err(|e| self.range_err(path, &range, e))?;
         if bytes.len() as u64 != want {
             return Err(Error::corrupt(
                 self.display(path),
-                format!("truncated: wanted bytes {}..{} but got {}", range.start, range.end, bytes.len()),
+                format!(
+                    "truncated: wanted bytes {}..{} but got {}",
+                    range.start,
+                    range.end,
+                    bytes.len()
+                ),
             ));
         }
         Ok(bytes)
@@ -89,7 +111,12 @@ impl Storage {
             if b.len() as u64 != r.end - r.start {
                 return Err(Error::corrupt(
                     self.display(path),
-                    format!("truncated: wanted bytes {}..{} but got {}", r.start, r.end, b.len()),
+                    format!(
+                        "truncated: wanted bytes {}..{} but got {}",
+                        r.start,
+                        r.end,
+                        b.len()
+                    ),
                 ));
             }
         }
@@ -98,20 +125,31 @@ impl Storage {
 
     fn range_err(&self, path: &Path, range: &Range<u64>, e: object_store::Error) -> Error {
         match e {
-            object_store::Error::NotFound { .. } => Error::not_found(self.display(path), "no such file"),
+            object_store::Error::NotFound { .. } => {
+                Error::not_found(self.display(path), "no such file")
+            }
             // Stores report a range past the end in their own words; for a reader that
             // means the file is shorter than its metadata says.
             object_store::Error::Generic { .. } | object_store::Error::NotSupported { .. }
                 if e.to_string().contains("range") || e.to_string().contains("Range") =>
             {
-                Error::corrupt(self.display(path), format!("truncated: cannot read bytes {}..{}: {e}", range.start, range.end))
+                Error::corrupt(
+                    self.display(path),
+                    format!(
+                        "truncated: cannot read bytes {}..{}: {e}",
+                        range.start, range.end
+                    ),
+                )
             }
             other => Error::io(self.display(path), other),
         }
     }
 
     pub async fn head(&self, path: &Path) -> Result<ObjectMeta> {
-        self.store.head(path).await.map_err(|e| self.map_err(path, e))
+        self.store
+            .head(path)
+            .await
+            .map_err(|e| self.map_err(path, e))
     }
 
     pub async fn exists(&self, path: &Path) -> Result<bool> {
@@ -124,13 +162,19 @@ impl Storage {
 
     /// Write an object (whole), replacing any existing one.
     pub async fn put(&self, path: &Path, data: Bytes) -> Result<()> {
-        self.store.put(path, data.into()).await.map_err(|e| self.map_err(path, e))?;
+        self.store
+            .put(path, data.into())
+            .await
+            .map_err(|e| self.map_err(path, e))?;
         Ok(())
     }
 
     /// The path of `path` relative to the root.
     pub fn relative<'a>(&self, path: &'a Path) -> &'a str {
-        path.as_ref().strip_prefix(self.root.as_ref()).unwrap_or(path.as_ref()).trim_start_matches('/')
+        path.as_ref()
+            .strip_prefix(self.root.as_ref())
+            .unwrap_or(path.as_ref())
+            .trim_start_matches('/')
     }
 
     /// Copy every object below the root of `self` to the same place below `dest`.
@@ -138,7 +182,8 @@ impl Storage {
         let objects = self.list_all("").await?;
         for o in &objects {
             let data = self.get(&o.location).await?;
-            dest.put(&dest.path(self.relative(&o.location)), data).await?;
+            dest.put(&dest.path(self.relative(&o.location)), data)
+                .await?;
         }
         Ok(objects.len())
     }
@@ -157,7 +202,8 @@ impl Storage {
     /// Every object below `dir`, recursively.
     pub async fn list_all(&self, dir: &str) -> Result<Vec<ObjectMeta>> {
         let prefix = self.path(dir);
-        let res: std::result::Result<Vec<ObjectMeta>, _> = self.store.list(Some(&prefix)).try_collect().await;
+        let res: std::result::Result<Vec<ObjectMeta>, _> =
+            self.store.list(Some(&prefix)).try_collect().await;
         match res {
             Ok(v) => Ok(v),
             Err(object_store::Error::NotFound { .. }) => Ok(vec![]),

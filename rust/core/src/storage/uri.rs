@@ -18,12 +18,20 @@ pub type StorageOptions = HashMap<String, String>;
 /// dataset written to `memory://x` can be opened again by a later call.
 fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
     static STORES: OnceLock<Mutex<HashMap<String, Arc<InMemory>>>> = OnceLock::new();
-    let mut map = STORES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    map.entry(name.to_string()).or_insert_with(|| Arc::new(InMemory::new())).clone()
+    let mut map = STORES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    map.entry(name.to_string())
+        .or_insert_with(|| Arc::new(InMemory::new()))
+        .clone()
 }
 
 /// Resolve `uri` to (store, root path, display uri).
-pub(super) fn resolve(uri: &str, options: &StorageOptions) -> Result<(Arc<dyn ObjectStore>, Path, String)> {
+pub(super) fn resolve(
+    uri: &str,
+    options: &StorageOptions,
+) -> Result<(Arc<dyn ObjectStore>, Path, String)> {
     let trimmed = uri.trim_end_matches('/');
     if trimmed.is_empty() {
         return Err(Error::invalid("empty dataset URI"));
@@ -38,12 +46,15 @@ pub(super) fn resolve(uri: &str, options: &StorageOptions) -> Result<(Arc<dyn Ob
     };
     match url.scheme() {
         "file" => {
-            let p = url.to_file_path().map_err(|_| Error::invalid(format!("{uri}: not a valid file URI")))?;
+            let p = url
+                .to_file_path()
+                .map_err(|_| Error::invalid(format!("{uri}: not a valid file URI")))?;
             local(&p.to_string_lossy())
         }
         "memory" => {
             let host = url.host_str().unwrap_or("").to_string();
-            let root = Path::parse(url.path()).map_err(|e| Error::invalid(format!("{uri}: {e}")))?;
+            let root =
+                Path::parse(url.path()).map_err(|e| Error::invalid(format!("{uri}: {e}")))?;
             Ok((memory_store(&host), root, trimmed.to_string()))
         }
         "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss" | "azure" | "http" | "https" => {
@@ -55,7 +66,9 @@ pub(super) fn resolve(uri: &str, options: &StorageOptions) -> Result<(Arc<dyn Ob
                 .map_err(|e| Error::invalid(format!("{uri}: cannot open object store: {e}")))?;
             Ok((Arc::from(store), root, trimmed.to_string()))
         }
-        other => Err(Error::invalid(format!("{uri}: unsupported URI scheme '{other}'"))),
+        other => Err(Error::invalid(format!(
+            "{uri}: unsupported URI scheme '{other}'"
+        ))),
     }
 }
 
@@ -64,11 +77,18 @@ fn local(path: &str) -> Result<(Arc<dyn ObjectStore>, Path, String)> {
     let abs = if p.is_absolute() {
         p.to_path_buf()
     } else {
-        std::env::current_dir().map_err(|e| Error::io(path, e))?.join(p)
+        std::env::current_dir()
+            .map_err(|e| Error::io(path, e))?
+            .join(p)
     };
     let abs = normalize(&abs);
-    let root = Path::from_absolute_path(&abs).map_err(|e| Error::invalid(format!("{path}: {e}")))?;
-    Ok((Arc::new(LocalFileSystem::new()), root, abs.to_string_lossy().into_owned()))
+    let root =
+        Path::from_absolute_path(&abs).map_err(|e| Error::invalid(format!("{path}: {e}")))?;
+    Ok((
+        Arc::new(LocalFileSystem::new()),
+        root,
+        abs.to_string_lossy().into_owned(),
+    ))
 }
 
 /// Remove `.` and `..` components without touching the file system (the path may not exist yet).

@@ -2,7 +2,7 @@
 //! file with one u32 column (small sets) or a serialized 32-bit roaring bitmap.
 use std::io::Cursor;
 
-use arrow_array::{Array, UInt32Array, Int32Array, UInt64Array};
+use arrow_array::{Array, Int32Array, UInt32Array, UInt64Array};
 use bytes::Bytes;
 use roaring::RoaringBitmap;
 
@@ -21,11 +21,13 @@ pub fn deletion_file_name(fragment_id: u64, d: &DeletionFile) -> String {
 /// Decode a deletion file's bytes into the set of deleted row offsets.
 pub fn decode_deletions(bytes: &Bytes, d: &DeletionFile, name: &str) -> Result<RoaringBitmap> {
     match DeletionFileType::try_from(d.file_type) {
-        Ok(DeletionFileType::Bitmap) => {
-            RoaringBitmap::deserialize_from(&bytes[..]).map_err(|e| Error::corrupt(name, format!("bad roaring bitmap: {e}")))
-        }
+        Ok(DeletionFileType::Bitmap) => RoaringBitmap::deserialize_from(&bytes[..])
+            .map_err(|e| Error::corrupt(name, format!("bad roaring bitmap: {e}"))),
         Ok(DeletionFileType::ArrowArray) => decode_arrow(bytes, name),
-        Err(_) => Err(Error::unsupported(name, format!("deletion file type {}", d.file_type))),
+        Err(_) => Err(Error::unsupported(
+            name,
+            format!("deletion file type {}", d.file_type),
+        )),
     }
 }
 
@@ -37,7 +39,10 @@ fn decode_arrow(bytes: &Bytes, name: &str) -> Result<RoaringBitmap> {
     for batch in reader {
         let batch = batch.map_err(|e| bad(format!("bad Arrow IPC deletion file: {e}")))?;
         if batch.num_columns() != 1 {
-            return Err(bad(format!("deletion file has {} columns, expected 1", batch.num_columns())));
+            return Err(bad(format!(
+                "deletion file has {} columns, expected 1",
+                batch.num_columns()
+            )));
         }
         let col = batch.column(0);
         if col.null_count() > 0 {
@@ -54,7 +59,10 @@ fn decode_arrow(bytes: &Bytes, name: &str) -> Result<RoaringBitmap> {
                 set.insert(u32::try_from(v).map_err(|_| bad(format!("row offset {v} too large")))?);
             }
         } else {
-            return Err(bad(format!("deletion file column has type {}", col.data_type())));
+            return Err(bad(format!(
+                "deletion file column has type {}",
+                col.data_type()
+            )));
         }
     }
     Ok(set)

@@ -13,27 +13,50 @@ const FOOTER: usize = 16;
 pub fn decode_manifest(bytes: &Bytes, name: &str) -> Result<Manifest> {
     let size = bytes.len();
     if size < FOOTER {
-        return Err(Error::corrupt(name, format!("manifest file is {size} bytes, too short")));
+        return Err(Error::corrupt(
+            name,
+            format!("manifest file is {size} bytes, too short"),
+        ));
     }
     if &bytes[size - 4..] != b"LANC" {
-        return Err(Error::corrupt(name, "not a Lance manifest (no LANC magic at the end)"));
+        return Err(Error::corrupt(
+            name,
+            "not a Lance manifest (no LANC magic at the end)",
+        ));
     }
     let pos = i64::from_le_bytes(bytes[size - FOOTER..size - 8].try_into().unwrap());
     if pos < 0 || pos as usize + 4 > size - FOOTER {
-        return Err(Error::corrupt(name, format!("manifest position {pos} outside the file ({size} bytes)")));
+        return Err(Error::corrupt(
+            name,
+            format!("manifest position {pos} outside the file ({size} bytes)"),
+        ));
     }
     let pos = pos as usize;
     let len = u32::from_le_bytes(bytes[pos..pos + 4].try_into().unwrap()) as usize;
     let body = bytes
         .get(pos + 4..pos + 4 + len)
         .filter(|_| pos + 4 + len <= size - FOOTER)
-        .ok_or_else(|| Error::corrupt(name, format!("manifest of {len} bytes at {pos} runs past the footer (file is {size} bytes)")))?;
+        .ok_or_else(|| {
+            Error::corrupt(
+                name,
+                format!(
+                    "manifest of {len} bytes at {pos} runs past the footer (file is {size} bytes)"
+                ),
+            )
+        })?;
     Manifest::decode(body).map_err(|e| Error::corrupt(name, format!("bad manifest protobuf: {e}")))
 }
 
 /// Commit time of a manifest, in nanoseconds since the epoch (0 when absent).
 pub fn timestamp_nanos(m: &Manifest) -> i64 {
-    m.timestamp.as_ref().map(|t| t.seconds.saturating_mul(1_000_000_000).saturating_add(t.nanos as i64)).unwrap_or(0)
+    m.timestamp
+        .as_ref()
+        .map(|t| {
+            t.seconds
+                .saturating_mul(1_000_000_000)
+                .saturating_add(t.nanos as i64)
+        })
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -55,16 +78,27 @@ mod tests {
 
     #[test]
     fn decodes_and_rejects_damage() {
-        let m = Manifest { version: 7, ..Default::default() };
+        let m = Manifest {
+            version: 7,
+            ..Default::default()
+        };
         let f = file_with(&m, b"some transaction bytes");
         assert_eq!(decode_manifest(&f, "m").unwrap().version, 7);
         // Truncated: the footer is gone.
-        let err = decode_manifest(&f.slice(..f.len() - 3), "m").unwrap_err().to_string();
-        assert!(err.contains("m: corrupt file") && err.contains("magic"), "{err}");
+        let err = decode_manifest(&f.slice(..f.len() - 3), "m")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("m: corrupt file") && err.contains("magic"),
+            "{err}"
+        );
         // Cut in the middle of the protobuf, footer kept.
         let mut cut = f[..26].to_vec();
         cut.extend_from_slice(&f[f.len() - 16..]);
         assert!(decode_manifest(&Bytes::from(cut), "m").is_err());
-        assert!(decode_manifest(&Bytes::from_static(b"LANC"), "m").unwrap_err().to_string().contains("too short"));
+        assert!(decode_manifest(&Bytes::from_static(b"LANC"), "m")
+            .unwrap_err()
+            .to_string()
+            .contains("too short"));
     }
 }

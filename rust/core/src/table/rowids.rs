@@ -3,18 +3,36 @@
 use prost::Message;
 
 use crate::error::{corrupt, Result};
-use crate::proto::table::{encoded_u64_array::Array as Enc, u64_segment::Segment, EncodedU64Array, RowIdSequence};
+use crate::proto::table::{
+    encoded_u64_array::Array as Enc, u64_segment::Segment, EncodedU64Array, RowIdSequence,
+};
 
 fn decode_array(a: &EncodedU64Array, out: &mut Vec<u64>) -> Result<()> {
-    match a.array.as_ref().ok_or_else(|| corrupt("empty encoded row id array"))? {
+    match a
+        .array
+        .as_ref()
+        .ok_or_else(|| corrupt("empty encoded row id array"))?
+    {
         Enc::U16Array(x) => {
-            out.extend(x.offsets.chunks_exact(2).map(|c| x.base + u16::from_le_bytes([c[0], c[1]]) as u64));
+            out.extend(
+                x.offsets
+                    .chunks_exact(2)
+                    .map(|c| x.base + u16::from_le_bytes([c[0], c[1]]) as u64),
+            );
         }
         Enc::U32Array(x) => {
-            out.extend(x.offsets.chunks_exact(4).map(|c| x.base + u32::from_le_bytes(c.try_into().unwrap()) as u64));
+            out.extend(
+                x.offsets
+                    .chunks_exact(4)
+                    .map(|c| x.base + u32::from_le_bytes(c.try_into().unwrap()) as u64),
+            );
         }
         Enc::U64Array(x) => {
-            out.extend(x.values.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())));
+            out.extend(
+                x.values
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().unwrap())),
+            );
         }
     }
     Ok(())
@@ -22,10 +40,15 @@ fn decode_array(a: &EncodedU64Array, out: &mut Vec<u64>) -> Result<()> {
 
 /// Decode a serialized `RowIdSequence` into its row ids, in row order.
 pub fn decode_row_ids(bytes: &[u8]) -> Result<Vec<u64>> {
-    let seq = RowIdSequence::decode(bytes).map_err(|e| corrupt(format!("bad row id sequence: {e}")))?;
+    let seq =
+        RowIdSequence::decode(bytes).map_err(|e| corrupt(format!("bad row id sequence: {e}")))?;
     let mut out = Vec::new();
     for s in &seq.segments {
-        match s.segment.as_ref().ok_or_else(|| corrupt("empty row id segment"))? {
+        match s
+            .segment
+            .as_ref()
+            .ok_or_else(|| corrupt("empty row id segment"))?
+        {
             Segment::Range(r) => {
                 if r.end < r.start {
                     return Err(corrupt(format!("row id range {}..{}", r.start, r.end)));
@@ -80,18 +103,30 @@ mod tests {
                     start: 10,
                     end: 15,
                     holes: Some(EncodedU64Array {
-                        array: Some(Enc::U16Array(encoded_u64_array::U16Array { base: 10, offsets: vec![1, 0, 3, 0] })),
+                        array: Some(Enc::U16Array(encoded_u64_array::U16Array {
+                            base: 10,
+                            offsets: vec![1, 0, 3, 0],
+                        })),
                     }),
                 })),
                 // 0xd3 = bits 0,1,4,6,7; 0x03 = bits 8,9
-                seg(Segment::RangeWithBitmap(u64_segment::RangeWithBitmap { start: 100, end: 110, bitmap: vec![0xd3, 0x03] })),
+                seg(Segment::RangeWithBitmap(u64_segment::RangeWithBitmap {
+                    start: 100,
+                    end: 110,
+                    bitmap: vec![0xd3, 0x03],
+                })),
                 seg(Segment::Array(EncodedU64Array {
-                    array: Some(Enc::U64Array(encoded_u64_array::U64Array { values: 7u64.to_le_bytes().to_vec() })),
+                    array: Some(Enc::U64Array(encoded_u64_array::U64Array {
+                        values: 7u64.to_le_bytes().to_vec(),
+                    })),
                 })),
             ],
         };
         let ids = decode_row_ids(&seq.encode_to_vec()).unwrap();
-        assert_eq!(ids, vec![0, 1, 2, 10, 12, 14, 100, 101, 104, 106, 107, 108, 109, 7]);
+        assert_eq!(
+            ids,
+            vec![0, 1, 2, 10, 12, 14, 100, 101, 104, 106, 107, 108, 109, 7]
+        );
         assert!(decode_row_ids(&[0xff, 0xff]).is_err());
     }
 }

@@ -40,10 +40,14 @@ impl LanceSchema {
         // Path (indices from the root) of every field id seen so far.
         let mut paths: HashMap<i32, Vec<usize>> = HashMap::new();
         for f in fields {
-            let mut md: HashMap<String, String> =
-                f.metadata.iter().map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned())).collect();
+            let mut md: HashMap<String, String> = f
+                .metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned()))
+                .collect();
             if !f.extension_name.is_empty() {
-                md.entry(EXTENSION_NAME.to_string()).or_insert_with(|| f.extension_name.clone());
+                md.entry(EXTENSION_NAME.to_string())
+                    .or_insert_with(|| f.extension_name.clone());
             }
             let node = LanceField {
                 id: f.id,
@@ -59,7 +63,12 @@ impl LanceSchema {
             } else {
                 let parent_path = paths
                     .get(&f.parent_id)
-                    .ok_or_else(|| corrupt(format!("field '{}' (id {}) names parent {} which comes later or not at all", f.name, f.id, f.parent_id)))?
+                    .ok_or_else(|| {
+                        corrupt(format!(
+                            "field '{}' (id {}) names parent {} which comes later or not at all",
+                            f.name, f.id, f.parent_id
+                        ))
+                    })?
                     .clone();
                 let parent = get_mut(&mut roots, &parent_path);
                 parent.children.push(node);
@@ -71,13 +80,23 @@ impl LanceSchema {
                 return Err(corrupt(format!("field id {} is used twice", f.id)));
             }
         }
-        let metadata = metadata.iter().map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned())).collect();
-        Ok(LanceSchema { fields: roots, metadata })
+        let metadata = metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned()))
+            .collect();
+        Ok(LanceSchema {
+            fields: roots,
+            metadata,
+        })
     }
 
     /// The Arrow schema users see (`Dataset.schema`).
     pub fn to_arrow(&self) -> Result<Schema> {
-        let fields = self.fields.iter().map(|f| f.to_arrow()).collect::<Result<Vec<_>>>()?;
+        let fields = self
+            .fields
+            .iter()
+            .map(|f| f.to_arrow())
+            .collect::<Result<Vec<_>>>()?;
         Ok(Schema::new_with_metadata(fields, self.metadata.clone()))
     }
 
@@ -116,13 +135,20 @@ impl LanceField {
 
     /// A struct stored as one column (row-major), rather than one column per child.
     pub fn is_packed_struct(&self) -> bool {
-        let flag = |k: &str| self.metadata.get(k).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        let flag = |k: &str| {
+            self.metadata
+                .get(k)
+                .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+        };
         self.logical_type == "struct" && (flag(PACKED_META) || flag("packed"))
     }
 
     /// Blob v1: large binary stored out of line.
     pub fn is_blob_v1(&self) -> bool {
-        matches!(self.logical_type.as_str(), "large_binary" | "binary" | "blob") && self.metadata.contains_key(BLOB_META)
+        matches!(
+            self.logical_type.as_str(),
+            "large_binary" | "binary" | "blob"
+        ) && self.metadata.contains_key(BLOB_META)
     }
 
     pub fn is_blob_v2(&self) -> bool {
@@ -141,7 +167,12 @@ impl LanceField {
     }
 
     fn child_arrow(&self, i: usize) -> Result<FieldRef> {
-        let c = self.children.get(i).ok_or_else(|| corrupt(format!("field '{}' of type {} has no child field", self.name, self.logical_type)))?;
+        let c = self.children.get(i).ok_or_else(|| {
+            corrupt(format!(
+                "field '{}' of type {} has no child field",
+                self.name, self.logical_type
+            ))
+        })?;
         Ok(Arc::new(c.to_arrow()?))
     }
 
@@ -149,7 +180,13 @@ impl LanceField {
     pub fn data_type(&self) -> Result<DataType> {
         let lt = self.logical_type.as_str();
         Ok(match lt {
-            "struct" => DataType::Struct(self.children.iter().map(|c| c.to_arrow()).collect::<Result<Vec<_>>>()?.into()),
+            "struct" => DataType::Struct(
+                self.children
+                    .iter()
+                    .map(|c| c.to_arrow())
+                    .collect::<Result<Vec<_>>>()?
+                    .into(),
+            ),
             "list" | "list.struct" => DataType::List(self.child_arrow(0)?),
             "large_list" | "large_list.struct" => DataType::LargeList(self.child_arrow(0)?),
             "map" => {
@@ -157,7 +194,9 @@ impl LanceField {
                 DataType::Map(entries, false)
             }
             "json" => DataType::Utf8,
-            _ => parse_logical_type(lt).map_err(|e| e.context(&format!("field '{}'", self.name)))?,
+            _ => {
+                parse_logical_type(lt).map_err(|e| e.context(&format!("field '{}'", self.name)))?
+            }
         })
     }
 }
@@ -210,8 +249,13 @@ pub fn parse_logical_type(lt: &str) -> Result<DataType> {
     let num = |s: &str| s.parse::<i32>().map_err(|_| bad());
     if let Some(rest) = lt.strip_prefix("decimal:") {
         let parts: Vec<&str> = rest.split(':').collect();
-        let [bits, p, s] = parts[..] else { return Err(bad()) };
-        let (p, s) = (p.parse::<u8>().map_err(|_| bad())?, s.parse::<i8>().map_err(|_| bad())?);
+        let [bits, p, s] = parts[..] else {
+            return Err(bad());
+        };
+        let (p, s) = (
+            p.parse::<u8>().map_err(|_| bad())?,
+            s.parse::<i8>().map_err(|_| bad())?,
+        );
         return match bits {
             "128" => Ok(DataType::Decimal128(p, s)),
             "256" => Ok(DataType::Decimal256(p, s)),
@@ -235,8 +279,10 @@ pub fn parse_logical_type(lt: &str) -> Result<DataType> {
         // The item type is everything up to the last ':' (it may contain ':' itself).
         let (item, n) = rest.rsplit_once(':').ok_or_else(bad)?;
         let item_field = if item == BFLOAT16 {
-            Field::new("item", DataType::FixedSizeBinary(2), true)
-                .with_metadata(HashMap::from([(EXTENSION_NAME.to_string(), BFLOAT16.to_string())]))
+            Field::new("item", DataType::FixedSizeBinary(2), true).with_metadata(HashMap::from([(
+                EXTENSION_NAME.to_string(),
+                BFLOAT16.to_string(),
+            )]))
         } else {
             Field::new("item", parse_logical_type(item)?, true)
         };
@@ -246,7 +292,10 @@ pub fn parse_logical_type(lt: &str) -> Result<DataType> {
         // dict:<value>:<key>:<ordered>; the value type may itself contain ':'.
         let (rest, _ordered) = rest.rsplit_once(':').ok_or_else(bad)?;
         let (value, key) = rest.rsplit_once(':').ok_or_else(bad)?;
-        return Ok(DataType::Dictionary(Box::new(parse_logical_type(key)?), Box::new(parse_logical_type(value)?)));
+        return Ok(DataType::Dictionary(
+            Box::new(parse_logical_type(key)?),
+            Box::new(parse_logical_type(value)?),
+        ));
     }
     Err(bad())
 }
@@ -285,23 +334,40 @@ pub fn logical_type_of(dt: &DataType, extension: Option<&str>) -> Result<String>
         DataType::Time32(u) => format!("time32:{}", unit(u)),
         DataType::Time64(u) => format!("time64:{}", unit(u)),
         DataType::Duration(u) => format!("duration:{}", unit(u)),
-        DataType::Timestamp(u, tz) => format!("timestamp:{}:{}", unit(u), tz.as_deref().unwrap_or("-")),
+        DataType::Timestamp(u, tz) => {
+            format!("timestamp:{}:{}", unit(u), tz.as_deref().unwrap_or("-"))
+        }
         DataType::FixedSizeBinary(2) if extension == Some(BFLOAT16) => BFLOAT16.into(),
         DataType::FixedSizeBinary(n) => format!("fixed_size_binary:{n}"),
         DataType::FixedSizeList(item, n) => {
             let ext = item.metadata().get(EXTENSION_NAME).map(|s| s.as_str());
-            format!("fixed_size_list:{}:{n}", logical_type_of(item.data_type(), ext)?)
+            format!(
+                "fixed_size_list:{}:{n}",
+                logical_type_of(item.data_type(), ext)?
+            )
         }
         DataType::Dictionary(k, v) => {
-            format!("dict:{}:{}:false", logical_type_of(v, None)?, logical_type_of(k, None)?)
+            format!(
+                "dict:{}:{}:false",
+                logical_type_of(v, None)?,
+                logical_type_of(k, None)?
+            )
         }
         DataType::Struct(_) => "struct".into(),
-        DataType::List(item) if matches!(item.data_type(), DataType::Struct(_)) => "list.struct".into(),
+        DataType::List(item) if matches!(item.data_type(), DataType::Struct(_)) => {
+            "list.struct".into()
+        }
         DataType::List(_) => "list".into(),
-        DataType::LargeList(item) if matches!(item.data_type(), DataType::Struct(_)) => "large_list.struct".into(),
+        DataType::LargeList(item) if matches!(item.data_type(), DataType::Struct(_)) => {
+            "large_list.struct".into()
+        }
         DataType::LargeList(_) => "large_list".into(),
         DataType::Map(_, _) => "map".into(),
-        other => return Err(unsupported(format!("Arrow type {other} has no Lance logical type"))),
+        other => {
+            return Err(unsupported(format!(
+                "Arrow type {other} has no Lance logical type"
+            )))
+        }
     })
 }
 
@@ -320,15 +386,32 @@ mod tests {
     #[test]
     fn logical_types_round_trip() {
         for lt in [
-            "int8", "uint64", "halffloat", "double", "large_string", "decimal:128:10:2", "decimal:256:40:-3",
-            "date32:day", "time64:ns", "duration:ms", "timestamp:us:-", "timestamp:ns:America/New_York",
-            "timestamp:s:+05:30", "fixed_size_binary:16", "fixed_size_list:float:128", "fixed_size_list:lance.bfloat16:8",
-            "fixed_size_list:fixed_size_list:int32:2:3", "dict:string:int16:false",
+            "int8",
+            "uint64",
+            "halffloat",
+            "double",
+            "large_string",
+            "decimal:128:10:2",
+            "decimal:256:40:-3",
+            "date32:day",
+            "time64:ns",
+            "duration:ms",
+            "timestamp:us:-",
+            "timestamp:ns:America/New_York",
+            "timestamp:s:+05:30",
+            "fixed_size_binary:16",
+            "fixed_size_list:float:128",
+            "fixed_size_list:lance.bfloat16:8",
+            "fixed_size_list:fixed_size_list:int32:2:3",
+            "dict:string:int16:false",
         ] {
             let dt = parse_logical_type(lt).unwrap();
             assert_eq!(logical_type_of(&dt, None).unwrap(), lt, "{dt}");
         }
-        assert!(parse_logical_type("int128").unwrap_err().to_string().contains("unknown logical type"));
+        assert!(parse_logical_type("int128")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown logical type"));
     }
 
     #[test]
@@ -341,13 +424,28 @@ mod tests {
             nullable: true,
             ..Default::default()
         };
-        let fields = vec![f(0, -1, "a", "int64"), f(1, -1, "s", "struct"), f(2, 1, "x", "string"), f(3, -1, "l", "list"), f(4, 3, "item", "int32")];
+        let fields = vec![
+            f(0, -1, "a", "int64"),
+            f(1, -1, "s", "struct"),
+            f(2, 1, "x", "string"),
+            f(3, -1, "l", "list"),
+            f(4, 3, "item", "int32"),
+        ];
         let s = LanceSchema::from_proto(&fields, &HashMap::new()).unwrap();
         assert_eq!(s.field_ids(), vec![0, 1, 2, 3, 4]);
         let arrow = s.to_arrow().unwrap();
-        assert_eq!(arrow.field(1).data_type(), &DataType::Struct(vec![Field::new("x", DataType::Utf8, true)].into()));
-        assert_eq!(arrow.field(2).data_type(), &DataType::List(Arc::new(Field::new("item", DataType::Int32, true))));
+        assert_eq!(
+            arrow.field(1).data_type(),
+            &DataType::Struct(vec![Field::new("x", DataType::Utf8, true)].into())
+        );
+        assert_eq!(
+            arrow.field(2).data_type(),
+            &DataType::List(Arc::new(Field::new("item", DataType::Int32, true)))
+        );
         let bad = vec![f(2, 7, "x", "int32")];
-        assert!(LanceSchema::from_proto(&bad, &HashMap::new()).unwrap_err().to_string().contains("parent 7"));
+        assert!(LanceSchema::from_proto(&bad, &HashMap::new())
+            .unwrap_err()
+            .to_string()
+            .contains("parent 7"));
     }
 }

@@ -19,17 +19,25 @@ pub async fn read_tag(storage: &Storage, name: &str) -> Result<Tag> {
     let path = storage.path(&format!("_refs/tags/{name}.json"));
     let bytes = match storage.get(&path).await {
         Ok(b) => b,
-        Err(Error::NotFound { .. }) => return Err(Error::not_found(storage.uri(), format!("tag '{name}' does not exist"))),
+        Err(Error::NotFound { .. }) => {
+            return Err(Error::not_found(
+                storage.uri(),
+                format!("tag '{name}' does not exist"),
+            ))
+        }
         Err(e) => return Err(e),
     };
-    serde_json::from_slice(&bytes).map_err(|e| Error::corrupt(storage.display(&path), format!("bad tag file: {e}")))
+    serde_json::from_slice(&bytes)
+        .map_err(|e| Error::corrupt(storage.display(&path), format!("bad tag file: {e}")))
 }
 
 /// Every tag: name → (branch, version).
 pub async fn list_tags(storage: &Storage) -> Result<Vec<(String, Tag)>> {
     let mut out = Vec::new();
     for o in storage.list_dir("_refs/tags").await? {
-        let Some(name) = o.location.filename().and_then(|f| f.strip_suffix(".json")) else { continue };
+        let Some(name) = o.location.filename().and_then(|f| f.strip_suffix(".json")) else {
+            continue;
+        };
         let name = name.to_string();
         let tag = read_tag(storage, &name).await?;
         out.push((name, tag));

@@ -55,13 +55,23 @@ pub async fn list_manifests(storage: &Storage) -> Result<Vec<ManifestLocation>> 
     let objects = storage.list_dir(VERSIONS_DIR).await?;
     let mut found = Vec::new();
     for o in objects {
-        let Some(name) = o.location.filename() else { continue };
+        let Some(name) = o.location.filename() else {
+            continue;
+        };
         if let Some((version, scheme)) = parse_manifest_name(name) {
-            found.push(ManifestLocation { version, path: o.location.clone(), size: o.size, scheme });
+            found.push(ManifestLocation {
+                version,
+                path: o.location.clone(),
+                size: o.size,
+                scheme,
+            });
         }
     }
     if found.is_empty() {
-        return Err(Error::not_found(storage.uri(), "no Lance dataset here (no manifests in _versions/)"));
+        return Err(Error::not_found(
+            storage.uri(),
+            "no Lance dataset here (no manifests in _versions/)",
+        ));
     }
     let v1 = found.iter().any(|m| m.scheme == NamingScheme::V1);
     let v2 = found.iter().any(|m| m.scheme == NamingScheme::V2);
@@ -80,7 +90,14 @@ pub async fn locate_version(storage: &Storage, version: u64) -> Result<ManifestL
     for scheme in [NamingScheme::V2, NamingScheme::V1] {
         let path = storage.path(&format!("{VERSIONS_DIR}/{}", scheme.file_name(version)));
         match storage.head(&path).await {
-            Ok(meta) => return Ok(ManifestLocation { version, path, size: meta.size, scheme }),
+            Ok(meta) => {
+                return Ok(ManifestLocation {
+                    version,
+                    path,
+                    size: meta.size,
+                    scheme,
+                })
+            }
             Err(Error::NotFound { .. }) => continue,
             Err(e) => return Err(e),
         }
@@ -90,7 +107,11 @@ pub async fn locate_version(storage: &Storage, version: u64) -> Result<ManifestL
     let known: Vec<u64> = all.iter().map(|m| m.version).collect();
     Err(Error::not_found(
         storage.uri(),
-        format!("version {version} does not exist (versions {}..={})", known.first().unwrap_or(&0), known.last().unwrap_or(&0)),
+        format!(
+            "version {version} does not exist (versions {}..={})",
+            known.first().unwrap_or(&0),
+            known.last().unwrap_or(&0)
+        ),
     ))
 }
 
@@ -103,13 +124,19 @@ pub async fn latest_version(storage: &Storage, use_hint: bool) -> Result<Manifes
         }
     }
     let all = list_manifests(storage).await?;
-    Ok(all.into_iter().next_back().expect("list_manifests returns at least one"))
+    Ok(all
+        .into_iter()
+        .next_back()
+        .expect("list_manifests returns at least one"))
 }
 
 /// Follow the hint: the named version must exist, then newer versions are probed one by
 /// one. Any doubt (no hint, bad JSON, missing manifest) returns None and we list instead.
 pub async fn latest_from_hint(storage: &Storage) -> Option<ManifestLocation> {
-    let hint = storage.get(&storage.path(&format!("{VERSIONS_DIR}/{HINT_FILE}"))).await.ok()?;
+    let hint = storage
+        .get(&storage.path(&format!("{VERSIONS_DIR}/{HINT_FILE}")))
+        .await
+        .ok()?;
     let value: serde_json::Value = serde_json::from_slice(&hint).ok()?;
     let mut version = value.get("version")?.as_u64()?;
     let mut loc = probe(storage, version).await?;
@@ -126,7 +153,12 @@ async fn probe(storage: &Storage, version: u64) -> Option<ManifestLocation> {
     for scheme in [NamingScheme::V2, NamingScheme::V1] {
         let path = storage.path(&format!("{VERSIONS_DIR}/{}", scheme.file_name(version)));
         if let Ok(meta) = storage.head(&path).await {
-            return Some(ManifestLocation { version, path, size: meta.size, scheme });
+            return Some(ManifestLocation {
+                version,
+                path,
+                size: meta.size,
+                scheme,
+            });
         }
     }
     None
@@ -138,9 +170,18 @@ mod tests {
 
     #[test]
     fn names_parse_in_both_schemes() {
-        assert_eq!(parse_manifest_name("3.manifest"), Some((3, NamingScheme::V1)));
-        assert_eq!(parse_manifest_name("18446744073709551614.manifest"), Some((1, NamingScheme::V2)));
-        assert_eq!(NamingScheme::V2.file_name(1), "18446744073709551614.manifest");
+        assert_eq!(
+            parse_manifest_name("3.manifest"),
+            Some((3, NamingScheme::V1))
+        );
+        assert_eq!(
+            parse_manifest_name("18446744073709551614.manifest"),
+            Some((1, NamingScheme::V2))
+        );
+        assert_eq!(
+            NamingScheme::V2.file_name(1),
+            "18446744073709551614.manifest"
+        );
         assert_eq!(parse_manifest_name("d12064427529245671912.manifest"), None);
         assert_eq!(parse_manifest_name("latest_version_hint.json"), None);
         assert_eq!(parse_manifest_name(".tmp_7.manifest_abc"), None);

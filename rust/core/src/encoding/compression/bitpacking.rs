@@ -21,7 +21,9 @@ fn block_bytes(w: usize) -> usize {
 fn unpack<T: BitPacking + ArrowNativeType>(w: usize, packed: &[u8], out: &mut [T]) -> Result<()> {
     let t_bits = std::mem::size_of::<T>() * 8;
     if w > t_bits {
-        return Err(corrupt(format!("bit width {w} larger than the {t_bits}-bit values")));
+        return Err(corrupt(format!(
+            "bit width {w} larger than the {t_bits}-bit values"
+        )));
     }
     debug_assert_eq!(out.len(), BLOCK);
     if w == 0 {
@@ -37,7 +39,12 @@ fn unpack<T: BitPacking + ArrowNativeType>(w: usize, packed: &[u8], out: &mut [T
 }
 
 /// Append `n` values from `count` consecutive blocks of width `w`.
-fn unpack_blocks_typed<T: BitPacking + ArrowNativeType>(w: usize, packed: &[u8], n: usize, out: &mut FixedBuilder) -> Result<()> {
+fn unpack_blocks_typed<T: BitPacking + ArrowNativeType>(
+    w: usize,
+    packed: &[u8],
+    n: usize,
+    out: &mut FixedBuilder,
+) -> Result<()> {
     let start = out.len;
     let blocks = n.div_ceil(BLOCK);
     let dst = out.extend_uninit(blocks * BLOCK);
@@ -50,9 +57,18 @@ fn unpack_blocks_typed<T: BitPacking + ArrowNativeType>(w: usize, packed: &[u8],
     Ok(())
 }
 
-fn unpack_blocks(bits: u64, w: usize, packed: &[u8], n: usize, out: &mut FixedBuilder) -> Result<()> {
+fn unpack_blocks(
+    bits: u64,
+    w: usize,
+    packed: &[u8],
+    n: usize,
+    out: &mut FixedBuilder,
+) -> Result<()> {
     if out.bits as u64 != bits {
-        return Err(corrupt(format!("{bits}-bit packed values read as {}-bit values", out.bits)));
+        return Err(corrupt(format!(
+            "{bits}-bit packed values read as {}-bit values",
+            out.bits
+        )));
     }
     match bits {
         8 => unpack_blocks_typed::<u8>(w, packed, n, out),
@@ -72,10 +88,14 @@ pub fn decode_inline(buf: &[u8], bits: u64, n: usize, out: &mut FixedBuilder) ->
         w |= (*b as u64) << (8 * i);
     }
     if w > bits {
-        return Err(corrupt(format!("bit-packed block claims width {w} for {bits}-bit values")));
+        return Err(corrupt(format!(
+            "bit-packed block claims width {w} for {bits}-bit values"
+        )));
     }
     if n > BLOCK {
-        return Err(corrupt(format!("{n} values in one inline bit-packed block")));
+        return Err(corrupt(format!(
+            "{n} values in one inline bit-packed block"
+        )));
     }
     unpack_blocks(bits, w as usize, &buf[word..], n, out)
 }
@@ -83,7 +103,13 @@ pub fn decode_inline(buf: &[u8], bits: u64, n: usize, out: &mut FixedBuilder) ->
 /// `n` values packed at width `w` with no headers; the last partial block is either
 /// packed (padded to 1024) or stored as plain `bits`-wide values, which the buffer's
 /// length tells apart.
-pub fn decode_out_of_line(buf: &[u8], bits: u64, w: u64, n: usize, out: &mut FixedBuilder) -> Result<()> {
+pub fn decode_out_of_line(
+    buf: &[u8],
+    bits: u64,
+    w: u64,
+    n: usize,
+    out: &mut FixedBuilder,
+) -> Result<()> {
     let word = (bits / 8) as usize;
     let w = w as usize;
     let full = n / BLOCK;
@@ -94,7 +120,10 @@ pub fn decode_out_of_line(buf: &[u8], bits: u64, w: u64, n: usize, out: &mut Fix
     let packed_n = if raw_tail { full * BLOCK } else { n };
     let need = packed_n.div_ceil(BLOCK) * words_per_block;
     if have < need + if raw_tail { tail } else { 0 } {
-        return Err(corrupt(format!("bit-packed buffer of {} bytes is too short for {n} values of width {w}", buf.len())));
+        return Err(corrupt(format!(
+            "bit-packed buffer of {} bytes is too short for {n} values of width {w}",
+            buf.len()
+        )));
     }
     unpack_blocks(bits, w, buf, packed_n, out)?;
     if raw_tail {
@@ -134,10 +163,12 @@ mod tests {
         let mut out = FixedBuilder::new(16, 0);
         decode_inline(&0u16.to_le_bytes(), 16, 7, &mut out).unwrap();
         assert_eq!(out.data.typed_data::<u16>(), &[0; 7]);
-        let err = decode_inline(&40u16.to_le_bytes(), 16, 7, &mut FixedBuilder::new(16, 0)).unwrap_err();
+        let err =
+            decode_inline(&40u16.to_le_bytes(), 16, 7, &mut FixedBuilder::new(16, 0)).unwrap_err();
         assert!(err.to_string().contains("width 40"), "{err}");
         // A header promising data that is not there.
-        let err = decode_inline(&8u16.to_le_bytes(), 16, 7, &mut FixedBuilder::new(16, 0)).unwrap_err();
+        let err =
+            decode_inline(&8u16.to_le_bytes(), 16, 7, &mut FixedBuilder::new(16, 0)).unwrap_err();
         assert!(err.to_string().contains("bit-packed"), "{err}");
     }
 

@@ -6,7 +6,10 @@ use crate::error::{corrupt, Result};
 
 pub fn decode(buf: &[u8], bits: u64, n: usize, out: &mut FixedBuilder) -> Result<()> {
     if out.bits as u64 != bits {
-        return Err(corrupt(format!("{bits}-bit split values read as {}-bit values", out.bits)));
+        return Err(corrupt(format!(
+            "{bits}-bit split values read as {}-bit values",
+            out.bits
+        )));
     }
     let w = (bits / 8) as usize;
     let src = slice(buf, 0, n * w, "byte stream split chunk")?;

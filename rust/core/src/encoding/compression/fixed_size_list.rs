@@ -12,7 +12,12 @@ use crate::error::{corrupt, Result};
 fn layers(codec: &Codec) -> (Vec<(usize, bool)>, &Codec) {
     let mut out = Vec::new();
     let mut c = codec;
-    while let Codec::FixedSizeList { dim, has_validity, inner } = c {
+    while let Codec::FixedSizeList {
+        dim,
+        has_validity,
+        inner,
+    } = c
+    {
         out.push((*dim as usize, *has_validity));
         c = inner;
     }
@@ -20,7 +25,10 @@ fn layers(codec: &Codec) -> (Vec<(usize, bool)>, &Codec) {
 }
 
 /// The validity builder of a list layer, created on first use with every earlier item valid.
-fn validity_mut(validity: &mut Option<BooleanBufferBuilder>, existing_items: usize) -> &mut BooleanBufferBuilder {
+fn validity_mut(
+    validity: &mut Option<BooleanBufferBuilder>,
+    existing_items: usize,
+) -> &mut BooleanBufferBuilder {
     validity.get_or_insert_with(|| {
         let mut b = BooleanBufferBuilder::new(existing_items);
         b.append_n(existing_items, true);
@@ -39,9 +47,16 @@ fn descend<'a>(
     let mut count = rows;
     for (layer, &(dim, has_validity)) in codec_layers.iter().enumerate() {
         match node {
-            ValuesBuilder::FixedSizeList { dim: d, validity, child, len } => {
+            ValuesBuilder::FixedSizeList {
+                dim: d,
+                validity,
+                child,
+                len,
+            } => {
                 if *d != dim {
-                    return Err(corrupt(format!("lists of {dim} items read as lists of {d}")));
+                    return Err(corrupt(format!(
+                        "lists of {dim} items read as lists of {d}"
+                    )));
                 }
                 let items = count * dim;
                 if has_validity {
@@ -54,21 +69,36 @@ fn descend<'a>(
                 count = items;
                 node = child;
             }
-            _ => return Err(corrupt("fixed-size list encoding for values that are not fixed-size lists")),
+            _ => {
+                return Err(corrupt(
+                    "fixed-size list encoding for values that are not fixed-size lists",
+                ))
+            }
         }
     }
     Ok((node, count))
 }
 
 /// A mini-block chunk of `n` lists.
-pub fn decode_miniblock(codec: &Codec, bufs: &[&[u8]], n: usize, out: &mut ValuesBuilder) -> Result<()> {
+pub fn decode_miniblock(
+    codec: &Codec,
+    bufs: &[&[u8]],
+    n: usize,
+    out: &mut ValuesBuilder,
+) -> Result<()> {
     let (codec_layers, leaf) = layers(codec);
     let mut next = 0usize;
     let (items_builder, items) = descend(&codec_layers, n, out, |_, items, v| {
-        let bits = bufs.get(next).ok_or_else(|| corrupt("fixed-size list chunk is missing a validity buffer"))?;
+        let bits = bufs
+            .get(next)
+            .ok_or_else(|| corrupt("fixed-size list chunk is missing a validity buffer"))?;
         next += 1;
         if bits.len() * 8 < items {
-            return Err(corrupt(format!("validity of {items} items needs {} bytes, have {}", items.div_ceil(8), bits.len())));
+            return Err(corrupt(format!(
+                "validity of {items} items needs {} bytes, have {}",
+                items.div_ceil(8),
+                bits.len()
+            )));
         }
         v.append_packed_range(0..items, bits);
         Ok(())

@@ -35,14 +35,20 @@ impl SymbolTable {
         let mut lengths = [0u8; 255];
         let lens = slice(bytes, 8 + 8 * n, n, "fsst symbol lengths")?;
         for i in 0..n {
-            let raw: &[u8; 8] = slice(bytes, 8 + 8 * i, 8, "fsst symbols")?.try_into().unwrap();
+            let raw: &[u8; 8] = slice(bytes, 8 + 8 * i, 8, "fsst symbols")?
+                .try_into()
+                .unwrap();
             if lens[i] == 0 || lens[i] > 8 {
                 return Err(corrupt(format!("fsst symbol {i} has length {}", lens[i])));
             }
             symbols[i] = Symbol::from_slice(raw);
             lengths[i] = lens[i];
         }
-        Ok(SymbolTable { encoded, symbols, lengths })
+        Ok(SymbolTable {
+            encoded,
+            symbols,
+            lengths,
+        })
     }
 
     /// Decode one compressed value and append it.
@@ -84,22 +90,36 @@ fn dangling_escape(codes: &[u8]) -> bool {
 }
 
 /// A mini-block chunk: a variable-width chunk whose values are FSST codes.
-pub fn decode_miniblock(table: &SymbolTable, inner: &Codec, bufs: &[&[u8]], n: usize, out: &mut ValuesBuilder) -> Result<()> {
+pub fn decode_miniblock(
+    table: &SymbolTable,
+    inner: &Codec,
+    bufs: &[&[u8]],
+    n: usize,
+    out: &mut ValuesBuilder,
+) -> Result<()> {
     let Codec::Variable { offset_bits } = inner else {
         return Err(unsupported(format!("fsst over {}", inner.name())));
     };
-    let buf = bufs.first().ok_or_else(|| corrupt("fsst chunk without a buffer"))?;
+    let buf = bufs
+        .first()
+        .ok_or_else(|| corrupt("fsst chunk without a buffer"))?;
     let out = out.variable()?;
     let w = (*offset_bits / 8) as usize;
     let raw = slice(buf, 0, (n + 1) * w, "fsst offsets")?;
-    let offsets: Vec<u64> = if w == 4 { words::<u32>(raw).iter().map(|&o| o as u64).collect() } else { words::<u64>(raw).to_vec() };
+    let offsets: Vec<u64> = if w == 4 {
+        words::<u32>(raw).iter().map(|&o| o as u64).collect()
+    } else {
+        words::<u64>(raw).to_vec()
+    };
     if !table.encoded {
         return out.append_with_offsets(&offsets, buf);
     }
     let d = Decompressor::new(&table.symbols, &table.lengths);
     for pair in offsets.windows(2) {
         let (a, b) = (pair[0] as usize, pair[1] as usize);
-        let codes = buf.get(a..b).ok_or_else(|| corrupt(format!("fsst value {a}..{b} outside its chunk")))?;
+        let codes = buf
+            .get(a..b)
+            .ok_or_else(|| corrupt(format!("fsst value {a}..{b} outside its chunk")))?;
         out.append_fn(|data| decompress(&d, codes, data))?;
     }
     Ok(())
@@ -128,7 +148,9 @@ mod tests {
         let mut out = VariableBuilder::new(false, 1);
         t.decode_value(&[0, 1, 255, b'!', 0], &mut out).unwrap();
         assert_eq!(out.data, b"lance !lance");
-        let err = t.decode_value(&[0, 255], &mut VariableBuilder::new(false, 1)).unwrap_err();
+        let err = t
+            .decode_value(&[0, 255], &mut VariableBuilder::new(false, 1))
+            .unwrap_err();
         assert!(err.to_string().contains("escape"), "{err}");
         // An escaped literal 255 at the end is fine.
         t.decode_value(&[255, 255], &mut out).unwrap();
@@ -139,6 +161,9 @@ mod tests {
         assert!(SymbolTable::parse(&[0u8; 16]).is_err());
         let mut t = table(&[b"ab"]);
         t[16] = 9; // length of symbol 0
-        assert!(SymbolTable::parse(&t).unwrap_err().to_string().contains("length 9"));
+        assert!(SymbolTable::parse(&t)
+            .unwrap_err()
+            .to_string()
+            .contains("length 9"));
     }
 }

@@ -29,19 +29,25 @@ impl Scheme {
             Scheme::Zstd => {
                 if buf.starts_with(&ZSTD_MAGIC) {
                     // A bare frame, as some older writers produced.
-                    return zstd::stream::decode_all(buf).map_err(|e| corrupt(format!("zstd: {e}")));
+                    return zstd::stream::decode_all(buf)
+                        .map_err(|e| corrupt(format!("zstd: {e}")));
                 }
                 let len = u64_at(buf, 0, "zstd unit")?;
                 if len > MAX_UNIT {
                     return Err(corrupt(format!("zstd unit claims {len} bytes")));
                 }
-                let out = zstd::bulk::decompress(&buf[8..], len as usize).map_err(|e| corrupt(format!("zstd: {e}")))?;
+                let out = zstd::bulk::decompress(&buf[8..], len as usize)
+                    .map_err(|e| corrupt(format!("zstd: {e}")))?;
                 if out.len() as u64 != len {
-                    return Err(corrupt(format!("zstd unit decompressed to {} bytes, expected {len}", out.len())));
+                    return Err(corrupt(format!(
+                        "zstd unit decompressed to {} bytes, expected {len}",
+                        out.len()
+                    )));
                 }
                 Ok(out)
             }
-            Scheme::Lz4 => lz4_flex::block::decompress_size_prepended(buf).map_err(|e| corrupt(format!("lz4: {e}"))),
+            Scheme::Lz4 => lz4_flex::block::decompress_size_prepended(buf)
+                .map_err(|e| corrupt(format!("lz4: {e}"))),
         }
     }
 }

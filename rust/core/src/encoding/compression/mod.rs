@@ -39,7 +39,10 @@ pub enum Codec {
     /// FastLanes bit packing with one width for the whole buffer.
     OutOfLineBitpacking { bits: u64, packed_bits: u64 },
     /// FSST-compressed strings; `inner` delimits the compressed values.
-    Fsst { table: Arc<SymbolTable>, inner: Box<Codec> },
+    Fsst {
+        table: Arc<SymbolTable>,
+        inner: Box<Codec>,
+    },
     /// Runs of equal values: values then u8 run lengths.
     Rle { bits: u64 },
     /// Bytes of each value split into one stream per byte position.
@@ -47,7 +50,11 @@ pub enum Codec {
     /// zstd or lz4 applied to the output of `inner`.
     General { scheme: Scheme, inner: Box<Codec> },
     /// Fixed-size lists flattened into their items, with optional item validity.
-    FixedSizeList { dim: u64, has_validity: bool, inner: Box<Codec> },
+    FixedSizeList {
+        dim: u64,
+        has_validity: bool,
+        inner: Box<Codec>,
+    },
     /// Rows of fixed-width fields stored row by row.
     PackedStruct { bits: Vec<u64> },
     /// Rows of fixed and variable-width fields stored row by row (full-zip only).
@@ -70,45 +77,69 @@ pub enum PackedLayout {
 fn required(e: &Option<Box<pb::CompressiveEncoding>>, what: &str) -> Result<Codec> {
     match e {
         Some(e) => Codec::from_proto(e),
-        None => Err(corrupt(format!("{what} encoding is missing its inner encoding"))),
+        None => Err(corrupt(format!(
+            "{what} encoding is missing its inner encoding"
+        ))),
     }
 }
 
 impl Codec {
     pub fn from_proto(e: &pb::CompressiveEncoding) -> Result<Self> {
-        let c = e.compression.as_ref().ok_or_else(|| corrupt("empty compressive encoding"))?;
+        let c = e
+            .compression
+            .as_ref()
+            .ok_or_else(|| corrupt("empty compressive encoding"))?;
         Ok(match c {
             PbCompression::Flat(f) => {
                 if f.data.is_some() {
                     return Err(unsupported("flat encoding with buffer compression"));
                 }
                 if f.bits_per_value == 0 || (f.bits_per_value != 1 && f.bits_per_value % 8 != 0) {
-                    return Err(unsupported(format!("flat encoding of {} bits per value", f.bits_per_value)));
+                    return Err(unsupported(format!(
+                        "flat encoding of {} bits per value",
+                        f.bits_per_value
+                    )));
                 }
-                Codec::Flat { bits: f.bits_per_value }
+                Codec::Flat {
+                    bits: f.bits_per_value,
+                }
             }
             PbCompression::Variable(v) => {
                 if v.values.is_some() {
                     return Err(unsupported("variable encoding with buffer compression"));
                 }
                 match required(&v.offsets, "variable")? {
-                    Codec::Flat { bits: b @ (32 | 64) } => Codec::Variable { offset_bits: b },
-                    other => return Err(unsupported(format!("variable-width offsets encoded as {other:?}"))),
+                    Codec::Flat {
+                        bits: b @ (32 | 64),
+                    } => Codec::Variable { offset_bits: b },
+                    other => {
+                        return Err(unsupported(format!(
+                            "variable-width offsets encoded as {other:?}"
+                        )))
+                    }
                 }
             }
-            PbCompression::Constant(c) => Codec::Constant { value: c.value.clone() },
+            PbCompression::Constant(c) => Codec::Constant {
+                value: c.value.clone(),
+            },
             PbCompression::InlineBitpacking(b) => {
                 if b.values.is_some() {
                     return Err(unsupported("inline bitpacking with buffer compression"));
                 }
-                Codec::InlineBitpacking { bits: check_word_bits(b.uncompressed_bits_per_value)? }
+                Codec::InlineBitpacking {
+                    bits: check_word_bits(b.uncompressed_bits_per_value)?,
+                }
             }
             PbCompression::OutOfLineBitpacking(b) => {
                 let bits = check_word_bits(b.uncompressed_bits_per_value)?;
                 // The child records the packed width, which need not be a whole byte.
                 let packed_bits = match b.values.as_deref().and_then(|v| v.compression.as_ref()) {
                     Some(PbCompression::Flat(f)) if f.bits_per_value <= bits => f.bits_per_value,
-                    other => return Err(unsupported(format!("out-of-line bitpacking over {other:?}"))),
+                    other => {
+                        return Err(unsupported(format!(
+                            "out-of-line bitpacking over {other:?}"
+                        )))
+                    }
                 };
                 Codec::OutOfLineBitpacking { bits, packed_bits }
             }
@@ -117,7 +148,9 @@ impl Codec {
                 inner: Box::new(required(&f.values, "fsst")?),
             },
             PbCompression::Dictionary(_) => {
-                return Err(unsupported("dictionary as a compressive encoding (dictionaries are page-level)"))
+                return Err(unsupported(
+                    "dictionary as a compressive encoding (dictionaries are page-level)",
+                ))
             }
             PbCompression::Rle(r) => {
                 let bits = match required(&r.values, "rle")? {
@@ -126,17 +159,27 @@ impl Codec {
                 };
                 match required(&r.run_lengths, "rle")? {
                     Codec::Flat { bits: 8 } => {}
-                    other => return Err(unsupported(format!("rle run lengths encoded as {other:?}"))),
+                    other => {
+                        return Err(unsupported(format!("rle run lengths encoded as {other:?}")))
+                    }
                 }
                 Codec::Rle { bits }
             }
             PbCompression::ByteStreamSplit(b) => match required(&b.values, "byte stream split")? {
-                Codec::Flat { bits: bits @ (16 | 32 | 64) } => Codec::ByteStreamSplit { bits },
+                Codec::Flat {
+                    bits: bits @ (16 | 32 | 64),
+                } => Codec::ByteStreamSplit { bits },
                 other => return Err(unsupported(format!("byte stream split over {other:?}"))),
             },
             PbCompression::General(g) => {
-                let comp = g.compression.as_ref().ok_or_else(|| corrupt("general compression without a scheme"))?;
-                Codec::General { scheme: Scheme::from_proto(comp.scheme)?, inner: Box::new(required(&g.values, "general")?) }
+                let comp = g
+                    .compression
+                    .as_ref()
+                    .ok_or_else(|| corrupt("general compression without a scheme"))?;
+                Codec::General {
+                    scheme: Scheme::from_proto(comp.scheme)?,
+                    inner: Box::new(required(&g.values, "general")?),
+                }
             }
             PbCompression::FixedSizeList(f) => {
                 if f.items_per_value == 0 {
@@ -156,7 +199,9 @@ impl Codec {
                 if p.bits_per_value.iter().any(|b| *b == 0 || b % 8 != 0) {
                     return Err(unsupported("packed struct field that is not byte-aligned"));
                 }
-                Codec::PackedStruct { bits: p.bits_per_value.clone() }
+                Codec::PackedStruct {
+                    bits: p.bits_per_value.clone(),
+                }
             }
             PbCompression::VariablePackedStruct(v) => {
                 use pb::variable_packed_struct::field_encoding::Layout;
@@ -171,7 +216,9 @@ impl Codec {
                         let layout = match f.layout {
                             Some(Layout::BitsPerValue(b)) if b % 8 == 0 => PackedLayout::Fixed(b),
                             Some(Layout::BitsPerLength(b @ (32 | 64))) => PackedLayout::Variable(b),
-                            other => return Err(unsupported(format!("packed field layout {other:?}"))),
+                            other => {
+                                return Err(unsupported(format!("packed field layout {other:?}")))
+                            }
                         };
                         Ok(PackedField { codec, layout })
                     })
@@ -182,18 +229,35 @@ impl Codec {
     }
 
     /// Decode the value buffers of one mini-block chunk holding `n` values.
-    pub fn decode_miniblock(&self, bufs: &[&[u8]], n: usize, out: &mut ValuesBuilder) -> Result<()> {
-        let first = || bufs.first().copied().ok_or_else(|| corrupt("mini-block chunk has no value buffer"));
+    pub fn decode_miniblock(
+        &self,
+        bufs: &[&[u8]],
+        n: usize,
+        out: &mut ValuesBuilder,
+    ) -> Result<()> {
+        let first = || {
+            bufs.first()
+                .copied()
+                .ok_or_else(|| corrupt("mini-block chunk has no value buffer"))
+        };
         match self {
             Codec::Flat { bits } => flat(first()?, *bits, n, out),
-            Codec::Variable { offset_bits } => variable::decode_chunk(first()?, *offset_bits, n, out.variable()?),
-            Codec::InlineBitpacking { bits } => bitpacking::decode_inline(first()?, *bits, n, out.fixed()?),
+            Codec::Variable { offset_bits } => {
+                variable::decode_chunk(first()?, *offset_bits, n, out.variable()?)
+            }
+            Codec::InlineBitpacking { bits } => {
+                bitpacking::decode_inline(first()?, *bits, n, out.fixed()?)
+            }
             Codec::Fsst { table, inner } => fsst::decode_miniblock(table, inner, bufs, n, out),
             Codec::Rle { bits } => {
-                let lengths = bufs.get(1).ok_or_else(|| corrupt("rle chunk without run lengths"))?;
+                let lengths = bufs
+                    .get(1)
+                    .ok_or_else(|| corrupt("rle chunk without run lengths"))?;
                 rle::decode(first()?, lengths, *bits, n, out.fixed()?)
             }
-            Codec::ByteStreamSplit { bits } => byte_stream_split::decode(first()?, *bits, n, out.fixed()?),
+            Codec::ByteStreamSplit { bits } => {
+                byte_stream_split::decode(first()?, *bits, n, out.fixed()?)
+            }
             Codec::General { scheme, inner } => {
                 let decompressed = scheme.decompress(first()?)?;
                 let mut rest: Vec<&[u8]> = Vec::with_capacity(bufs.len());
@@ -204,7 +268,10 @@ impl Codec {
             Codec::FixedSizeList { .. } => fixed_size_list::decode_miniblock(self, bufs, n, out),
             Codec::PackedStruct { bits } => packed_struct::decode_fixed(first()?, bits, n, out),
             Codec::Constant { value } => constant(value.as_deref(), n, out),
-            other => Err(unsupported(format!("{} in a mini-block page", other.name()))),
+            other => Err(unsupported(format!(
+                "{} in a mini-block page",
+                other.name()
+            ))),
         }
     }
 
@@ -212,10 +279,14 @@ impl Codec {
     pub fn decode_block(&self, buf: &[u8], n: usize, out: &mut ValuesBuilder) -> Result<()> {
         match self {
             Codec::Flat { bits } => flat(buf, *bits, n, out),
-            Codec::Variable { offset_bits } => variable::decode_block(buf, *offset_bits, n, out.variable()?),
+            Codec::Variable { offset_bits } => {
+                variable::decode_block(buf, *offset_bits, n, out.variable()?)
+            }
             Codec::InlineBitpacking { bits } => {
                 if n > 1024 {
-                    return Err(corrupt(format!("inline-bitpacked block of {n} values (at most 1024)")));
+                    return Err(corrupt(format!(
+                        "inline-bitpacked block of {n} values (at most 1024)"
+                    )));
                 }
                 bitpacking::decode_inline(buf, *bits, n, out.fixed()?)
             }
@@ -227,15 +298,23 @@ impl Codec {
                 let values = slice(buf, 8, values_len, "rle block values")?;
                 rle::decode(values, &buf[8 + values_len..], *bits, n, out.fixed()?)
             }
-            Codec::General { scheme, inner } => inner.decode_block(&scheme.decompress(buf)?, n, out),
+            Codec::General { scheme, inner } => {
+                inner.decode_block(&scheme.decompress(buf)?, n, out)
+            }
             Codec::Constant { value } => constant(value.as_deref(), n, out),
-            Codec::FixedSizeList { dim, has_validity: false, inner } => match out {
+            Codec::FixedSizeList {
+                dim,
+                has_validity: false,
+                inner,
+            } => match out {
                 ValuesBuilder::FixedSizeList { child, len, .. } => {
                     inner.decode_block(buf, n * *dim as usize, child)?;
                     *len += n;
                     Ok(())
                 }
-                _ => Err(corrupt("fixed-size list encoding for values that are not fixed-size lists")),
+                _ => Err(corrupt(
+                    "fixed-size list encoding for values that are not fixed-size lists",
+                )),
             },
             other => Err(unsupported(format!("{} in a block", other.name()))),
         }
@@ -249,7 +328,9 @@ impl Codec {
             Codec::Fsst { table, .. } => table.decode_value(value, out.variable()?),
             Codec::General { scheme, inner } => inner.decode_value(&scheme.decompress(value)?, out),
             Codec::FixedSizeList { .. } => fixed_size_list::decode_value(self, value, out),
-            Codec::VariablePackedStruct { fields } => packed_struct::decode_variable_row(fields, value, out),
+            Codec::VariablePackedStruct { fields } => {
+                packed_struct::decode_variable_row(fields, value, out)
+            }
             Codec::Constant { value: v } => constant(v.as_deref(), 1, out),
             other => Err(unsupported(format!("{} in a full-zip page", other.name()))),
         }
@@ -286,16 +367,27 @@ fn flat(buf: &[u8], bits: u64, n: usize, out: &mut ValuesBuilder) -> Result<()> 
     match out {
         ValuesBuilder::Fixed(b) => {
             if b.bits as u64 != bits {
-                return Err(corrupt(format!("{bits}-bit flat values read as {}-bit values", b.bits)));
+                return Err(corrupt(format!(
+                    "{bits}-bit flat values read as {}-bit values",
+                    b.bits
+                )));
             }
             b.append_bytes(buf, n)
         }
         // A fixed-size list stored flat (e.g. a vector in a full-zip page): items are contiguous.
-        ValuesBuilder::FixedSizeList { dim, child, len, validity } => {
+        ValuesBuilder::FixedSizeList {
+            dim,
+            child,
+            len,
+            validity,
+        } => {
             let items = n * *dim;
             let child = child.fixed()?;
             if child.bits as u64 * *dim as u64 != bits {
-                return Err(corrupt(format!("{bits}-bit flat values read as lists of {dim} × {} bits", child.bits)));
+                return Err(corrupt(format!(
+                    "{bits}-bit flat values read as lists of {dim} × {} bits",
+                    child.bits
+                )));
             }
             if let Some(v) = validity {
                 v.append_n(items, true);
@@ -305,7 +397,9 @@ fn flat(buf: &[u8], bits: u64, n: usize, out: &mut ValuesBuilder) -> Result<()> 
             Ok(())
         }
         ValuesBuilder::Struct { .. } => Err(corrupt("flat-encoded values read as struct values")),
-        ValuesBuilder::Variable(_) => Err(corrupt("flat-encoded values read as variable-width values")),
+        ValuesBuilder::Variable(_) => {
+            Err(corrupt("flat-encoded values read as variable-width values"))
+        }
     }
 }
 
@@ -315,7 +409,11 @@ fn constant(value: Option<&[u8]>, n: usize, out: &mut ValuesBuilder) -> Result<(
         (None, out) => out.append_zeros(n),
         (Some(v), ValuesBuilder::Fixed(b)) if b.bits != 1 => {
             if v.len() != b.byte_width() {
-                return Err(corrupt(format!("constant of {} bytes for {}-bit values", v.len(), b.bits)));
+                return Err(corrupt(format!(
+                    "constant of {} bytes for {}-bit values",
+                    v.len(),
+                    b.bits
+                )));
             }
             let dst = b.extend_uninit(n);
             for chunk in dst.chunks_exact_mut(v.len()) {

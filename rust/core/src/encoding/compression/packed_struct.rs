@@ -6,15 +6,23 @@ use crate::encoding::bytes::slice;
 use crate::encoding::values::ValuesBuilder;
 use crate::error::{corrupt, Result};
 
-fn children(out: &mut ValuesBuilder, fields: usize) -> Result<(&mut Vec<ValuesBuilder>, &mut usize)> {
+fn children(
+    out: &mut ValuesBuilder,
+    fields: usize,
+) -> Result<(&mut Vec<ValuesBuilder>, &mut usize)> {
     match out {
         ValuesBuilder::Struct { children, len } => {
             if children.len() != fields {
-                return Err(corrupt(format!("packed struct of {fields} fields read as a struct of {}", children.len())));
+                return Err(corrupt(format!(
+                    "packed struct of {fields} fields read as a struct of {}",
+                    children.len()
+                )));
             }
             Ok((children, len))
         }
-        _ => Err(corrupt("packed struct encoding for values that are not structs")),
+        _ => Err(corrupt(
+            "packed struct encoding for values that are not structs",
+        )),
     }
 }
 
@@ -28,7 +36,11 @@ pub fn decode_fixed(buf: &[u8], bits: &[u64], n: usize, out: &mut ValuesBuilder)
     for (child, &w) in children.iter_mut().zip(&widths) {
         let child = child.fixed()?;
         if child.bits as usize != w * 8 {
-            return Err(corrupt(format!("packed field of {} bits read as {}-bit values", w * 8, child.bits)));
+            return Err(corrupt(format!(
+                "packed field of {} bits read as {}-bit values",
+                w * 8,
+                child.bits
+            )));
         }
         let dst = child.extend_uninit(n);
         for (r, slot) in dst.chunks_exact_mut(w).enumerate() {
@@ -41,7 +53,11 @@ pub fn decode_fixed(buf: &[u8], bits: &[u64], n: usize, out: &mut ValuesBuilder)
 }
 
 /// One row of fixed and variable-width fields.
-pub fn decode_variable_row(fields: &[PackedField], row: &[u8], out: &mut ValuesBuilder) -> Result<()> {
+pub fn decode_variable_row(
+    fields: &[PackedField],
+    row: &[u8],
+    out: &mut ValuesBuilder,
+) -> Result<()> {
     let (children, len) = children(out, fields.len())?;
     let mut at = 0usize;
     for (field, child) in fields.iter().zip(children.iter_mut()) {

@@ -3,9 +3,18 @@ use crate::encoding::bytes::slice;
 use crate::encoding::values::FixedBuilder;
 use crate::error::{corrupt, Result};
 
-pub fn decode(values: &[u8], lengths: &[u8], bits: u64, n: usize, out: &mut FixedBuilder) -> Result<()> {
+pub fn decode(
+    values: &[u8],
+    lengths: &[u8],
+    bits: u64,
+    n: usize,
+    out: &mut FixedBuilder,
+) -> Result<()> {
     if out.bits as u64 != bits {
-        return Err(corrupt(format!("{bits}-bit run values read as {}-bit values", out.bits)));
+        return Err(corrupt(format!(
+            "{bits}-bit run values read as {}-bit values",
+            out.bits
+        )));
     }
     let w = (bits / 8) as usize;
     let runs = values.len() / w;
@@ -34,7 +43,10 @@ mod tests {
 
     #[test]
     fn expands_runs_and_checks_coverage() {
-        let values: Vec<u8> = [7i32, -1, 300].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let values: Vec<u8> = [7i32, -1, 300]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         let mut out = FixedBuilder::new(32, 0);
         decode(&values, &[2, 1, 3], 32, 6, &mut out).unwrap();
         assert_eq!(out.data.typed_data::<i32>(), &[7, 7, -1, 300, 300, 300]);

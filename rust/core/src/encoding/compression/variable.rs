@@ -6,7 +6,12 @@ use crate::encoding::bytes::{slice, u32_at, u64_at, words};
 use crate::encoding::values::VariableBuilder;
 use crate::error::{corrupt, Result};
 
-pub fn decode_chunk(buf: &[u8], offset_bits: u64, n: usize, out: &mut VariableBuilder) -> Result<()> {
+pub fn decode_chunk(
+    buf: &[u8],
+    offset_bits: u64,
+    n: usize,
+    out: &mut VariableBuilder,
+) -> Result<()> {
     let w = (offset_bits / 8) as usize;
     let offsets = slice(buf, 0, (n + 1) * w, "string offsets")?;
     if offset_bits == 32 {
@@ -16,18 +21,35 @@ pub fn decode_chunk(buf: &[u8], offset_bits: u64, n: usize, out: &mut VariableBu
     }
 }
 
-pub fn decode_block(buf: &[u8], offset_bits: u64, n: usize, out: &mut VariableBuilder) -> Result<()> {
+pub fn decode_block(
+    buf: &[u8],
+    offset_bits: u64,
+    n: usize,
+    out: &mut VariableBuilder,
+) -> Result<()> {
     let (stored_bits, start, header) = if offset_bits == 32 {
-        (u32_at(buf, 0, "string block")? as u64, u32_at(buf, 4, "string block")? as u64, 8)
+        (
+            u32_at(buf, 0, "string block")? as u64,
+            u32_at(buf, 4, "string block")? as u64,
+            8,
+        )
     } else {
-        (u64_at(buf, 0, "string block")?, u64_at(buf, 8, "string block")?, 16)
+        (
+            u64_at(buf, 0, "string block")?,
+            u64_at(buf, 8, "string block")?,
+            16,
+        )
     };
     if stored_bits != offset_bits {
-        return Err(corrupt(format!("string block header says {stored_bits}-bit offsets, expected {offset_bits}")));
+        return Err(corrupt(format!(
+            "string block header says {stored_bits}-bit offsets, expected {offset_bits}"
+        )));
     }
     let w = (offset_bits / 8) as usize;
     let offsets = slice(buf, header, (n + 1) * w, "string block offsets")?;
-    let bytes = buf.get(start as usize..).ok_or_else(|| corrupt("string block data starts past its end"))?;
+    let bytes = buf
+        .get(start as usize..)
+        .ok_or_else(|| corrupt("string block data starts past its end"))?;
     if offset_bits == 32 {
         out.append_with_offsets(&words::<u32>(offsets), bytes)
     } else {
@@ -42,7 +64,10 @@ mod tests {
     #[test]
     fn chunk_offsets_are_relative_to_the_chunk() {
         // a, bc, "", def with 32-bit offsets starting at 5*4 = 20.
-        let mut buf: Vec<u8> = [20u32, 21, 23, 23, 26].iter().flat_map(|o| o.to_le_bytes()).collect();
+        let mut buf: Vec<u8> = [20u32, 21, 23, 23, 26]
+            .iter()
+            .flat_map(|o| o.to_le_bytes())
+            .collect();
         buf.extend(b"abcdef");
         let mut out = VariableBuilder::new(false, 4);
         decode_chunk(&buf, 32, 4, &mut out).unwrap();

@@ -12,16 +12,30 @@ use super::{decode_page, layers_from_proto, max_visible_def, DecodedPage, Layer,
 use crate::error::{corrupt, Result};
 use crate::proto::encodings21::BlobLayout;
 
-pub fn decode(b: &BlobLayout, buffers: &[Bytes], num_rows: u64, leaf_type: &DataType) -> Result<DecodedPage> {
+pub fn decode(
+    b: &BlobLayout,
+    buffers: &[Bytes],
+    num_rows: u64,
+    leaf_type: &DataType,
+) -> Result<DecodedPage> {
     let layers = layers_from_proto(&b.layers)?;
-    let inner_layout = b.inner_layout.as_ref().ok_or_else(|| corrupt("blob page without an inner layout"))?;
+    let inner_layout = b
+        .inner_layout
+        .as_ref()
+        .ok_or_else(|| corrupt("blob page without an inner layout"))?;
     let DataType::Struct(fields) = leaf_type else {
         return Err(corrupt(format!("blob descriptions read as {leaf_type}")));
     };
     let inner = decode_page(inner_layout, buffers, num_rows, leaf_type)?;
     let descriptors = inner.values.into_array(leaf_type, None)?;
-    let s = descriptors.as_any().downcast_ref::<StructArray>().ok_or_else(|| corrupt("blob descriptions"))?;
-    let (pos, size) = match (s.column(0).as_any().downcast_ref::<UInt64Array>(), s.column(1).as_any().downcast_ref::<UInt64Array>()) {
+    let s = descriptors
+        .as_any()
+        .downcast_ref::<StructArray>()
+        .ok_or_else(|| corrupt("blob descriptions"))?;
+    let (pos, size) = match (
+        s.column(0).as_any().downcast_ref::<UInt64Array>(),
+        s.column(1).as_any().downcast_ref::<UInt64Array>(),
+    ) {
         (Some(p), Some(z)) => (p.values(), z.values()),
         _ => return Err(corrupt("blob descriptions are not u64 position and size")),
     };
@@ -29,7 +43,11 @@ pub fn decode(b: &BlobLayout, buffers: &[Bytes], num_rows: u64, leaf_type: &Data
     let mut rep = Vec::with_capacity(n);
     let mut def = Vec::with_capacity(n);
     for i in 0..n {
-        let (r, d) = if size[i] == 0 && pos[i] != 0 { ((pos[i] & 0xFFFF) as u16, ((pos[i] >> 16) & 0xFFFF) as u16) } else { (0, 0) };
+        let (r, d) = if size[i] == 0 && pos[i] != 0 {
+            ((pos[i] & 0xFFFF) as u16, ((pos[i] >> 16) & 0xFFFF) as u16)
+        } else {
+            (0, 0)
+        };
         rep.push(r);
         def.push(d);
     }

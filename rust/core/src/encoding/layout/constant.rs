@@ -8,15 +8,24 @@ use arrow_buffer::ScalarBuffer;
 use arrow_schema::DataType;
 use bytes::Bytes;
 
-use super::{finish_levels, layers_from_proto, level_builder, max_visible_def, DecodedPage, Layer, PageValues};
+use super::{
+    finish_levels, layers_from_proto, level_builder, max_visible_def, DecodedPage, Layer,
+    PageValues, UnitSizing,
+};
 use crate::encoding::bytes::{slice, u32_at, words};
 use crate::encoding::compression::Codec;
 use crate::encoding::values::ValuesBuilder;
 use crate::error::{corrupt, Result};
 use crate::proto::encodings21::{CompressiveEncoding, ConstantLayout};
 
-fn levels(buf: Option<&Bytes>, codec: &Option<CompressiveEncoding>, count: u64) -> Result<Option<ScalarBuffer<u16>>> {
-    let Some(buf) = buf.filter(|b| !b.is_empty()) else { return Ok(None) };
+fn levels(
+    buf: Option<&Bytes>,
+    codec: &Option<CompressiveEncoding>,
+    count: u64,
+) -> Result<Option<ScalarBuffer<u16>>> {
+    let Some(buf) = buf.filter(|b| !b.is_empty()) else {
+        return Ok(None);
+    };
     match codec {
         Some(c) => {
             let mut b = level_builder(count as usize);
@@ -32,11 +41,11 @@ fn levels(buf: Option<&Bytes>, codec: &Option<CompressiveEncoding>, count: u64) 
 fn scalar_from_buffer(buf: &[u8]) -> Result<Vec<u8>> {
     let what = "constant value";
     let n = u32_at(buf, 0, what)? as usize;
-    let mut sizes = Vec::with_capacity(n);
+    let mut sizes = Vec::with_capacity(n.min(16));
     for i in 0..n {
         sizes.push(u32_at(buf, 4 + 4 * i, what)? as usize);
     }
-    let mut parts = Vec::with_capacity(n);
+    let mut parts = Vec::with_capacity(n.min(16));
     let mut at = 4 + 4 * n;
     for s in sizes {
         parts.push(slice(buf, at, s, what)?);
@@ -46,17 +55,45 @@ fn scalar_from_buffer(buf: &[u8]) -> Result<Vec<u8>> {
         [value] => Ok(value.to_vec()),
         [offsets, data] => {
             let (a, b) = match offsets.len() {
-                8 => (words::<i32>(offsets)[0] as usize, words::<i32>(offsets)[1] as usize),
-                16 => (words::<i64>(offsets)[0] as usize, words::<i64>(offsets)[1] as usize),
-                l => return Err(corrupt(format!("constant string with {l} bytes of offsets"))),
+                8 => (
+                    words::<i32>(offsets)[0] as usize,
+                    words::<i32>(offsets)[1] as usize,
+                ),
+                16 => (
+                    words::<i64>(offsets)[0] as usize,
+                    words::<i64>(offsets)[1] as usize,
+                ),
+                l => {
+                    return Err(corrupt(format!(
+                        "constant string with {l} bytes of offsets"
+                    )))
+                }
             };
-            Ok(data.get(a..b).ok_or_else(|| corrupt("constant string offsets out of range"))?.to_vec())
+            Ok(data
+                .get(a..b)
+                .ok_or_else(|| corrupt("constant string offsets out of range"))?
+                .to_vec())
         }
         _ => Err(corrupt(format!("constant value made of {n} buffers"))),
     }
 }
 
-pub fn decode(c: &ConstantLayout, buffers: &[Bytes], num_rows: u64, leaf_type: &DataType) -> Result<DecodedPage> {
+pub struct Plan {
+    layers: Vec<Layer>,
+    scalar: Option<Vec<u8>>,
+    rep: Option<ScalarBuffer<u16>>,
+    def: Option<ScalarBuffer<u16>>,
+    /// First row of each unit (units only split pages without repetition).
+    starts: Vec<u64>,
+}
+
+pub fn plan(
+    c: &ConstantLayout,
+    buffers: &[Bytes],
+    num_rows: u64,
+    _leaf_type: &DataType,
+    sizing: &UnitSizing,
+) -> Result<(Plan, Vec<u64>)> {
     let layers = layers_from_proto(&c.layers)?;
     let inline = c.inline_value.is_some();
     let (value_buf, rep_buf, def_buf) = match (inline, buffers.len()) {
@@ -72,30 +109,89 @@ pub fn decode(c: &ConstantLayout, buffers: &[Bytes], num_rows: u64, leaf_type: &
         (None, None) => None,
     };
     let rep = levels(rep_buf, &c.rep_compression, c.num_rep_values)?;
-    let mut def = levels(def_buf, &c.def_compression, c.num_def_values)?;
-
-    if scalar.is_none() && rep.is_none() && def.is_none() {
-        // Every row null: a single nullable layer with nothing stored.
-        if layers != [Layer::NullableItem] {
-            return Err(corrupt(format!("all-null page without levels has layers {layers:?}")));
-        }
-        def = Some(vec![1u16; num_rows as usize].into());
+    let def = levels(def_buf, &c.def_compression, c.num_def_values)?;
+    if scalar.is_none() && rep.is_none() && def.is_none() && layers != [Layer::NullableItem] {
+        return Err(corrupt(format!(
+            "all-null page without levels has layers {layers:?}"
+        )));
     }
-    let has_lists = layers.iter().any(|l| l.is_list());
-    let visible = max_visible_def(&layers);
-    let count = match (&def, &rep) {
-        (Some(d), _) if has_lists => d.iter().filter(|&&x| x <= visible).count(),
-        (Some(d), _) => d.len(),
-        (None, Some(r)) => r.len(),
-        (None, None) => num_rows as usize,
-    };
-    let values = match scalar {
-        None => PageValues::AllNull(count),
-        Some(v) => {
-            let mut b = ValuesBuilder::for_type(leaf_type, count)?;
-            Codec::Constant { value: Some(v) }.decode_block(&[], count, &mut b)?;
-            PageValues::Built(b)
+    if rep.is_none() {
+        if let Some(d) = &def {
+            if d.len() as u64 != num_rows {
+                return Err(corrupt(format!(
+                    "constant page has {} levels for {num_rows} rows",
+                    d.len()
+                )));
+            }
         }
-    };
-    Ok(DecodedPage { num_rows, layers, rep, def, values })
+    }
+    // Without repetition every row is one level, so rows split anywhere.
+    let mut starts = vec![0u64];
+    let mut units = Vec::new();
+    let mut acc = 0u64;
+    for r in 1..=num_rows {
+        acc += 1;
+        if r == num_rows || (rep.is_none() && sizing.should_cut(acc, r)) {
+            units.push(acc);
+            starts.push(r);
+            acc = 0;
+        }
+    }
+    if units.is_empty() {
+        units.push(0);
+    }
+    Ok((
+        Plan {
+            layers,
+            scalar,
+            rep,
+            def,
+            starts,
+        },
+        units,
+    ))
+}
+
+impl Plan {
+    pub fn decode(&self, unit: usize, num_rows: u64, leaf_type: &DataType) -> Result<DecodedPage> {
+        let (start, end) = (
+            self.starts[unit] as usize,
+            self.starts[unit] as usize + num_rows as usize,
+        );
+        let (rep, def) = match &self.rep {
+            Some(r) => (Some(r.clone()), self.def.clone()),
+            None => (None, self.def.as_ref().map(|d| d.slice(start, end - start))),
+        };
+        // Every row null with nothing stored: a single nullable layer.
+        let def = match (&self.scalar, &rep, def) {
+            (None, None, None) => Some(vec![1u16; num_rows as usize].into()),
+            (_, _, d) => d,
+        };
+        let has_lists = self.layers.iter().any(|l| l.is_list());
+        let visible = max_visible_def(&self.layers);
+        let count = match (&def, &rep) {
+            (Some(d), _) if has_lists => d.iter().filter(|&&x| x <= visible).count(),
+            (Some(d), _) => d.len(),
+            (None, Some(r)) => r.len(),
+            (None, None) => num_rows as usize,
+        };
+        let values = match &self.scalar {
+            None => PageValues::AllNull(count),
+            Some(v) => {
+                let mut b = ValuesBuilder::for_type(leaf_type, count)?;
+                Codec::Constant {
+                    value: Some(v.clone()),
+                }
+                .decode_block(&[], count, &mut b)?;
+                PageValues::Built(b)
+            }
+        };
+        Ok(DecodedPage {
+            num_rows,
+            layers: self.layers.clone(),
+            rep,
+            def,
+            values,
+        })
+    }
 }

@@ -2,17 +2,26 @@
 //! of repetition and definition levels.
 //!
 //! Buffers: 0 = one metadata word per chunk, 1 = the chunks, then the dictionary (when
-//! dictionary-encoded) and the repetition index (only used for random access).
+//! dictionary-encoded) and the repetition index (when there are lists).
 //! Metadata word: `(chunk_bytes / 8 - 1) << 4 | log2(values)`, u16, or u32 when the page
 //! has large chunks; the last chunk's log2 is 0 and its count is what remains.
 //! A chunk: u16 level count, u16 rep size (if rep), u16 def size (if def), one size per
 //! value buffer (u16, or u32 with large chunks), padding to 8; then rep, def and value
 //! buffers, each padded to 8.
+//! Repetition index: per chunk, u64 rows ending in it and u64 levels of a row that
+//! continues into the next chunk (0 when the next chunk starts a new row). Units are cut
+//! only between chunks where no row continues.
+use std::ops::Range;
+
+use arrow_array::ArrayRef;
 use arrow_schema::DataType;
 use bytes::Bytes;
 
-use super::{codec_value_bits, finish_levels, layers_from_proto, level_builder, DecodedPage, PageValues};
-use crate::encoding::bytes::{slice, u16_at, u32_at};
+use super::{
+    codec_value_bits, finish_levels, layers_from_proto, level_builder, DecodedPage, Layer,
+    PageValues, UnitSizing,
+};
+use crate::encoding::bytes::{slice, u16_at, u32_at, u64_at};
 use crate::encoding::compression::Codec;
 use crate::encoding::values::{FixedBuilder, ValuesBuilder};
 use crate::error::{corrupt, Result};
@@ -26,111 +35,259 @@ fn codec(e: &Option<crate::proto::encodings21::CompressiveEncoding>) -> Result<O
     e.as_ref().map(Codec::from_proto).transpose()
 }
 
-pub fn decode(m: &MiniBlockLayout, buffers: &[Bytes], num_rows: u64, leaf_type: &DataType) -> Result<DecodedPage> {
+struct Chunk {
+    offset: usize,
+    size: usize,
+    values: usize,
+}
+
+pub struct Plan {
+    layers: Vec<Layer>,
+    values_codec: Codec,
+    rep_codec: Option<Codec>,
+    def_codec: Option<Codec>,
+    /// Bit width of the dictionary indices and the page's dictionary.
+    dictionary: Option<(u32, ArrayRef)>,
+    has_large_chunk: bool,
+    num_buffers: usize,
+    chunks: Vec<Chunk>,
+    /// The chunks of each unit.
+    units: Vec<Range<usize>>,
+}
+
+pub fn plan(
+    m: &MiniBlockLayout,
+    buffers: &[Bytes],
+    num_rows: u64,
+    leaf_type: &DataType,
+    sizing: &UnitSizing,
+) -> Result<(Plan, Vec<u64>)> {
     let layers = layers_from_proto(&m.layers)?;
-    let values_codec = codec(&m.value_compression)?.ok_or_else(|| corrupt("mini-block page without a value encoding"))?;
+    let values_codec = codec(&m.value_compression)?
+        .ok_or_else(|| corrupt("mini-block page without a value encoding"))?;
     let rep_codec = codec(&m.rep_compression)?;
     let def_codec = codec(&m.def_compression)?;
     let dict_codec = codec(&m.dictionary)?;
     let num_items = m.num_items as usize;
-    let num_buffers = m.num_buffers as usize;
-    let need = 2 + dict_codec.is_some() as usize + (m.repetition_index_depth > 0) as usize;
+    let has_rep_index = m.repetition_index_depth > 0;
+    let need = 2 + dict_codec.is_some() as usize + has_rep_index as usize;
     if buffers.len() < need {
-        return Err(corrupt(format!("mini-block page has {} buffers, needs {need}", buffers.len())));
+        return Err(corrupt(format!(
+            "mini-block page has {} buffers, needs {need}",
+            buffers.len()
+        )));
     }
-    let (meta, chunks) = (&buffers[0], &buffers[1]);
+    let meta = &buffers[0];
 
     // Chunk sizes and value counts from the metadata words.
     let word_size = if m.has_large_chunk { 4 } else { 2 };
     let num_chunks = meta.len() / word_size;
-    let mut sizes = Vec::with_capacity(num_chunks);
-    let mut counts = Vec::with_capacity(num_chunks);
-    let mut assigned = 0usize;
+    let mut chunks = Vec::with_capacity(num_chunks);
+    let (mut assigned, mut offset) = (0usize, 0usize);
     for i in 0..num_chunks {
-        let w = if m.has_large_chunk { u32_at(meta, 4 * i, "chunk metadata")? } else { u16_at(meta, 2 * i, "chunk metadata")? as u32 };
-        sizes.push(((w >> 4) as usize + 1) * 8);
-        let count = if i + 1 == num_chunks {
-            num_items.checked_sub(assigned).ok_or_else(|| corrupt("chunks hold more values than the page"))?
+        let w = if m.has_large_chunk {
+            u32_at(meta, 4 * i, "chunk metadata")?
+        } else {
+            u16_at(meta, 2 * i, "chunk metadata")? as u32
+        };
+        let size = ((w >> 4) as usize + 1) * 8;
+        let values = if i + 1 == num_chunks {
+            num_items
+                .checked_sub(assigned)
+                .ok_or_else(|| corrupt("chunks hold more values than the page"))?
         } else {
             1usize << (w & 0xF)
         };
-        assigned += count;
-        counts.push(count);
+        assigned += values;
+        chunks.push(Chunk {
+            offset,
+            size,
+            values,
+        });
+        offset += size;
+    }
+    if offset > buffers[1].len() {
+        return Err(corrupt(format!(
+            "chunks need {offset} bytes, the page has {}",
+            buffers[1].len()
+        )));
     }
     if num_chunks == 0 && num_items > 0 {
-        return Err(corrupt(format!("mini-block page of {num_items} values has no chunks")));
+        return Err(corrupt(format!(
+            "mini-block page of {num_items} values has no chunks"
+        )));
     }
 
-    let mut values = match &dict_codec {
-        Some(_) => {
-            let bits = codec_value_bits(&values_codec).ok_or_else(|| corrupt("dictionary indices of a non-integer encoding"))?;
-            ValuesBuilder::Fixed(FixedBuilder::new(bits as u32, num_items))
+    // Rows per chunk, and where units may be cut.
+    let mut rows: Vec<u64> = Vec::with_capacity(num_chunks);
+    let mut cut_ok: Vec<bool> = Vec::with_capacity(num_chunks);
+    if rep_codec.is_none() {
+        rows.extend(chunks.iter().map(|c| c.values as u64));
+        cut_ok.resize(num_chunks, true);
+    } else if has_rep_index {
+        let index = &buffers[buffers.len() - 1];
+        let stride = (m.repetition_index_depth as usize + 1) * 8;
+        for i in 0..num_chunks {
+            rows.push(u64_at(index, i * stride, "repetition index")?);
+            cut_ok.push(u64_at(index, i * stride + 8, "repetition index")? == 0);
         }
-        None => ValuesBuilder::for_type(leaf_type, num_items)?,
-    };
-    let mut rep = rep_codec.as_ref().map(|_| level_builder(num_items));
-    let mut def = def_codec.as_ref().map(|_| level_builder(num_items));
-
-    let mut at = 0usize;
-    let mut bufs: Vec<&[u8]> = Vec::with_capacity(num_buffers);
-    for (c, (&size, &count)) in sizes.iter().zip(&counts).enumerate() {
-        let chunk = slice(chunks, at, size, "mini-block chunk")?;
-        at += size;
-        let what = "mini-block chunk header";
-        let num_levels = u16_at(chunk, 0, what)? as usize;
-        let mut h = 2;
-        let rep_size = if rep.is_some() {
-            h += 2;
-            u16_at(chunk, h - 2, what)? as usize
-        } else {
-            0
-        };
-        let def_size = if def.is_some() {
-            h += 2;
-            u16_at(chunk, h - 2, what)? as usize
-        } else {
-            0
-        };
-        let mut buf_sizes = Vec::with_capacity(num_buffers);
-        for _ in 0..num_buffers {
-            if m.has_large_chunk {
-                buf_sizes.push(u32_at(chunk, h, what)? as usize);
-                h += 4;
-            } else {
-                buf_sizes.push(u16_at(chunk, h, what)? as usize);
-                h += 2;
+    }
+    let units = if rows.len() == num_chunks && rows.iter().sum::<u64>() == num_rows {
+        let mut units = Vec::new();
+        let (mut first, mut acc, mut done) = (0usize, 0u64, 0u64);
+        for i in 0..num_chunks {
+            acc += rows[i];
+            if i + 1 == num_chunks || (cut_ok[i] && sizing.should_cut(acc, done + acc)) {
+                units.push((first..i + 1, acc));
+                done += acc;
+                first = i + 1;
+                acc = 0;
             }
         }
-        let mut p = pad8(h);
-        if let (Some(b), Some(codec)) = (rep.as_mut(), rep_codec.as_ref()) {
-            codec.decode_block(slice(chunk, p, rep_size, "repetition levels")?, num_levels, b)?;
-            p += pad8(rep_size);
-        }
-        if let (Some(b), Some(codec)) = (def.as_mut(), def_codec.as_ref()) {
-            codec.decode_block(slice(chunk, p, def_size, "definition levels")?, num_levels, b)?;
-            p += pad8(def_size);
-        }
-        bufs.clear();
-        for &s in &buf_sizes {
-            bufs.push(slice(chunk, p, s, "mini-block value buffer")?);
-            p += pad8(s);
-        }
-        values_codec.decode_miniblock(&bufs, count, &mut values).map_err(|e| e.context(&format!("chunk {c}")))?;
-    }
+        units
+    } else {
+        // No way to tell rows apart without decoding: one unit.
+        vec![(0..num_chunks, num_rows)]
+    };
 
-    let values = match dict_codec {
+    let dictionary = match dict_codec {
         Some(dc) => {
-            let ValuesBuilder::Fixed(indices) = values else { unreachable!() };
+            let bits = codec_value_bits(&values_codec)
+                .ok_or_else(|| corrupt("dictionary indices of a non-integer encoding"))?;
             let dict_type = match leaf_type {
                 DataType::Dictionary(_, v) => v.as_ref().clone(),
                 other => other.clone(),
             };
             let n = m.num_dictionary_items as usize;
             let mut d = ValuesBuilder::for_type(&dict_type, n)?;
-            dc.decode_block(&buffers[2], n, &mut d)?;
-            PageValues::Dictionary { indices, dictionary: d.finish(&dict_type, None)? }
+            dc.decode_block(&buffers[2], n, &mut d)
+                .map_err(|e| e.context("dictionary"))?;
+            Some((bits as u32, d.finish(&dict_type, None)?))
         }
-        None => PageValues::Built(values),
+        None => None,
     };
-    Ok(DecodedPage { num_rows, layers, rep: rep.map(finish_levels), def: def.map(finish_levels), values })
+    let unit_rows = units.iter().map(|u| u.1).collect();
+    let plan = Plan {
+        layers,
+        values_codec,
+        rep_codec,
+        def_codec,
+        dictionary,
+        has_large_chunk: m.has_large_chunk,
+        num_buffers: m.num_buffers as usize,
+        chunks,
+        units: units.into_iter().map(|u| u.0).collect(),
+    };
+    Ok((plan, unit_rows))
+}
+
+impl Plan {
+    pub fn decode(
+        &self,
+        buffers: &[Bytes],
+        unit: usize,
+        num_rows: u64,
+        leaf_type: &DataType,
+    ) -> Result<DecodedPage> {
+        let range = self.units[unit].clone();
+        let chunks = &self.chunks[range.clone()];
+        let num_values: usize = chunks.iter().map(|c| c.values).sum();
+        let mut values = match &self.dictionary {
+            Some((bits, _)) => ValuesBuilder::Fixed(FixedBuilder::new(*bits, num_values)),
+            None => ValuesBuilder::for_type(leaf_type, num_values)?,
+        };
+        let mut rep = self.rep_codec.as_ref().map(|_| level_builder(num_values));
+        let mut def = self.def_codec.as_ref().map(|_| level_builder(num_values));
+        let mut bufs: Vec<&[u8]> = Vec::with_capacity(self.num_buffers);
+        for (c, chunk) in range.zip(chunks) {
+            let chunk_bytes = slice(&buffers[1], chunk.offset, chunk.size, "mini-block chunk")?;
+            self.decode_chunk(
+                chunk_bytes,
+                chunk.values,
+                &mut rep,
+                &mut def,
+                &mut values,
+                &mut bufs,
+            )
+            .map_err(|e| e.context(&format!("chunk {c}")))?;
+        }
+        let values = match &self.dictionary {
+            Some((_, dictionary)) => {
+                let ValuesBuilder::Fixed(indices) = values else {
+                    unreachable!("dictionary indices are fixed-width")
+                };
+                PageValues::Dictionary {
+                    indices,
+                    dictionary: dictionary.clone(),
+                }
+            }
+            None => PageValues::Built(values),
+        };
+        Ok(DecodedPage {
+            num_rows,
+            layers: self.layers.clone(),
+            rep: rep.map(finish_levels),
+            def: def.map(finish_levels),
+            values,
+        })
+    }
+
+    fn decode_chunk<'a>(
+        &self,
+        chunk: &'a [u8],
+        count: usize,
+        rep: &mut Option<ValuesBuilder>,
+        def: &mut Option<ValuesBuilder>,
+        values: &mut ValuesBuilder,
+        bufs: &mut Vec<&'a [u8]>,
+    ) -> Result<()> {
+        let what = "mini-block chunk header";
+        let num_levels = u16_at(chunk, 0, what)? as usize;
+        let mut h = 2;
+        let next_u16 = |h: &mut usize| -> Result<usize> {
+            *h += 2;
+            Ok(u16_at(chunk, *h - 2, what)? as usize)
+        };
+        let rep_size = if rep.is_some() { next_u16(&mut h)? } else { 0 };
+        let def_size = if def.is_some() { next_u16(&mut h)? } else { 0 };
+        let mut sizes = [0usize; 8];
+        if self.num_buffers > sizes.len() {
+            return Err(corrupt(format!(
+                "mini-block chunk with {} value buffers",
+                self.num_buffers
+            )));
+        }
+        for s in sizes.iter_mut().take(self.num_buffers) {
+            if self.has_large_chunk {
+                *s = u32_at(chunk, h, what)? as usize;
+                h += 4;
+            } else {
+                *s = u16_at(chunk, h, what)? as usize;
+                h += 2;
+            }
+        }
+        let mut p = pad8(h);
+        if let (Some(b), Some(codec)) = (rep.as_mut(), self.rep_codec.as_ref()) {
+            codec.decode_block(
+                slice(chunk, p, rep_size, "repetition levels")?,
+                num_levels,
+                b,
+            )?;
+            p += pad8(rep_size);
+        }
+        if let (Some(b), Some(codec)) = (def.as_mut(), self.def_codec.as_ref()) {
+            codec.decode_block(
+                slice(chunk, p, def_size, "definition levels")?,
+                num_levels,
+                b,
+            )?;
+            p += pad8(def_size);
+        }
+        bufs.clear();
+        for &s in &sizes[..self.num_buffers] {
+            bufs.push(slice(chunk, p, s, "mini-block value buffer")?);
+            p += pad8(s);
+        }
+        self.values_codec.decode_miniblock(bufs, count, values)
+    }
 }

@@ -41,7 +41,13 @@ impl Layer {
     }
 
     pub fn is_list(self) -> bool {
-        matches!(self, Layer::AllValidList | Layer::NullableList | Layer::EmptyableList | Layer::NullAndEmptyList)
+        matches!(
+            self,
+            Layer::AllValidList
+                | Layer::NullableList
+                | Layer::EmptyableList
+                | Layer::NullAndEmptyList
+        )
     }
 
     /// Definition levels this layer uses.
@@ -64,7 +70,11 @@ pub fn layers_from_proto(v: &[i32]) -> Result<Vec<Layer>> {
 /// The highest definition level that still has a value slot: levels used by the layers
 /// below the first list. Levels above it mark empty or null lists, which have no value.
 pub fn max_visible_def(layers: &[Layer]) -> u16 {
-    layers.iter().take_while(|l| !l.is_list()).map(|l| l.def_levels()).sum()
+    layers
+        .iter()
+        .take_while(|l| !l.is_list())
+        .map(|l| l.def_levels())
+        .sum()
 }
 
 /// The values of a page, before the leaf's validity is applied.
@@ -74,7 +84,10 @@ pub enum PageValues {
     /// Values that were already an Arrow array (zero-copy buffers).
     Array(ArrayRef),
     /// Dictionary indices (u8..u64 as decoded) and the page's dictionary.
-    Dictionary { indices: FixedBuilder, dictionary: ArrayRef },
+    Dictionary {
+        indices: FixedBuilder,
+        dictionary: ArrayRef,
+    },
     /// `n` values, all null.
     AllNull(usize),
 }
@@ -88,14 +101,144 @@ pub struct DecodedPage {
     pub values: PageValues,
 }
 
-/// Decode a page whose values are read as `leaf_type`.
-pub fn decode_page(layout: &PageLayout, buffers: &[Bytes], num_rows: u64, leaf_type: &DataType) -> Result<DecodedPage> {
-    match layout.layout.as_ref().ok_or_else(|| corrupt("page without a layout"))? {
-        PbLayout::MiniBlockLayout(m) => miniblock::decode(m, buffers, num_rows, leaf_type),
-        PbLayout::FullZipLayout(f) => fullzip::decode(f, buffers, num_rows, leaf_type),
-        PbLayout::ConstantLayout(c) => constant::decode(c, buffers, num_rows, leaf_type),
-        PbLayout::BlobLayout(b) => blob::decode(b, buffers, num_rows, leaf_type),
+/// How big the units a page is cut into should be.
+#[derive(Clone, Copy, Debug)]
+pub struct UnitSizing {
+    /// Aim for units of about this many rows...
+    pub target_rows: u64,
+    /// ...preferably ending where `page_start + rows` is a multiple of `align_rows` (the
+    /// batch size), so batches rarely straddle two units.
+    pub align_rows: u64,
+    pub page_start: u64,
+}
+
+impl UnitSizing {
+    /// One unit for the whole page.
+    pub fn whole() -> Self {
+        UnitSizing {
+            target_rows: u64::MAX,
+            align_rows: 1,
+            page_start: 0,
+        }
     }
+
+    /// Whether a unit of `rows` rows, ending at page row `end`, is big enough to cut.
+    pub fn should_cut(&self, rows: u64, end: u64) -> bool {
+        rows >= self.target_rows
+            && ((self.page_start + end) % self.align_rows.max(1) == 0
+                || rows >= 2 * self.target_rows)
+    }
+}
+
+enum PlanKind {
+    MiniBlock(miniblock::Plan),
+    FullZip(fullzip::Plan),
+    Constant(constant::Plan),
+    /// Decoded in one piece (blob pages).
+    Whole(PageLayout),
+}
+
+/// A page cut into units of rows that decode independently (groups of mini-block chunks,
+/// row ranges of full-zip and constant pages). Page-wide state (the dictionary, the FSST
+/// table, a constant's levels) is decoded once, here.
+pub struct PagePlan {
+    kind: PlanKind,
+    buffers: Vec<Bytes>,
+    leaf_type: DataType,
+    num_rows: u64,
+    unit_rows: Vec<u64>,
+}
+
+/// Plan the decoding of a page whose values are read as `leaf_type`.
+pub fn plan_page(
+    layout: &PageLayout,
+    buffers: Vec<Bytes>,
+    num_rows: u64,
+    leaf_type: &DataType,
+    sizing: &UnitSizing,
+) -> Result<PagePlan> {
+    let (kind, unit_rows) = match layout
+        .layout
+        .as_ref()
+        .ok_or_else(|| corrupt("page without a layout"))?
+    {
+        PbLayout::MiniBlockLayout(m) => {
+            let (p, units) = miniblock::plan(m, &buffers, num_rows, leaf_type, sizing)?;
+            (PlanKind::MiniBlock(p), units)
+        }
+        PbLayout::FullZipLayout(f) => {
+            let (p, units) = fullzip::plan(f, &buffers, num_rows, sizing)?;
+            (PlanKind::FullZip(p), units)
+        }
+        PbLayout::ConstantLayout(c) => {
+            let (p, units) = constant::plan(c, &buffers, num_rows, leaf_type, sizing)?;
+            (PlanKind::Constant(p), units)
+        }
+        PbLayout::BlobLayout(_) => (PlanKind::Whole(layout.clone()), vec![num_rows]),
+    };
+    if unit_rows.iter().sum::<u64>() != num_rows {
+        return Err(corrupt(format!(
+            "page units cover {} rows, the page has {num_rows}",
+            unit_rows.iter().sum::<u64>()
+        )));
+    }
+    Ok(PagePlan {
+        kind,
+        buffers,
+        leaf_type: leaf_type.clone(),
+        num_rows,
+        unit_rows,
+    })
+}
+
+impl PagePlan {
+    /// Rows of each unit, in order.
+    pub fn unit_rows(&self) -> &[u64] {
+        &self.unit_rows
+    }
+
+    pub fn num_rows(&self) -> u64 {
+        self.num_rows
+    }
+
+    /// Decode unit `i`: its levels and values.
+    pub fn decode_unit(&self, i: usize) -> Result<DecodedPage> {
+        let rows = *self
+            .unit_rows
+            .get(i)
+            .ok_or_else(|| corrupt(format!("page has no unit {i}")))?;
+        match &self.kind {
+            PlanKind::MiniBlock(p) => p.decode(&self.buffers, i, rows, &self.leaf_type),
+            PlanKind::FullZip(p) => p.decode(&self.buffers, i, rows, &self.leaf_type),
+            PlanKind::Constant(p) => p.decode(i, rows, &self.leaf_type),
+            PlanKind::Whole(layout) => match layout.layout.as_ref() {
+                Some(PbLayout::BlobLayout(b)) => {
+                    blob::decode(b, &self.buffers, rows, &self.leaf_type)
+                }
+                _ => Err(corrupt("internal: unexpected whole-page layout")),
+            },
+        }
+    }
+}
+
+/// Decode a whole page at once.
+pub fn decode_page(
+    layout: &PageLayout,
+    buffers: &[Bytes],
+    num_rows: u64,
+    leaf_type: &DataType,
+) -> Result<DecodedPage> {
+    let plan = plan_page(
+        layout,
+        buffers.to_vec(),
+        num_rows,
+        leaf_type,
+        &UnitSizing::whole(),
+    )?;
+    if plan.unit_rows.len() != 1 {
+        return Err(corrupt("internal: a whole-page plan has several units"));
+    }
+    plan.decode_unit(0)
 }
 
 impl PageValues {
@@ -118,7 +261,10 @@ impl PageValues {
             PageValues::Built(b) => b.finish(data_type, nulls),
             PageValues::Array(a) => with_nulls(a, nulls),
             PageValues::AllNull(n) => Ok(arrow_array::new_null_array(data_type, n)),
-            PageValues::Dictionary { indices, dictionary } => dictionary_values(indices, dictionary, data_type, nulls),
+            PageValues::Dictionary {
+                indices,
+                dictionary,
+            } => dictionary_values(indices, dictionary, data_type, nulls),
         }
     }
 }
@@ -129,7 +275,11 @@ pub fn with_nulls(a: ArrayRef, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
         return Ok(a);
     };
     if nulls.len() != a.len() {
-        return Err(corrupt(format!("{} validity bits for {} values", nulls.len(), a.len())));
+        return Err(corrupt(format!(
+            "{} validity bits for {} values",
+            nulls.len(),
+            a.len()
+        )));
     }
     let data = a.to_data().into_builder().nulls(Some(nulls)).build()?;
     Ok(arrow_array::make_array(data))
@@ -137,7 +287,12 @@ pub fn with_nulls(a: ArrayRef, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
 
 /// Look dictionary indices up: a dictionary array when the column is dictionary-typed,
 /// the plain values otherwise.
-fn dictionary_values(indices: FixedBuilder, dictionary: ArrayRef, data_type: &DataType, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+fn dictionary_values(
+    indices: FixedBuilder,
+    dictionary: ArrayRef,
+    data_type: &DataType,
+    nulls: Option<NullBuffer>,
+) -> Result<ArrayRef> {
     let n = indices.len;
     let index_type = match indices.bits {
         8 => DataType::UInt8,
@@ -148,7 +303,10 @@ fn dictionary_values(indices: FixedBuilder, dictionary: ArrayRef, data_type: &Da
     };
     let raw = ValuesBuilder::Fixed(indices).finish(&index_type, None)?;
     let idx = arrow_cast::cast(&raw, &DataType::UInt32)?;
-    let idx = idx.as_any().downcast_ref::<UInt32Array>().ok_or_else(|| corrupt("dictionary indices"))?;
+    let idx = idx
+        .as_any()
+        .downcast_ref::<UInt32Array>()
+        .ok_or_else(|| corrupt("dictionary indices"))?;
     let size = dictionary.len() as u32;
     // Null slots hold placeholders; point them at entry 0 so the lookup stays in bounds.
     let mut keys: Vec<u32> = idx.values().to_vec();
@@ -157,7 +315,9 @@ fn dictionary_values(indices: FixedBuilder, dictionary: ArrayRef, data_type: &Da
         if is_null {
             *k = 0;
         } else if *k >= size {
-            return Err(corrupt(format!("dictionary index {k} out of range for {size} entries")));
+            return Err(corrupt(format!(
+                "dictionary index {k} out of range for {size} entries"
+            )));
         }
     }
     let keys = UInt32Array::new(keys.into(), nulls.clone());
@@ -179,7 +339,10 @@ fn dictionary_values(indices: FixedBuilder, dictionary: ArrayRef, data_type: &Da
 /// The bit width of the values a codec produces (for dictionary indices).
 pub fn codec_value_bits(c: &Codec) -> Option<u64> {
     match c {
-        Codec::Flat { bits } | Codec::InlineBitpacking { bits } | Codec::Rle { bits } | Codec::ByteStreamSplit { bits } => Some(*bits),
+        Codec::Flat { bits }
+        | Codec::InlineBitpacking { bits }
+        | Codec::Rle { bits }
+        | Codec::ByteStreamSplit { bits } => Some(*bits),
         Codec::OutOfLineBitpacking { bits, .. } => Some(*bits),
         Codec::General { inner, .. } => codec_value_bits(inner),
         _ => None,

@@ -1,0 +1,72 @@
+"""Shared benchmark helpers: the reference dataset and measurements in child processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "data")
+
+SCHEMA = pa.schema([
+    pa.field("id", pa.int64()),
+    pa.field("value", pa.float64()),
+    pa.field("count", pa.int32()),
+    pa.field("name", pa.string()),
+    pa.field("category", pa.string()),
+    pa.field("vector", pa.list_(pa.float32(), 32)),
+])
+NUMERIC = ["id", "value", "count"]
+CATEGORIES = [f"category-{i:02d}" for i in range(24)]
+
+
+def batches(rows: int, batch_rows: int = 100_000, seed: int = 42):
+    """The benchmark rows, generated batch by batch so memory stays small."""
+    rng = np.random.default_rng(seed)
+    cats = np.array(CATEGORIES)
+    for start in range(0, rows, batch_rows):
+        n = min(batch_rows, rows - start)
+        ids = np.arange(start, start + n, dtype=np.int64)
+        names = [f"user_{i % 100_003:06d}" for i in ids]
+        yield pa.record_batch([
+            pa.array(ids),
+            pa.array(rng.normal(1000.0, 250.0, n)),
+            pa.array(rng.integers(0, 10_000, n, dtype=np.int32)),
+            pa.array(names),
+            pa.array(cats[rng.integers(0, len(cats), n)]),
+            pa.FixedSizeListArray.from_arrays(pa.array(rng.standard_normal(n * 32).astype(np.float32)), 32),
+        ], schema=SCHEMA)
+
+
+def reference_dataset(rows: int) -> str:
+    """The benchmark dataset written by pylance (1M rows per file), built once and reused."""
+    import lance
+
+    path = os.path.join(DATA, f"bench_{rows}.lance")
+    if not os.path.exists(os.path.join(path, "_versions")):
+        os.makedirs(DATA, exist_ok=True)
+        t0 = time.time()
+        reader = pa.RecordBatchReader.from_batches(SCHEMA, batches(rows))
+        lance.write_dataset(reader, path, max_rows_per_file=1_000_000, mode="overwrite")
+        print(f"built {path} with pylance in {time.time() - t0:.1f}s", flush=True)
+    return path
+
+
+def run_child(code: str) -> dict:
+    """Run a measurement in a fresh interpreter and return the JSON it prints last."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+CHILD_PRELUDE = """
+import json, resource, time, gc
+import pyarrow as pa
+def peak_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+"""

@@ -1,0 +1,65 @@
+"""Scan benchmark: lance_core vs pylance on the same pylance-written dataset, same run.
+
+Builds (once, cached in benches/data/) a dataset of int64, float64, int32, short strings,
+low-cardinality strings and 32-dim float32 vectors, 1M rows per file; then times a full
+streaming scan and a numeric-columns scan with each library, each in its own process so
+peak memory (max RSS above the process's baseline after imports) is measured separately.
+
+    python benches/scan_bench.py [--rows 4000000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import CHILD_PRELUDE, NUMERIC, reference_dataset, run_child  # noqa: E402
+
+SCAN = CHILD_PRELUDE + """
+import {module} as lib
+path, columns, repeat = {path!r}, {columns!r}, {repeat}
+ds = lib.dataset(path)
+gc.collect()
+base = peak_mb()
+times, rows, nbytes = [], 0, 0
+for _ in range(repeat):
+    t0 = time.perf_counter()
+    rows = nbytes = 0
+    for b in ds.to_batches(columns=columns):
+        rows += b.num_rows
+        nbytes += b.nbytes
+    times.append(time.perf_counter() - t0)
+print(json.dumps(dict(seconds=min(times), rows=rows, bytes=nbytes, peak_mb=peak_mb() - base)))
+"""
+
+
+def measure(module: str, path: str, columns, repeat: int) -> dict:
+    return run_child(SCAN.format(module=module, path=path, columns=columns, repeat=repeat))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=4_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    path = reference_dataset(args.rows)
+    print(f"dataset: {path} ({args.rows:,} rows), best of {args.repeat}, 2 cores" if os.cpu_count() == 2 else f"dataset: {path}")
+    print(f"{'scan':<16}{'library':<12}{'seconds':>9}{'Mrows/s':>10}{'MB/s':>9}{'peak MB':>9}")
+    results = {}
+    for label, cols in [("full", None), ("numeric", NUMERIC)]:
+        for module in ("lance_core", "lance"):
+            r = measure(module, path, cols, args.repeat)
+            results[(label, module)] = r
+            name = "pylance" if module == "lance" else module
+            print(f"{label:<16}{name:<12}{r['seconds']:>9.3f}{r['rows'] / r['seconds'] / 1e6:>10.2f}"
+                  f"{r['bytes'] / r['seconds'] / 1e6:>9.0f}{r['peak_mb']:>9.0f}", flush=True)
+        ours, ref = results[(label, "lance_core")], results[(label, "lance")]
+        assert ours["rows"] == ref["rows"], f"row counts differ: {ours['rows']} vs {ref['rows']}"
+        print(f"{label:<16}{'ratio':<12}throughput lance_core/pylance = {ref['seconds'] / ours['seconds']:.2f}x, "
+              f"peak memory lance_core/pylance = {ours['peak_mb'] / max(ref['peak_mb'], 1):.2f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
