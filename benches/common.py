@@ -58,6 +58,20 @@ def reference_dataset(rows: int) -> str:
     return path
 
 
+def parquet_file(rows: int) -> str:
+    """The same rows as a Parquet file (pyarrow defaults: snappy, dictionary), built once."""
+    import pyarrow.parquet as pq
+
+    path = os.path.join(DATA, f"bench_{rows}.parquet")
+    if not os.path.exists(path):
+        os.makedirs(DATA, exist_ok=True)
+        with pq.ParquetWriter(path + ".tmp", SCHEMA) as w:
+            for b in batches(rows):
+                w.write_batch(b, row_group_size=1_000_000)
+        os.rename(path + ".tmp", path)
+    return path
+
+
 def run_child(code: str) -> dict:
     """Run a measurement in a fresh interpreter and return the JSON it prints last."""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -65,8 +79,18 @@ def run_child(code: str) -> dict:
 
 
 CHILD_PRELUDE = """
-import json, resource, time, gc
+import json, time, gc
 import pyarrow as pa
+def _status_mb(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) / 1024
+def reset_peak():
+    # Peak RSS counts from now (Linux: writing 5 to clear_refs resets VmHWM); ru_maxrss
+    # would include the parent process's memory at fork.
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return _status_mb("VmRSS:")
 def peak_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return _status_mb("VmHWM:")
 """

@@ -1,0 +1,39 @@
+# Two commands do all the set-up on a fresh machine (Rust toolchain, Python 3.9+ and
+# Java 17 present):
+#
+#   make main    builds lance_core into .venv and runs the main job (a Spark pipeline on local Spark)
+#   make test    builds lance_core into .venv and runs every test (cargo test, then pytest)
+#
+# `make bench` runs the benchmarks in benches/.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+SOURCES := $(shell find rust python protos -type f -not -path '*/__pycache__/*' -not -name '*.so') Cargo.toml Cargo.lock pyproject.toml
+
+.PHONY: setup main test test-rust test-python bench clean
+
+setup: $(VENV)/.installed
+
+# pip builds the Rust extension (release profile) through maturin.
+$(VENV)/.installed: $(SOURCES)
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[tests]'
+	touch $@
+
+main: setup
+	$(PY) examples/main_job.py
+
+test: test-rust test-python
+
+test-rust:
+	cargo test -p lance-core --quiet
+
+test-python: setup
+	$(PY) -m pytest tests -q
+
+bench: setup
+	$(PY) benches/scan_bench.py
+
+clean:
+	rm -rf $(VENV) target benches/data
