@@ -207,3 +207,32 @@ def _set_reader_flags(path, flags):
     body = data[pos + 4:pos + 4 + length] + bytes([9 << 3]) + _varint(flags)
     out = data[:pos] + struct.pack("<I", len(body)) + body + data[-16:]
     open(path, "wb").write(out)
+
+
+def test_tombstoned_fields_are_skipped(tmp_uri):
+    """merge_insert rewriting a column leaves the old column in place, marked -2."""
+    n = 500
+    base = pa.table({"id": pa.array(range(n), pa.int64()), "a": pa.array([i * 1.0 for i in range(n)]),
+                     "b": pa.array([f"b{i}" for i in range(n)])})
+    lance.write_dataset(base, tmp_uri)
+    update = pa.table({"id": pa.array(range(0, n, 2), pa.int64()), "b": pa.array([f"new{i}" for i in range(0, n, 2)])})
+    ds = lance.dataset(tmp_uri)
+    (ds.merge_insert("id").when_matched_update_all().write_mode("rewrite_columns").execute(update))
+    ref = lance.dataset(tmp_uri)
+    fields = [f for frag in ref.get_fragments() for df in frag.metadata.files for f in df.fields]
+    if -2 not in fields:
+        pytest.skip("this pylance did not tombstone the rewritten column")
+    assert_same(lance_core.dataset(tmp_uri).to_table(), ref.to_table(), "tombstones")
+
+
+def test_tag_on_a_branch(tmp_uri):
+    lance.write_dataset(_table(100), tmp_uri)
+    ds = lance.dataset(tmp_uri)
+    branch = ds.create_branch("feature")
+    lance.write_dataset(_table(30, 100), branch, mode="append")
+    ds = lance.dataset(tmp_uri)
+    ds.tags.create("on_branch", ("feature", 2))
+    ours = lance_core.dataset(tmp_uri, version="on_branch")
+    assert ours.count_rows() == 130
+    assert_same(ours.to_table(), lance.dataset(tmp_uri, version="on_branch").to_table(), "branch tag")
+    assert lance_core.dataset(tmp_uri).count_rows() == 100

@@ -11,6 +11,9 @@ use crate::arrow::{PyArrowSchema, PyBatchIterator};
 use crate::errors::{guard, IntoPyResult};
 use crate::runtime::{block_on, runtime};
 
+/// (version, commit time in ns since the epoch, summary)
+type VersionRow = (u64, i64, HashMap<String, String>);
+
 #[pyclass(name = "_Dataset", module = "lance_core._lance_core", frozen)]
 pub struct PyDataset {
     inner: Arc<Dataset>,
@@ -115,7 +118,7 @@ impl PyDataset {
     }
 
     /// [(version, timestamp in ns since the epoch, summary metadata)]
-    fn versions(&self, py: Python<'_>) -> PyResult<Vec<(u64, i64, HashMap<String, String>)>> {
+    fn versions(&self, py: Python<'_>) -> PyResult<Vec<VersionRow>> {
         guard(|| {
             let v = block_on(py, self.inner.versions()).py()?;
             Ok(v.into_iter()

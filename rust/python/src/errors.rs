@@ -49,29 +49,9 @@ pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(panic) => {
-            let msg = panic
-                .downcast_ref::<String>()
-                .map(|s| s.as_str())
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("unknown panic")
-                .to_string();
-            Python::attach(|py| {
-                raise(
-                    py,
-                    "LanceError",
-                    format!("internal error in lance_core (please report): {msg}"),
-                )
-            })
-            .into_result()
+            let msg = lance_core::scan::cpu::panic_message(panic.as_ref());
+            let message = format!("internal error in lance_core (please report): {msg}");
+            Err(Python::attach(|py| raise(py, "LanceError", message)))
         }
-    }
-}
-
-trait IntoErrResult<T> {
-    fn into_result(self) -> PyResult<T>;
-}
-impl<T> IntoErrResult<T> for PyErr {
-    fn into_result(self) -> PyResult<T> {
-        Err(self)
     }
 }

@@ -35,6 +35,15 @@ pub fn u64_at(b: &[u8], at: usize, what: &str) -> Result<u64> {
     ))
 }
 
+/// An unsigned little-endian integer of `width` (0 to 8) bytes.
+pub fn uint_at(b: &[u8], at: usize, width: usize, what: &str) -> Result<u64> {
+    let raw = slice(b, at, width, what)?;
+    Ok(raw
+        .iter()
+        .enumerate()
+        .fold(0u64, |v, (i, x)| v | (*x as u64) << (8 * i)))
+}
+
 /// View `bytes` as a slice of `T` (little-endian). Borrowed when the bytes are aligned
 /// (the file format pads buffers so they normally are), copied otherwise.
 pub fn words<T: ArrowNativeType>(bytes: &[u8]) -> Cow<'_, [T]> {
@@ -59,7 +68,9 @@ pub fn words<T: ArrowNativeType>(bytes: &[u8]) -> Cow<'_, [T]> {
 /// Mutable view of a byte slice as `T`; the slice must be aligned (our own buffers are).
 pub fn words_mut<T: ArrowNativeType>(bytes: &mut [u8]) -> Result<&mut [T]> {
     let size = std::mem::size_of::<T>();
-    if bytes.as_ptr().align_offset(std::mem::align_of::<T>()) != 0 || bytes.len() % size != 0 {
+    if bytes.as_ptr().align_offset(std::mem::align_of::<T>()) != 0
+        || !bytes.len().is_multiple_of(size)
+    {
         return Err(corrupt("internal: output buffer is not aligned"));
     }
     // SAFETY: checked alignment and length; every bit pattern is a valid T.

@@ -187,8 +187,8 @@ fn decode_any<M: Message + Default>(bytes: &[u8], expected_url: &str, what: &str
 
 impl FileMetadata {
     /// Parse the metadata from `tail`, the last bytes of the file starting at file offset
-    /// `tail_start`. The tail must reach back to the start of the schema (global buffer 0)
-    /// and the column metadata; `required_tail_start` says how far that is.
+    /// `tail_start`; it must reach back to the schema (global buffer 0) and the column
+    /// metadata.
     pub fn parse(tail: &[u8], tail_start: u64, file_size: u64) -> Result<Self> {
         let footer = Footer::parse(tail, file_size)?;
         footer.check_version()?;
@@ -233,18 +233,6 @@ impl FileMetadata {
             footer,
         })
     }
-
-    /// The smallest file offset the metadata parse needs bytes from.
-    pub fn required_tail_start(footer: &Footer, gbo: Option<&[Range<u64>]>) -> u64 {
-        let mut start = footer
-            .column_meta_start
-            .min(footer.gbo_table_start)
-            .min(footer.cmo_table_start);
-        if let Some(g) = gbo.and_then(|g| g.first()) {
-            start = start.min(g.start);
-        }
-        start
-    }
 }
 
 fn parse_column(meta: ColumnMetadata, column: usize, file_size: u64) -> Result<ColumnInfo> {
@@ -262,9 +250,11 @@ fn parse_column(meta: ColumnMetadata, column: usize, file_size: u64) -> Result<C
         for (&o, &s) in page.buffer_offsets.iter().zip(&page.buffer_sizes) {
             match o.checked_add(s) {
                 Some(e) if e <= file_size => buffers.push(o..e),
-                _ => return Err(corrupt(format!(
+                _ => {
+                    return Err(corrupt(format!(
                     "{what}: buffer at {o} of {s} bytes lies outside the file ({file_size} bytes)"
-                ))),
+                )))
+                }
             }
         }
         let layout = match page.encoding.and_then(|e| e.location) {

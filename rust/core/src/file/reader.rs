@@ -39,23 +39,25 @@ impl FileReader {
             Err(Error::Corrupt { message, .. }) if message.starts_with("truncated") => {
                 // The manifest's size is stale or the file was cut: say which.
                 let actual = storage.head(&path).await?.size;
-                let msg = if actual != size {
+                let message = if actual != size {
                     format!("file is {actual} bytes but the manifest records {size}")
                 } else {
                     message
                 };
-                return Err(Error::corrupt(&name, msg));
+                return Err(Error::corrupt(&name, message));
             }
             other => other.map_err(|e| e.in_file(&name))?,
         };
-        return Ok(FileReader {
+        Ok(FileReader {
             storage: storage.clone(),
             path,
             name,
             metadata: Arc::new(metadata),
-        });
+        })
     }
 
+    /// Read the tail of the file, and more of it until the schema (global buffer 0) and
+    /// the column metadata are in the bytes read.
     async fn read_metadata(storage: &Storage, path: &Path, size: u64) -> Result<FileMetadata> {
         if size < FOOTER_LEN as u64 {
             return Err(crate::error::corrupt(format!(
@@ -66,46 +68,32 @@ impl FileReader {
         let mut tail = storage.get_range(path, start..size).await?;
         let footer = Footer::parse(&tail, size)?;
         footer.check_version()?;
-        // Where the schema (global buffer 0) and the column metadata begin.
-        let mut needed = FileMetadata::required_tail_start(&footer, None);
-        if needed >= start {
-            let gbo_at = (footer.gbo_table_start - start) as usize;
-            let gbo = offset_table(
-                &tail,
-                gbo_at,
-                footer.num_global_buffers.min(1) as usize,
-                size,
-                "global buffer",
-            )?;
-            needed = FileMetadata::required_tail_start(&footer, Some(&gbo));
-        }
-        if needed < start {
-            // Metadata larger than the first read: fetch the rest and stitch it on.
+        loop {
+            let mut needed = footer
+                .column_meta_start
+                .min(footer.cmo_table_start)
+                .min(footer.gbo_table_start);
+            if footer.gbo_table_start >= start {
+                let at = (footer.gbo_table_start - start) as usize;
+                let gbo = offset_table(
+                    &tail,
+                    at,
+                    footer.num_global_buffers.min(1) as usize,
+                    size,
+                    "global buffer",
+                )?;
+                needed = gbo.first().map_or(needed, |g| needed.min(g.start));
+            }
+            if needed >= start {
+                return FileMetadata::parse(&tail, start, size);
+            }
             let head = storage.get_range(path, needed..start).await?;
             let mut whole = Vec::with_capacity(head.len() + tail.len());
             whole.extend_from_slice(&head);
             whole.extend_from_slice(&tail);
             tail = Bytes::from(whole);
             start = needed;
-            let gbo_at = (footer.gbo_table_start - start) as usize;
-            let gbo = offset_table(
-                &tail,
-                gbo_at,
-                footer.num_global_buffers.min(1) as usize,
-                size,
-                "global buffer",
-            )?;
-            let needed_now = FileMetadata::required_tail_start(&footer, Some(&gbo));
-            if needed_now < start {
-                let head = storage.get_range(path, needed_now..start).await?;
-                let mut whole = Vec::with_capacity(head.len() + tail.len());
-                whole.extend_from_slice(&head);
-                whole.extend_from_slice(&tail);
-                tail = Bytes::from(whole);
-                start = needed_now;
-            }
         }
-        FileMetadata::parse(&tail, start, size)
     }
 
     /// The file's name as shown in errors.

@@ -6,7 +6,7 @@
 use arrow_buffer::ArrowNativeType;
 use fastlanes::BitPacking;
 
-use crate::encoding::bytes::{slice, words, words_mut};
+use crate::encoding::bytes::{slice, uint_at, words, words_mut};
 use crate::encoding::values::FixedBuilder;
 use crate::error::{corrupt, Result};
 
@@ -82,11 +82,7 @@ fn unpack_blocks(
 /// One block with its width in a leading `bits`-wide word; `n` (≤ 1024) values are kept.
 pub fn decode_inline(buf: &[u8], bits: u64, n: usize, out: &mut FixedBuilder) -> Result<()> {
     let word = (bits / 8) as usize;
-    let header = slice(buf, 0, word, "bit-packed block header")?;
-    let mut w = 0u64;
-    for (i, b) in header.iter().enumerate() {
-        w |= (*b as u64) << (8 * i);
-    }
+    let w = uint_at(buf, 0, word, "bit-packed block header")?;
     if w > bits {
         return Err(corrupt(format!(
             "bit-packed block claims width {w} for {bits}-bit values"

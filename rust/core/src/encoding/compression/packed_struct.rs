@@ -2,7 +2,7 @@
 //! fields the rows have one width (mini-block); with a variable-width field each field
 //! is either its fixed bytes or a length prefix and bytes (full-zip, one row per value).
 use super::{PackedField, PackedLayout};
-use crate::encoding::bytes::slice;
+use crate::encoding::bytes::{slice, uint_at};
 use crate::encoding::values::ValuesBuilder;
 use crate::error::{corrupt, Result};
 
@@ -69,11 +69,7 @@ pub fn decode_variable_row(
             }
             PackedLayout::Variable(bits) => {
                 let w = (bits / 8) as usize;
-                let raw = slice(row, at, w, "packed field length")?;
-                let mut n = 0u64;
-                for (i, b) in raw.iter().enumerate() {
-                    n |= (*b as u64) << (8 * i);
-                }
+                let n = uint_at(row, at, w, "packed field length")?;
                 at += w;
                 let bytes = slice(row, at, n as usize, "packed field value")?;
                 at += bytes.len();

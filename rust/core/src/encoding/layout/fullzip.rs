@@ -13,20 +13,11 @@ use arrow_schema::DataType;
 use bytes::Bytes;
 
 use super::{layers_from_proto, max_visible_def, DecodedPage, Layer, PageValues, UnitSizing};
-use crate::encoding::bytes::slice;
+use crate::encoding::bytes::{slice, uint_at};
 use crate::encoding::compression::Codec;
 use crate::encoding::values::ValuesBuilder;
 use crate::error::{corrupt, Result};
 use crate::proto::encodings21::{full_zip_layout::Details, FullZipLayout};
-
-fn read_le(b: &[u8], at: usize, width: usize, what: &str) -> Result<u64> {
-    let raw = slice(b, at, width, what)?;
-    let mut v = 0u64;
-    for (i, x) in raw.iter().enumerate() {
-        v |= (*x as u64) << (8 * i);
-    }
-    Ok(v)
-}
 
 pub struct Plan {
     layers: Vec<Layer>,
@@ -83,7 +74,7 @@ pub fn plan(
                 )));
             }
             let idx = idx.clone();
-            Box::new(move |r| Ok(read_le(&idx, r * width, width, "full-zip row index")? as usize))
+            Box::new(move |r| Ok(uint_at(&idx, r * width, width, "full-zip row index")? as usize))
         }
         (None, Details::BitsPerValue(bits)) if f.bits_rep == 0 => {
             let stride = cw_bytes + (bits / 8) as usize;
@@ -180,7 +171,7 @@ impl Plan {
         let mut values = ValuesBuilder::for_type(leaf_type, num_rows as usize)?;
         let mut pos = 0usize;
         while pos < data.len() {
-            let cw = read_le(&data, pos, self.cw_bytes, "full-zip control word")? as u32;
+            let cw = uint_at(&data, pos, self.cw_bytes, "full-zip control word")? as u32;
             pos += self.cw_bytes;
             let (r, d) = ((cw >> self.bits_def) as u16, (cw & def_mask) as u16);
             if let Some(v) = rep.as_mut() {
@@ -201,7 +192,7 @@ impl Plan {
                 Details::BitsPerOffset(bits) => {
                     if d == 0 {
                         let w = (bits / 8) as usize;
-                        let len = read_le(&data, pos, w, "full-zip value length")? as usize;
+                        let len = uint_at(&data, pos, w, "full-zip value length")? as usize;
                         let bytes = slice(&data, pos + w, len, "full-zip value")?;
                         pos += w + len;
                         self.codec.decode_value(bytes, &mut values)?;

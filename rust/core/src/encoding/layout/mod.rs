@@ -125,7 +125,7 @@ impl UnitSizing {
     /// Whether a unit of `rows` rows, ending at page row `end`, is big enough to cut.
     pub fn should_cut(&self, rows: u64, end: u64) -> bool {
         rows >= self.target_rows
-            && ((self.page_start + end) % self.align_rows.max(1) == 0
+            && ((self.page_start + end).is_multiple_of(self.align_rows.max(1))
                 || rows >= 2 * self.target_rows)
     }
 }
