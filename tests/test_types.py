@@ -169,3 +169,15 @@ def test_packed_struct(tmp_uri):
     schema = pa.schema([pa.field("p", st, metadata={"lance-encoding:packed": "true"})])
     lance.write_dataset(t.cast(schema), tmp_uri)
     assert_same(lance_core.dataset(tmp_uri).to_table(), lance.dataset(tmp_uri).to_table(), "packed")
+
+
+def test_nested_column_references(tmp_uri):
+    """Dotted names pick a field inside structs, as pylance does: a flat column named "s.x"
+    that is null wherever a struct on the way is null."""
+    t = pa.table(nested_columns(1000, with_map=False))
+    lance.write_dataset(t, tmp_uri)
+    ours, ref = lance_core.dataset(tmp_uri), lance.dataset(tmp_uri)
+    cols = ["struct.y", "struct_nonnull.z", "nested_struct.inner.v", "nested_struct.inner", "struct_list.l", "struct.x"]
+    assert_same(ours.to_table(columns=cols), ref.to_table(columns=cols), "nested references")
+    with pytest.raises(lance_core.InvalidInputError, match="has no field 'nope'"):
+        ours.to_table(columns=["struct.nope"])

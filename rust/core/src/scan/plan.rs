@@ -55,6 +55,14 @@ pub enum FieldPlan {
         entries: Box<FieldPlan>,
         leaves: Range<usize>,
     },
+    /// A field inside structs requested by its dotted name ("s.x"): the top-level struct
+    /// is read with only that branch, then the field is taken out of it.
+    Nested {
+        field: FieldRef,
+        top: Box<FieldPlan>,
+        /// Structs between the top level and the field.
+        depth: usize,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -90,7 +98,8 @@ impl FieldPlan {
             FieldPlan::Leaf { field, .. }
             | FieldPlan::Struct { field, .. }
             | FieldPlan::List { field, .. }
-            | FieldPlan::Map { field, .. } => field,
+            | FieldPlan::Map { field, .. }
+            | FieldPlan::Nested { field, .. } => field,
         }
     }
 
@@ -100,6 +109,7 @@ impl FieldPlan {
             FieldPlan::Struct { leaves, .. }
             | FieldPlan::List { leaves, .. }
             | FieldPlan::Map { leaves, .. } => leaves.clone(),
+            FieldPlan::Nested { top, .. } => top.leaves(),
         }
     }
 }
@@ -222,28 +232,101 @@ impl Planner {
     }
 }
 
+impl Planner {
+    /// Plan `names[0]` of struct `f`, keeping only the branch leading to `names[1..]`.
+    fn plan_branch(
+        &mut self,
+        f: &LanceField,
+        names: &[&str],
+        path: &[PathStep],
+    ) -> Result<FieldPlan> {
+        if names.is_empty() {
+            return self.plan(f, path);
+        }
+        if f.logical_type != "struct" || f.is_packed_struct() || f.is_blob_v2() {
+            return Err(Error::invalid(format!(
+                "'{}' is not a struct, so it has no field '{}'",
+                f.name, names[0]
+            )));
+        }
+        let child = f
+            .children
+            .iter()
+            .find(|c| c.name == names[0])
+            .ok_or_else(|| {
+                let known: Vec<&str> = f.children.iter().map(|c| c.name.as_str()).collect();
+                Error::invalid(format!(
+                    "struct '{}' has no field '{}' (fields are {})",
+                    f.name,
+                    names[0],
+                    known.join(", ")
+                ))
+            })?;
+        let start = self.leaves.len();
+        let mut p = path.to_vec();
+        p.push(PathStep::Struct(field_with(f, f.data_type()?)));
+        let child = self.plan_branch(child, &names[1..], &p)?;
+        let field = field_with(
+            f,
+            DataType::Struct(Fields::from(vec![child.field().clone()])),
+        );
+        Ok(FieldPlan::Struct {
+            field,
+            children: vec![child],
+            leaves: start..self.leaves.len(),
+        })
+    }
+}
+
+/// Find a column by name: a top-level field, or a dotted path into structs ("s.x").
+fn plan_column(planner: &mut Planner, schema: &LanceSchema, name: &str) -> Result<FieldPlan> {
+    if let Some(f) = schema.field(name) {
+        return planner.plan(f, &[]);
+    }
+    let parts: Vec<&str> = name.split('.').collect();
+    let top = (parts.len() > 1)
+        .then(|| schema.field(parts[0]))
+        .flatten()
+        .ok_or_else(|| {
+            let names: Vec<&str> = schema.fields.iter().map(|f| f.name.as_str()).collect();
+            Error::invalid(format!(
+                "no column named '{name}' (columns are {})",
+                names.join(", ")
+            ))
+        })?;
+    let top = planner.plan_branch(top, &parts[1..], &[])?;
+    let mut inner = &top;
+    for _ in 1..parts.len() {
+        let FieldPlan::Struct { children, .. } = inner else {
+            unreachable!("branches are structs")
+        };
+        inner = &children[0];
+    }
+    let inner = inner.field();
+    let field = Arc::new(
+        Field::new(name, inner.data_type().clone(), true).with_metadata(inner.metadata().clone()),
+    );
+    Ok(FieldPlan::Nested {
+        field,
+        top: Box::new(top),
+        depth: parts.len() - 1,
+    })
+}
+
 /// Plan a scan of `columns` (top-level names; all when None).
 pub fn plan_scan(schema: &LanceSchema, columns: Option<&[String]>) -> Result<ScanPlan> {
-    let selected: Vec<&LanceField> = match columns {
-        None => schema.fields.iter().collect(),
+    let mut planner = Planner { leaves: vec![] };
+    let fields = match columns {
+        None => schema
+            .fields
+            .iter()
+            .map(|f| planner.plan(f, &[]))
+            .collect::<Result<Vec<_>>>()?,
         Some(cols) => cols
             .iter()
-            .map(|c| {
-                schema.field(c).ok_or_else(|| {
-                    let names: Vec<&str> = schema.fields.iter().map(|f| f.name.as_str()).collect();
-                    Error::invalid(format!(
-                        "no column named '{c}' (columns are {})",
-                        names.join(", ")
-                    ))
-                })
-            })
-            .collect::<Result<_>>()?,
+            .map(|c| plan_column(&mut planner, schema, c))
+            .collect::<Result<Vec<_>>>()?,
     };
-    let mut planner = Planner { leaves: vec![] };
-    let fields = selected
-        .iter()
-        .map(|f| planner.plan(f, &[]))
-        .collect::<Result<Vec<_>>>()?;
     let schema = Arc::new(Schema::new_with_metadata(
         fields.iter().map(|f| f.field().clone()).collect::<Vec<_>>(),
         schema.metadata.clone(),
@@ -292,6 +375,17 @@ pub fn assemble(plan: &FieldPlan, arrays: Vec<(usize, ArrayRef)>, len: usize) ->
                 columns,
                 nulls,
             )?))
+        }
+        FieldPlan::Nested { top, depth, .. } => {
+            // Take the field out of its structs; a null struct makes it null.
+            let mut array = assemble(top, arrays, len)?;
+            for _ in 0..*depth {
+                let s = as_struct(&array)?;
+                let child = s.column(0).clone();
+                let nulls = arrow_buffer::NullBuffer::union(s.nulls(), child.nulls());
+                array = crate::encoding::layout::with_nulls(child, nulls)?;
+            }
+            Ok(array)
         }
         FieldPlan::List {
             field,
