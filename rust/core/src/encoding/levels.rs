@@ -304,3 +304,169 @@ pub fn unravel(page: DecodedPage, path: &[PathStep]) -> Result<ArrayRef> {
     }
     Ok(array)
 }
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int32Type;
+    use arrow_array::{Int32Array, ListArray};
+    use arrow_schema::Field;
+
+    use super::*;
+    use crate::encoding::layout::PageValues;
+
+    fn f(name: &str, dt: DataType) -> FieldRef {
+        Arc::new(Field::new(name, dt, true))
+    }
+
+    fn page(
+        layers: Vec<Layer>,
+        rep: Option<Vec<u16>>,
+        def: Option<Vec<u16>>,
+        values: Vec<i32>,
+        rows: u64,
+    ) -> DecodedPage {
+        DecodedPage {
+            num_rows: rows,
+            layers,
+            rep: rep.map(Into::into),
+            def: def.map(Into::into),
+            values: PageValues::Array(Arc::new(Int32Array::from(values))),
+        }
+    }
+
+    fn list_path(item: FieldRef) -> Vec<PathStep> {
+        vec![
+            PathStep::List {
+                field: f("l", DataType::List(item.clone())),
+                large: false,
+            },
+            PathStep::Leaf(item),
+        ]
+    }
+
+    #[test]
+    fn list_with_null_and_empty_lists() {
+        // [[1, 2], [], None, [3, None], [4]]
+        let p = page(
+            vec![Layer::NullableItem, Layer::NullAndEmptyList],
+            Some(vec![1, 0, 1, 1, 1, 0, 1]),
+            Some(vec![0, 0, 3, 2, 0, 1, 0]),
+            vec![1, 2, 3, 0, 4],
+            5,
+        );
+        let a = unravel(p, &list_path(f("item", DataType::Int32))).unwrap();
+        let l = a.as_any().downcast_ref::<ListArray>().unwrap();
+        assert_eq!(l.value_offsets(), &[0, 2, 2, 2, 4, 5]);
+        assert!(l.is_valid(1) && l.is_null(2));
+        let items = l.values().as_primitive::<Int32Type>();
+        assert_eq!(
+            items.iter().collect::<Vec<_>>(),
+            vec![Some(1), Some(2), Some(3), None, Some(4)]
+        );
+    }
+
+    #[test]
+    fn struct_around_a_list() {
+        // [{l: [1, 2]}, {l: None}, None, {l: []}, {l: [None]}]
+        let item = f("item", DataType::Int32);
+        let list = f("l", DataType::List(item.clone()));
+        let st = f("s", DataType::Struct(vec![list.clone()].into()));
+        let path = vec![
+            PathStep::Struct(st),
+            PathStep::List {
+                field: list,
+                large: false,
+            },
+            PathStep::Leaf(item),
+        ];
+        let p = page(
+            vec![
+                Layer::NullableItem,
+                Layer::NullAndEmptyList,
+                Layer::NullableItem,
+            ],
+            Some(vec![1, 0, 1, 1, 1, 1]),
+            Some(vec![0, 0, 2, 4, 3, 1]),
+            vec![1, 2, 0],
+            5,
+        );
+        let a = unravel(p, &path).unwrap();
+        let s = a.as_struct();
+        assert_eq!(
+            s.nulls().unwrap().iter().collect::<Vec<_>>(),
+            vec![true, true, false, true, true]
+        );
+        let l = s.column(0).as_list::<i32>();
+        assert_eq!(l.value_offsets(), &[0, 2, 2, 2, 2, 3]);
+        assert!(l.is_null(1) && l.is_null(2) && l.is_valid(3));
+        assert_eq!(
+            l.values()
+                .as_primitive::<Int32Type>()
+                .iter()
+                .collect::<Vec<_>>(),
+            vec![Some(1), Some(2), None]
+        );
+    }
+
+    #[test]
+    fn nested_lists() {
+        // [[[0, 1], [], [2]], [[3]], [], None, [[None], None]]
+        let item = f("item", DataType::Int32);
+        let inner = f("item", DataType::List(item.clone()));
+        let outer = f("ll", DataType::List(inner.clone()));
+        let path = vec![
+            PathStep::List {
+                field: outer,
+                large: false,
+            },
+            PathStep::List {
+                field: inner,
+                large: false,
+            },
+            PathStep::Leaf(item),
+        ];
+        let p = page(
+            vec![
+                Layer::NullableItem,
+                Layer::NullAndEmptyList,
+                Layer::NullAndEmptyList,
+            ],
+            Some(vec![2, 0, 1, 1, 2, 2, 2, 2, 1]),
+            Some(vec![0, 0, 3, 0, 0, 5, 4, 1, 2]),
+            vec![0, 1, 2, 3, 0],
+            5,
+        );
+        let a = unravel(p, &path).unwrap();
+        let outer = a.as_list::<i32>();
+        assert_eq!(outer.value_offsets(), &[0, 3, 4, 4, 4, 6]);
+        assert!(outer.is_null(3) && outer.is_valid(2));
+        let inner = outer.values().as_list::<i32>();
+        assert_eq!(inner.value_offsets(), &[0, 2, 2, 3, 4, 5, 5]);
+        assert!(inner.is_null(5) && inner.is_valid(1));
+    }
+
+    #[test]
+    fn mismatched_levels_are_errors() {
+        let p = page(
+            vec![Layer::NullableItem],
+            None,
+            Some(vec![0, 1]),
+            vec![1, 2, 3],
+            3,
+        );
+        assert!(unravel(p, &[PathStep::Leaf(f("x", DataType::Int32))])
+            .unwrap_err()
+            .to_string()
+            .contains("validity levels"));
+        // A page that starts in the middle of a list.
+        let p = page(
+            vec![Layer::AllValidItem, Layer::AllValidList],
+            Some(vec![0, 1]),
+            None,
+            vec![1, 2],
+            1,
+        );
+        assert!(unravel(p, &list_path(f("item", DataType::Int32))).is_err());
+    }
+}
