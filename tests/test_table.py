@@ -236,3 +236,13 @@ def test_tag_on_a_branch(tmp_uri):
     assert ours.count_rows() == 130
     assert_same(ours.to_table(), lance.dataset(tmp_uri, version="on_branch").to_table(), "branch tag")
     assert lance_core.dataset(tmp_uri).count_rows() == 100
+
+
+def test_scanner_count_rows(tmp_uri):
+    lance.write_dataset(_table(3000), tmp_uri, max_rows_per_file=1000)
+    lance.dataset(tmp_uri).delete("id % 3 = 0")
+    ours, ref = lance_core.dataset(tmp_uri), lance.dataset(tmp_uri)
+    assert ours.scanner().count_rows() == ref.count_rows() == 2000
+    assert ours.scanner(limit=10, offset=5).count_rows() == 10
+    frag = ours.get_fragments()[1]
+    assert ours.scanner(fragments=[frag]).count_rows() == frag.count_rows() == len(frag.to_table())

@@ -71,6 +71,13 @@ class LanceScanner:
         return pa.Table.from_batches([pa.record_batch(b) for b in it], schema=schema)
 
     def count_rows(self) -> int:
+        """Rows the scan returns; without a limit or offset no data page is read."""
+        a = self._args
+        if a["limit"] is None and a["offset"] is None:
+            ids = a["fragment_ids"]
+            if ids is None:
+                return self._dataset._ds.count_rows()
+            return sum(self._dataset._ds.count_rows(i) for i in ids)
         return sum(b.num_rows for b in self.to_batches())
 
 

@@ -169,11 +169,18 @@ impl PyDataset {
     /// One dict per fragment: id, physical_rows, num_deletions, files.
     fn fragments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         guard(|| {
+            let ds = self.inner.clone();
+            // Rows come from the manifest; older writers left them unset, then the data file tells.
+            let rows = block_on(py, async move {
+                let counts = ds.fragments().iter().map(|f| ds.physical_rows(f));
+                futures::future::try_join_all(counts).await
+            })
+            .py()?;
             let list = PyList::empty(py);
-            for f in self.inner.fragments() {
+            for (f, physical_rows) in self.inner.fragments().iter().zip(rows) {
                 let d = PyDict::new(py);
                 d.set_item("id", f.id)?;
-                d.set_item("physical_rows", f.physical_rows)?;
+                d.set_item("physical_rows", physical_rows)?;
                 d.set_item(
                     "num_deletions",
                     f.deletion_file

@@ -188,3 +188,65 @@ mod tests {
         assert_eq!(parse_manifest_name("foo.manifest"), None);
     }
 }
+
+#[cfg(test)]
+mod hint_tests {
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::storage::StorageOptions;
+
+    async fn store_with(versions: &[u64], hint: Option<&str>) -> Storage {
+        let uri = format!(
+            "memory://hints/{}",
+            versions
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join("-")
+                + hint.unwrap_or("none")
+        );
+        let s = Storage::open(&uri, &StorageOptions::new()).unwrap();
+        for v in versions {
+            s.put(
+                &s.path(&format!(
+                    "{VERSIONS_DIR}/{}",
+                    NamingScheme::V2.file_name(*v)
+                )),
+                Bytes::from_static(b"m"),
+            )
+            .await
+            .unwrap();
+        }
+        if let Some(h) = hint {
+            s.put(
+                &s.path(&format!("{VERSIONS_DIR}/{HINT_FILE}")),
+                Bytes::from(h.to_string()),
+            )
+            .await
+            .unwrap();
+        }
+        s
+    }
+
+    #[tokio::test]
+    async fn hint_is_followed_and_checked() {
+        // A stale hint: newer versions are found by probing upward.
+        let s = store_with(&[1, 2, 3], Some(r#"{"version":1}"#)).await;
+        assert_eq!(latest_from_hint(&s).await.unwrap().version, 3);
+        assert_eq!(latest_version(&s, true).await.unwrap().version, 3);
+        // A hint naming a missing version, garbage, or no hint: fall back to listing.
+        for hint in [Some(r#"{"version":99}"#), Some("garbage"), None] {
+            let s = store_with(&[1, 2], hint).await;
+            assert!(latest_from_hint(&s).await.is_none());
+            assert_eq!(latest_version(&s, true).await.unwrap().version, 2);
+        }
+    }
+
+    #[tokio::test]
+    async fn empty_directory_is_not_a_dataset() {
+        let s = store_with(&[], None).await;
+        let err = latest_version(&s, true).await.unwrap_err();
+        assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    }
+}
