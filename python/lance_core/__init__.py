@@ -7,6 +7,7 @@
 
 from ._lance_core import __version__
 from .dataset import LanceDataset, LanceFragment, LanceScanner, dataset
+from .write import write_dataset
 from .errors import (
     CorruptFileError,
     DatasetNotFoundError,
@@ -24,6 +25,7 @@ Scanner = LanceScanner
 __all__ = [
     "__version__",
     "dataset",
+    "write_dataset",
     "Dataset",
     "Fragment",
     "Scanner",

@@ -9,6 +9,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "file2.proto",
         "table.proto",
         "rowids.proto",
+        "transaction.proto",
         "encodings_v2_0.proto",
         "encodings_v2_1.proto",
     ];

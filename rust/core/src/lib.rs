@@ -14,6 +14,7 @@ pub use error::{Error, Result};
 pub mod encoding;
 pub mod scan;
 pub mod table;
+pub mod write;
 
 pub use dataset::{Dataset, VersionRef};
 pub use scan::{scan, Scan, ScanOptions};

@@ -38,6 +38,14 @@ fn version_ref(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<VersionRef>> {
     Ok(Some(VersionRef::Number(n as u64)))
 }
 
+impl From<Dataset> for PyDataset {
+    fn from(ds: Dataset) -> Self {
+        PyDataset {
+            inner: Arc::new(ds),
+        }
+    }
+}
+
 #[pymethods]
 impl PyDataset {
     #[staticmethod]

@@ -5,6 +5,7 @@ mod arrow;
 mod dataset;
 mod errors;
 mod runtime;
+mod write;
 
 use pyo3::prelude::*;
 
@@ -42,6 +43,7 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow::PyBatchIterator>()?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(_copy_tree, m)?)?;
+    m.add_function(wrap_pyfunction!(write::_write_dataset, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -6,6 +6,7 @@
 //! `values` holds the builders decoded values are appended to.
 pub mod bytes;
 pub mod compression;
+pub mod encode;
 pub mod layout;
 pub mod levels;
 pub mod values;

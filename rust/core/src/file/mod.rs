@@ -3,6 +3,7 @@
 //! schema; each column's metadata lists its pages and their buffers. This layer knows
 //! where bytes are, not what they mean (that is `encoding`).
 mod reader;
+mod writer;
 
 use std::ops::Range;
 
@@ -14,6 +15,7 @@ use crate::proto::file::v2::{encoding, ColumnMetadata};
 use crate::proto::file::FileDescriptor;
 
 pub use reader::{FileReader, PageData};
+pub use writer::FileWriter;
 
 pub const FOOTER_LEN: usize = 40;
 pub const MAGIC: &[u8; 4] = b"LANC";

@@ -169,6 +169,33 @@ impl Storage {
         Ok(())
     }
 
+    /// Write an object only if none exists there yet: the atomic step of a commit.
+    /// Returns false when another writer got there first.
+    pub async fn put_if_absent(&self, path: &Path, data: Bytes) -> Result<bool> {
+        let opts = object_store::PutOptions {
+            mode: object_store::PutMode::Create,
+            ..Default::default()
+        };
+        match self.store.put_opts(path, data.into(), opts).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::AlreadyExists { .. })
+            | Err(object_store::Error::Precondition { .. }) => Ok(false),
+            Err(e) => Err(self.map_err(path, e)),
+        }
+    }
+
+    /// A streaming writer for a large object (uploaded in parts, published when shut down).
+    pub fn writer(&self, path: &Path) -> object_store::buffered::BufWriter {
+        object_store::buffered::BufWriter::with_capacity(self.store.clone(), path.clone(), 8 << 20)
+    }
+
+    pub async fn delete(&self, path: &Path) -> Result<()> {
+        match self.store.delete(path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.map_err(path, e)),
+        }
+    }
+
     /// The path of `path` relative to the root.
     pub fn relative<'a>(&self, path: &'a Path) -> &'a str {
         path.as_ref()

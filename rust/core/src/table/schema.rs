@@ -449,3 +449,142 @@ mod tests {
             .contains("parent 7"));
     }
 }
+
+/// Building schemas from Arrow, for writing.
+impl LanceSchema {
+    /// The Lance schema of an Arrow schema, field ids assigned depth-first from `first_id`.
+    pub fn from_arrow(schema: &Schema, first_id: i32) -> Result<Self> {
+        let mut next = first_id;
+        let fields = schema
+            .fields()
+            .iter()
+            .map(|f| LanceField::from_arrow(f, &mut next))
+            .collect::<Result<_>>()?;
+        let metadata = schema
+            .metadata()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Ok(LanceSchema { fields, metadata })
+    }
+
+    /// The flattened field list of manifests and data files (depth-first, parents first).
+    pub fn to_proto(&self) -> Vec<PbField> {
+        fn walk(f: &LanceField, parent: i32, out: &mut Vec<PbField>) {
+            use crate::proto::file::field::Type;
+            use crate::proto::file::Encoding;
+            let (ty, encoding) = match f.logical_type.as_str() {
+                "struct" => (Type::Parent, None),
+                "list" | "list.struct" | "large_list" | "large_list.struct" | "map" => {
+                    (Type::Repeated, None)
+                }
+                "string" | "binary" | "large_string" | "large_binary" | "json" => {
+                    (Type::Leaf, Some(Encoding::VarBinary))
+                }
+                lt if lt.starts_with("dict:") => (Type::Leaf, Some(Encoding::Dictionary)),
+                _ => (Type::Leaf, Some(Encoding::Plain)),
+            };
+            out.push(PbField {
+                r#type: ty as i32,
+                name: f.name.clone(),
+                id: f.id,
+                parent_id: parent,
+                logical_type: f.logical_type.clone(),
+                nullable: f.nullable,
+                encoding: encoding.map_or(0, |e| e as i32),
+                dictionary: f.logical_type.starts_with("dict:").then(Default::default),
+                extension_name: f
+                    .extension()
+                    .filter(|e| *e != BLOB_V2)
+                    .unwrap_or_default()
+                    .to_string(),
+                metadata: f
+                    .metadata
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+                    .collect(),
+                ..Default::default()
+            });
+            for c in &f.children {
+                walk(c, f.id, out);
+            }
+        }
+        let mut out = Vec::new();
+        for f in &self.fields {
+            walk(f, -1, &mut out);
+        }
+        out
+    }
+
+    pub fn metadata_proto(&self) -> HashMap<String, Vec<u8>> {
+        self.metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+            .collect()
+    }
+
+    /// The largest field id in use (-1 when there is none).
+    pub fn max_field_id(&self) -> i32 {
+        self.field_ids().into_iter().max().unwrap_or(-1)
+    }
+}
+
+impl LanceField {
+    fn from_arrow(f: &Field, next: &mut i32) -> Result<Self> {
+        let id = *next;
+        *next += 1;
+        let ext = f.metadata().get(EXTENSION_NAME).map(|s| s.as_str());
+        let mut metadata: HashMap<String, String> = f
+            .metadata()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let (logical_type, children) = match (f.data_type(), ext) {
+            (DataType::Utf8 | DataType::LargeUtf8, Some("arrow.json")) => {
+                metadata.insert(EXTENSION_NAME.into(), JSON_LANCE.into());
+                ("json".to_string(), vec![])
+            }
+            (DataType::Struct(children), _) => (
+                "struct".to_string(),
+                children
+                    .iter()
+                    .map(|c| LanceField::from_arrow(c, next))
+                    .collect::<Result<_>>()?,
+            ),
+            (dt @ (DataType::List(item) | DataType::LargeList(item)), _) => (
+                logical_type_of(dt, None)?,
+                vec![LanceField::from_arrow(item, next)?],
+            ),
+            (DataType::Map(entries, sorted), _) => {
+                if *sorted {
+                    return Err(unsupported(format!(
+                        "field '{}': maps with sorted keys",
+                        f.name()
+                    )));
+                }
+                (
+                    "map".to_string(),
+                    vec![LanceField::from_arrow(entries, next)?],
+                )
+            }
+            (DataType::FixedSizeList(item, _), _)
+                if matches!(item.data_type(), DataType::Struct(_) | DataType::List(_)) =>
+            {
+                return Err(unsupported(format!(
+                    "field '{}': fixed-size lists of {}",
+                    f.name(),
+                    item.data_type()
+                )));
+            }
+            (dt, ext) => (logical_type_of(dt, ext)?, vec![]),
+        };
+        Ok(LanceField {
+            id,
+            name: f.name().clone(),
+            logical_type,
+            nullable: f.is_nullable(),
+            metadata,
+            children,
+        })
+    }
+}

@@ -186,3 +186,103 @@ mod tests {
         assert_eq!(&got[1024..], &[5, 6, 7]);
     }
 }
+
+/// Bits needed for the largest value of `values` (0 when all are 0).
+pub fn width_of<T: ArrowNativeType + Into<u64>>(values: &[T]) -> usize {
+    let or = values.iter().fold(0u64, |acc, v| acc | (*v).into());
+    64 - or.leading_zeros() as usize
+}
+
+/// Pack up to 1024 values (zero-padded to a block) at width `w`, appending the words.
+fn pack_block<T: BitPacking + ArrowNativeType>(values: &[T], w: usize, out: &mut Vec<u8>) {
+    if w == 0 {
+        return;
+    }
+    let mut block = [T::default(); BLOCK];
+    block[..values.len()].copy_from_slice(values);
+    let mut packed = vec![T::default(); BLOCK * w / (std::mem::size_of::<T>() * 8)];
+    // SAFETY: `packed` holds exactly 1024*w/T words and w <= T (callers compute w from
+    // the values, which fit in T).
+    unsafe { T::unchecked_pack(w, &block, &mut packed) };
+    for v in packed {
+        out.extend_from_slice(v.to_byte_slice_le());
+    }
+}
+
+/// Little-endian bytes of a native value.
+trait ToLe {
+    fn to_byte_slice_le(&self) -> &[u8];
+}
+impl<T: ArrowNativeType> ToLe for T {
+    fn to_byte_slice_le(&self) -> &[u8] {
+        // SAFETY: a plain integer viewed as its bytes; the format is little-endian, as are
+        // the targets this crate builds for.
+        unsafe {
+            std::slice::from_raw_parts(self as *const T as *const u8, std::mem::size_of::<T>())
+        }
+    }
+}
+
+/// Encode one mini-block chunk (≤ 1024 values): the width as a `T` word, then the block.
+pub fn encode_inline<T: BitPacking + ArrowNativeType + Into<u64>>(values: &[T], out: &mut Vec<u8>) {
+    let w = width_of(values);
+    let mut header = [0u8; 8];
+    header[0] = w as u8;
+    out.extend_from_slice(&header[..std::mem::size_of::<T>()]);
+    pack_block(values, w, out);
+}
+
+/// Size of `encode_inline` output for these values.
+pub fn inline_size<T: ArrowNativeType + Into<u64>>(values: &[T]) -> usize {
+    std::mem::size_of::<T>() + BLOCK * width_of(values) / 8
+}
+
+/// Encode `values` at width `w` without headers: full blocks, then the tail either packed
+/// (padded) or as plain values, whichever is smaller (the reader tells them apart by size).
+pub fn encode_out_of_line<T: BitPacking + ArrowNativeType>(
+    values: &[T],
+    w: usize,
+    out: &mut Vec<u8>,
+) {
+    let t_bits = std::mem::size_of::<T>() * 8;
+    let full = values.len() / BLOCK * BLOCK;
+    for block in values[..full].chunks(BLOCK) {
+        pack_block(block, w, out);
+    }
+    let tail = &values[full..];
+    if tail.is_empty() {
+        return;
+    }
+    if w * (BLOCK - tail.len()) < (t_bits - w) * tail.len() {
+        pack_block(tail, w, out);
+    } else {
+        for v in tail {
+            out.extend_from_slice(v.to_byte_slice_le());
+        }
+    }
+}
+
+#[cfg(test)]
+mod encode_tests {
+    use super::*;
+
+    #[test]
+    fn inline_and_out_of_line_round_trip() {
+        let values: Vec<u64> = (0..1000u64).map(|i| (i * 37) % 5000).collect();
+        let mut buf = Vec::new();
+        encode_inline(&values, &mut buf);
+        assert_eq!(buf.len(), inline_size(&values));
+        let mut out = FixedBuilder::new(64, 0);
+        decode_inline(&buf, 64, values.len(), &mut out).unwrap();
+        assert_eq!(out.data.typed_data::<u64>(), &values[..]);
+
+        for n in [1024usize, 1030, 2047, 5] {
+            let levels: Vec<u16> = (0..n).map(|i| (i % 3) as u16).collect();
+            let mut buf = Vec::new();
+            encode_out_of_line(&levels, 2, &mut buf);
+            let mut out = FixedBuilder::new(16, 0);
+            decode_out_of_line(&buf, 16, 2, n, &mut out).unwrap();
+            assert_eq!(out.data.typed_data::<u16>(), &levels[..], "{n} levels");
+        }
+    }
+}

@@ -69,3 +69,21 @@ mod tests {
         assert!(Scheme::Lz4.decompress(&l[..l.len() / 2]).is_err());
     }
 }
+
+impl Scheme {
+    /// Compress `data` into one unit of this scheme's framing.
+    pub fn compress(self, data: &[u8], level: Option<i32>) -> Vec<u8> {
+        match self {
+            Scheme::Zstd => {
+                let mut out = (data.len() as u64).to_le_bytes().to_vec();
+                // Compressing into memory cannot fail for valid levels; fall back to level 3.
+                let frame = zstd::bulk::compress(data, level.unwrap_or(3))
+                    .or_else(|_| zstd::bulk::compress(data, 3))
+                    .unwrap_or_default();
+                out.extend_from_slice(&frame);
+                out
+            }
+            Scheme::Lz4 => lz4_flex::block::compress_prepend_size(data),
+        }
+    }
+}

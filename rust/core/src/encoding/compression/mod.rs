@@ -5,7 +5,7 @@
 //! * mini-block: the value buffers of one chunk, a value count known from the chunk;
 //! * block: one opaque buffer and a count (repetition/definition levels, dictionaries);
 //! * per-value: the bytes of one value of a full-zip page.
-mod bitpacking;
+pub mod bitpacking;
 mod byte_stream_split;
 mod fixed_size_list;
 mod fsst;

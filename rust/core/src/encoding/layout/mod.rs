@@ -40,6 +40,17 @@ impl Layer {
         })
     }
 
+    pub fn to_proto(self) -> i32 {
+        (match self {
+            Layer::AllValidItem => RepDefLayer::RepdefAllValidItem,
+            Layer::NullableItem => RepDefLayer::RepdefNullableItem,
+            Layer::AllValidList => RepDefLayer::RepdefAllValidList,
+            Layer::NullableList => RepDefLayer::RepdefNullableList,
+            Layer::EmptyableList => RepDefLayer::RepdefEmptyableList,
+            Layer::NullAndEmptyList => RepDefLayer::RepdefNullAndEmptyList,
+        }) as i32
+    }
+
     pub fn is_list(self) -> bool {
         matches!(
             self,

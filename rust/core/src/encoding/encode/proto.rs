@@ -1,0 +1,75 @@
+//! Shorthands for the `CompressiveEncoding` messages the encoders write.
+use crate::encoding::compression::Scheme;
+use crate::proto::encodings21 as pb;
+use crate::proto::encodings21::compressive_encoding::Compression as C;
+
+fn wrap(c: C) -> pb::CompressiveEncoding {
+    pb::CompressiveEncoding {
+        compression: Some(c),
+    }
+}
+
+pub fn flat(bits: u64) -> pb::CompressiveEncoding {
+    wrap(C::Flat(pb::Flat {
+        bits_per_value: bits,
+        data: None,
+    }))
+}
+
+pub fn variable(offset_bits: u64) -> pb::CompressiveEncoding {
+    wrap(C::Variable(Box::new(pb::Variable {
+        offsets: Some(Box::new(flat(offset_bits))),
+        values: None,
+    })))
+}
+
+pub fn inline_bitpacking(bits: u64) -> pb::CompressiveEncoding {
+    wrap(C::InlineBitpacking(pb::InlineBitpacking {
+        uncompressed_bits_per_value: bits,
+        values: None,
+    }))
+}
+
+pub fn out_of_line_bitpacking(bits: u64, packed: u64) -> pb::CompressiveEncoding {
+    wrap(C::OutOfLineBitpacking(Box::new(pb::OutOfLineBitpacking {
+        uncompressed_bits_per_value: bits,
+        values: Some(Box::new(flat(packed))),
+    })))
+}
+
+pub fn fsst(table: Vec<u8>, inner: pb::CompressiveEncoding) -> pb::CompressiveEncoding {
+    wrap(C::Fsst(Box::new(pb::Fsst {
+        symbol_table: table,
+        values: Some(Box::new(inner)),
+    })))
+}
+
+pub fn fixed_size_list(
+    dim: u64,
+    has_validity: bool,
+    inner: pb::CompressiveEncoding,
+) -> pb::CompressiveEncoding {
+    wrap(C::FixedSizeList(Box::new(pb::FixedSizeList {
+        items_per_value: dim,
+        values: Some(Box::new(inner)),
+        has_validity,
+    })))
+}
+
+pub fn general(
+    scheme: Scheme,
+    level: Option<i32>,
+    inner: pb::CompressiveEncoding,
+) -> pb::CompressiveEncoding {
+    let scheme = match scheme {
+        Scheme::Zstd => pb::CompressionScheme::CompressionAlgorithmZstd,
+        Scheme::Lz4 => pb::CompressionScheme::CompressionAlgorithmLz4,
+    };
+    wrap(C::General(Box::new(pb::General {
+        compression: Some(pb::BufferCompression {
+            scheme: scheme as i32,
+            level,
+        }),
+        values: Some(Box::new(inner)),
+    })))
+}

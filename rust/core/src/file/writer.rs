@@ -1,0 +1,160 @@
+//! Writing a Lance v2 data file: page buffers (each padded to 64 bytes), then the schema
+//! as global buffer 0, the column metadata, the two offset tables and the footer.
+use bytes::Bytes;
+use object_store::path::Path;
+use prost::Message;
+use tokio::io::AsyncWriteExt;
+
+use super::{FileVersion, FOOTER_LEN, MAGIC};
+use crate::encoding::encode::EncodedPage;
+use crate::error::{Error, Result};
+use crate::proto::encodings20::{column_encoding, ColumnEncoding};
+use crate::proto::file::v2::{
+    column_metadata::Page, encoding, ColumnMetadata, DirectEncoding, Encoding,
+};
+use crate::proto::file::{FileDescriptor, Schema as PbSchema};
+use crate::storage::Storage;
+
+const ALIGN: u64 = 64;
+const PAD: u8 = 0x48;
+
+fn any(type_url: &str, value: Vec<u8>) -> Encoding {
+    let any = prost_types::Any {
+        type_url: type_url.into(),
+        value,
+    };
+    Encoding {
+        location: Some(encoding::Location::Direct(DirectEncoding {
+            encoding: any.encode_to_vec(),
+        })),
+    }
+}
+
+pub struct FileWriter {
+    writer: object_store::buffered::BufWriter,
+    name: String,
+    position: u64,
+    version: FileVersion,
+    columns: Vec<ColumnMetadata>,
+    /// Rows written so far per column (the next page's first row).
+    column_rows: Vec<u64>,
+}
+
+impl FileWriter {
+    pub fn create(
+        storage: &Storage,
+        path: &Path,
+        version: FileVersion,
+        num_columns: usize,
+    ) -> Self {
+        let column_encoding = ColumnEncoding {
+            column_encoding: Some(column_encoding::ColumnEncoding::Values(())),
+        };
+        let column = ColumnMetadata {
+            encoding: Some(any(
+                "/lance.encodings.ColumnEncoding",
+                column_encoding.encode_to_vec(),
+            )),
+            ..Default::default()
+        };
+        FileWriter {
+            writer: storage.writer(path),
+            name: storage.display(path),
+            position: 0,
+            version,
+            columns: vec![column; num_columns],
+            column_rows: vec![0; num_columns],
+        }
+    }
+
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    async fn write(&mut self, data: Bytes) -> Result<()> {
+        self.position += data.len() as u64;
+        self.writer
+            .put(data)
+            .await
+            .map_err(|e| Error::io(&self.name, e))
+    }
+
+    async fn write_aligned(&mut self, data: Vec<u8>) -> Result<u64> {
+        let at = self.position;
+        let pad = ((ALIGN - data.len() as u64 % ALIGN) % ALIGN) as usize;
+        let mut data = data;
+        data.resize(data.len() + pad, PAD);
+        self.write(Bytes::from(data)).await?;
+        Ok(at)
+    }
+
+    /// Append a page to `column`.
+    pub async fn write_page(&mut self, column: usize, page: EncodedPage) -> Result<()> {
+        let mut offsets = Vec::with_capacity(page.buffers.len());
+        let mut sizes = Vec::with_capacity(page.buffers.len());
+        for b in page.buffers {
+            sizes.push(b.len() as u64);
+            offsets.push(self.write_aligned(b).await?);
+        }
+        let priority = self.column_rows[column];
+        self.column_rows[column] += page.num_rows;
+        self.columns[column].pages.push(Page {
+            buffer_offsets: offsets,
+            buffer_sizes: sizes,
+            length: page.num_rows,
+            encoding: Some(any(
+                "/lance.encodings21.PageLayout",
+                page.layout.encode_to_vec(),
+            )),
+            priority,
+        });
+        Ok(())
+    }
+
+    /// Write the metadata and footer and publish the file; returns its size.
+    pub async fn finish(mut self, schema: PbSchema, num_rows: u64) -> Result<u64> {
+        let descriptor = FileDescriptor {
+            schema: Some(schema),
+            length: num_rows,
+        }
+        .encode_to_vec();
+        let schema_at = self.position;
+        let schema_len = descriptor.len() as u64;
+        self.write(Bytes::from(descriptor)).await?;
+        let column_meta_start = self.position;
+        let mut table = Vec::with_capacity(self.columns.len() * 16);
+        for c in std::mem::take(&mut self.columns) {
+            let bytes = c.encode_to_vec();
+            table.extend_from_slice(&self.position.to_le_bytes());
+            table.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            self.write(Bytes::from(bytes)).await?;
+        }
+        let num_columns = table.len() / 16;
+        let cmo_table_start = self.position;
+        self.write(Bytes::from(table)).await?;
+        let gbo_table_start = self.position;
+        let mut gbo = schema_at.to_le_bytes().to_vec();
+        gbo.extend_from_slice(&schema_len.to_le_bytes());
+        self.write(Bytes::from(gbo)).await?;
+        let mut footer = Vec::with_capacity(FOOTER_LEN);
+        for v in [column_meta_start, cmo_table_start, gbo_table_start] {
+            footer.extend_from_slice(&v.to_le_bytes());
+        }
+        footer.extend_from_slice(&1u32.to_le_bytes());
+        footer.extend_from_slice(&(num_columns as u32).to_le_bytes());
+        footer.extend_from_slice(&self.version.major.to_le_bytes());
+        footer.extend_from_slice(&self.version.minor.to_le_bytes());
+        footer.extend_from_slice(MAGIC);
+        self.write(Bytes::from(footer)).await?;
+        self.writer
+            .shutdown()
+            .await
+            .map_err(|e| Error::io(&self.name, e))?;
+        Ok(self.position)
+    }
+
+    /// Give up on the file (nothing is published).
+    pub async fn abort(mut self) {
+        let _ = self.writer.abort().await;
+    }
+}

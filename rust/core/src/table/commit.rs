@@ -1,0 +1,427 @@
+//! Committing a new version: write the transaction, then build the next manifest on top
+//! of the latest one and create its file only if no other writer created it first. When
+//! another writer won, check what it did against this transaction (see `conflicts`),
+//! rebase on the new latest version and try again.
+use std::collections::HashSet;
+use std::time::Duration;
+
+use bytes::Bytes;
+use prost::Message;
+
+use super::features::{unknown_reader_flags, DELETION_FILES, STABLE_ROW_IDS};
+use super::manifest::decode_manifest;
+use super::schema::LanceSchema;
+use super::versions::{latest_version, NamingScheme, VERSIONS_DIR};
+use crate::error::{Error, Result};
+use crate::proto::table::transaction::{self as txn, Operation as PbOp};
+use crate::proto::table::{
+    data_fragment::RowIdSequence as RowIdSeq, manifest, u64_segment, DataFragment, Manifest,
+    RowIdSequence, Transaction, U64Segment,
+};
+use crate::storage::Storage;
+
+/// Attempts before giving up when other writers keep committing first.
+const MAX_ATTEMPTS: usize = 40;
+
+/// What a commit changes.
+#[derive(Clone, Debug)]
+pub enum Operation {
+    /// New fragments (ids are assigned at commit).
+    Append { fragments: Vec<DataFragment> },
+    /// Replace every fragment, and the schema.
+    Overwrite {
+        fragments: Vec<DataFragment>,
+        schema: LanceSchema,
+        data_format: String,
+        stable_row_ids: bool,
+    },
+    /// Fragments with new deletion files, and fragments deleted entirely.
+    Delete {
+        updated: Vec<DataFragment>,
+        deleted_ids: Vec<u64>,
+        predicate: String,
+    },
+}
+
+impl Operation {
+    fn to_proto(&self) -> PbOp {
+        match self {
+            Operation::Append { fragments } => PbOp::Append(txn::Append {
+                fragments: fragments.clone(),
+            }),
+            Operation::Overwrite {
+                fragments, schema, ..
+            } => PbOp::Overwrite(txn::Overwrite {
+                fragments: fragments.clone(),
+                schema: schema.to_proto(),
+                schema_metadata: schema.metadata_proto(),
+                ..Default::default()
+            }),
+            Operation::Delete {
+                updated,
+                deleted_ids,
+                predicate,
+            } => PbOp::Delete(txn::Delete {
+                updated_fragments: updated.clone(),
+                deleted_fragment_ids: deleted_ids.clone(),
+                predicate: predicate.clone(),
+            }),
+        }
+    }
+
+    /// Fragments this operation changes in place.
+    fn touched(&self) -> HashSet<u64> {
+        match self {
+            Operation::Delete {
+                updated,
+                deleted_ids,
+                ..
+            } => updated
+                .iter()
+                .map(|f| f.id)
+                .chain(deleted_ids.iter().copied())
+                .collect(),
+            _ => HashSet::new(),
+        }
+    }
+}
+
+fn op_name(op: &PbOp) -> &'static str {
+    match op {
+        PbOp::Append(_) => "append",
+        PbOp::Delete(_) => "delete",
+        PbOp::Overwrite(_) => "overwrite",
+        PbOp::CreateIndex(_) => "create index",
+        PbOp::Rewrite(_) => "rewrite (compaction)",
+        PbOp::Merge(_) => "merge (add columns)",
+        PbOp::Restore(_) => "restore",
+        PbOp::ReserveFragments(_) => "reserve fragments",
+        PbOp::Update(_) => "update",
+        PbOp::Project(_) => "project (drop columns)",
+        PbOp::UpdateConfig(_) => "update config",
+        PbOp::DataReplacement(_) => "data replacement",
+        PbOp::UpdateMemWalState(_) => "update mem wal state",
+        PbOp::Clone(_) => "clone",
+        PbOp::UpdateBases(_) => "update bases",
+    }
+}
+
+/// Fragments another committed operation changed in place or removed.
+fn touched_by(op: &PbOp) -> Option<HashSet<u64>> {
+    Some(match op {
+        PbOp::Delete(d) => d
+            .updated_fragments
+            .iter()
+            .map(|f| f.id)
+            .chain(d.deleted_fragment_ids.iter().copied())
+            .collect(),
+        PbOp::Update(u) => u
+            .updated_fragments
+            .iter()
+            .map(|f| f.id)
+            .chain(u.removed_fragment_ids.iter().copied())
+            .collect(),
+        PbOp::Rewrite(r) => r
+            .old_fragments
+            .iter()
+            .chain(r.groups.iter().flat_map(|g| g.old_fragments.iter()))
+            .map(|f| f.id)
+            .collect(),
+        PbOp::DataReplacement(d) => d.replacements.iter().map(|r| r.fragment_id).collect(),
+        _ => return None,
+    })
+}
+
+/// Why `ours` cannot be applied after `theirs` (committed since our read version), or None.
+/// Appends only clash with operations that replace the table; deletes also with changes
+/// to the same fragments (deletes on other fragments rebase fine).
+fn conflicts(ours: &Operation, theirs: Option<&PbOp>) -> Option<String> {
+    let Some(theirs) = theirs else {
+        return Some("a concurrent commit left no transaction to check against".into());
+    };
+    let replaces_table = matches!(
+        theirs,
+        PbOp::Overwrite(_) | PbOp::Restore(_) | PbOp::UpdateMemWalState(_)
+    );
+    match ours {
+        Operation::Append { .. } => {
+            replaces_table.then(|| format!("a concurrent {} replaced the table", op_name(theirs)))
+        }
+        Operation::Overwrite { .. } => {
+            matches!(theirs, PbOp::Overwrite(_) | PbOp::UpdateMemWalState(_))
+                .then(|| format!("a concurrent {} committed first", op_name(theirs)))
+        }
+        Operation::Delete { .. } => {
+            if replaces_table || matches!(theirs, PbOp::Merge(_)) {
+                return Some(format!(
+                    "a concurrent {} changed the table",
+                    op_name(theirs)
+                ));
+            }
+            let mine = ours.touched();
+            match touched_by(theirs) {
+                Some(t) if !t.is_disjoint(&mine) => Some(format!(
+                    "a concurrent {} changed the same fragments",
+                    op_name(theirs)
+                )),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// The transaction of a committed version: inline in its manifest file, or its own file.
+async fn read_transaction(storage: &Storage, bytes: &Bytes, m: &Manifest) -> Option<Transaction> {
+    if let Some(pos) = m.transaction_position.or(m.transaction_section) {
+        let pos = pos as usize;
+        let len = u32::from_le_bytes(bytes.get(pos..pos + 4)?.try_into().ok()?) as usize;
+        return Transaction::decode(bytes.get(pos + 4..pos + 4 + len)?).ok();
+    }
+    if m.transaction_file.is_empty() {
+        return None;
+    }
+    let data = storage
+        .get(&storage.path(&format!("_transactions/{}", m.transaction_file)))
+        .await
+        .ok()?;
+    Transaction::decode(&data[..]).ok()
+}
+
+/// Options of a commit.
+#[derive(Clone, Debug)]
+pub struct CommitOptions {
+    /// The version the operation was prepared against (None: a new dataset).
+    pub read_version: Option<u64>,
+    pub writer_library: String,
+    pub writer_version: String,
+}
+
+/// Commit `op`; returns the new version.
+pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> Result<u64> {
+    let uuid = uuid::Uuid::new_v4().hyphenated().to_string();
+    let read_version = opts.read_version.unwrap_or(0);
+    let transaction = Transaction {
+        read_version,
+        uuid: uuid.clone(),
+        operation: Some(op.to_proto()),
+        ..Default::default()
+    };
+    let txn_bytes = transaction.encode_to_vec();
+    let txn_name = format!("{read_version}-{uuid}.txn");
+    storage
+        .put(
+            &storage.path(&format!("_transactions/{txn_name}")),
+            Bytes::from(txn_bytes.clone()),
+        )
+        .await?;
+
+    let mut checked = read_version;
+    for attempt in 0..MAX_ATTEMPTS {
+        // The latest version, and what happened since we last looked.
+        let latest = match latest_version(storage, false).await {
+            Ok(loc) => Some(loc),
+            Err(Error::NotFound { .. }) => None,
+            Err(e) => return Err(e),
+        };
+        let (base, base_bytes, scheme) = match &latest {
+            Some(loc) => {
+                let bytes = storage.get(&loc.path).await?;
+                let m = decode_manifest(&bytes, &storage.display(&loc.path))?;
+                (Some(m), bytes, loc.scheme)
+            }
+            None => (None, Bytes::new(), NamingScheme::V2),
+        };
+        if let Some(b) = &base {
+            if opts.read_version.is_none() && !matches!(op, Operation::Overwrite { .. }) {
+                return Err(Error::invalid(format!(
+                    "{}: a dataset already exists here",
+                    storage.uri()
+                )));
+            }
+            let unknown = unknown_reader_flags(b.writer_feature_flags);
+            if unknown != 0 {
+                return Err(Error::unsupported(storage.uri(), format!("dataset needs writer features this writer does not know (flags {unknown:#x})")));
+            }
+            for v in checked + 1..=b.version {
+                let loc = super::versions::locate_version(storage, v).await?;
+                let bytes = storage.get(&loc.path).await?;
+                let m = decode_manifest(&bytes, &storage.display(&loc.path))?;
+                let theirs = read_transaction(storage, &bytes, &m).await;
+                if let Some(why) =
+                    conflicts(&op, theirs.as_ref().and_then(|t| t.operation.as_ref()))
+                {
+                    return Err(Error::invalid(format!(
+                        "{}: commit conflict at version {v}: {why}; re-read the dataset and try again",
+                        storage.uri()
+                    )));
+                }
+            }
+            checked = b.version;
+        }
+        let version = base.as_ref().map_or(1, |b| b.version + 1);
+        let file = manifest_file(
+            storage,
+            base.as_ref(),
+            &base_bytes,
+            &op,
+            version,
+            &txn_name,
+            &txn_bytes,
+            opts,
+        )?;
+        let path = storage.path(&format!("{VERSIONS_DIR}/{}", scheme.file_name(version)));
+        if storage.put_if_absent(&path, file).await? {
+            return Ok(version);
+        }
+        // Another writer took this version: back off a little, then rebase.
+        let jitter = (uuid.as_bytes()[attempt % uuid.len()] as u64 % 20) + 5 * attempt as u64;
+        tokio::time::sleep(Duration::from_millis(jitter)).await;
+    }
+    Err(Error::io(
+        storage.uri(),
+        format!(
+            "gave up committing after {MAX_ATTEMPTS} attempts: other writers kept committing first"
+        ),
+    ))
+}
+
+/// The next manifest file: [index section] [transaction] [manifest] [footer].
+#[allow(clippy::too_many_arguments)]
+fn manifest_file(
+    storage: &Storage,
+    base: Option<&Manifest>,
+    base_bytes: &Bytes,
+    op: &Operation,
+    version: u64,
+    txn_name: &str,
+    txn_bytes: &[u8],
+    opts: &CommitOptions,
+) -> Result<Bytes> {
+    let mut m = base.cloned().unwrap_or_default();
+    m.version = version;
+    m.writer_version = Some(manifest::WriterVersion {
+        library: opts.writer_library.clone(),
+        version: opts.writer_version.clone(),
+        ..Default::default()
+    });
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    m.timestamp = Some(prost_types::Timestamp {
+        seconds: now.as_secs() as i64,
+        nanos: now.subsec_nanos() as i32,
+    });
+    m.tag.clear();
+    m.transaction_file = txn_name.to_string();
+    m.transaction_section = None;
+    let mut next_id = m.max_fragment_id.map_or(0, |id| id as u64 + 1);
+    let stable = |m: &Manifest| m.reader_feature_flags & STABLE_ROW_IDS != 0;
+    let mut assign = |m: &mut Manifest, fragments: &[DataFragment]| {
+        for f in fragments {
+            let mut f = f.clone();
+            f.id = next_id;
+            next_id += 1;
+            if stable(m) {
+                let seq = RowIdSequence {
+                    segments: vec![U64Segment {
+                        segment: Some(u64_segment::Segment::Range(u64_segment::Range {
+                            start: m.next_row_id,
+                            end: m.next_row_id + f.physical_rows,
+                        })),
+                    }],
+                };
+                m.next_row_id += f.physical_rows;
+                f.row_id_sequence = Some(RowIdSeq::InlineRowIds(seq.encode_to_vec()));
+            }
+            m.fragments.push(f);
+        }
+    };
+    let mut keep_indices = true;
+    match op {
+        Operation::Append { fragments } => assign(&mut m, fragments),
+        Operation::Overwrite {
+            fragments,
+            schema,
+            data_format,
+            stable_row_ids,
+        } => {
+            m.fragments.clear();
+            m.fields = schema.to_proto();
+            m.schema_metadata = schema.metadata_proto();
+            m.data_format = Some(manifest::DataStorageFormat {
+                file_format: "lance".into(),
+                version: data_format.clone(),
+            });
+            if *stable_row_ids {
+                m.reader_feature_flags |= STABLE_ROW_IDS;
+                m.writer_feature_flags |= STABLE_ROW_IDS;
+            } else {
+                m.reader_feature_flags &= !STABLE_ROW_IDS;
+                m.writer_feature_flags &= !STABLE_ROW_IDS;
+            }
+            keep_indices = false;
+            assign(&mut m, fragments);
+        }
+        Operation::Delete {
+            updated,
+            deleted_ids,
+            ..
+        } => {
+            for f in updated {
+                let slot = m
+                    .fragments
+                    .iter_mut()
+                    .find(|x| x.id == f.id)
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "{}: fragment {} no longer exists; re-read the dataset and try again",
+                            storage.uri(),
+                            f.id
+                        ))
+                    })?;
+                *slot = f.clone();
+            }
+            m.fragments.retain(|f| !deleted_ids.contains(&f.id));
+        }
+    }
+    m.max_fragment_id = if next_id > 0 {
+        Some((next_id - 1) as u32)
+    } else {
+        m.max_fragment_id
+    };
+    let has_deletions = m.fragments.iter().any(|f| f.deletion_file.is_some());
+    for flags in [&mut m.reader_feature_flags, &mut m.writer_feature_flags] {
+        *flags = (*flags & !DELETION_FILES) | if has_deletions { DELETION_FILES } else { 0 };
+    }
+
+    let mut out = Vec::with_capacity(txn_bytes.len() + 4096);
+    // Indices stay valid across appends and deletes: carry the section over.
+    m.index_section = match (keep_indices, base.and_then(|b| b.index_section)) {
+        (true, Some(pos)) => {
+            let pos = pos as usize;
+            let len = base_bytes
+                .get(pos..pos + 4)
+                .map(|b| u32::from_le_bytes(b.try_into().unwrap()) as usize);
+            match len.and_then(|len| base_bytes.get(pos..pos + 4 + len)) {
+                Some(section) => {
+                    out.extend_from_slice(section);
+                    Some(0)
+                }
+                None => None,
+            }
+        }
+        _ => None,
+    };
+    m.transaction_position = Some(out.len() as u64);
+    out.extend_from_slice(&(txn_bytes.len() as u32).to_le_bytes());
+    out.extend_from_slice(txn_bytes);
+    let manifest_pos = out.len() as i64;
+    let body = m.encode_to_vec();
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&body);
+    out.extend_from_slice(&manifest_pos.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(b"LANC");
+    Ok(Bytes::from(out))
+}

@@ -1,0 +1,157 @@
+//! Writing one data file: per leaf column, arrays accumulate until a page is worth
+//! encoding (about 8 MiB); pages are encoded on the CPU pool, a few at a time, and
+//! written in the order they were started.
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use object_store::path::Path;
+use std::collections::VecDeque;
+use tokio::sync::oneshot;
+
+use super::leaves::LeafSpec;
+use crate::encoding::encode::levels::leaf_levels;
+use crate::encoding::encode::{encode_page, EncodedPage};
+use crate::error::{Error, Result};
+use crate::file::{FileVersion, FileWriter};
+use crate::proto::table::DataFile;
+use crate::scan::cpu::start_cpu;
+use crate::storage::Storage;
+use crate::table::schema::LanceSchema;
+
+/// Bytes of values a page holds before it is encoded.
+const PAGE_BYTES: usize = 8 << 20;
+/// Pages being encoded at once per file.
+const IN_FLIGHT: usize = 4;
+
+struct Leaf {
+    spec: LeafSpec,
+    /// Slices of the leaf's top-level column waiting to be encoded.
+    pending: Vec<ArrayRef>,
+    pending_bytes: usize,
+}
+
+pub struct DataFileWriter {
+    file: FileWriter,
+    /// The file's name within `data/`.
+    file_name: String,
+    /// How errors name the file.
+    name: String,
+    leaves: Vec<Leaf>,
+    encoding: VecDeque<(usize, oneshot::Receiver<Result<EncodedPage>>)>,
+    rows: u64,
+    version: FileVersion,
+}
+
+impl DataFileWriter {
+    /// Start `data/{file_name}` below `storage`'s root.
+    pub fn create(
+        storage: &Storage,
+        file_name: String,
+        version: FileVersion,
+        leaves: &[LeafSpec],
+    ) -> Self {
+        let path: Path = storage.path(&format!("data/{file_name}"));
+        DataFileWriter {
+            file: FileWriter::create(storage, &path, version, leaves.len()),
+            name: storage.display(&path),
+            file_name,
+            leaves: leaves
+                .iter()
+                .map(|spec| Leaf {
+                    spec: spec.clone(),
+                    pending: vec![],
+                    pending_bytes: 0,
+                })
+                .collect(),
+            encoding: VecDeque::new(),
+            rows: 0,
+            version,
+        }
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Bytes written to the file so far (pages still being encoded are not counted).
+    pub fn bytes(&self) -> u64 {
+        self.file.position()
+    }
+
+    /// Add the rows of `batch` (its columns in schema order).
+    pub async fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.rows += batch.num_rows() as u64;
+        for i in 0..self.leaves.len() {
+            let column = batch.column(self.leaves[i].spec.top).clone();
+            let leaf = &mut self.leaves[i];
+            leaf.pending_bytes += column.to_data().get_slice_memory_size().unwrap_or(0);
+            leaf.pending.push(column);
+            if leaf.pending_bytes >= PAGE_BYTES {
+                self.flush_leaf(i).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Start encoding the pending rows of leaf `i` as a page.
+    async fn flush_leaf(&mut self, i: usize) -> Result<()> {
+        let leaf = &mut self.leaves[i];
+        if leaf.pending.is_empty() {
+            return Ok(());
+        }
+        let parts = std::mem::take(&mut leaf.pending);
+        leaf.pending_bytes = 0;
+        let spec = leaf.spec.clone();
+        let rx = start_cpu(self.name.clone(), move || {
+            let array = if parts.len() == 1 {
+                parts.into_iter().next().unwrap()
+            } else {
+                let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+                arrow_select::concat::concat(&refs)?
+            };
+            encode_page(leaf_levels(&array, &spec.steps)?, &spec.options)
+        });
+        self.encoding.push_back((i, rx));
+        while self.encoding.len() > IN_FLIGHT {
+            self.write_oldest().await?;
+        }
+        Ok(())
+    }
+
+    async fn write_oldest(&mut self) -> Result<()> {
+        let Some((column, rx)) = self.encoding.pop_front() else {
+            return Ok(());
+        };
+        let page = rx
+            .await
+            .map_err(|_| Error::io(&self.name, "encoding task was lost"))??;
+        self.file.write_page(column, page).await
+    }
+
+    /// Encode what is left, write the metadata and publish the file.
+    pub async fn finish(mut self, schema: &LanceSchema) -> Result<DataFile> {
+        for i in 0..self.leaves.len() {
+            self.flush_leaf(i).await?;
+        }
+        while !self.encoding.is_empty() {
+            self.write_oldest().await?;
+        }
+        let fields: Vec<i32> = self.leaves.iter().map(|l| l.spec.field_id).collect();
+        let pb_schema = crate::proto::file::Schema {
+            fields: schema.to_proto(),
+            metadata: schema.metadata_proto(),
+        };
+        let size = self.file.finish(pb_schema, self.rows).await?;
+        Ok(DataFile {
+            path: self.file_name,
+            column_indices: (0..fields.len() as i32).collect(),
+            fields,
+            file_major_version: self.version.major as u32,
+            file_minor_version: self.version.minor as u32,
+            file_size_bytes: size,
+            base_id: None,
+        })
+    }
+
+    pub async fn abort(self) {
+        self.file.abort().await;
+    }
+}

@@ -1,0 +1,300 @@
+//! Writing datasets: Arrow batches → data files → fragments → a committed version.
+//!
+//! `write_fragments` writes data files without committing (what each Spark task does);
+//! `write_dataset` also commits them (create, append or overwrite).
+mod file;
+pub mod leaves;
+
+use std::sync::Arc;
+
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::{Schema, SchemaRef};
+use futures::{Stream, StreamExt};
+
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::file::FileVersion;
+use crate::proto::table::DataFragment;
+use crate::storage::{Storage, StorageOptions};
+use crate::table::commit::{commit, CommitOptions, Operation};
+use crate::table::schema::LanceSchema;
+use file::DataFileWriter;
+
+pub const LIBRARY: &str = "lance_core";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteMode {
+    Create,
+    Append,
+    Overwrite,
+}
+
+#[derive(Clone, Debug)]
+pub struct WriteOptions {
+    pub mode: WriteMode,
+    pub max_rows_per_file: u64,
+    pub max_bytes_per_file: u64,
+    /// "2.1" or "2.2" (the default, as the reference's `stable`) for new datasets.
+    pub data_storage_version: Option<String>,
+    pub enable_stable_row_ids: bool,
+    pub storage_options: StorageOptions,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            mode: WriteMode::Create,
+            max_rows_per_file: 1024 * 1024,
+            max_bytes_per_file: 90 * (1 << 30),
+            data_storage_version: None,
+            enable_stable_row_ids: false,
+            storage_options: StorageOptions::new(),
+        }
+    }
+}
+
+/// The file format version for a `data_storage_version` string.
+pub fn writable_version(v: &str, uri: &str) -> Result<FileVersion> {
+    match v {
+        "2.2" | "stable" => Ok(FileVersion { major: 2, minor: 2 }),
+        "2.1" => Ok(FileVersion { major: 2, minor: 1 }),
+        other => Err(Error::unsupported(
+            uri,
+            format!("writing data storage version '{other}' (lance_core writes 2.1 and 2.2)"),
+        )),
+    }
+}
+
+/// Write `batches` (all with `schema`'s columns, in its order) as data files of the
+/// dataset at `storage`, cut at `max_rows_per_file` / `max_bytes_per_file`. The fragments
+/// returned are not committed; their ids are assigned when they are.
+pub async fn write_fragments<S>(
+    storage: &Storage,
+    schema: &LanceSchema,
+    version: FileVersion,
+    batches: S,
+    opts: &WriteOptions,
+) -> Result<Vec<DataFragment>>
+where
+    S: Stream<Item = Result<RecordBatch>> + Unpin,
+{
+    let leaves = leaves::leaves(schema, version.minor >= 2)?;
+    let mut batches = batches;
+    let mut fragments = Vec::new();
+    let mut current: Option<DataFileWriter> = None;
+    let max_rows = opts.max_rows_per_file.max(1);
+    let result: Result<()> = async {
+        while let Some(batch) = batches.next().await {
+            let batch = batch?;
+            let mut offset = 0usize;
+            while offset < batch.num_rows() {
+                let w = current.get_or_insert_with(|| {
+                    let name = format!("{}.lance", uuid::Uuid::new_v4().simple());
+                    DataFileWriter::create(storage, name, version, &leaves)
+                });
+                let take = ((max_rows - w.rows()) as usize).min(batch.num_rows() - offset);
+                w.write(&batch.slice(offset, take)).await?;
+                offset += take;
+                if w.rows() >= max_rows || w.bytes() >= opts.max_bytes_per_file {
+                    let w = current.take().unwrap();
+                    let rows = w.rows();
+                    let file = w.finish(schema).await?;
+                    fragments.push(DataFragment {
+                        files: vec![file],
+                        physical_rows: rows,
+                        ..Default::default()
+                    });
+                }
+            }
+        }
+        if let Some(w) = current.take() {
+            let rows = w.rows();
+            if rows > 0 {
+                let file = w.finish(schema).await?;
+                fragments.push(DataFragment {
+                    files: vec![file],
+                    physical_rows: rows,
+                    ..Default::default()
+                });
+            } else {
+                w.abort().await;
+            }
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        if let Some(w) = current.take() {
+            w.abort().await;
+        }
+        return Err(e);
+    }
+    Ok(fragments)
+}
+
+/// Check that `incoming` can be appended to `dataset` (same columns and types), naming the
+/// first column that differs.
+pub fn check_append_schema(dataset: &Schema, incoming: &Schema, uri: &str) -> Result<()> {
+    for f in dataset.fields() {
+        let Ok(g) = incoming.field_with_name(f.name()) else {
+            return Err(Error::invalid(format!(
+                "{uri}: cannot append: the data has no column '{}' (type {})",
+                f.name(),
+                f.data_type()
+            )));
+        };
+        if !types_match(f.data_type(), g.data_type()) {
+            return Err(Error::invalid(format!(
+                "{uri}: cannot append: column '{}' is {} in the dataset but {} in the data",
+                f.name(),
+                f.data_type(),
+                g.data_type()
+            )));
+        }
+        if !f.is_nullable() && g.is_nullable() {
+            // Nullable data into a non-nullable column is fine only without nulls; checked per batch.
+        }
+    }
+    for g in incoming.fields() {
+        if dataset.field_with_name(g.name()).is_err() {
+            return Err(Error::invalid(format!(
+                "{uri}: cannot append: the dataset has no column '{}'",
+                g.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Types equal up to field names and nullability of nested fields.
+fn types_match(a: &arrow_schema::DataType, b: &arrow_schema::DataType) -> bool {
+    use arrow_schema::DataType::*;
+    match (a, b) {
+        (Struct(x), Struct(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|(f, g)| f.name() == g.name() && types_match(f.data_type(), g.data_type()))
+        }
+        (List(x), List(y)) | (LargeList(x), LargeList(y)) => {
+            types_match(x.data_type(), y.data_type())
+        }
+        (FixedSizeList(x, n), FixedSizeList(y, m)) => {
+            n == m && types_match(x.data_type(), y.data_type())
+        }
+        (Map(x, _), Map(y, _)) => types_match(x.data_type(), y.data_type()),
+        _ => a == b,
+    }
+}
+
+/// Reorder a batch's columns to `schema`'s order (by name) and give it that schema.
+fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    if batch.schema().fields() == schema.fields() {
+        return Ok(batch);
+    }
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let c = batch
+                .column_by_name(f.name())
+                .ok_or_else(|| Error::invalid(format!("batch has no column '{}'", f.name())))?;
+            if !f.is_nullable() && c.null_count() > 0 {
+                return Err(Error::invalid(format!(
+                    "column '{}' is not nullable but the data has nulls",
+                    f.name()
+                )));
+            }
+            Ok(c.clone())
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &opts,
+    )?)
+}
+
+/// Write a dataset: create it, append to it or overwrite it. Returns it at the new version.
+pub async fn write_dataset<S>(
+    uri: &str,
+    schema: SchemaRef,
+    batches: S,
+    opts: WriteOptions,
+) -> Result<Dataset>
+where
+    S: Stream<Item = Result<RecordBatch>> + Unpin + Send,
+{
+    let storage = Storage::open(uri, &opts.storage_options)?;
+    let existing = match Dataset::open(uri, None, opts.storage_options.clone()).await {
+        Ok(ds) => Some(ds),
+        Err(Error::NotFound { .. }) => None,
+        Err(e) => return Err(e),
+    };
+    let mode = match (opts.mode, &existing) {
+        (WriteMode::Create, Some(_)) => {
+            return Err(Error::invalid(format!(
+                "{uri}: a dataset already exists here (use mode='append' or 'overwrite')"
+            )))
+        }
+        (WriteMode::Append, None) => WriteMode::Create,
+        (m, _) => m,
+    };
+    let (lance_schema, arrow_schema, version, data_format) = match (mode, &existing) {
+        (WriteMode::Append, Some(ds)) => {
+            check_append_schema(&ds.arrow_schema, &schema, uri)?;
+            let format = ds.data_storage_version();
+            let version = writable_version(&format, uri)?;
+            (
+                (*ds.schema).clone(),
+                ds.arrow_schema.clone(),
+                version,
+                format,
+            )
+        }
+        _ => {
+            let format = opts
+                .data_storage_version
+                .clone()
+                .unwrap_or_else(|| "2.2".into());
+            let format = if format == "stable" {
+                "2.2".to_string()
+            } else {
+                format
+            };
+            let version = writable_version(&format, uri)?;
+            let lance_schema = LanceSchema::from_arrow(&schema, 0)?;
+            let arrow_schema = Arc::new(lance_schema.to_arrow()?);
+            (lance_schema, arrow_schema, version, format)
+        }
+    };
+    let target = arrow_schema.clone();
+    let stream = batches.map(move |b| b.and_then(|b| conform(b, &target)));
+    let fragments =
+        write_fragments(&storage, &lance_schema, version, Box::pin(stream), &opts).await?;
+    let read_version = existing.as_ref().map(|d| d.version());
+    let op = match mode {
+        WriteMode::Append => Operation::Append { fragments },
+        _ => Operation::Overwrite {
+            fragments,
+            schema: lance_schema,
+            data_format,
+            stable_row_ids: opts.enable_stable_row_ids
+                || (mode == WriteMode::Overwrite
+                    && existing.as_ref().is_some_and(|d| d.has_stable_row_ids())),
+        },
+    };
+    let commit_opts = CommitOptions {
+        read_version,
+        writer_library: LIBRARY.into(),
+        writer_version: env!("CARGO_PKG_VERSION").into(),
+    };
+    let version = commit(&storage, op, &commit_opts).await?;
+    Dataset::open(
+        uri,
+        Some(crate::dataset::VersionRef::Number(version)),
+        opts.storage_options,
+    )
+    .await
+}

@@ -1,0 +1,158 @@
+"""Datasets lance_core writes must read back identically in pylance (the reference), and
+the two must be able to append to each other's datasets."""
+
+from __future__ import annotations
+
+import os
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lance_core
+from conftest import assert_same
+from datagen import nested_columns, primitive_columns
+
+VERSIONS = ["2.1", "2.2"]
+
+
+def _flat(n=5000):
+    return pa.table(primitive_columns(n))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_primitive_types_written_read_by_pylance(tmp_uri, version):
+    t = _flat()
+    ds = lance_core.write_dataset(t, tmp_uri, data_storage_version=version, max_rows_per_file=2000)
+    assert ds.data_storage_version == version
+    ref = lance.dataset(tmp_uri)
+    assert ref.schema == t.schema
+    assert len(ref.get_fragments()) == 3
+    assert_same(ref.to_table(), t, f"v{version} pylance reads ours")
+    assert_same(lance_core.dataset(tmp_uri).to_table(), t, f"v{version} we read ours")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_nested_types_written_read_by_pylance(tmp_uri, version):
+    t = pa.table(nested_columns(3000, with_map=(version == "2.2")))
+    lance_core.write_dataset(t, tmp_uri, data_storage_version=version, max_rows_per_file=1000)
+    ref = lance.dataset(tmp_uri)
+    assert ref.schema == t.schema
+    assert_same(ref.to_table(), t, f"v{version} nested")
+    for frag in ref.get_fragments():
+        assert_same(frag.to_table(), t.slice(frag.fragment_id * 1000, 1000), f"fragment {frag.fragment_id}")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_wide_and_special_values(tmp_uri, version):
+    rng = np.random.default_rng(5)
+    n = 2000
+    long_strs = [None if i % 17 == 0 else "x" * int(rng.integers(250, 600)) + str(i) for i in range(n)]
+    vec = rng.standard_normal((n, 128)).astype(np.float32)
+    t = pa.table({
+        "long_str": pa.array(long_strs),
+        "huge_bin": pa.array([b"y" * 40000 if i % 100 == 1 else None if i % 50 == 0 else b"small" for i in range(n)], pa.large_binary()),
+        "vec128": pa.FixedSizeListArray.from_arrays(pa.array(vec.ravel()), 128),
+        "vec_null": pa.array([None if i % 7 == 0 else list(map(float, vec[i])) for i in range(n)], pa.list_(pa.float32(), 128)),
+        "list_long": pa.array([None if i % 9 == 0 else [long_strs[i], None, "s"] for i in range(n)], pa.list_(pa.string())),
+        "all_null": pa.array([None] * n, pa.int64()),
+        "null_type": pa.nulls(n),
+        "const": pa.array([7] * n, pa.int32()),
+        "empty_lists": pa.array([[] if i % 2 else None for i in range(n)], pa.list_(pa.int16())),
+        "bools": pa.array([None if i % 5 == 0 else i % 3 == 0 for i in range(n)]),
+        "big_strings_page": pa.array([f"https://example.com/item/{i}/details?ref={i * 7 % 1000}" for i in range(n)]),
+    })
+    lance_core.write_dataset(t, tmp_uri, data_storage_version=version)
+    assert_same(lance.dataset(tmp_uri).to_table(), t, f"v{version} wide")
+    assert_same(lance_core.dataset(tmp_uri).to_table(), t, f"v{version} wide (ours)")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_compression_metadata_is_honoured(tmp_uri, version):
+    n = 20000
+    md = lambda **kw: {f"lance-encoding:{k.replace('_', '-')}": v for k, v in kw.items()}  # noqa: E731
+    schema = pa.schema([
+        pa.field("z", pa.float64(), metadata=md(compression="zstd", compression_level="9")),
+        pa.field("l", pa.int64(), metadata=md(compression="lz4")),
+        pa.field("s", pa.string(), metadata=md(compression="zstd")),
+        pa.field("fz", pa.string(), metadata=md(structural_encoding="fullzip")),
+    ])
+    t = pa.table([pa.array(np.round(np.random.default_rng(1).normal(100, 5, n), 2)), pa.array(np.arange(n)),
+                  pa.array([f"text value {i % 321}" for i in range(n)]), pa.array([f"v{i}" for i in range(n)])], schema=schema)
+    lance_core.write_dataset(t, tmp_uri, data_storage_version=version)
+    ref = lance.dataset(tmp_uri)
+    assert_same(ref.to_table(), t, "compression")
+    assert ref.schema == schema
+
+
+def test_appends_in_both_directions(tmp_uri):
+    a, b, c = _flat(1000), _flat(1500), _flat(700)
+    lance_core.write_dataset(a, tmp_uri)
+    lance.write_dataset(b, tmp_uri, mode="append")
+    ds = lance_core.write_dataset(c, tmp_uri, mode="append")
+    assert ds.version == 3
+    expected = pa.concat_tables([a, b, c])
+    assert_same(lance.dataset(tmp_uri).to_table(), expected, "pylance reads mixed appends")
+    assert_same(lance_core.dataset(tmp_uri).to_table(), expected, "we read mixed appends")
+    assert [f.fragment_id for f in lance.dataset(tmp_uri).get_fragments()] == [0, 1, 2]
+
+
+def test_append_to_a_pylance_dataset_keeps_its_version(tmp_path):
+    uri = str(tmp_path / "ds21.lance")
+    lance.write_dataset(_flat(100), uri, data_storage_version="2.1")
+    ds = lance_core.write_dataset(_flat(50), uri, mode="append")
+    assert ds.data_storage_version == "2.1"
+    frag = lance.dataset(uri).get_fragments()[-1]
+    assert frag.metadata.files[0].file_minor_version == 1
+    assert lance.dataset(uri).count_rows() == 150
+
+
+def test_modes_and_schema_checks(tmp_uri):
+    t = _flat(100)
+    lance_core.write_dataset(t, tmp_uri)
+    with pytest.raises(lance_core.InvalidInputError, match="already exists"):
+        lance_core.write_dataset(t, tmp_uri)
+    bad = t.set_column(t.schema.get_field_index("int32"), "int32", t.column("int32").cast(pa.int64()))
+    with pytest.raises(lance_core.InvalidInputError, match="column .int32. is Int32 in the dataset but Int64"):
+        lance_core.write_dataset(bad, tmp_uri, mode="append")
+    with pytest.raises(lance_core.InvalidInputError, match="has no column 'extra'"):
+        lance_core.write_dataset(t.append_column("extra", pa.array(range(100))), tmp_uri, mode="append")
+    assert lance.dataset(tmp_uri).version == 1  # nothing was committed
+    ds = lance_core.write_dataset(pa.table({"x": [1, 2, 3]}), tmp_uri, mode="overwrite")
+    assert ds.version == 2 and lance.dataset(tmp_uri).to_table().column_names == ["x"]
+    assert lance.dataset(tmp_uri, version=1).count_rows() == 100
+    # Append creates a missing dataset; columns may come in another order.
+    other = tmp_uri + "_new"
+    lance_core.write_dataset(pa.table({"a": [1], "b": ["x"]}), other, mode="append")
+    lance_core.write_dataset(pa.table({"b": ["y"], "a": [2]}), other, mode="append")
+    assert lance.dataset(other).to_table().to_pylist() == [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}]
+
+
+def test_inputs_of_every_shape(tmp_uri):
+    t = _flat(3000)
+    chunked = pa.concat_tables([t.slice(0, 1000), t.slice(1000, 1000), t.slice(2000)])
+    lance_core.write_dataset(chunked, tmp_uri)
+    lance_core.write_dataset(t.to_batches(max_chunksize=333), tmp_uri, mode="append")
+    lance_core.write_dataset(pa.RecordBatchReader.from_batches(t.schema, t.to_batches(500)), tmp_uri, mode="append")
+    lance_core.write_dataset(t.slice(17, 100).to_batches()[0], tmp_uri, mode="append")
+    expected = pa.concat_tables([t, t, t, t.slice(17, 100)])
+    assert_same(lance.dataset(tmp_uri).to_table(), expected, "every shape")
+
+
+def test_unaligned_buffers_do_not_panic(tmp_uri):
+    """Arrow IPC from Spark can hand over buffers that are not aligned; the reference
+    panics on them, we must not."""
+    t = pa.table({"i": pa.array(range(1000), pa.int64()), "f": pa.array([i / 3 for i in range(1000)]),
+                  "s": pa.array([str(i) for i in range(1000)])})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    raw = sink.getvalue().to_pybytes()
+    # Place the IPC bytes at an odd address so every buffer read from it is misaligned.
+    shifted = pa.py_buffer(b"\x00" + raw)[1:]
+    reader = pa.ipc.open_stream(shifted)
+    batches = list(reader)
+    assert any(b.column(0).buffers()[1].address % 8 for b in batches)
+    lance_core.write_dataset(batches, tmp_uri)
+    assert_same(lance.dataset(tmp_uri).to_table(), t, "unaligned")
