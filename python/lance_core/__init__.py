@@ -7,6 +7,7 @@
 
 from ._lance_core import __version__
 from .dataset import LanceDataset, LanceFragment, LanceScanner, dataset
+from .fragment_metadata import FragmentMetadata, LanceOperation, commit, write_fragments
 from .write import write_dataset
 from .errors import (
     CorruptFileError,
@@ -26,6 +27,10 @@ __all__ = [
     "__version__",
     "dataset",
     "write_dataset",
+    "write_fragments",
+    "commit",
+    "FragmentMetadata",
+    "LanceOperation",
     "Dataset",
     "Fragment",
     "Scanner",

@@ -44,6 +44,9 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(_copy_tree, m)?)?;
     m.add_function(wrap_pyfunction!(write::_write_dataset, m)?)?;
+    m.add_function(wrap_pyfunction!(write::_write_fragments, m)?)?;
+    m.add_function(wrap_pyfunction!(write::_commit, m)?)?;
+    m.add_function(wrap_pyfunction!(write::_fragment_info, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

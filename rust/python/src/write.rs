@@ -99,3 +99,167 @@ pub fn _write_dataset(
         Ok(PyDataset::from(ds))
     })
 }
+
+/// Import an Arrow schema from an object with `__arrow_c_schema__`.
+pub fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<arrow_schema::Schema> {
+    let py = obj.py();
+    let capsule = obj.call_method0("__arrow_c_schema__")?;
+    let capsule = capsule.cast::<PyCapsule>().map_err(|_| {
+        raise(
+            py,
+            "InvalidInputError",
+            "__arrow_c_schema__ did not return a capsule".into(),
+        )
+    })?;
+    let ptr = capsule.pointer_checked(Some(c"arrow_schema"))?;
+    // SAFETY: the capsule holds an FFI_ArrowSchema (checked by name); it is only read.
+    let ffi = unsafe { &*(ptr.as_ptr() as *const arrow_schema::ffi::FFI_ArrowSchema) };
+    arrow_schema::Schema::try_from(ffi).map_err(|e| {
+        raise(
+            py,
+            "InvalidInputError",
+            format!("cannot read the Arrow schema: {e}"),
+        )
+    })
+}
+
+/// Write data files without committing; returns each fragment's metadata (protobuf bytes).
+#[pyfunction]
+#[pyo3(signature = (data, uri, mode="append", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, storage_options=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn _write_fragments(
+    py: Python<'_>,
+    data: Bound<'_, PyAny>,
+    uri: String,
+    mode: &str,
+    max_rows_per_file: u64,
+    max_bytes_per_file: Option<u64>,
+    data_storage_version: Option<String>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<Vec<Vec<u8>>> {
+    use prost::Message;
+    guard(|| {
+        let mut opts = WriteOptions {
+            mode: self::mode(py, mode)?,
+            max_rows_per_file,
+            data_storage_version,
+            storage_options: storage_options.unwrap_or_default(),
+            ..Default::default()
+        };
+        if let Some(b) = max_bytes_per_file {
+            opts.max_bytes_per_file = b;
+        }
+        let reader = import_stream(&data)?;
+        let schema = reader.schema();
+        let batches = futures::stream::iter(
+            reader.map(|b| b.and_then(aligned).map_err(lance_core::Error::from)),
+        );
+        let fragments = block_on(
+            py,
+            lance_core::write::write_uncommitted(&uri, schema, batches, opts),
+        )
+        .py()?;
+        Ok(fragments.iter().map(|f| f.encode_to_vec()).collect())
+    })
+}
+
+/// Commit an operation: "append" or "overwrite" of fragments, or "delete".
+#[pyfunction]
+#[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn _commit(
+    py: Python<'_>,
+    uri: String,
+    kind: &str,
+    fragments: Vec<Vec<u8>>,
+    schema: Option<Bound<'_, PyAny>>,
+    deleted_fragment_ids: Option<Vec<u64>>,
+    predicate: Option<String>,
+    read_version: Option<u64>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<PyDataset> {
+    use lance_core::proto::table::DataFragment;
+    use lance_core::table::commit::Operation;
+    use prost::Message;
+    guard(|| {
+        let fragments = fragments
+            .iter()
+            .map(|b| DataFragment::decode(b.as_slice()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| {
+                raise(
+                    py,
+                    "InvalidInputError",
+                    format!("bad fragment metadata: {e}"),
+                )
+            })?;
+        let op = match kind {
+            "append" => Operation::Append { fragments },
+            "overwrite" => {
+                let schema = schema.ok_or_else(|| {
+                    raise(
+                        py,
+                        "InvalidInputError",
+                        "an overwrite needs the new schema".into(),
+                    )
+                })?;
+                let schema =
+                    lance_core::table::schema::LanceSchema::from_arrow(&import_schema(&schema)?, 0)
+                        .py()?;
+                let data_format = fragments
+                    .iter()
+                    .flat_map(|f| f.files.first())
+                    .map(|d| format!("{}.{}", d.file_major_version, d.file_minor_version))
+                    .next()
+                    .unwrap_or_else(|| "2.2".into());
+                Operation::Overwrite {
+                    fragments,
+                    schema,
+                    data_format,
+                    stable_row_ids: false,
+                }
+            }
+            "delete" => Operation::Delete {
+                updated: fragments,
+                deleted_ids: deleted_fragment_ids.unwrap_or_default(),
+                predicate: predicate.unwrap_or_default(),
+            },
+            other => {
+                return Err(raise(
+                    py,
+                    "InvalidInputError",
+                    format!("unknown operation '{other}'"),
+                ))
+            }
+        };
+        let ds = block_on(
+            py,
+            lance_core::write::commit_operation(
+                &uri,
+                op,
+                read_version,
+                storage_options.unwrap_or_default(),
+            ),
+        )
+        .py()?;
+        Ok(PyDataset::from(ds))
+    })
+}
+
+/// A readable summary of fragment metadata bytes: id, physical_rows, files.
+#[pyfunction]
+pub fn _fragment_info(py: Python<'_>, data: Vec<u8>) -> PyResult<(u64, u64, Vec<String>)> {
+    use prost::Message;
+    let f = lance_core::proto::table::DataFragment::decode(data.as_slice()).map_err(|e| {
+        raise(
+            py,
+            "InvalidInputError",
+            format!("bad fragment metadata: {e}"),
+        )
+    })?;
+    Ok((
+        f.id,
+        f.physical_rows,
+        f.files.iter().map(|d| d.path.clone()).collect(),
+    ))
+}

@@ -216,16 +216,19 @@ fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
     )?)
 }
 
-/// Write a dataset: create it, append to it or overwrite it. Returns it at the new version.
-pub async fn write_dataset<S>(
-    uri: &str,
-    schema: SchemaRef,
-    batches: S,
-    opts: WriteOptions,
-) -> Result<Dataset>
-where
-    S: Stream<Item = Result<RecordBatch>> + Unpin + Send,
-{
+/// What a write needs to know before writing files: the target dataset (if any), the
+/// effective mode, the schema with field ids and the file version.
+struct Prepared {
+    storage: Storage,
+    existing: Option<Dataset>,
+    mode: WriteMode,
+    schema: LanceSchema,
+    arrow_schema: SchemaRef,
+    version: FileVersion,
+    data_format: String,
+}
+
+async fn prepare(uri: &str, incoming: &Schema, opts: &WriteOptions) -> Result<Prepared> {
     let storage = Storage::open(uri, &opts.storage_options)?;
     let existing = match Dataset::open(uri, None, opts.storage_options.clone()).await {
         Ok(ds) => Some(ds),
@@ -241,60 +244,150 @@ where
         (WriteMode::Append, None) => WriteMode::Create,
         (m, _) => m,
     };
-    let (lance_schema, arrow_schema, version, data_format) = match (mode, &existing) {
+    match (mode, &existing) {
         (WriteMode::Append, Some(ds)) => {
-            check_append_schema(&ds.arrow_schema, &schema, uri)?;
-            let format = ds.data_storage_version();
-            let version = writable_version(&format, uri)?;
-            (
-                (*ds.schema).clone(),
-                ds.arrow_schema.clone(),
+            check_append_schema(&ds.arrow_schema, incoming, uri)?;
+            let data_format = ds.data_storage_version();
+            let version = writable_version(&data_format, uri)?;
+            let schema = (*ds.schema).clone();
+            let arrow_schema = ds.arrow_schema.clone();
+            Ok(Prepared {
+                storage,
+                existing,
+                mode,
+                schema,
+                arrow_schema,
                 version,
-                format,
-            )
+                data_format,
+            })
         }
         _ => {
             let format = opts
                 .data_storage_version
                 .clone()
                 .unwrap_or_else(|| "2.2".into());
-            let format = if format == "stable" {
+            let data_format = if format == "stable" {
                 "2.2".to_string()
             } else {
                 format
             };
-            let version = writable_version(&format, uri)?;
-            let lance_schema = LanceSchema::from_arrow(&schema, 0)?;
-            let arrow_schema = Arc::new(lance_schema.to_arrow()?);
-            (lance_schema, arrow_schema, version, format)
+            let version = writable_version(&data_format, uri)?;
+            let schema = LanceSchema::from_arrow(incoming, 0)?;
+            let arrow_schema = Arc::new(schema.to_arrow()?);
+            Ok(Prepared {
+                storage,
+                existing,
+                mode,
+                schema,
+                arrow_schema,
+                version,
+                data_format,
+            })
         }
-    };
-    let target = arrow_schema.clone();
+    }
+}
+
+async fn write_prepared<S>(
+    p: &Prepared,
+    batches: S,
+    opts: &WriteOptions,
+) -> Result<Vec<DataFragment>>
+where
+    S: Stream<Item = Result<RecordBatch>> + Unpin + Send,
+{
+    let target = p.arrow_schema.clone();
     let stream = batches.map(move |b| b.and_then(|b| conform(b, &target)));
-    let fragments =
-        write_fragments(&storage, &lance_schema, version, Box::pin(stream), &opts).await?;
-    let read_version = existing.as_ref().map(|d| d.version());
-    let op = match mode {
-        WriteMode::Append => Operation::Append { fragments },
-        _ => Operation::Overwrite {
-            fragments,
-            schema: lance_schema,
-            data_format,
-            stable_row_ids: opts.enable_stable_row_ids
-                || (mode == WriteMode::Overwrite
-                    && existing.as_ref().is_some_and(|d| d.has_stable_row_ids())),
-        },
-    };
-    let commit_opts = CommitOptions {
+    write_fragments(&p.storage, &p.schema, p.version, Box::pin(stream), opts).await
+}
+
+fn commit_options(read_version: Option<u64>) -> CommitOptions {
+    CommitOptions {
         read_version,
         writer_library: LIBRARY.into(),
         writer_version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+/// Write a dataset: create it, append to it or overwrite it. Returns it at the new version.
+pub async fn write_dataset<S>(
+    uri: &str,
+    schema: SchemaRef,
+    batches: S,
+    opts: WriteOptions,
+) -> Result<Dataset>
+where
+    S: Stream<Item = Result<RecordBatch>> + Unpin + Send,
+{
+    let p = prepare(uri, &schema, &opts).await?;
+    let fragments = write_prepared(&p, batches, &opts).await?;
+    let op = match p.mode {
+        WriteMode::Append => Operation::Append { fragments },
+        _ => Operation::Overwrite {
+            fragments,
+            schema: p.schema.clone(),
+            data_format: p.data_format.clone(),
+            stable_row_ids: opts.enable_stable_row_ids
+                || (p.mode == WriteMode::Overwrite
+                    && p.existing.as_ref().is_some_and(|d| d.has_stable_row_ids())),
+        },
     };
-    let version = commit(&storage, op, &commit_opts).await?;
+    let version = commit(
+        &p.storage,
+        op,
+        &commit_options(p.existing.as_ref().map(|d| d.version())),
+    )
+    .await?;
     Dataset::open(
         uri,
         Some(crate::dataset::VersionRef::Number(version)),
         opts.storage_options,
+    )
+    .await
+}
+
+/// Write data files for the dataset at `uri` without committing them (for distributed
+/// writers: each task writes, one process commits). In append mode the files use the
+/// existing dataset's schema and file version; otherwise `schema` with fresh field ids.
+pub async fn write_uncommitted<S>(
+    uri: &str,
+    schema: SchemaRef,
+    batches: S,
+    opts: WriteOptions,
+) -> Result<Vec<DataFragment>>
+where
+    S: Stream<Item = Result<RecordBatch>> + Unpin + Send,
+{
+    let mut opts = opts;
+    if opts.mode == WriteMode::Create {
+        // Preparing fragments for a dataset that may appear meanwhile is not an error.
+        opts.mode = WriteMode::Overwrite;
+    }
+    let p = prepare(uri, &schema, &opts).await?;
+    write_prepared(&p, batches, &opts).await
+}
+
+/// Commit an operation prepared elsewhere (e.g. fragments from `write_uncommitted`).
+pub async fn commit_operation(
+    uri: &str,
+    op: Operation,
+    read_version: Option<u64>,
+    storage_options: StorageOptions,
+) -> Result<Dataset> {
+    let storage = Storage::open(uri, &storage_options)?;
+    let read_version = match read_version {
+        Some(v) => Some(v),
+        None => match Dataset::open(uri, None, storage_options.clone()).await {
+            // Without a read version the operation is checked against the latest one.
+            Ok(ds) => Some(ds.version()),
+            Err(Error::NotFound { .. }) => None,
+            Err(e) => return Err(e),
+        },
+    };
+    let version = commit(&storage, op, &commit_options(read_version)).await?;
+    Dataset::open(
+        uri,
+        Some(crate::dataset::VersionRef::Number(version)),
+        storage_options,
     )
     .await
 }
