@@ -30,6 +30,7 @@ class LanceScanner:
         with_row_address: bool = False,
         fragment_ids: Optional[List[int]] = None,
         io_buffer_size: Optional[int] = None,
+        filter: Optional[str] = None,
     ):
         if isinstance(columns, str):
             raise InvalidInputError("columns must be a list of column names, not a string")
@@ -48,6 +49,7 @@ class LanceScanner:
             with_row_address=bool(with_row_address),
             fragment_ids=fragment_ids,
             io_buffer_size=io_buffer_size,
+            filter=filter,
         )
 
     def _native(self) -> "_lance_core._BatchIterator":
@@ -73,6 +75,11 @@ class LanceScanner:
     def count_rows(self) -> int:
         """Rows the scan returns; without a limit or offset no data page is read."""
         a = self._args
+        if a["filter"] is not None and a["limit"] is None and a["offset"] is None:
+            ids = a["fragment_ids"]
+            if ids is None:
+                return self._dataset._ds.count_rows(None, a["filter"])
+            return sum(self._dataset._ds.count_rows(i, a["filter"]) for i in ids)
         if a["limit"] is None and a["offset"] is None:
             ids = a["fragment_ids"]
             if ids is None:
@@ -103,8 +110,8 @@ class LanceFragment:
     def data_files(self) -> List[str]:
         return list(self._info["files"])
 
-    def count_rows(self) -> int:
-        return self._dataset._ds.count_rows(self.fragment_id)
+    def count_rows(self, filter: Optional[str] = None) -> int:
+        return self._dataset._ds.count_rows(self.fragment_id, filter)
 
     def scanner(self, columns: Optional[List[str]] = None, **kwargs) -> LanceScanner:
         return LanceScanner(self._dataset, columns=columns, fragment_ids=[self.fragment_id], **kwargs)
@@ -167,9 +174,15 @@ class LanceDataset:
             return dataset(self.uri, version=version)
         return LanceDataset(self._ds.checkout(version))
 
-    def count_rows(self) -> int:
-        """Rows of this version; deleted rows are not counted and no data page is read."""
-        return self._ds.count_rows()
+    def count_rows(self, filter: Optional[str] = None) -> int:
+        """Rows of this version (matching `filter`). Without a filter, deleted rows are
+        subtracted without reading any data page."""
+        return self._ds.count_rows(None, filter)
+
+    def delete(self, predicate: str) -> None:
+        """Delete the rows matching `predicate` (SQL, e.g. "id > 10 AND name LIKE 'a%'"),
+        committing a new version; this object moves to it, as in pylance."""
+        self._ds = self._ds.delete(predicate)
 
     def get_fragments(self) -> List[LanceFragment]:
         return [LanceFragment(self, f) for f in self._ds.fragments()]
@@ -190,19 +203,24 @@ class LanceDataset:
         with_row_address: bool = False,
         fragments: Optional[List[LanceFragment]] = None,
         io_buffer_size: Optional[int] = None,
+        filter: Optional[str] = None,
     ) -> LanceScanner:
-        """A scan of this version. ``io_buffer_size`` bounds the bytes read ahead (64 MiB by default)."""
+        """A scan of this version: `filter` is SQL (comparisons, AND/OR/NOT, IN, BETWEEN,
+        IS [NOT] NULL, LIKE); ``io_buffer_size`` bounds the bytes read ahead (64 MiB)."""
         ids = [f.fragment_id for f in fragments] if fragments is not None else None
-        return LanceScanner(self, columns, limit, offset, batch_size, with_row_id, with_row_address, ids, io_buffer_size)
+        return LanceScanner(self, columns, limit, offset, batch_size, with_row_id, with_row_address, ids, io_buffer_size,
+                            filter)
 
-    def to_table(self, columns: Optional[List[str]] = None, limit: Optional[int] = None, offset: Optional[int] = None,
-                 batch_size: Optional[int] = None, with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
-        return self.scanner(columns, limit, offset, batch_size, with_row_id, with_row_address).to_table()
+    def to_table(self, columns: Optional[List[str]] = None, filter: Optional[str] = None, limit: Optional[int] = None,
+                 offset: Optional[int] = None, batch_size: Optional[int] = None, with_row_id: bool = False,
+                 with_row_address: bool = False) -> pa.Table:
+        return self.scanner(columns, limit, offset, batch_size, with_row_id, with_row_address, filter=filter).to_table()
 
-    def to_batches(self, columns: Optional[List[str]] = None, limit: Optional[int] = None, offset: Optional[int] = None,
-                   batch_size: Optional[int] = None, with_row_id: bool = False,
+    def to_batches(self, columns: Optional[List[str]] = None, filter: Optional[str] = None, limit: Optional[int] = None,
+                   offset: Optional[int] = None, batch_size: Optional[int] = None, with_row_id: bool = False,
                    with_row_address: bool = False) -> Iterator[pa.RecordBatch]:
-        return self.scanner(columns, limit, offset, batch_size, with_row_id, with_row_address).to_batches()
+        return self.scanner(columns, limit, offset, batch_size, with_row_id, with_row_address,
+                            filter=filter).to_batches()
 
     def __len__(self) -> int:
         return self.count_rows()

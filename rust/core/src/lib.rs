@@ -6,6 +6,7 @@
 //! reads of a dataset). `dataset` is the entry point that ties them together.
 pub mod dataset;
 pub mod error;
+pub mod expr;
 pub mod file;
 pub mod proto;
 pub mod storage;

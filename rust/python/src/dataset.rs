@@ -155,11 +155,36 @@ impl PyDataset {
         })
     }
 
-    #[pyo3(signature = (fragment_id=None))]
-    fn count_rows(&self, py: Python<'_>, fragment_id: Option<u64>) -> PyResult<u64> {
+    #[pyo3(signature = (fragment_id=None, filter=None))]
+    fn count_rows(
+        &self,
+        py: Python<'_>,
+        fragment_id: Option<u64>,
+        filter: Option<String>,
+    ) -> PyResult<u64> {
         guard(|| {
             let ds = self.inner.clone();
+            let filter = filter
+                .filter(|f| !f.trim().is_empty())
+                .map(|f| lance_core::expr::parse(&f))
+                .transpose()
+                .py()?;
             block_on(py, async move {
+                if let Some(filter) = filter {
+                    // Counting matches reads only the filter's columns.
+                    let options = ScanOptions {
+                        columns: Some(vec![]),
+                        filter: Some(filter),
+                        fragment_ids: fragment_id.map(|id| vec![id]),
+                        batch_size: 64 * 1024,
+                        ..Default::default()
+                    };
+                    let s = scan(ds, options)?;
+                    return futures::TryStreamExt::try_fold(s.batches, 0u64, |n, b| async move {
+                        Ok(n + b.num_rows() as u64)
+                    })
+                    .await;
+                }
                 match fragment_id {
                     None => ds.count_rows().await,
                     Some(id) => {
@@ -171,6 +196,15 @@ impl PyDataset {
                 }
             })
             .py()
+        })
+    }
+
+    /// Delete the rows matching `predicate`; returns the dataset at the new version.
+    fn delete(&self, py: Python<'_>, predicate: String) -> PyResult<Self> {
+        guard(|| {
+            Ok(PyDataset::from(
+                block_on(py, lance_core::write::delete(&self.inner, &predicate)).py()?,
+            ))
         })
     }
 
@@ -206,7 +240,7 @@ impl PyDataset {
         })
     }
 
-    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None))]
+    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -218,6 +252,7 @@ impl PyDataset {
         with_row_address: bool,
         fragment_ids: Option<Vec<u64>>,
         io_buffer_size: Option<usize>,
+        filter: Option<String>,
     ) -> PyResult<PyBatchIterator> {
         guard(|| {
             let mut options = ScanOptions {
@@ -234,6 +269,9 @@ impl PyDataset {
             }
             if let Some(b) = io_buffer_size {
                 options.memory_budget = b.max(1 << 20);
+            }
+            if let Some(f) = filter.filter(|f| !f.trim().is_empty()) {
+                options.filter = Some(lance_core::expr::parse(&f).py()?);
             }
             let _enter = runtime().enter();
             let s = scan(self.inner.clone(), options).py()?;

@@ -33,6 +33,8 @@ pub struct ScanOptions {
     /// Bytes of pages that may be read ahead of the consumer (pylance's `io_buffer_size`).
     /// Decoded data adds a few small units per column on top.
     pub memory_budget: usize,
+    /// Only rows where this is true (applied after deletions, before offset and limit).
+    pub filter: Option<crate::expr::Expr>,
 }
 
 impl Default for ScanOptions {
@@ -46,6 +48,7 @@ impl Default for ScanOptions {
             with_row_address: false,
             fragment_ids: None,
             memory_budget: 64 << 20,
+            filter: None,
         }
     }
 }
@@ -59,11 +62,28 @@ pub struct Scan {
 /// Start scanning `dataset`. Must be called within a tokio runtime.
 pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
     options.batch_size = options.batch_size.max(1);
-    let plan = Arc::new(plan::plan_scan(
-        &dataset.schema,
-        options.columns.as_deref(),
-    )?);
-    let mut fields: Vec<Arc<Field>> = plan.schema.fields().iter().cloned().collect();
+    // A filter may need columns the caller did not ask for: read them too, drop them after.
+    let mut read_columns = options.columns.clone();
+    if let (Some(cols), Some(filter)) = (&mut read_columns, &options.filter) {
+        for c in filter.columns() {
+            let name = resolve_column(&dataset, &c)?;
+            if !cols.contains(&name) {
+                cols.push(name);
+            }
+        }
+    }
+    let plan = Arc::new(plan::plan_scan(&dataset.schema, read_columns.as_deref())?);
+    let projected = options
+        .columns
+        .as_ref()
+        .map_or(plan.fields.len(), |c| c.len());
+    let mut fields: Vec<Arc<Field>> = plan
+        .schema
+        .fields()
+        .iter()
+        .take(projected)
+        .cloned()
+        .collect();
     if options.with_row_id {
         fields.push(Arc::new(Field::new(ROW_ID, DataType::UInt64, true)));
     }
@@ -76,4 +96,17 @@ pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
     ));
     let batches = stream::start(dataset, plan, options, schema.clone());
     Ok(Scan { schema, batches })
+}
+
+/// The schema's name for a column a filter refers to (exact, else ignoring case).
+fn resolve_column(ds: &Dataset, name: &str) -> Result<String> {
+    let fields = &ds.schema.fields;
+    fields
+        .iter()
+        .find(|f| f.name == name)
+        .or_else(|| fields.iter().find(|f| f.name.eq_ignore_ascii_case(name)))
+        .map(|f| f.name.clone())
+        .ok_or_else(|| {
+            crate::Error::invalid(format!("filter refers to '{name}', which is not a column"))
+        })
 }

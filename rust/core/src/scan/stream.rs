@@ -224,16 +224,28 @@ pub fn start(
         budget,
         tx,
     ));
+    let (post_skip, post_take) = match options.filter {
+        Some(_) => (
+            options.offset.unwrap_or(0),
+            options.limit.unwrap_or(u64::MAX),
+        ),
+        None => (0, u64::MAX),
+    };
     let state = Consumer {
         rx,
         plan,
         options,
         schema,
+        post_skip,
+        post_take,
         _driver: Tasks(std::sync::Mutex::new(vec![driver.abort_handle()])),
     };
     futures::stream::unfold(Some((state, None::<Batches>)), |st| async move {
         let (mut c, mut batches) = st?;
         loop {
+            if c.post_take == 0 {
+                return None; // the limit of a filtered scan is reached
+            }
             if batches.is_none() {
                 match c.rx.recv().await {
                     None => return None,
@@ -272,8 +284,19 @@ async fn drive(
             .filter_map(|id| ds.fragment(*id).cloned())
             .collect(),
     };
-    let mut to_skip = options.offset.unwrap_or(0);
-    let mut to_take = options.limit.unwrap_or(u64::MAX);
+    // Without a filter, offset and limit are known in rows and whole fragments can be
+    // skipped; with one, the consumer applies them to the filtered rows.
+    let filtered = options.filter.is_some();
+    let mut to_skip = if filtered {
+        0
+    } else {
+        options.offset.unwrap_or(0)
+    };
+    let mut to_take = if filtered {
+        u64::MAX
+    } else {
+        options.limit.unwrap_or(u64::MAX)
+    };
     for frag in fragments {
         if to_take == 0 {
             break;
@@ -447,7 +470,11 @@ struct Consumer {
     rx: mpsc::Receiver<Result<FragmentWork>>,
     plan: Arc<ScanPlan>,
     options: ScanOptions,
+    /// The output schema (the plan may read extra columns for the filter).
     schema: SchemaRef,
+    /// Offset and limit still to apply to filtered rows.
+    post_skip: u64,
+    post_take: u64,
     _driver: Tasks,
 }
 
@@ -480,7 +507,7 @@ impl Consumer {
             return Ok(Some(RecordBatch::new_empty(self.schema.clone())));
         }
 
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.plan.fields.len() + 2);
         for fp in &self.plan.fields {
             let mut parts = Vec::new();
             for li in fp.leaves() {
@@ -491,6 +518,7 @@ impl Consumer {
             columns.push(assemble(fp, parts, n as usize)?);
         }
         let addrs = (start..start + n).map(|o| (w.fragment_id << 32) | o);
+        let mut extra: Vec<ArrayRef> = Vec::with_capacity(2);
         if self.options.with_row_id {
             let ids: UInt64Array = match &w.row_ids {
                 Some(ids) => ids[start as usize..(start + n) as usize]
@@ -499,19 +527,51 @@ impl Consumer {
                     .collect(),
                 None => addrs.clone().collect(),
             };
-            columns.push(Arc::new(ids));
+            extra.push(Arc::new(ids));
         }
         if self.options.with_row_address {
-            columns.push(Arc::new(addrs.collect::<UInt64Array>()));
+            extra.push(Arc::new(addrs.collect::<UInt64Array>()));
         }
+        // All columns read (the filter's too), then the row id columns.
+        let projected = self.schema.fields().len() - extra.len();
+        let read_schema = if columns.len() == projected {
+            self.schema.clone()
+        } else {
+            let mut fields: Vec<_> = self.plan.schema.fields().iter().cloned().collect();
+            fields.extend(self.schema.fields().iter().skip(projected).cloned());
+            Arc::new(arrow_schema::Schema::new_with_metadata(
+                fields,
+                self.schema.metadata().clone(),
+            ))
+        };
+        let read_columns = columns.len();
+        columns.extend(extra);
         let opts = RecordBatchOptions::new().with_row_count(Some(n as usize));
-        let mut batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &opts)?;
+        let mut batch = RecordBatch::try_new_with_options(read_schema, columns, &opts)?;
         if let Some(d) = w.deletions.as_ref().filter(|_| deleted_here > 0) {
             let mut keep = vec![true; n as usize];
             for r in d.range(start as u32..(start + n) as u32) {
                 keep[(r as u64 - start) as usize] = false;
             }
             batch = arrow_select::filter::filter_record_batch(&batch, &BooleanArray::from(keep))?;
+        }
+        if let Some(filter) = &self.options.filter {
+            let mask = crate::expr::evaluate(filter, &batch)?;
+            batch = arrow_select::filter::filter_record_batch(&batch, &mask)?;
+            if read_columns != projected {
+                let keep: Vec<usize> = (0..projected)
+                    .chain(read_columns..batch.num_columns())
+                    .collect();
+                batch = batch.project(&keep)?;
+            }
+            // Offset and limit count filtered rows.
+            let skip = self.post_skip.min(batch.num_rows() as u64) as usize;
+            self.post_skip -= skip as u64;
+            batch = batch.slice(skip, batch.num_rows() - skip);
+            let take = self.post_take.min(batch.num_rows() as u64) as usize;
+            self.post_take -= take as u64;
+            batch = batch.slice(0, take);
+            return Ok(Some(batch));
         }
         if w.skip > 0 {
             let s = w.skip as usize;

@@ -67,3 +67,58 @@ fn decode_arrow(bytes: &Bytes, name: &str) -> Result<RoaringBitmap> {
     }
     Ok(set)
 }
+
+/// Deletion sets of this many rows or more are stored as roaring bitmaps, smaller ones
+/// as Arrow files (as the reference does).
+pub const BITMAP_THRESHOLD: u64 = 5000;
+
+/// Encode a fragment's deleted row offsets: (file type, bytes).
+pub fn encode_deletions(set: &RoaringBitmap) -> Result<(DeletionFileType, Bytes)> {
+    if set.len() >= BITMAP_THRESHOLD {
+        let mut out = Vec::with_capacity(set.serialized_size());
+        set.serialize_into(&mut out)
+            .map_err(|e| Error::io("deletion file", e))?;
+        return Ok((DeletionFileType::Bitmap, Bytes::from(out)));
+    }
+    use std::sync::Arc;
+    let schema = Arc::new(arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+        "row_id",
+        arrow_schema::DataType::UInt32,
+        false,
+    )]));
+    let column: arrow_array::ArrayRef = Arc::new(UInt32Array::from_iter_values(set.iter()));
+    let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![column])?;
+    let mut out = Vec::new();
+    let mut w = arrow_ipc::writer::FileWriter::try_new(&mut out, &schema)?;
+    w.write(&batch)?;
+    w.finish()?;
+    drop(w);
+    Ok((DeletionFileType::ArrowArray, Bytes::from(out)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_kinds_round_trip() {
+        for n in [1u32, 4999, 5000, 12345] {
+            let set: RoaringBitmap = (0..n).map(|i| i * 3).collect();
+            let (kind, bytes) = encode_deletions(&set).unwrap();
+            assert_eq!(kind == DeletionFileType::Bitmap, n >= 5000);
+            let d = DeletionFile {
+                file_type: kind as i32,
+                ..Default::default()
+            };
+            assert_eq!(decode_deletions(&bytes, &d, "t").unwrap(), set);
+        }
+        let d = DeletionFile {
+            file_type: DeletionFileType::Bitmap as i32,
+            ..Default::default()
+        };
+        assert!(decode_deletions(&Bytes::from_static(b"junk"), &d, "t")
+            .unwrap_err()
+            .to_string()
+            .contains("t: corrupt"));
+    }
+}

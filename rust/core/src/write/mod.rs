@@ -2,8 +2,11 @@
 //!
 //! `write_fragments` writes data files without committing (what each Spark task does);
 //! `write_dataset` also commits them (create, append or overwrite).
+mod delete;
 mod file;
 pub mod leaves;
+
+pub use delete::delete;
 
 use std::sync::Arc;
 
