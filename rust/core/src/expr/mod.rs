@@ -109,7 +109,7 @@ impl Expr {
         Expr::Or(Box::new(self), Box::new(other))
     }
 
-    pub fn not(self) -> Expr {
+    pub fn negate(self) -> Expr {
         Expr::Not(Box::new(self))
     }
 

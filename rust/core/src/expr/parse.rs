@@ -96,7 +96,7 @@ fn convert(e: &ast::Expr, text: &str) -> Result<Expr> {
         E::UnaryOp {
             op: UnaryOperator::Not,
             expr,
-        } => convert(expr, text)?.not(),
+        } => convert(expr, text)?.negate(),
         E::UnaryOp {
             op: UnaryOperator::Minus,
             expr,
@@ -186,7 +186,7 @@ fn convert(e: &ast::Expr, text: &str) -> Result<Expr> {
                 convert(high, text)?,
             ));
             if *negated {
-                range.not()
+                range.negate()
             } else {
                 range
             }
