@@ -156,3 +156,47 @@ def test_unaligned_buffers_do_not_panic(tmp_uri):
     assert any(b.column(0).buffers()[1].address % 8 for b in batches)
     lance_core.write_dataset(batches, tmp_uri)
     assert_same(lance.dataset(tmp_uri).to_table(), t, "unaligned")
+
+
+def test_json_columns_round_trip(tmp_uri):
+    from datagen import json_column
+
+    t = pa.table({"id": pa.array(range(500)), "doc": json_column(500)})
+    lance_core.write_dataset(t, tmp_uri)
+    ref = lance.dataset(tmp_uri)
+    assert ref.schema == lance_core.dataset(tmp_uri).schema
+    assert_same(lance_core.dataset(tmp_uri).to_table(), ref.to_table(), "json (ours vs pylance)")
+    docs = [None if d is None else __import__("json").loads(d) for d in ref.to_table()["doc"].to_pylist()]
+    assert docs == [None if d is None else __import__("json").loads(d) for d in t["doc"].to_pylist()]
+    with pytest.raises(lance_core.InvalidInputError, match="row 1 is not valid JSON"):
+        lance_core.write_dataset(pa.table({"doc": pa.array(['{"a": 1}', "{nope"], pa.json_(pa.string()))}), tmp_uri + "_bad")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_stable_row_ids(tmp_uri, version):
+    lance_core.write_dataset(_flat(3000), tmp_uri, enable_stable_row_ids=True, max_rows_per_file=1000, data_storage_version=version)
+    lance_core.write_dataset(_flat(500), tmp_uri, mode="append")
+    ds = lance_core.dataset(tmp_uri)
+    ds.delete("seq_int64 % 4 = 0")
+    ref = lance.dataset(tmp_uri)
+    a = ref.to_table(columns=["seq_int64"], with_row_id=True, with_row_address=True)
+    assert a["_rowid"].to_pylist() == sorted(a["_rowid"].to_pylist())
+    assert a["_rowid"].to_pylist()[-1] == 3499
+    assert_same(ds.to_table(columns=["seq_int64"], with_row_id=True, with_row_address=True), a, "row ids")
+    # pylance keeps them stable through compaction of our dataset.
+    ref.optimize.compact_files(target_rows_per_fragment=100000)
+    ref = lance.dataset(tmp_uri)
+    assert_same(lance_core.dataset(tmp_uri).to_table(columns=["seq_int64"], with_row_id=True),
+                ref.to_table(columns=["seq_int64"], with_row_id=True), "after compaction")
+    assert set(ref.to_table(with_row_id=True)["_rowid"].to_pylist()) == set(a["_rowid"].to_pylist())
+
+
+def test_memory_store_writes():
+    t = _flat(2000)
+    ds = lance_core.write_dataset(t, "memory://writes/ds", max_rows_per_file=700)
+    assert ds.count_rows() == 2000 and len(ds.get_fragments()) == 3
+    lance_core.write_dataset(t, "memory://writes/ds", mode="append")
+    assert_same(lance_core.dataset("memory://writes/ds").to_table(), pa.concat_tables([t, t]), "memory")
+    lance_core.dataset("memory://writes/ds").delete("int64 > 0")
+    assert lance_core.dataset("memory://writes/ds").count_rows() == pa.concat_tables([t, t]).filter(
+        pa.compute.invert(pa.compute.fill_null(pa.compute.greater(pa.concat_tables([t, t])["int64"], 0), False))).num_rows

@@ -80,11 +80,14 @@ impl FileWriter {
     }
 
     async fn write_aligned(&mut self, data: Vec<u8>) -> Result<u64> {
+        static PADDING: [u8; ALIGN as usize] = [PAD; ALIGN as usize];
         let at = self.position;
         let pad = ((ALIGN - data.len() as u64 % ALIGN) % ALIGN) as usize;
-        let mut data = data;
-        data.resize(data.len() + pad, PAD);
         self.write(Bytes::from(data)).await?;
+        if pad > 0 {
+            // Padding on its own, so a full buffer is never reallocated to grow by a few bytes.
+            self.write(Bytes::from_static(&PADDING[..pad])).await?;
+        }
         Ok(at)
     }
 

@@ -19,7 +19,7 @@ use crate::table::schema::LanceSchema;
 /// Bytes of values a page holds before it is encoded.
 const PAGE_BYTES: usize = 8 << 20;
 /// Pages being encoded at once per file.
-const IN_FLIGHT: usize = 4;
+const IN_FLIGHT: usize = 2;
 
 struct Leaf {
     spec: LeafSpec,
@@ -100,6 +100,7 @@ impl DataFileWriter {
         let parts = std::mem::take(&mut leaf.pending);
         leaf.pending_bytes = 0;
         let spec = leaf.spec.clone();
+        let name = self.name.clone();
         let rx = start_cpu(self.name.clone(), move || {
             let array = if parts.len() == 1 {
                 parts.into_iter().next().unwrap()
@@ -107,6 +108,7 @@ impl DataFileWriter {
                 let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
                 arrow_select::concat::concat(&refs)?
             };
+            let array = if spec.json { crate::scan::json::text_to_jsonb(&array, &name)? } else { array };
             encode_page(leaf_levels(&array, &spec.steps)?, &spec.options)
         });
         self.encoding.push_back((i, rx));

@@ -10,6 +10,8 @@ use crate::table::schema::{LanceField, LanceSchema};
 #[derive(Clone, Debug)]
 pub struct LeafSpec {
     pub field_id: i32,
+    /// A JSON column: its text is stored as JSONB.
+    pub json: bool,
     /// Index of the top-level column the leaf belongs to.
     pub top: usize,
     pub steps: Vec<Step>,
@@ -84,12 +86,11 @@ fn walk(
             if f.is_blob_v1() {
                 return Err(unsupported(format!("writing blob field '{}'", f.name)));
             }
-            out.push(LeafSpec {
-                field_id: f.id,
-                top,
-                steps: steps.clone(),
-                options: options(f, large_chunks)?,
-            })
+            let json = f.logical_type == "json";
+            if json && !steps.is_empty() {
+                return Err(unsupported(format!("writing JSON field '{}' inside a struct or list", f.name)));
+            }
+            out.push(LeafSpec { field_id: f.id, json, top, steps: steps.clone(), options: options(f, large_chunks)? })
         }
     }
     Ok(())

@@ -190,6 +190,25 @@ fn types_match(a: &arrow_schema::DataType, b: &arrow_schema::DataType) -> bool {
     }
 }
 
+/// Give array data `target`, a type equal to its own up to the names and nullability of
+/// nested fields; the buffers are kept.
+fn retype(data: arrow_data::ArrayData, target: &arrow_schema::DataType) -> Result<arrow_data::ArrayData> {
+    use arrow_schema::DataType::*;
+    let children = match target {
+        List(f) | LargeList(f) | FixedSizeList(f, _) | Map(f, _) => {
+            vec![retype(data.child_data()[0].clone(), f.data_type())?]
+        }
+        Struct(fields) => data
+            .child_data()
+            .iter()
+            .zip(fields.iter())
+            .map(|(c, f)| retype(c.clone(), f.data_type()))
+            .collect::<Result<_>>()?,
+        _ => data.child_data().to_vec(),
+    };
+    Ok(data.into_builder().data_type(target.clone()).child_data(children).build()?)
+}
+
 /// Reorder a batch's columns to `schema`'s order (by name) and give it that schema.
 fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
     if batch.schema().fields() == schema.fields() {
@@ -207,6 +226,11 @@ fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
                     "column '{}' is not nullable but the data has nulls",
                     f.name()
                 )));
+            }
+            // Same type up to nested field names (pyarrow calls list items "element" when
+            // read from Parquet): rename, keeping the buffers.
+            if c.data_type() != f.data_type() {
+                return Ok(arrow_array::make_array(retype(c.to_data(), f.data_type())?));
             }
             Ok(c.clone())
         })

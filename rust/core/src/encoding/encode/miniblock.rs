@@ -6,7 +6,7 @@
 //! empty or null lists after that go with the next chunk.
 use std::collections::HashMap;
 
-use arrow_buffer::BooleanBuffer;
+use arrow_buffer::{BooleanBuffer, Buffer};
 
 use super::levels::LeafLevels;
 use super::proto;
@@ -34,7 +34,7 @@ fn pad8(v: &mut Vec<u8>) {
 enum Repr {
     /// Fixed width values, bit-packed per 1024 (`packed`) or as they are.
     Fixed {
-        bytes: Vec<u8>,
+        bytes: Buffer,
         width: usize,
         packed: bool,
     },
@@ -42,13 +42,13 @@ enum Repr {
     /// Variable-width values (possibly FSST codes) with absolute offsets.
     Variable {
         offsets: Vec<u64>,
-        data: Vec<u8>,
+        data: Buffer,
         large: bool,
     },
     FixedSizeList {
         dim: usize,
         item_width: usize,
-        bytes: Vec<u8>,
+        bytes: Buffer,
         validity: Option<BooleanBuffer>,
     },
 }
@@ -224,8 +224,9 @@ impl Repr {
     }
 }
 
-fn to_words<T: arrow_buffer::ArrowNativeType>(raw: &[u8]) -> Vec<T> {
-    crate::encoding::bytes::words::<T>(raw).into_owned()
+/// View little-endian bytes as words (borrowed when aligned, as page buffers are).
+fn to_words<T: arrow_buffer::ArrowNativeType>(raw: &[u8]) -> std::borrow::Cow<'_, [T]> {
+    crate::encoding::bytes::words::<T>(raw)
 }
 
 /// Whether bit packing the fixed-width values shrinks them.
@@ -445,20 +446,22 @@ pub fn encode(levels: &LeafLevels, opts: &PageOptions) -> Result<EncodedPage> {
             let packed = packing_pays(&bytes, width);
             dictionary = Some((d, large));
             Repr::Fixed {
-                bytes,
+                bytes: Buffer::from_vec(bytes),
                 width,
                 packed,
             }
         }
-        Values::Variable { .. }
-            if opts.allow_dictionary && try_dictionary(&values, nulls).is_some() =>
+        Values::Variable { large, .. }
+            if opts.allow_dictionary && {
+                dictionary = try_dictionary(&values, nulls).map(|d| (d, large));
+                dictionary.is_some()
+            } =>
         {
-            let d = try_dictionary(&values, nulls).unwrap();
+            let d = &dictionary.as_ref().unwrap().0;
             let bytes: Vec<u8> = d.indices.iter().flat_map(|i| i.to_le_bytes()).collect();
             let packed = packing_pays(&bytes, 4);
-            dictionary = Some((d, matches!(values, Values::Variable { large: true, .. })));
             Repr::Fixed {
-                bytes,
+                bytes: Buffer::from_vec(bytes),
                 width: 4,
                 packed,
             }
@@ -472,13 +475,13 @@ pub fn encode(levels: &LeafLevels, opts: &PageOptions) -> Result<EncodedPage> {
                 fsst_table = Some(table);
                 Repr::Variable {
                     offsets,
-                    data,
+                    data: Buffer::from_vec(data),
                     large,
                 }
             }
             None => {
                 let base = offsets[0];
-                let data = data[base as usize..offsets[offsets.len() - 1] as usize].to_vec();
+                let data = data.slice_with_length(base as usize, (offsets[offsets.len() - 1] - base) as usize);
                 Repr::Variable {
                     offsets: offsets.iter().map(|o| o - base).collect(),
                     data,
@@ -491,7 +494,7 @@ pub fn encode(levels: &LeafLevels, opts: &PageOptions) -> Result<EncodedPage> {
                 && matches!(width, 1 | 2 | 4 | 8)
                 && packing_pays(&bytes, width);
             Repr::Fixed {
-                bytes: bytes.to_vec(),
+                bytes,
                 width,
                 packed,
             }
@@ -506,7 +509,7 @@ pub fn encode(levels: &LeafLevels, opts: &PageOptions) -> Result<EncodedPage> {
         } => Repr::FixedSizeList {
             dim,
             item_width,
-            bytes: bytes.to_vec(),
+            bytes,
             validity: item_validity,
         },
     };
