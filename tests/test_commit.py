@@ -114,3 +114,37 @@ def test_conflicting_commit_is_refused(tmp_uri):
     with pytest.raises(lance_core.InvalidInputError, match="conflict at version 2.*overwrite"):
         lance_core.commit(tmp_uri, lance_core.LanceOperation.Append(frags), read_version=1)
     assert lance.dataset(tmp_uri).version == 2
+
+
+def test_append_to_unwritable_version_is_refused(tmp_uri):
+    lance.write_dataset(_t(0, 10), tmp_uri, data_storage_version="2.0")
+    files = sorted(os.listdir(os.path.join(tmp_uri, "data")))
+    with pytest.raises(lance_core.UnsupportedFeatureError, match="writing data storage version '2.0'"):
+        lance_core.write_dataset(_t(10, 10), tmp_uri, mode="append")
+    assert sorted(os.listdir(os.path.join(tmp_uri, "data"))) == files  # nothing written
+    assert lance.dataset(tmp_uri).version == 1
+
+
+def test_v1_manifest_names_are_kept(tmp_uri):
+    lance.write_dataset(_t(0, 10), tmp_uri, enable_v2_manifest_paths=False)
+    lance_core.write_dataset(_t(10, 10), tmp_uri, mode="append")
+    names = [n for n in os.listdir(os.path.join(tmp_uri, "_versions")) if n.endswith(".manifest")]
+    assert sorted(names) == ["1.manifest", "2.manifest"]
+    assert lance.dataset(tmp_uri).count_rows() == 20
+    txns = os.listdir(os.path.join(tmp_uri, "_transactions"))
+    assert len(txns) == 2  # one transaction file per commit
+
+
+def test_concurrent_deletes_rebase_or_conflict(tmp_uri):
+    lance_core.write_dataset(_t(0, 300), tmp_uri, max_rows_per_file=100)
+    v1 = lance_core.dataset(tmp_uri)
+    a, b = lance_core.dataset(tmp_uri), lance_core.dataset(tmp_uri, version=1)
+    a.delete("id < 10")              # fragment 0
+    b.delete("id >= 200 AND id < 210")  # fragment 2, prepared from version 1: rebases
+    ds = lance.dataset(tmp_uri)
+    assert ds.version == 3 and ds.count_rows() == 280
+    c = lance_core.dataset(tmp_uri, version=1)
+    with pytest.raises(lance_core.InvalidInputError, match="commit conflict.*same fragments"):
+        c.delete("id = 5")  # fragment 0 again, from version 1
+    assert lance.dataset(tmp_uri).version == 3
+    assert v1.version == 1
