@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from datetime import datetime, timedelta
-from typing import Any, Dict, Iterator, List, Optional, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
@@ -31,7 +32,12 @@ class LanceScanner:
         fragment_ids: Optional[List[int]] = None,
         io_buffer_size: Optional[int] = None,
         filter: Optional[str] = None,
+        row_range: Optional[Tuple[int, int]] = None,
+        include_deleted: bool = False,
     ):
+        """`row_range=(start, end)` reads only physical rows start..end of each fragment
+        (so several tasks can share a large fragment); `include_deleted=True` returns
+        deleted rows too (every physical row, in order)."""
         if isinstance(columns, str):
             raise InvalidInputError("columns must be a list of column names, not a string")
         for name, value in (("limit", limit), ("offset", offset), ("batch_size", batch_size), ("io_buffer_size", io_buffer_size)):
@@ -39,6 +45,11 @@ class LanceScanner:
                 raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}")
         if batch_size == 0:
             raise InvalidInputError("batch_size must be positive")
+        if row_range is not None:
+            start, end = row_range
+            if not (isinstance(start, int) and isinstance(end, int)) or start < 0 or end < start:
+                raise InvalidInputError(f"row_range must be (start, end) with 0 <= start <= end, got {row_range!r}")
+            row_range = (start, end)
         self._dataset = dataset
         self._args = dict(
             columns=list(columns) if columns is not None else None,
@@ -50,6 +61,8 @@ class LanceScanner:
             fragment_ids=fragment_ids,
             io_buffer_size=io_buffer_size,
             filter=filter,
+            row_range=row_range,
+            include_deleted=bool(include_deleted),
         )
 
     def _native(self) -> "_lance_core._BatchIterator":
@@ -75,6 +88,8 @@ class LanceScanner:
     def count_rows(self) -> int:
         """Rows the scan returns; without a limit or offset no data page is read."""
         a = self._args
+        if a["row_range"] is not None or a["include_deleted"]:
+            return sum(b.num_rows for b in self.to_batches())
         if a["filter"] is not None and a["limit"] is None and a["offset"] is None:
             ids = a["fragment_ids"]
             if ids is None:
@@ -122,8 +137,68 @@ class LanceFragment:
     def to_batches(self, columns: Optional[List[str]] = None, **kwargs) -> Iterator[pa.RecordBatch]:
         return self.scanner(columns, **kwargs).to_batches()
 
+    def merge_columns(
+        self,
+        value_func: Callable[[pa.RecordBatch], Any],
+        columns: Optional[List[str]] = None,
+        output_schema: Optional[pa.Schema] = None,
+        batch_size: Optional[int] = None,
+    ) -> Tuple["FragmentMetadata", pa.Schema]:
+        """Compute new columns for this fragment and write them as a new data file.
+
+        `value_func` gets batches of `columns` (all when None) covering every physical
+        row, deleted ones included, and returns a batch (or table, or dict of arrays) of
+        the new columns with as many rows. Returns the fragment's new metadata and the
+        dataset's schema with the new columns; commit every fragment's metadata at once
+        with `commit(uri, LanceOperation.Merge(fragments, schema), read_version=version)`.
+        """
+        from .fragment_metadata import FragmentMetadata
+
+        batches = self.to_batches(columns if columns is not None else None, batch_size=batch_size,
+                                  include_deleted=True)
+        outputs = (_as_batch(value_func(b)) for b in batches)
+        if output_schema is None:
+            first = next(outputs, None)
+            if first is None:
+                raise InvalidInputError(f"fragment {self.fragment_id} has no rows to compute columns from")
+            output_schema = first.schema
+            outputs = itertools.chain([first], outputs)
+        outputs = (b if b.schema == output_schema else _conform(b, output_schema) for b in outputs)
+        reader = pa.RecordBatchReader.from_batches(output_schema, outputs)
+        data = self._dataset._ds.write_columns(reader, self.fragment_id)
+        schema = pa.schema(list(self._dataset.schema) + list(output_schema))
+        return FragmentMetadata(data), schema
+
+    def metadata(self) -> "FragmentMetadata":
+        """This fragment's metadata as it is committed (to pass to `LanceOperation.Merge`)."""
+        from .fragment_metadata import FragmentMetadata
+
+        return FragmentMetadata(self._dataset._ds.fragment_metadata(self.fragment_id))
+
     def __repr__(self) -> str:
         return f"LanceFragment(id={self.fragment_id}, physical_rows={self.physical_rows})"
+
+
+def _as_batch(out: Any) -> pa.RecordBatch:
+    """What a column function returned, as one record batch."""
+    if isinstance(out, pa.RecordBatch):
+        return out
+    if isinstance(out, pa.Table):
+        return out.combine_chunks().to_batches()[0] if out.num_rows else pa.RecordBatch.from_pylist([], schema=out.schema)
+    if isinstance(out, dict):
+        return pa.RecordBatch.from_pydict(out)
+    if type(out).__module__.startswith("pandas"):
+        return pa.RecordBatch.from_pandas(out, preserve_index=False)
+    raise InvalidInputError(f"the column function must return a pyarrow RecordBatch, Table or dict, "
+                            f"not {type(out).__name__}")
+
+
+def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """`batch` with `schema`'s columns, in its order and types."""
+    missing = [n for n in schema.names if n not in batch.schema.names]
+    if missing:
+        raise InvalidInputError(f"the column function's output has no column {missing[0]!r}")
+    return batch.select(schema.names).cast(schema)
 
 
 class LanceDataset:
@@ -221,6 +296,31 @@ class LanceDataset:
                    with_row_address: bool = False) -> Iterator[pa.RecordBatch]:
         return self.scanner(columns, limit, offset, batch_size, with_row_id, with_row_address,
                             filter=filter).to_batches()
+
+    def add_columns(
+        self,
+        value_func: Callable[[pa.RecordBatch], Any],
+        read_columns: Optional[List[str]] = None,
+        output_schema: Optional[pa.Schema] = None,
+        batch_size: Optional[int] = None,
+    ) -> None:
+        """Add columns computed by `value_func` (a batch of `read_columns` → a batch of the
+        new columns) to every row, as new data files: no existing file is rewritten. One
+        new version is committed and this object moves to it, as in pylance."""
+        from .fragment_metadata import LanceOperation, commit
+
+        fragments, schema = [], None
+        for frag in self.get_fragments():
+            meta, schema = frag.merge_columns(value_func, read_columns, output_schema, batch_size)
+            fragments.append(meta)
+            if output_schema is None:
+                output_schema = pa.schema(list(schema)[len(self.schema):])
+        if schema is None:
+            if output_schema is None:
+                raise InvalidInputError("adding columns to a dataset without rows needs output_schema")
+            schema = pa.schema(list(self.schema) + list(output_schema))
+        self._ds = commit(self.uri, LanceOperation.Merge(fragments, schema), read_version=self.version,
+                          storage_options=self._ds.storage_options())._ds
 
     def __len__(self) -> int:
         return self.count_rows()

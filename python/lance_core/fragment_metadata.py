@@ -67,6 +67,15 @@ class LanceOperation:
         deleted_fragment_ids: List[int]
         predicate: str
 
+    @dataclass
+    class Merge:
+        """New columns: every fragment of the read version (those given new data files by
+        `LanceFragment.merge_columns`) and the schema with the new columns. Commit it with
+        the `read_version` the columns were computed from."""
+
+        fragments: List[FragmentMetadata]
+        schema: pa.Schema
+
 
 def write_fragments(
     data,
@@ -109,6 +118,11 @@ def commit(
         native = _lance_core._commit(uri, "delete", [f.data for f in operation.updated_fragments], None,
                                      list(operation.deleted_fragment_ids), operation.predicate, read_version,
                                      storage_options)
+    elif isinstance(operation, LanceOperation.Merge):
+        if read_version is None:
+            raise InvalidInputError("a Merge must be committed with the read_version its columns were computed from")
+        native = _lance_core._commit(uri, "merge", [f.data for f in operation.fragments], operation.schema, None,
+                                     None, read_version, storage_options)
     else:
         raise InvalidInputError(f"cannot commit {type(operation).__name__}")
     return LanceDataset(native)

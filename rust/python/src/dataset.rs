@@ -2,6 +2,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use arrow_array::RecordBatchReader;
 use lance_core::dataset::{Dataset, VersionRef};
 use lance_core::scan::{scan, ScanOptions};
 use pyo3::prelude::*;
@@ -208,6 +209,48 @@ impl PyDataset {
         })
     }
 
+    /// Write new columns for fragment `fragment_id`: `data` (an Arrow stream) has one row
+    /// per physical row, deleted ones included. Returns the fragment's metadata (protobuf
+    /// bytes) with the new file added, to commit with a merge from this version.
+    fn write_columns(
+        &self,
+        py: Python<'_>,
+        data: Bound<'_, PyAny>,
+        fragment_id: u64,
+    ) -> PyResult<Vec<u8>> {
+        use lance_core::write::columns::{new_columns, write_columns};
+        use prost::Message;
+        guard(|| {
+            let reader = crate::write::import_stream(&data)?;
+            let schema = reader.schema();
+            let batches = crate::write::batch_stream(reader);
+            let ds = self.inner.clone();
+            let fragment = block_on(py, async move {
+                let added = new_columns(&ds, &schema)?;
+                write_columns(&ds, fragment_id, &added, batches).await
+            })
+            .py()?;
+            Ok(fragment.encode_to_vec())
+        })
+    }
+
+    fn storage_options(&self) -> HashMap<String, String> {
+        self.inner.storage_options().clone()
+    }
+
+    /// Fragment `fragment_id` as committed (protobuf bytes).
+    fn fragment_metadata(&self, py: Python<'_>, fragment_id: u64) -> PyResult<Vec<u8>> {
+        use prost::Message;
+        match self.inner.fragment(fragment_id) {
+            Some(f) => Ok(f.encode_to_vec()),
+            None => Err(crate::errors::raise(
+                py,
+                "InvalidInputError",
+                format!("{}: no fragment {fragment_id}", self.inner.uri()),
+            )),
+        }
+    }
+
     /// One dict per fragment: id, physical_rows, num_deletions, files.
     fn fragments<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         guard(|| {
@@ -240,7 +283,7 @@ impl PyDataset {
         })
     }
 
-    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None))]
+    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -253,6 +296,8 @@ impl PyDataset {
         fragment_ids: Option<Vec<u64>>,
         io_buffer_size: Option<usize>,
         filter: Option<String>,
+        row_range: Option<(u64, u64)>,
+        include_deleted: bool,
     ) -> PyResult<PyBatchIterator> {
         guard(|| {
             let mut options = ScanOptions {
@@ -262,6 +307,8 @@ impl PyDataset {
                 with_row_id,
                 with_row_address,
                 fragment_ids,
+                row_range,
+                include_deleted,
                 ..Default::default()
             };
             if let Some(b) = batch_size {

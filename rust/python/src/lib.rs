@@ -47,6 +47,7 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write::_write_fragments, m)?)?;
     m.add_function(wrap_pyfunction!(write::_commit, m)?)?;
     m.add_function(wrap_pyfunction!(write::_fragment_info, m)?)?;
+    m.add_function(wrap_pyfunction!(write::_delete_data_files, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -51,6 +51,27 @@ pub fn aligned(batch: RecordBatch) -> Result<RecordBatch, arrow_schema::ArrowErr
     )
 }
 
+/// The batches of an imported Arrow stream, pulled on a thread of their own: the
+/// producer may be Python code that itself calls lance_core (a scan feeding a write, a
+/// column function reading a fragment), and that must not run on a thread that is
+/// already driving the write's runtime.
+pub fn batch_stream(
+    reader: RecordBatchStreamReader,
+) -> impl futures::Stream<Item = lance_core::Result<RecordBatch>> + Send + Unpin {
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    std::thread::spawn(move || {
+        for batch in reader {
+            let batch = batch.and_then(aligned).map_err(lance_core::Error::from);
+            if tx.blocking_send(batch).is_err() {
+                break; // the writer stopped (an error): stop reading
+            }
+        }
+    });
+    Box::pin(futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (b, rx))
+    }))
+}
+
 pub fn mode(py: Python<'_>, mode: &str) -> PyResult<WriteMode> {
     match mode {
         "create" => Ok(WriteMode::Create),
@@ -92,9 +113,7 @@ pub fn _write_dataset(
         }
         let reader = import_stream(&data)?;
         let schema = reader.schema();
-        let batches = futures::stream::iter(
-            reader.map(|b| b.and_then(aligned).map_err(lance_core::Error::from)),
-        );
+        let batches = batch_stream(reader);
         let ds = block_on(py, write_dataset(&uri, schema, batches, opts)).py()?;
         Ok(PyDataset::from(ds))
     })
@@ -151,9 +170,7 @@ pub fn _write_fragments(
         }
         let reader = import_stream(&data)?;
         let schema = reader.schema();
-        let batches = futures::stream::iter(
-            reader.map(|b| b.and_then(aligned).map_err(lance_core::Error::from)),
-        );
+        let batches = batch_stream(reader);
         let fragments = block_on(
             py,
             lance_core::write::write_uncommitted(&uri, schema, batches, opts),
@@ -219,6 +236,41 @@ pub fn _commit(
                     stable_row_ids: false,
                 }
             }
+            "merge" => {
+                // The new columns are numbered after the read version's ids, as the tasks
+                // that wrote their files numbered them.
+                let (schema, read_version) = schema.zip(read_version).ok_or_else(|| {
+                    raise(
+                        py,
+                        "InvalidInputError",
+                        "a merge needs the new schema and the version it was read from".into(),
+                    )
+                })?;
+                let schema = import_schema(&schema)?;
+                let opts = storage_options.clone().unwrap_or_default();
+                let ds = block_on(
+                    py,
+                    lance_core::dataset::Dataset::open(
+                        &uri,
+                        Some(lance_core::dataset::VersionRef::Number(read_version)),
+                        opts,
+                    ),
+                )
+                .py()?;
+                let new: Vec<_> = schema
+                    .fields()
+                    .iter()
+                    .filter(|f| ds.schema.field(f.name()).is_none())
+                    .cloned()
+                    .collect();
+                let added =
+                    lance_core::write::columns::new_columns(&ds, &arrow_schema::Schema::new(new))
+                        .py()?;
+                Operation::Merge {
+                    fragments,
+                    schema: lance_core::write::columns::schema_with(&ds, &added),
+                }
+            }
             "delete" => Operation::Delete {
                 updated: fragments,
                 deleted_ids: deleted_fragment_ids.unwrap_or_default(),
@@ -262,4 +314,32 @@ pub fn _fragment_info(py: Python<'_>, data: Vec<u8>) -> PyResult<(u64, u64, Vec<
         f.physical_rows,
         f.files.iter().map(|d| d.path.clone()).collect(),
     ))
+}
+
+/// Delete data files (names within the dataset's `data/` directory) that were written but
+/// never committed, e.g. by the tasks of an aborted Spark job. Missing files are fine.
+#[pyfunction]
+#[pyo3(signature = (uri, paths, storage_options=None))]
+pub fn _delete_data_files(
+    py: Python<'_>,
+    uri: String,
+    paths: Vec<String>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<()> {
+    guard(|| {
+        let storage =
+            lance_core::storage::Storage::open(&uri, &storage_options.unwrap_or_default()).py()?;
+        block_on(py, async move {
+            for p in paths {
+                if p.contains("..") || p.starts_with('/') {
+                    return Err(lance_core::Error::invalid(format!(
+                        "{uri}: '{p}' is not a data file name"
+                    )));
+                }
+                storage.delete(&storage.path(&format!("data/{p}"))).await?;
+            }
+            Ok(())
+        })
+        .py()
+    })
 }

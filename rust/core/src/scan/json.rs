@@ -40,10 +40,16 @@ pub fn text_to_jsonb(array: &ArrayRef, column: &str) -> Result<ArrayRef> {
             None => None,
             Some(text) => Some(
                 jsonb::parse_value(text.as_bytes())
-                    .map_err(|e| crate::Error::invalid(format!("column '{column}' row {i} is not valid JSON: {e}")))?
+                    .map_err(|e| {
+                        crate::Error::invalid(format!(
+                            "column '{column}' row {i} is not valid JSON: {e}"
+                        ))
+                    })?
                     .to_vec(),
             ),
         });
     }
-    Ok(Arc::new(LargeBinaryArray::from(out.iter().map(|v| v.as_deref()).collect::<Vec<_>>())))
+    Ok(Arc::new(LargeBinaryArray::from(
+        out.iter().map(|v| v.as_deref()).collect::<Vec<_>>(),
+    )))
 }

@@ -35,6 +35,12 @@ pub struct ScanOptions {
     pub memory_budget: usize,
     /// Only rows where this is true (applied after deletions, before offset and limit).
     pub filter: Option<crate::expr::Expr>,
+    /// Only physical rows `start..end` of each fragment (deleted rows in the range are
+    /// still dropped): lets several tasks share one large fragment.
+    pub row_range: Option<(u64, u64)>,
+    /// Return deleted rows too: every physical row, as new data files for a fragment must
+    /// hold.
+    pub include_deleted: bool,
 }
 
 impl Default for ScanOptions {
@@ -49,6 +55,8 @@ impl Default for ScanOptions {
             fragment_ids: None,
             memory_budget: 64 << 20,
             filter: None,
+            row_range: None,
+            include_deleted: false,
         }
     }
 }

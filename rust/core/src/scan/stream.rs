@@ -197,7 +197,9 @@ impl Drop for Tasks {
 /// One fragment, ready to be consumed.
 struct FragmentWork {
     fragment_id: u64,
-    physical_rows: u64,
+    /// The physical rows to read: `first_row..end_row`.
+    first_row: u64,
+    end_row: u64,
     deletions: Option<RoaringBitmap>,
     row_ids: Option<Arc<Vec<u64>>>,
     /// Visible rows to skip, then to return.
@@ -250,7 +252,10 @@ pub fn start(
                 match c.rx.recv().await {
                     None => return None,
                     Some(Err(e)) => return Some((Err(e), None)),
-                    Some(Ok(work)) => batches = Some(Batches { work, row: 0 }),
+                    Some(Ok(work)) => {
+                        let row = work.first_row;
+                        batches = Some(Batches { work, row })
+                    }
                 }
             }
             match c.next_batch(batches.as_mut().unwrap()).await {
@@ -372,12 +377,24 @@ async fn open_fragment(
     to_take: &mut u64,
 ) -> Result<Option<(FragmentWork, Vec<PageTask>)>> {
     let physical_rows = ds.physical_rows(frag).await?;
-    let deletions = ds.deletions(frag).await?;
-    let visible = physical_rows
-        - deletions
-            .as_ref()
-            .map(|d| d.len().min(physical_rows))
-            .unwrap_or(0);
+    let (first_row, end_row) = match options.row_range {
+        Some((lo, hi)) => (
+            lo.min(physical_rows),
+            hi.clamp(lo.min(physical_rows), physical_rows),
+        ),
+        None => (0, physical_rows),
+    };
+    let deletions = if options.include_deleted {
+        None
+    } else {
+        ds.deletions(frag).await?
+    };
+    let deleted = deletions
+        .as_ref()
+        .filter(|_| end_row > first_row)
+        .map(|d| d.range_cardinality(first_row as u32..=(end_row - 1) as u32))
+        .unwrap_or(0);
+    let visible = (end_row - first_row).saturating_sub(deleted);
     if *to_skip >= visible {
         *to_skip -= visible;
         return Ok(None);
@@ -414,7 +431,10 @@ async fn open_fragment(
         let col = &src.file.metadata.columns[src.column];
         let mut start = 0u64;
         for (pi, p) in col.pages.iter().enumerate() {
-            pages.push((start, li, pi, p.num_rows));
+            // Only pages overlapping the rows wanted are read.
+            if start < end_row && start + p.num_rows > first_row {
+                pages.push((start, li, pi, p.num_rows));
+            }
             start += p.num_rows;
         }
         if start != physical_rows {
@@ -455,7 +475,8 @@ async fn open_fragment(
     }
     let work = FragmentWork {
         fragment_id: frag.id,
-        physical_rows,
+        first_row,
+        end_row,
         deletions,
         row_ids,
         skip,
@@ -487,11 +508,11 @@ impl Consumer {
     /// The next batch of the current fragment, or None when it is done.
     async fn next_batch(&mut self, b: &mut Batches) -> Result<Option<RecordBatch>> {
         let w = &mut b.work;
-        if b.row >= w.physical_rows || w.take == 0 {
+        if b.row >= w.end_row || w.take == 0 {
             return Ok(None);
         }
         let start = b.row;
-        let n = (self.options.batch_size as u64).min(w.physical_rows - start);
+        let n = (self.options.batch_size as u64).min(w.end_row - start);
         b.row += n;
 
         // Rows of this range that survive deletion, and how many of them to skip / keep.

@@ -186,7 +186,8 @@ impl Storage {
 
     /// A streaming writer for a large object (uploaded in parts, published when shut down).
     pub fn writer(&self, path: &Path) -> object_store::buffered::BufWriter {
-        object_store::buffered::BufWriter::with_capacity(self.store.clone(), path.clone(), 8 << 20).with_max_concurrency(2)
+        object_store::buffered::BufWriter::with_capacity(self.store.clone(), path.clone(), 8 << 20)
+            .with_max_concurrency(2)
     }
 
     pub async fn delete(&self, path: &Path) -> Result<()> {

@@ -41,6 +41,11 @@ pub enum Operation {
         deleted_ids: Vec<u64>,
         predicate: String,
     },
+    /// Every fragment, some with new data files, and the schema with the new columns.
+    Merge {
+        fragments: Vec<DataFragment>,
+        schema: LanceSchema,
+    },
 }
 
 impl Operation {
@@ -65,6 +70,11 @@ impl Operation {
                 updated_fragments: updated.clone(),
                 deleted_fragment_ids: deleted_ids.clone(),
                 predicate: predicate.clone(),
+            }),
+            Operation::Merge { fragments, schema } => PbOp::Merge(txn::Merge {
+                fragments: fragments.clone(),
+                schema: schema.to_proto(),
+                schema_metadata: schema.metadata_proto(),
             }),
         }
     }
@@ -144,9 +154,15 @@ fn conflicts(ours: &Operation, theirs: Option<&PbOp>) -> Option<String> {
         PbOp::Overwrite(_) | PbOp::Restore(_) | PbOp::UpdateMemWalState(_)
     );
     match ours {
-        Operation::Append { .. } => {
-            replaces_table.then(|| format!("a concurrent {} replaced the table", op_name(theirs)))
-        }
+        // Rows appended after new columns were computed for the others would lack them.
+        Operation::Append { .. } => (replaces_table || matches!(theirs, PbOp::Merge(_)))
+            .then(|| format!("a concurrent {} changed the table", op_name(theirs))),
+        // New columns were computed for the fragments as they were at the read version.
+        Operation::Merge { .. } => (!matches!(
+            theirs,
+            PbOp::CreateIndex(_) | PbOp::UpdateConfig(_) | PbOp::ReserveFragments(_)
+        ))
+        .then(|| format!("a concurrent {} changed the fragments", op_name(theirs))),
         Operation::Overwrite { .. } => {
             matches!(theirs, PbOp::Overwrite(_) | PbOp::UpdateMemWalState(_))
                 .then(|| format!("a concurrent {} committed first", op_name(theirs)))
@@ -382,6 +398,29 @@ fn manifest_file(
                 *slot = f.clone();
             }
             m.fragments.retain(|f| !deleted_ids.contains(&f.id));
+        }
+        Operation::Merge { fragments, schema } => {
+            let mut by_id: std::collections::HashMap<u64, &DataFragment> =
+                fragments.iter().map(|f| (f.id, f)).collect();
+            let mut merged = Vec::with_capacity(m.fragments.len());
+            for f in &m.fragments {
+                match by_id.remove(&f.id) {
+                    Some(new) => merged.push(new.clone()),
+                    None => break,
+                }
+            }
+            if merged.len() != m.fragments.len()
+                || !by_id.is_empty()
+                || fragments.len() != merged.len()
+            {
+                return Err(Error::invalid(format!(
+                    "{}: adding columns must list every fragment of the table exactly once",
+                    storage.uri()
+                )));
+            }
+            m.fragments = merged;
+            m.fields = schema.to_proto();
+            m.schema_metadata = schema.metadata_proto();
         }
     }
     m.max_fragment_id = if next_id > 0 {

@@ -108,7 +108,11 @@ impl DataFileWriter {
                 let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
                 arrow_select::concat::concat(&refs)?
             };
-            let array = if spec.json { crate::scan::json::text_to_jsonb(&array, &name)? } else { array };
+            let array = if spec.json {
+                crate::scan::json::text_to_jsonb(&array, &name)?
+            } else {
+                array
+            };
             encode_page(leaf_levels(&array, &spec.steps)?, &spec.options)
         });
         self.encoding.push_back((i, rx));

@@ -88,9 +88,18 @@ fn walk(
             }
             let json = f.logical_type == "json";
             if json && !steps.is_empty() {
-                return Err(unsupported(format!("writing JSON field '{}' inside a struct or list", f.name)));
+                return Err(unsupported(format!(
+                    "writing JSON field '{}' inside a struct or list",
+                    f.name
+                )));
             }
-            out.push(LeafSpec { field_id: f.id, json, top, steps: steps.clone(), options: options(f, large_chunks)? })
+            out.push(LeafSpec {
+                field_id: f.id,
+                json,
+                top,
+                steps: steps.clone(),
+                options: options(f, large_chunks)?,
+            })
         }
     }
     Ok(())

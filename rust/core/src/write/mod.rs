@@ -2,6 +2,7 @@
 //!
 //! `write_fragments` writes data files without committing (what each Spark task does);
 //! `write_dataset` also commits them (create, append or overwrite).
+pub mod columns;
 mod delete;
 mod file;
 pub mod leaves;
@@ -127,8 +128,14 @@ where
     }
     .await;
     if let Err(e) = result {
+        // Leave nothing behind: the file being written and those already finished.
         if let Some(w) = current.take() {
             w.abort().await;
+        }
+        for f in fragments.iter().flat_map(|f| f.files.iter()) {
+            let _ = storage
+                .delete(&storage.path(&format!("data/{}", f.path)))
+                .await;
         }
         return Err(e);
     }
@@ -192,7 +199,10 @@ fn types_match(a: &arrow_schema::DataType, b: &arrow_schema::DataType) -> bool {
 
 /// Give array data `target`, a type equal to its own up to the names and nullability of
 /// nested fields; the buffers are kept.
-fn retype(data: arrow_data::ArrayData, target: &arrow_schema::DataType) -> Result<arrow_data::ArrayData> {
+fn retype(
+    data: arrow_data::ArrayData,
+    target: &arrow_schema::DataType,
+) -> Result<arrow_data::ArrayData> {
     use arrow_schema::DataType::*;
     let children = match target {
         List(f) | LargeList(f) | FixedSizeList(f, _) | Map(f, _) => {
@@ -206,7 +216,11 @@ fn retype(data: arrow_data::ArrayData, target: &arrow_schema::DataType) -> Resul
             .collect::<Result<_>>()?,
         _ => data.child_data().to_vec(),
     };
-    Ok(data.into_builder().data_type(target.clone()).child_data(children).build()?)
+    Ok(data
+        .into_builder()
+        .data_type(target.clone())
+        .child_data(children)
+        .build()?)
 }
 
 /// Reorder a batch's columns to `schema`'s order (by name) and give it that schema.

@@ -481,7 +481,8 @@ pub fn encode(levels: &LeafLevels, opts: &PageOptions) -> Result<EncodedPage> {
             }
             None => {
                 let base = offsets[0];
-                let data = data.slice_with_length(base as usize, (offsets[offsets.len() - 1] - base) as usize);
+                let data = data
+                    .slice_with_length(base as usize, (offsets[offsets.len() - 1] - base) as usize);
                 Repr::Variable {
                     offsets: offsets.iter().map(|o| o - base).collect(),
                     data,

@@ -1,0 +1,27 @@
+"""Spark integration: the `lance` data source and `mapInArrow` pipeline helpers.
+
+    from lance_core.spark import LanceDataSource
+    spark.dataSource.register(LanceDataSource)
+    spark.read.format("lance").load(uri)
+
+Needs pyspark >= 4.1 (Python data sources with filter pushdown and Arrow batches).
+"""
+
+try:
+    import pyspark
+    from pyspark.sql.datasource import DataSource  # noqa: F401
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError("lance_core.spark needs pyspark >= 4.1 (pip install 'pyspark>=4.1')") from e
+
+from .datasource import LanceDataSource, LancePartition, LanceReader, LanceWriter
+from .pipeline import add_columns, read_fragments
+from .types import spark_schema
+
+__all__ = ["LanceDataSource", "LancePartition", "LanceReader", "LanceWriter", "add_columns", "read_fragments",
+           "spark_schema", "register"]
+
+
+def register(spark) -> None:
+    """Register the `lance` data source with `spark` (the same as
+    `spark.dataSource.register(LanceDataSource)`)."""
+    spark.dataSource.register(LanceDataSource)

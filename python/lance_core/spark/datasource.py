@@ -1,0 +1,278 @@
+"""`lance`, a PySpark data source (pyspark >= 4.1) reading and writing Lance tables.
+
+    spark.dataSource.register(LanceDataSource)
+    df = spark.read.format("lance").option("columns", "id,name").load("/data/t.lance")
+    df.write.format("lance").mode("append").save("/data/out.lance")
+
+Reads: the version is fixed when the query is planned; each partition is a fragment, or a
+range of physical rows of a large one, so every core has work; Spark's filters are pushed
+into lance_core's predicate where they mean the same thing. Writes: each task writes its own
+data files and sends their fragment metadata to the driver, which commits them all as one
+new version (Append, or Overwrite); an aborted job deletes what its tasks wrote.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import LongType, StructField, StructType
+
+from .. import _lance_core
+from ..dataset import LanceDataset, dataset
+from ..errors import DatasetNotFoundError, InvalidInputError
+from ..fragment_metadata import FragmentMetadata, LanceOperation, commit, write_fragments
+from . import filters as _filters
+from . import types as _types
+
+ROW_ID = "_rowid"
+# A partition has at most this many rows, fewer when that gives every core two partitions;
+# a fragment is never cut into ranges smaller than MIN_SPLIT_ROWS.
+MAX_ROWS_PER_PARTITION = 1 << 20
+MIN_SPLIT_ROWS = 128 * 1024
+
+
+def default_rows_per_partition(total_rows: int) -> int:
+    cores = os.cpu_count() or 2
+    return max(MIN_SPLIT_ROWS, min(MAX_ROWS_PER_PARTITION, -(-total_rows // (2 * cores))))
+
+
+def _storage_options(options: Dict[str, str]) -> Optional[Dict[str, str]]:
+    """Options named "storage.<key>" are passed to object_store as <key>."""
+    out = {k[len("storage."):]: v for k, v in options.items() if k.lower().startswith("storage.")}
+    return out or None
+
+
+def _version(value: Optional[str]):
+    if value is None or value == "":
+        return None
+    return int(value) if value.strip().isdigit() else value
+
+
+def _flag(options: Dict[str, str], key: str) -> bool:
+    return str(options.get(key, "false")).strip().lower() in ("true", "1", "yes")
+
+
+class LanceDataSource(DataSource):
+    """Options: `path` (the `load`/`save` argument), `version` (number or tag), `columns`
+    (comma-separated projection), `batch_size`, `with_row_id`, `rows_per_partition`,
+    `pushdown` (take Spark's filters; default true), and `storage.<key>` for object store
+    settings (credentials, endpoint, region). Writes: `max_rows_per_file`,
+    `data_storage_version`."""
+
+    @classmethod
+    def name(cls) -> str:
+        # `spark.dataSource.register` calls this on the driver: the moment to turn on
+        # Python filter pushdown, which Spark requires of a reader that takes filters.
+        _enable_filter_pushdown()
+        return "lance"
+
+    def _uri(self) -> str:
+        uri = self.options.get("path")
+        if not uri:
+            raise InvalidInputError("the lance data source needs a path: .load(uri) or .save(uri)")
+        return uri
+
+    def _open(self) -> LanceDataset:
+        return dataset(self._uri(), version=_version(self.options.get("version")),
+                       storage_options=_storage_options(self.options))
+
+    def schema(self) -> StructType:
+        ds = self._open()
+        arrow = _project(ds.schema, self.options.get("columns"), ds.uri)
+        schema = _types.spark_schema(arrow)
+        if _flag(self.options, "with_row_id"):
+            schema = schema.add(StructField(ROW_ID, LongType(), True))
+        return schema
+
+    def reader(self, schema: StructType) -> "LanceReader":
+        # Spark (4.1-4.3) keeps the reader of a DataFrame's first query that pushed filters
+        # and reuses it for later queries on the same DataFrame that push none: those then
+        # see the earlier filter. `pushdown=false` avoids this for DataFrames that are reused.
+        cls = LanceFilteringReader if _flag({"p": self.options.get("pushdown", "true")}, "p") else LanceReader
+        return cls(self._open(), schema, self.options)
+
+    def writer(self, schema: StructType, overwrite: bool) -> "LanceWriter":
+        return LanceWriter(self._uri(), schema, overwrite, self.options)
+
+
+def _enable_filter_pushdown() -> None:
+    from pyspark.sql import SparkSession
+
+    try:
+        session = SparkSession.getActiveSession()
+        if session is not None:
+            session.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    except Exception:  # a worker without a session, or Spark Connect without the conf
+        pass
+
+
+def _project(schema: pa.Schema, columns: Optional[str], uri: str) -> pa.Schema:
+    if not columns:
+        return schema
+    names = [c.strip() for c in columns.split(",") if c.strip()]
+    for n in names:
+        if n not in schema.names:
+            raise InvalidInputError(f"{uri}: the columns option names '{n}', which is not a column")
+    return pa.schema([schema.field(n) for n in names], metadata=schema.metadata)
+
+
+class LancePartition(InputPartition):
+    """Physical rows `start..end` of one fragment."""
+
+    def __init__(self, fragment_id: int, start: int, end: int):
+        super().__init__((fragment_id, start, end))
+        self.fragment_id, self.start, self.end = fragment_id, start, end
+
+
+def plan_partitions(fragments: List[Tuple[int, int]], rows_per_partition: int) -> List[LancePartition]:
+    """Partitions over `fragments` ((id, physical rows) pairs): whole fragments, and the
+    fragments larger than `rows_per_partition` cut into equal row ranges."""
+    out = []
+    for fid, rows in fragments:
+        parts = max(1, -(-rows // max(rows_per_partition, MIN_SPLIT_ROWS)))
+        step = -(-rows // parts) if rows else 0
+        for p in range(parts):
+            start, end = p * step, min(rows, (p + 1) * step)
+            if end > start or rows == 0:
+                out.append(LancePartition(fid, start, end))
+    return out
+
+
+# Datasets opened by this Python worker, by (uri, version): workers are reused across tasks.
+_OPEN: Dict[Tuple[str, int], LanceDataset] = {}
+
+
+def _dataset_at(uri: str, version: int, storage_options) -> LanceDataset:
+    key = (uri, version)
+    ds = _OPEN.get(key)
+    if ds is None:
+        if len(_OPEN) > 16:
+            _OPEN.clear()
+        ds = _OPEN[key] = dataset(uri, version=version, storage_options=storage_options)
+    return ds
+
+
+class LanceReader(DataSourceReader):
+    def __init__(self, ds: LanceDataset, schema: StructType, options: Dict[str, str]):
+        self.uri = ds.uri
+        self.version = ds.version  # every task reads the version the query was planned on
+        self.storage_options = _storage_options(options)
+        self.with_row_id = ROW_ID in schema.fieldNames()
+        names = [n for n in schema.fieldNames() if n != ROW_ID]
+        for n in names:
+            if n not in ds.schema.names:
+                raise InvalidInputError(f"{self.uri}: the schema names '{n}', which is not a column of version "
+                                        f"{self.version}")
+        self.columns = names
+        self.target = _types.spark_arrow_schema(schema)
+        self.types = _filters.column_types(ds.schema)
+        self.predicates: List[str] = []
+        self.batch_size = int(options.get("batch_size", 64 * 1024))
+        frags = [(f.fragment_id, f.physical_rows) for f in ds.get_fragments()]
+        rows_per_partition = int(options.get("rows_per_partition", 0)) or default_rows_per_partition(
+            sum(rows for _, rows in frags))
+        self._partitions = plan_partitions(frags, rows_per_partition)
+
+    def partitions(self) -> List[InputPartition]:
+        return list(self._partitions)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, LancePartition):
+            return iter(())  # a dataset with no fragments
+        ds = _dataset_at(self.uri, self.version, self.storage_options)
+        frag = ds.get_fragment(partition.fragment_id)
+        if frag is None:
+            raise InvalidInputError(f"{self.uri}: version {self.version} has no fragment {partition.fragment_id}")
+        predicate = " AND ".join(f"({p})" for p in self.predicates) or None
+        batches = frag.to_batches(self.columns, batch_size=self.batch_size, filter=predicate,
+                                  with_row_id=self.with_row_id, row_range=(partition.start, partition.end))
+        return (_types.to_spark(b, self.target) for b in batches)
+
+
+class LanceFilteringReader(LanceReader):
+    """A reader that takes Spark's filters it can evaluate exactly."""
+
+    def pushFilters(self, filters):
+        for f in filters:
+            pred = _filters.to_predicate(f, self.types)
+            if pred is None:
+                yield f
+            else:
+                self.predicates.append(pred)
+
+
+@dataclass
+class LanceCommitMessage(WriterCommitMessage):
+    """What one task wrote: its fragments (not committed)."""
+
+    fragments: List[bytes] = field(default_factory=list)
+
+
+class LanceWriter(DataSourceArrowWriter):
+    def __init__(self, uri: str, schema: StructType, overwrite: bool, options: Dict[str, str]):
+        self.uri = uri
+        self.overwrite = overwrite
+        self.storage_options = _storage_options(options)
+        self.max_rows_per_file = int(options.get("max_rows_per_file", 1024 * 1024))
+        self.data_storage_version = options.get("data_storage_version")
+        try:
+            existing = dataset(uri, storage_options=self.storage_options)
+        except DatasetNotFoundError:
+            existing = None
+        # Appends are checked against, and committed on top of, the version seen now.
+        self.read_version = existing.version if existing is not None else None
+        self.create = existing is None or overwrite
+        self.spark_arrow = _types.spark_arrow_schema(schema)
+        self.target = self.spark_arrow if self.create else existing.schema
+        if not self.create:
+            _check_append(existing.schema, self.spark_arrow, uri)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
+        target = self.target
+        batches = (_types.from_spark(b, target) for b in iterator)
+        reader = pa.RecordBatchReader.from_batches(target, batches)
+        frags = write_fragments(reader, self.uri, schema=None, mode="overwrite" if self.create else "append",
+                                max_rows_per_file=self.max_rows_per_file,
+                                data_storage_version=self.data_storage_version,
+                                storage_options=self.storage_options)
+        return LanceCommitMessage([f.data for f in frags])
+
+    def _fragments(self, messages) -> List[FragmentMetadata]:
+        return [FragmentMetadata(b) for m in messages if isinstance(m, LanceCommitMessage) for b in m.fragments]
+
+    def commit(self, messages) -> None:
+        fragments = self._fragments(messages)
+        if self.create:
+            op = LanceOperation.Overwrite(self.target, fragments)
+        else:
+            op = LanceOperation.Append(fragments)
+        try:
+            commit(self.uri, op, read_version=self.read_version, storage_options=self.storage_options)
+        except Exception:
+            self.abort(messages)
+            raise
+
+    def abort(self, messages) -> None:
+        """Delete the data files the tasks wrote; nothing was committed."""
+        paths = [p for f in self._fragments(messages) for p in f.files]
+        _lance_core._delete_data_files(self.uri, paths, self.storage_options)
+
+
+def _check_append(existing: pa.Schema, incoming: pa.Schema, uri: str) -> None:
+    """Same column names as the dataset (types are converted per batch, and a value that
+    does not fit raises then)."""
+    missing = [n for n in existing.names if n not in incoming.names]
+    extra = [n for n in incoming.names if n not in existing.names]
+    if missing or extra:
+        what = f"has no column '{missing[0]}'" if missing else f"has a column '{extra[0]}' the dataset lacks"
+        raise InvalidInputError(f"{uri}: cannot append: the data {what}")

@@ -1,0 +1,115 @@
+"""Pipeline helpers over `mapInArrow`: reading fragments into a DataFrame, and adding
+computed columns to a dataset with the work spread over the executors.
+
+Both fix the dataset version on the driver and send executors only small descriptions of
+their work (fragment ids and row ranges); executors open the dataset themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Iterator, List, Optional, Union
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from .. import _lance_core
+from ..dataset import LanceDataset, dataset
+from ..errors import InvalidInputError
+from ..fragment_metadata import FragmentMetadata, LanceOperation, commit
+from . import types as _types
+from .datasource import _dataset_at, default_rows_per_partition, plan_partitions
+
+
+def _work_frame(spark: SparkSession, rows: List[tuple], ddl: str) -> DataFrame:
+    """A DataFrame with one row per partition, so each task gets one piece of work."""
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, max(1, len(rows))), ddl)
+
+
+def read_fragments(
+    spark: SparkSession,
+    uri: str,
+    columns: Optional[List[str]] = None,
+    filter: Optional[str] = None,
+    version: Optional[Union[int, str]] = None,
+    storage_options: Optional[Dict[str, str]] = None,
+    batch_size: int = 64 * 1024,
+    rows_per_partition: Optional[int] = None,
+) -> DataFrame:
+    """A DataFrame of the dataset at `version` (the latest when None): `columns` projected,
+    rows matching `filter` (lance_core's SQL predicate), read by `mapInArrow` tasks, one per
+    fragment or range of a large fragment."""
+    ds = dataset(uri, version=version, storage_options=storage_options)
+    projected = ds.schema if columns is None else pa.schema([ds.schema.field(c) for c in columns])
+    spark_schema = _types.spark_schema(projected)
+    target = _types.spark_arrow_schema(spark_schema)
+    frags = [(f.fragment_id, f.physical_rows) for f in ds.get_fragments()]
+    parts = plan_partitions(frags, rows_per_partition or default_rows_per_partition(sum(r for _, r in frags)))
+    uri, pinned, names = ds.uri, ds.version, projected.names
+    if filter is not None:
+        ds.scanner(columns=[], filter=filter, limit=0).to_table()  # a bad filter fails here, not in a task
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        local = _dataset_at(uri, pinned, storage_options)
+        for work in batches:
+            for fid, start, end in zip(*(work.column(i).to_pylist() for i in range(3))):
+                frag = local.get_fragment(fid)
+                for b in frag.to_batches(names, batch_size=batch_size, filter=filter, row_range=(start, end)):
+                    yield _types.to_spark(b, target)
+
+    work = _work_frame(spark, [(p.fragment_id, p.start, p.end) for p in parts],
+                       "fragment_id long, start long, end long")
+    return work.mapInArrow(read, spark_schema)
+
+
+def add_columns(
+    spark: SparkSession,
+    uri: str,
+    fn: Callable[[pa.RecordBatch], pa.RecordBatch],
+    output_schema: Union[pa.Schema, StructType],
+    input_columns: Optional[List[str]] = None,
+    storage_options: Optional[Dict[str, str]] = None,
+    batch_size: Optional[int] = None,
+) -> LanceDataset:
+    """Data evolution on Spark: each task reads one fragment's `input_columns` (every
+    physical row, deleted ones included, so the new file lines up with the old ones),
+    applies `fn` (Arrow batch → Arrow batch of the new columns, `output_schema`) and writes
+    the new data file; the driver commits every fragment in one new version. No existing
+    data file is rewritten. Returns the dataset at the new version."""
+    if isinstance(output_schema, StructType):
+        output_schema = _types.spark_arrow_schema(output_schema)
+    if not isinstance(output_schema, pa.Schema):
+        raise InvalidInputError("output_schema must be a pyarrow.Schema or a Spark StructType")
+    ds = dataset(uri, storage_options=storage_options)
+    clash = [n for n in output_schema.names if n in ds.schema.names]
+    if clash:
+        raise InvalidInputError(f"{ds.uri}: cannot add column '{clash[0]}': the dataset already has one")
+    missing = [c for c in input_columns or [] if c not in ds.schema.names]
+    if missing:
+        raise InvalidInputError(f"{ds.uri}: input column '{missing[0]}' is not a column")
+    uri, read_version = ds.uri, ds.version
+    fragment_ids = [f.fragment_id for f in ds.get_fragments()]
+
+    def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        local = _dataset_at(uri, read_version, storage_options)
+        for work in batches:
+            for fid in work.column(0).to_pylist():
+                meta, _ = local.get_fragment(fid).merge_columns(fn, input_columns, output_schema, batch_size)
+                yield pa.record_batch({"fragment_id": pa.array([fid], pa.int64()),
+                                       "metadata": pa.array([meta.data], pa.binary())})
+
+    work = _work_frame(spark, [(fid,) for fid in fragment_ids], "fragment_id long")
+    rows = work.mapInArrow(compute, "fragment_id long, metadata binary").collect()
+    written = {r.fragment_id: FragmentMetadata(bytes(r.metadata)) for r in rows}
+    new_files = [m.files[-1] for m in written.values()]
+    if sorted(written) != sorted(fragment_ids):
+        _lance_core._delete_data_files(uri, new_files, storage_options)
+        raise InvalidInputError(f"{uri}: new columns were written for fragments {sorted(written)}, "
+                                f"expected {sorted(fragment_ids)}")
+    schema = pa.schema(list(ds.schema) + list(output_schema), metadata=ds.schema.metadata)
+    try:
+        return commit(uri, LanceOperation.Merge([written[f] for f in fragment_ids], schema),
+                      read_version=read_version, storage_options=storage_options)
+    except Exception:
+        _lance_core._delete_data_files(uri, new_files, storage_options)
+        raise

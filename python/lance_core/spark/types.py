@@ -1,0 +1,210 @@
+"""Types between Lance (Arrow) and Spark.
+
+Spark has fewer types than Arrow. Each Arrow type maps to the Spark type that holds all of
+its values (uint64 → decimal(20,0), uint32 → bigint, halffloat and bfloat16 → float, ...);
+a type no Spark type can hold raises an error naming the column. Spark also checks that
+the batches a Python data source returns have exactly the Arrow schema it derives from the
+Spark schema (`string`, not `large_string`; microsecond timestamps in UTC; ...), so
+`to_spark` converts the columns whose types differ and leaves the others untouched (no
+copy). `from_spark` goes the other way for appends to an existing dataset.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from ..errors import InvalidInputError, UnsupportedFeatureError
+
+_EXTENSION = b"ARROW:extension:name"
+_BFLOAT16 = "lance.bfloat16"
+_JSON = ("arrow.json", "lance.json")
+
+
+def _extension(field: pa.Field) -> Optional[str]:
+    """The extension name of a field, registered with pyarrow or only in its metadata."""
+    if isinstance(field.type, pa.BaseExtensionType):
+        return field.type.extension_name
+    if field.metadata and _EXTENSION in field.metadata:
+        return field.metadata[_EXTENSION].decode()
+    return None
+
+
+def _storage(t: pa.DataType) -> pa.DataType:
+    return t.storage_type if isinstance(t, pa.BaseExtensionType) else t
+
+
+def spark_type(field: pa.Field, path: str) -> T.DataType:
+    """The Spark type holding every value of an Arrow field."""
+    ext = _extension(field)
+    if ext == _BFLOAT16:
+        return T.FloatType()
+    t = _storage(field.type)
+    if ext in _JSON and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return T.StringType()
+    if pa.types.is_dictionary(t):
+        return spark_type(pa.field(field.name, t.value_type, field.nullable), path)
+    simple = {
+        pa.bool_(): T.BooleanType(), pa.int8(): T.ByteType(), pa.int16(): T.ShortType(),
+        pa.int32(): T.IntegerType(), pa.int64(): T.LongType(), pa.uint8(): T.ShortType(),
+        pa.uint16(): T.IntegerType(), pa.uint32(): T.LongType(), pa.uint64(): T.DecimalType(20, 0),
+        pa.float16(): T.FloatType(), pa.float32(): T.FloatType(), pa.float64(): T.DoubleType(),
+        pa.date32(): T.DateType(), pa.date64(): T.DateType(), pa.null(): T.NullType(),
+    }
+    if t in simple:
+        return simple[t]
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return T.StringType()
+    if (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+            or pa.types.is_binary_view(t)):
+        return T.BinaryType()
+    if pa.types.is_decimal(t):
+        if t.precision > 38:
+            raise UnsupportedFeatureError(
+                f"column '{path}' is {t}: Spark decimals hold at most 38 digits")
+        return T.DecimalType(t.precision, t.scale)
+    if pa.types.is_timestamp(t):
+        # Spark keeps microseconds; nanosecond values that are whole microseconds read
+        # exactly, others raise when read.
+        return T.TimestampType() if t.tz is not None else T.TimestampNTZType()
+    if pa.types.is_time(t):
+        return T.TimeType(6)
+    if pa.types.is_duration(t):
+        return T.DayTimeIntervalType(T.DayTimeIntervalType.DAY, T.DayTimeIntervalType.SECOND)
+    if pa.types.is_struct(t):
+        return T.StructType([
+            T.StructField(c.name, spark_type(c, f"{path}.{c.name}"), c.nullable) for c in t])
+    if pa.types.is_map(t):
+        return T.MapType(spark_type(t.key_field, f"{path}.key"), spark_type(t.item_field, f"{path}.value"),
+                         t.item_field.nullable)
+    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)):
+        return T.ArrayType(spark_type(t.value_field, f"{path}.item"), t.value_field.nullable)
+    raise UnsupportedFeatureError(f"column '{path}' is {field.type}, which Spark has no type for")
+
+
+def spark_schema(schema: pa.Schema) -> T.StructType:
+    """The Spark schema of a dataset's Arrow schema."""
+    return T.StructType([T.StructField(f.name, spark_type(f, f.name), f.nullable) for f in schema])
+
+
+def spark_arrow_schema(schema: T.StructType) -> pa.Schema:
+    """The Arrow schema Spark expects batches of `schema` to have."""
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def to_spark(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """`batch` (read from Lance) with exactly `target`'s types, columns matched by name."""
+    if batch.schema.equals(target):
+        return batch
+    columns = [
+        _convert(batch.column(f.name), batch.schema.field(f.name), f.type, f.name) for f in target
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=target)
+
+
+def from_spark(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """`batch` (from Spark) with the types of an existing dataset, for appending."""
+    if batch.schema.equals(target):
+        return batch
+    missing = [f.name for f in target if f.name not in batch.schema.names]
+    extra = [n for n in batch.schema.names if n not in target.names]
+    if missing or extra:
+        raise InvalidInputError(
+            f"cannot append: the data {'lacks column ' + repr(missing[0]) if missing else 'has column ' + repr(extra[0])}"
+            f" which the dataset {'has' if missing else 'does not have'}")
+    columns = [_convert(batch.column(f.name), batch.schema.field(f.name), f.type, f.name, to_lance=True)
+               for f in target]
+    return pa.RecordBatch.from_arrays(columns, schema=target)
+
+
+def _convert(arr: pa.Array, src: pa.Field, dst: pa.DataType, path: str, to_lance: bool = False) -> pa.Array:
+    """`arr` (of field `src`) as type `dst`, keeping the buffers when nothing changes."""
+    if arr.type == dst:
+        return arr
+    ext = _extension(src)
+    if isinstance(arr, pa.ExtensionArray):
+        arr = arr.storage
+    if ext == _BFLOAT16 and not to_lance:
+        return _bfloat16_to_float32(arr)
+    if isinstance(dst, pa.BaseExtensionType) and to_lance:
+        return pa.ExtensionArray.from_storage(dst, _convert(arr, src, dst.storage_type, path, to_lance))
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr = arr.dictionary_decode()
+        return _convert(arr, pa.field(src.name, arr.type, src.nullable), dst, path, to_lance)
+    if pa.types.is_struct(t) and pa.types.is_struct(dst):
+        children = [
+            _convert(_struct_child(arr, i), t.field(i), dst.field(i).type, f"{path}.{t.field(i).name}", to_lance)
+            for i in range(t.num_fields)
+        ]
+        return pa.StructArray.from_arrays(children, fields=list(dst), mask=_null_mask(arr))
+    if pa.types.is_map(t) and pa.types.is_map(dst):
+        offsets = _list_offsets(arr)
+        keys = _convert(arr.keys, t.key_field, dst.key_type, f"{path}.key", to_lance)
+        items = _convert(arr.items, t.item_field, dst.item_type, f"{path}.value", to_lance)
+        return pa.MapArray.from_arrays(offsets, keys, items, type=dst, mask=_null_mask(arr))
+    if _is_list(t) and _is_list(dst) and not pa.types.is_fixed_size_list(dst):
+        offsets, values = _list_parts(arr)
+        values = _convert(values, t.value_field, dst.value_type, f"{path}.item", to_lance)
+        cls = pa.LargeListArray if pa.types.is_large_list(dst) else pa.ListArray
+        offsets = offsets.cast(pa.int64() if pa.types.is_large_list(dst) else pa.int32())
+        return cls.from_arrays(offsets, values, type=dst, mask=_null_mask(arr))
+    if _is_list(t) and pa.types.is_fixed_size_list(dst):
+        offsets, values = _list_parts(arr)
+        lengths = pc.subtract(offsets.slice(1), offsets.slice(0, len(arr)))
+        bad = pc.and_(pc.not_equal(lengths, dst.list_size), arr.is_valid())
+        if pc.any(bad).as_py():
+            raise InvalidInputError(f"column '{path}': every list must have {dst.list_size} items")
+        # Null lists may hold any number of items: take each list's first list_size items.
+        starts = offsets.slice(0, len(arr)).to_numpy(zero_copy_only=False)
+        idx = (starts[:, None] + np.arange(dst.list_size)[None, :]).reshape(-1)
+        values = _convert(values, t.value_field, dst.value_type, f"{path}.item", to_lance)
+        values = values.take(pa.array(np.minimum(idx, max(len(values) - 1, 0)))) if len(values) else values
+        return pa.FixedSizeListArray.from_arrays(values, type=dst, mask=_null_mask(arr))
+    try:
+        return pc.cast(arr, dst, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise InvalidInputError(f"column '{path}': cannot convert {t} to {dst}: {e}") from None
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def _null_mask(arr: pa.Array) -> Optional[pa.Array]:
+    return arr.is_null() if arr.null_count else None
+
+
+def _struct_child(arr: pa.StructArray, i: int) -> pa.Array:
+    """Child `i` aligned with the (possibly sliced) struct array."""
+    return arr.field(i)
+
+
+def _list_offsets(arr: pa.Array) -> pa.Array:
+    return arr.offsets
+
+
+def _list_parts(arr: pa.Array):
+    """(offsets, values) of a list-like array such that list i is values[offsets[i]:offsets[i+1]]."""
+    if pa.types.is_fixed_size_list(arr.type):
+        n = arr.type.list_size
+        values = arr.values.slice(arr.offset * n, len(arr) * n)
+        return pa.array(np.arange(0, (len(arr) + 1) * n, n, dtype=np.int64)), values
+    return arr.offsets, arr.values
+
+
+def _bfloat16_to_float32(arr: pa.Array) -> pa.Array:
+    """bfloat16 (2 bytes each, little endian) to float32: the same bits, 16 more of mantissa."""
+    raw = np.frombuffer(arr.buffers()[1], dtype=np.uint16)[arr.offset:arr.offset + len(arr)]
+    floats = (raw.astype(np.uint32) << 16).view(np.float32)
+    return pa.array(floats, pa.float32(), mask=arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None)
+
+
+def names(schema: T.StructType) -> List[str]:
+    return [f.name for f in schema.fields]

@@ -1,0 +1,317 @@
+"""The `lance` Spark data source and the mapInArrow helpers, on a local[2] SparkSession,
+against datasets pylance writes and reads."""
+
+from __future__ import annotations
+
+import os
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import lance_core
+from datagen import nested_columns, primitive_columns
+
+pyspark = pytest.importorskip("pyspark")
+from pyspark.sql import SparkSession  # noqa: E402
+
+from lance_core.spark import LanceDataSource, add_columns, read_fragments  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = (SparkSession.builder.master("local[2]").appName("lance_core-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    session.dataSource.register(LanceDataSource)
+    yield session
+    session.stop()
+
+
+def _scan_rows(df) -> int:
+    """Rows the lance scan handed to Spark in the last run of `df` (its SQL metric)."""
+    plan = df._jdf.queryExecution().executedPlan()
+    leaves = plan.collectLeaves()
+    for i in range(leaves.size()):
+        leaf = leaves.apply(i)
+        if "BatchScan" in leaf.nodeName():
+            return int(leaf.metrics().apply("numOutputRows").value())
+    raise AssertionError("no BatchScan in the plan")
+
+
+def _type_table(n=600) -> pa.Table:
+    cols = primitive_columns(n)
+    cols.update(nested_columns(n))
+    # Spark has no exact home for these: the nanosecond duration has sub-microsecond
+    # values and decimal256(40) more than 38 digits (tested separately below).
+    for name in ("duration_ns", "decimal256"):
+        del cols[name]
+    return pa.table(cols)
+
+
+def test_read_type_table(spark, tmp_path):
+    """Every type arrives in Spark with the values pylance reads (compared in Arrow, each
+    column cast to the type Spark gives it)."""
+    uri = str(tmp_path / "types.lance")
+    t = _type_table()
+    lance.write_dataset(t, uri, max_rows_per_file=250)
+    ref = lance.dataset(uri).to_table()
+    got = spark.read.format("lance").load(uri).toArrow()
+    assert got.column_names == ref.column_names
+    assert got.num_rows == ref.num_rows
+    for name in ref.column_names:
+        expected = pc.cast(ref.column(name), got.schema.field(name).type)
+        assert expected.equals(got.column(name)), name
+
+
+def test_write_type_table_read_by_pylance(spark, tmp_path):
+    """Spark writes what it read; pylance reads the same values back."""
+    src, dst = str(tmp_path / "src.lance"), str(tmp_path / "dst.lance")
+    lance.write_dataset(_type_table(), src)
+    df = spark.read.format("lance").load(src)
+    df.write.format("lance").mode("append").save(dst)  # append creates the dataset
+    ref = lance.dataset(dst).to_table()
+    spark_side = df.toArrow()
+    assert ref.num_rows == spark_side.num_rows
+    for name in spark_side.column_names:
+        assert ref.column(name).equals(pc.cast(spark_side.column(name), ref.schema.field(name).type)), name
+    # and appending again converts Spark's types to the dataset's
+    df.write.format("lance").mode("append").save(dst)
+    assert lance.dataset(dst).count_rows() == 2 * ref.num_rows
+    assert lance.dataset(dst).version == 2
+
+
+def test_unrepresentable_types_raise_naming_the_column(spark, tmp_path):
+    uri = str(tmp_path / "wide.lance")
+    lance.write_dataset(pa.table({"ok": [1], "d": pa.array([1], pa.decimal256(40, 0))}), uri)
+    with pytest.raises(Exception, match="column 'd'.*38 digits"):
+        spark.read.format("lance").load(uri).schema
+    # but the column can be left out
+    assert spark.read.format("lance").option("columns", "ok").load(uri).count() == 1
+    uri2 = str(tmp_path / "ns.lance")
+    lance.write_dataset(pa.table({"t": pa.array([1, 1001], pa.timestamp("ns"))}), uri2)
+    with pytest.raises(Exception, match="column 't'.*would lose data"):
+        spark.read.format("lance").load(uri2).collect()
+
+
+def test_extension_types(spark, tmp_path):
+    """bfloat16 vectors read as float arrays, JSON as text."""
+    from lance.arrow import BFloat16Type
+
+    n = 100
+    bits = [bytes([0, 63 + i % 2]) for i in range(n * 2)]  # 0.5 and 2.0
+    bf16 = pa.ExtensionArray.from_storage(BFloat16Type(), pa.array(bits, pa.binary(2)))
+    t = pa.table({"v": pa.FixedSizeListArray.from_arrays(bf16, 2),
+                  "doc": pa.array(['{"a": %d}' % i for i in range(n)], pa.json_(pa.string()))})
+    uri = str(tmp_path / "ext.lance")
+    lance.write_dataset(t, uri)
+    rows = spark.read.format("lance").load(uri).collect()
+    assert rows[0].v == [0.5, 2.0] and rows[1].v == [0.5, 2.0]
+    assert [r.doc for r in rows[:2]] == ['{"a":0}', '{"a":1}']
+
+
+def test_versions_tags_columns_and_row_ids(spark, tmp_path):
+    uri = str(tmp_path / "tt.lance")
+    lance.write_dataset(pa.table({"id": range(100), "s": [str(i) for i in range(100)]}), uri)
+    lance.write_dataset(pa.table({"id": range(100, 150), "s": ["x"] * 50}), uri, mode="append")
+    lance.dataset(uri).tags.create("first", 1)
+    def read():  # a reader keeps the options it was given: a fresh one each time
+        return spark.read.format("lance")
+
+    assert read().load(uri).count() == 150
+    assert read().option("version", "1").load(uri).count() == 100
+    assert read().option("version", "first").load(uri).count() == 100
+    df = read().option("columns", "s").option("with_row_id", "true").load(uri)
+    assert df.columns == ["s", "_rowid"]
+    ref = lance.dataset(uri).to_table(columns=["s"], with_row_id=True)
+    assert sorted(df.collect()) == sorted(zip(ref.column("s").to_pylist(), ref.column("_rowid").to_pylist()))
+    # a user schema that is a subset projects too
+    assert spark.read.format("lance").schema("id long").load(uri).columns == ["id"]
+
+
+def test_deleted_rows_never_appear_and_large_fragments_split(spark, tmp_path):
+    uri = str(tmp_path / "big.lance")
+    n = 600_000
+    lance.write_dataset(pa.table({"id": np.arange(n), "g": np.arange(n) % 7}), uri)  # one fragment
+    lance.dataset(uri).delete("g = 3")
+    def load(pushdown="true"):
+        return (spark.read.format("lance").option("rows_per_partition", "200000").option("pushdown", pushdown)
+                .load(uri))
+
+    assert load().rdd.getNumPartitions() == 3
+    assert load().count() == n - len(range(3, n, 7))
+    assert load().filter("g = 3").count() == 0
+    assert load().agg({"id": "sum"}).collect()[0][0] == sum(i for i in range(n) if i % 7 != 3)
+    # Spark reuses the reader of a DataFrame's filtered query for its later unfiltered
+    # ones; without pushdown a DataFrame can be reused freely.
+    df = load("false")
+    assert df.filter("g = 4").count() == len(range(4, n, 7))
+    assert df.count() == n - len(range(3, n, 7))
+
+
+FILTERS = [
+    ("id = 7", "id = 7"),
+    ("id > 990", "id > 990"),
+    ("id >= 990", "id >= 990"),
+    ("id < 5", "id < 5"),
+    ("id <= 5", "id <= 5"),
+    ("id <> 5 AND id < 10", "id != 5 AND id < 10"),
+    ("s IN ('a', 'b%')", "s IN ('a', 'b%')"),
+    ("s IS NULL", "s IS NULL"),
+    ("s IS NOT NULL AND id < 20", "s IS NOT NULL AND id < 20"),
+    ("s LIKE 'a%'", "s LIKE 'a%'"),
+    ("endswith(s, '_z')", "s LIKE '%\\_z'"),
+    ("contains(s, '%')", "s LIKE '%\\%%'"),
+    ("contains(s, \"'\")", "s LIKE '%''%'"),
+    ("startswith(s, 'a')", "s LIKE 'a%'"),
+    ("s <=> 'a'", "s = 'a'"),
+    ("s <=> NULL", "s IS NULL"),
+    ("NOT (id > 3) AND d > 0.5", "NOT (id > 3) AND d > 0.5"),
+    ("flag", "flag = TRUE"),
+    ("day = DATE '2024-01-03'", "day = DATE '2024-01-03'"),
+    ("u > 18446744073709551000", "u > 18446744073709551000"),
+]
+
+
+@pytest.fixture(scope="module")
+def filter_dataset(tmp_path_factory):
+    uri = str(tmp_path_factory.mktemp("filters") / "f.lance")
+    n = 1000
+    words = ["a", "b%", "c_z", "a'b", "50%", None, "abc"]
+    import datetime as dt
+    t = pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "s": pa.array([words[i % 7] for i in range(n)]),
+        "d": pa.array([(i % 10) / 10 for i in range(n)]),
+        "flag": pa.array([i % 3 == 0 for i in range(n)]),
+        "day": pa.array([dt.date(2024, 1, 1 + i % 5) for i in range(n)]),
+        "u": pa.array([2**64 - 1 - i for i in range(n)], pa.uint64()),
+    })
+    lance.write_dataset(t, uri, max_rows_per_file=400)
+    return uri
+
+
+@pytest.mark.parametrize("spark_filter,lance_filter", FILTERS)
+def test_filters_pushed_down(spark, filter_dataset, spark_filter, lance_filter):
+    """Each filter is taken by the source (the scan hands Spark only matching rows) and
+    gives the rows pylance's own filter gives."""
+    expected = lance.dataset(filter_dataset).to_table(filter=lance_filter, columns=["id"]).column("id").to_pylist()
+    df = spark.read.format("lance").load(filter_dataset).filter(spark_filter).select("id")
+    got = sorted(r.id for r in df.collect())
+    assert got == sorted(expected)
+    assert _scan_rows(df) == len(expected)
+
+
+def test_filters_not_taken_are_left_to_spark(spark, filter_dataset):
+    df = spark.read.format("lance").load(filter_dataset).filter("id % 100 = 1 AND id < 500")
+    assert sorted(r.id for r in df.collect()) == [1, 101, 201, 301, 401]
+    assert _scan_rows(df) == 500  # id < 500 pushed; the modulo evaluated by Spark
+
+
+def test_append_and_overwrite(spark, tmp_path):
+    uri = str(tmp_path / "w.lance")
+    df = spark.range(0, 1000).selectExpr("id", "cast(id % 5 as string) as g")
+    df.write.format("lance").mode("overwrite").save(uri)  # overwrite of nothing creates
+    df.write.format("lance").mode("append").save(uri)
+    ds = lance.dataset(uri)
+    assert (ds.version, ds.count_rows()) == (2, 2000)
+    spark.range(0, 10).selectExpr("id * 2 as x").write.format("lance").mode("overwrite").save(uri)
+    ds = lance.dataset(uri)
+    assert ds.version == 3 and ds.schema.names == ["x"] and ds.count_rows() == 10
+    assert spark.read.format("lance").option("version", "2").load(uri).count() == 2000
+    with pytest.raises(Exception, match="cannot append"):
+        spark.range(3).selectExpr("id as nope").write.format("lance").mode("append").save(uri)
+    assert lance.dataset(uri).version == 3
+
+
+def test_two_jobs_appending_at_once(spark, tmp_path):
+    uri = str(tmp_path / "c.lance")
+    spark.range(0, 10).write.format("lance").mode("append").save(uri)
+    errors = []
+
+    def job(start):
+        # Python data sources are registered per session, and a JVM thread started for a
+        # Python thread has no active session: give it one.
+        spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        try:
+            spark.range(start, start + 5000, numPartitions=2).write.format("lance").mode("append").save(uri)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(str(e)[:300] + str(getattr(e, "java_exception", ""))[:600])
+
+    from pyspark import InheritableThread
+
+    threads = [InheritableThread(target=job, args=(s,)) for s in (100_000, 200_000)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    ds = lance_core.dataset(uri)
+    assert ds.version == 3
+    ids = sorted(ds.to_table().column("id").to_pylist())
+    assert ids == list(range(10)) + list(range(100_000, 105_000)) + list(range(200_000, 205_000))
+
+
+def test_failed_job_leaves_no_version_and_no_files(spark, tmp_path):
+    uri = str(tmp_path / "f.lance")
+    spark.range(0, 100).write.format("lance").mode("append").save(uri)
+    before = sorted(os.listdir(os.path.join(uri, "data")))
+
+    from pyspark.sql.functions import udf
+
+    @udf("long")
+    def boom(x):
+        if x == 7777:
+            raise ValueError("task failure on purpose")
+        return x
+
+    bad = spark.range(0, 10000, numPartitions=4).select(boom("id").alias("id"))
+    with pytest.raises(Exception, match="task failure on purpose"):
+        bad.write.format("lance").mode("append").save(uri)
+    assert lance.dataset(uri).version == 1
+    assert sorted(os.listdir(os.path.join(uri, "data"))) == before
+
+
+def test_read_fragments(spark, tmp_path):
+    uri = str(tmp_path / "rf.lance")
+    lance.write_dataset(pa.table({"id": range(5000), "s": [f"v{i % 9}" for i in range(5000)]}), uri,
+                        max_rows_per_file=1500)
+    lance.dataset(uri).delete("id % 10 = 0")
+    df = read_fragments(spark, uri, columns=["id", "s"], filter="s = 'v3' AND id > 100")
+    expected = lance.dataset(uri).to_table(filter="s = 'v3' AND id > 100")
+    assert sorted(r.id for r in df.collect()) == sorted(expected.column("id").to_pylist())
+    assert read_fragments(spark, uri, version=1).count() == 5000
+
+
+def test_add_columns(spark, tmp_path):
+    """New columns computed on the executors: one new version, one new file per fragment,
+    existing files untouched, deleted rows kept aligned, pylance reads the result."""
+    uri = str(tmp_path / "ac.lance")
+    lance.write_dataset(pa.table({"id": pa.array(range(3000), pa.int64()), "x": [float(i) for i in range(3000)]}),
+                        uri, max_rows_per_file=1000)
+    lance.dataset(uri).delete("id % 3 = 0")
+    files_before = {f.fragment_id: [d.path for d in f.data_files()] for f in lance.dataset(uri).get_fragments()}
+
+    def double(batch: pa.RecordBatch) -> pa.RecordBatch:
+        return pa.record_batch({"twice": pc.multiply(batch.column("x"), 2.0),
+                                "label": pc.cast(batch.column("id"), pa.string())})
+
+    out = pa.schema([("twice", pa.float64()), ("label", pa.string())])
+    ds = add_columns(spark, uri, double, out, input_columns=["x", "id"])
+    assert ds.version == 3
+    ref = lance.dataset(uri)
+    t = ref.to_table()
+    assert t.num_rows == 2000
+    assert pc.all(pc.equal(t.column("twice"), pc.multiply(t.column("x"), 2.0))).as_py()
+    assert t.column("label").to_pylist() == [str(i) for i in t.column("id").to_pylist()]
+    for f in ref.get_fragments():
+        paths = [d.path for d in f.data_files()]
+        assert paths[:-1] == files_before[f.fragment_id] and len(paths) == 2
+    assert lance_core.dataset(uri).to_table().equals(t)
+    with pytest.raises(Exception, match="already has one"):
+        add_columns(spark, uri, double, out, input_columns=["x", "id"])
