@@ -34,6 +34,8 @@ test-python: setup
 
 bench: setup
 	$(PY) benches/scan_bench.py
+	$(PY) benches/write_bench.py
+	$(PY) benches/spark_bench.py
 
 clean:
 	rm -rf $(VENV) target benches/data

@@ -1,10 +1,16 @@
-"""The main job: a Spark pipeline on local Spark over a generated Lance dataset.
+"""The main job: a Spark pipeline on local Spark over a generated Lance dataset, with
+lance_core doing all the Lance work (no JVM jar, no pylance).
 
-1. Generates a dataset (fragments of ids, doubles, strings, categories, vectors). Until
-   lance_core can write (next milestone), pylance writes it.
-2. Reads it on Spark, one task per fragment, through lance_core in `mapInArrow`, and
-   aggregates per category.
-3. Prints versions, row counts and timings as it goes.
+1. Generates a dataset of events (ids, amounts, users, categories, embeddings) with
+   `lance_core.write_dataset`.
+2. Starts local Spark (`local[*]`) and registers the `lance` data source.
+3. Reads the events through the data source (filter pushed down) and aggregates per
+   category.
+4. Writes the aggregate as a new Lance dataset with `df.write.format("lance")`.
+5. Deletes some rows of it (a predicate, committed as a new version).
+6. Adds a computed column with `lance_core.spark.add_columns` (executors write new data
+   files; the driver commits once).
+7. Prints versions, row counts and timings as it goes.
 
     python examples/main_job.py [--rows 2000000] [--dir /tmp/lance_core_main_job]
 """
@@ -19,23 +25,24 @@ import time
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 import lance_core
+
+CATEGORIES = [f"cat-{i:02d}" for i in range(16)]
 
 
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
 
-def generate(path: str, rows: int, rows_per_fragment: int) -> None:
-    import lance  # the reference implementation writes the input for now
-
+def generate(uri: str, rows: int, rows_per_fragment: int) -> lance_core.LanceDataset:
     schema = pa.schema([
-        ("id", pa.int64()), ("value", pa.float64()), ("name", pa.string()),
-        ("category", pa.string()), ("vector", pa.list_(pa.float32(), 8)),
+        ("id", pa.int64()), ("amount", pa.float64()), ("user", pa.string()),
+        ("category", pa.string()), ("embedding", pa.list_(pa.float32(), 8)),
     ])
     rng = np.random.default_rng(7)
-    cats = np.array([f"cat-{i:02d}" for i in range(16)])
+    cats = np.array(CATEGORIES)
 
     def batches():
         for start in range(0, rows, 250_000):
@@ -47,22 +54,16 @@ def generate(path: str, rows: int, rows_per_fragment: int) -> None:
                 pa.array(cats[rng.integers(0, len(cats), n)]),
                 pa.FixedSizeListArray.from_arrays(pa.array(rng.standard_normal(n * 8).astype(np.float32)), 8),
             ], schema=schema)
-        log(f"  generated {rows:,} rows")
+            log(f"    generated {start + n:,} / {rows:,} rows")
 
-    shutil.rmtree(path, ignore_errors=True)
-    lance.write_dataset(pa.RecordBatchReader.from_batches(schema, batches()), path, max_rows_per_file=rows_per_fragment)
+    shutil.rmtree(uri, ignore_errors=True)
+    return lance_core.write_dataset(pa.RecordBatchReader.from_batches(schema, batches()), uri,
+                                    max_rows_per_file=rows_per_fragment)
 
 
-def read_fragments(uri: str, columns):
-    """A mapInArrow function: each input row names a fragment; yield its batches."""
-
-    def run(batches):
-        ds = lance_core.dataset(uri)
-        for batch in batches:
-            for fid in batch.column("fragment_id").to_pylist():
-                yield from ds.get_fragment(fid).to_batches(columns=columns)
-
-    return run
+def describe(ds: lance_core.LanceDataset) -> str:
+    return (f"version {ds.version}, format {ds.data_storage_version}, {len(ds.get_fragments())} fragments, "
+            f"{ds.count_rows():,} rows, columns {ds.schema.names}")
 
 
 def main() -> int:
@@ -72,43 +73,75 @@ def main() -> int:
     ap.add_argument("--dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "lance_core_main_job"))
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
-    uri = os.path.join(args.dir, "events.lance")
+    events_uri = os.path.join(args.dir, "events.lance")
+    summary_uri = os.path.join(args.dir, "category_summary.lance")
 
     t0 = time.time()
-    log(f"1/3 generating {args.rows:,} rows into {uri}")
-    generate(uri, args.rows, args.rows_per_fragment)
-    ds = lance_core.dataset(uri)
-    log(f"    version {ds.version}, format {ds.data_storage_version}, {len(ds.get_fragments())} fragments, "
-        f"{ds.count_rows():,} rows ({time.time() - t0:.1f}s)")
+    log(f"1/6 generating {args.rows:,} events into {events_uri}")
+    events = generate(events_uri, args.rows, args.rows_per_fragment)
+    log(f"    {describe(events)} ({time.time() - t0:.1f}s)")
 
-    t1 = time.time()
-    log("2/3 starting local Spark")
+    t = time.time()
+    log("2/6 starting local Spark")
     from pyspark.sql import SparkSession, functions as F
 
     spark = (SparkSession.builder.master("local[*]").appName("lance_core main job")
-             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-             .config("spark.ui.enabled", "false").getOrCreate())
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    log(f"    Spark {spark.version} up ({time.time() - t1:.1f}s)")
+    from lance_core.spark import LanceDataSource, add_columns
 
-    t2 = time.time()
-    log("3/3 reading fragments with lance_core in mapInArrow and aggregating per category")
-    columns = ["id", "value", "category"]
-    schema = pa.schema([f for f in ds.schema if f.name in columns])
-    from pyspark.sql.pandas.types import from_arrow_schema
+    spark.dataSource.register(LanceDataSource)
+    log(f"    Spark {spark.version}, {spark.sparkContext.defaultParallelism} cores ({time.time() - t:.1f}s)")
 
-    frags = spark.createDataFrame([(f.fragment_id,) for f in ds.get_fragments()], "fragment_id long")
-    frags = frags.repartition(len(ds.get_fragments()))
-    rows = frags.mapInArrow(read_fragments(uri, columns), from_arrow_schema(schema))
-    result = (rows.groupBy("category")
-              .agg(F.count("*").alias("rows"), F.sum("value").alias("sum_value"), F.max("id").alias("max_id"))
-              .orderBy("category"))
-    out = result.toPandas()
-    log(f"    aggregated {int(out['rows'].sum()):,} rows into {len(out)} categories ({time.time() - t2:.1f}s)")
-    print(out.head(16).to_string(index=False), flush=True)
-    if int(out["rows"].sum()) != ds.count_rows():
-        log("row counts do not match!")
+    t = time.time()
+    log("3/6 reading events through the lance data source and aggregating per category")
+    df = (spark.read.format("lance").option("columns", "id,amount,user,category").load(events_uri)
+          .filter(F.col("amount") > 0))
+    summary = (df.groupBy("category")
+               .agg(F.count("*").alias("events"), F.sum("amount").alias("total_amount"),
+                    F.countDistinct("user").alias("users"), F.max("id").alias("last_id"))
+               .orderBy("category")).cache()  # written below: aggregate once
+    rows = summary.collect()
+    total = sum(r.events for r in rows)
+    log(f"    {total:,} events in {len(rows)} categories ({time.time() - t:.1f}s)")
+    for r in rows[:4]:
+        log(f"      {r.category}: {r.events:,} events, {r.users:,} users, total {r.total_amount:,.2f}")
+    expected = events.count_rows(filter="amount > 0")
+    if total != expected:
+        log(f"row counts do not match: Spark saw {total:,}, lance_core counts {expected:,}")
         return 1
+
+    t = time.time()
+    log(f"4/6 writing the summary as a new Lance dataset: {summary_uri}")
+    shutil.rmtree(summary_uri, ignore_errors=True)
+    summary.coalesce(1).write.format("lance").mode("overwrite").save(summary_uri)
+    out = lance_core.dataset(summary_uri)
+    log(f"    {describe(out)} ({time.time() - t:.1f}s)")
+
+    t = time.time()
+    log("5/6 deleting the categories with the fewest events")
+    cutoff = sorted(r.events for r in rows)[min(3, len(rows) - 1)]
+    out.delete(f"events < {cutoff}")
+    log(f"    deleted events < {cutoff:,}: {describe(out)} ({time.time() - t:.1f}s)")
+
+    t = time.time()
+    log("6/6 adding a computed column (average amount) on the executors with add_columns")
+
+    def average(batch: pa.RecordBatch) -> pa.RecordBatch:
+        return pa.record_batch({"avg_amount": pc.divide(batch.column("total_amount"),
+                                                        pc.cast(batch.column("events"), pa.float64()))})
+
+    out = add_columns(spark, summary_uri, average, pa.schema([("avg_amount", pa.float64())]),
+                      input_columns=["total_amount", "events"])
+    log(f"    {describe(out)} ({time.time() - t:.1f}s)")
+    table = out.to_table(columns=["category", "events", "avg_amount"])
+    for r in table.slice(0, 4).to_pylist():
+        log(f"      {r['category']}: {r['events']:,} events, average {r['avg_amount']:.3f}")
+    log("    versions of the summary: " + ", ".join(
+        f"v{v['version']} at {v['timestamp']:%H:%M:%S}" for v in out.versions()))
+    back = spark.read.format("lance").load(summary_uri).count()
+    log(f"    Spark reads {back} summary rows at version {out.version}")
     spark.stop()
     log(f"done in {time.time() - t0:.1f}s")
     return 0

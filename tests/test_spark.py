@@ -4,6 +4,7 @@ against datasets pylance writes and reads."""
 from __future__ import annotations
 
 import os
+import time
 
 import lance
 import numpy as np
@@ -273,6 +274,12 @@ def test_failed_job_leaves_no_version_and_no_files(spark, tmp_path):
     bad = spark.range(0, 10000, numPartitions=4).select(boom("id").alias("id"))
     with pytest.raises(Exception, match="task failure on purpose"):
         bad.write.format("lance").mode("append").save(uri)
+    # Tasks of the failed job may still be finishing: wait for them.
+    tracker = spark.sparkContext.statusTracker()
+    for _ in range(200):
+        if not tracker.getActiveStageIds():
+            break
+        time.sleep(0.05)
     assert lance.dataset(uri).version == 1
     assert sorted(os.listdir(os.path.join(uri, "data"))) == before
 
@@ -315,3 +322,24 @@ def test_add_columns(spark, tmp_path):
     assert lance_core.dataset(uri).to_table().equals(t)
     with pytest.raises(Exception, match="already has one"):
         add_columns(spark, uri, double, out, input_columns=["x", "id"])
+
+
+def test_abort_deletes_files_of_lost_and_late_tasks(tmp_path):
+    """A task whose message never reached the driver, and one that finishes after the
+    abort: neither leaves a file behind."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from lance_core.spark import LanceWriter
+
+    uri = str(tmp_path / "ab.lance")
+    writer = LanceWriter(uri, StructType([StructField("id", LongType())]), False, {})
+    batch = pa.record_batch({"id": pa.array([1, 2], pa.int64())})
+    writer.write(iter([batch]))  # its message is lost
+    data = os.path.join(uri, "data")
+    assert len(os.listdir(data)) == 1
+    writer.abort([])
+    assert os.listdir(data) == []
+    late = writer.write(iter([batch]))
+    assert late.fragments == [] and os.listdir(data) == []
+    with pytest.raises(lance_core.DatasetNotFoundError):
+        lance_core.dataset(uri)

@@ -87,15 +87,18 @@ def write_fragments(
     max_bytes_per_file: Optional[int] = None,
     data_storage_version: Optional[str] = None,
     storage_options: Optional[Dict[str, str]] = None,
+    file_prefix: Optional[str] = None,
 ) -> List[FragmentMetadata]:
     """Write data files for the dataset at `uri` without committing them.
 
     With mode "append" (the default) the files follow the existing dataset's schema and
     file version; with "overwrite" (or for a new dataset) they get `schema`'s.
     Commit the fragments with `commit(uri, LanceOperation.Append(fragments))`.
+    `file_prefix` starts every data file name (letters, digits, - and _): a distributed
+    job's token, so that an aborted job's files can be found.
     """
     raw = _lance_core._write_fragments(_as_stream(data, schema), os.fspath(uri), mode, max_rows_per_file,
-                                       max_bytes_per_file, data_storage_version, storage_options)
+                                       max_bytes_per_file, data_storage_version, storage_options, file_prefix)
     return [FragmentMetadata(b) for b in raw]
 
 

@@ -14,6 +14,7 @@ new version (Append, or Overwrite); an aborted job deletes what its tasks wrote.
 from __future__ import annotations
 
 import os
+import uuid
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -153,6 +154,13 @@ _OPEN: Dict[Tuple[str, int], LanceDataset] = {}
 
 
 def _dataset_at(uri: str, version: int, storage_options) -> LanceDataset:
+    """The dataset at `version`, in a Spark worker. Spark runs a task per core, so the
+    first use in a worker process sizes lance_core's decode and I/O pools to one thread
+    each (unless set already): more threads per task only contend with the other tasks
+    and with the JVM."""
+    if not _OPEN:
+        os.environ.setdefault("RAYON_NUM_THREADS", "1")
+        os.environ.setdefault("TOKIO_WORKER_THREADS", "1")
     key = (uri, version)
     ds = _OPEN.get(key)
     if ds is None:
@@ -224,6 +232,8 @@ class LanceWriter(DataSourceArrowWriter):
         self.overwrite = overwrite
         self.storage_options = _storage_options(options)
         self.max_rows_per_file = int(options.get("max_rows_per_file", 1024 * 1024))
+        # Every file of this job starts with the token; see `abort`.
+        self.token = f"spark-{uuid.uuid4().hex[:16]}-"
         self.data_storage_version = options.get("data_storage_version")
         try:
             existing = dataset(uri, storage_options=self.storage_options)
@@ -244,8 +254,18 @@ class LanceWriter(DataSourceArrowWriter):
         frags = write_fragments(reader, self.uri, schema=None, mode="overwrite" if self.create else "append",
                                 max_rows_per_file=self.max_rows_per_file,
                                 data_storage_version=self.data_storage_version,
-                                storage_options=self.storage_options)
+                                storage_options=self.storage_options, file_prefix=self.token)
+        if _lance_core._object_exists(self.uri, self._abort_marker(), self.storage_options):
+            # The job was aborted while this task wrote: its files are not wanted.
+            self._delete([p for f in frags for p in f.files])
+            return LanceCommitMessage([])
         return LanceCommitMessage([f.data for f in frags])
+
+    def _abort_marker(self) -> str:
+        return f"_spark_aborted/{self.token.rstrip('-')}"
+
+    def _delete(self, paths: List[str]) -> None:
+        _lance_core._delete_data_files(self.uri, paths, self.storage_options)
 
     def _fragments(self, messages) -> List[FragmentMetadata]:
         return [FragmentMetadata(b) for m in messages if isinstance(m, LanceCommitMessage) for b in m.fragments]
@@ -263,9 +283,14 @@ class LanceWriter(DataSourceArrowWriter):
             raise
 
     def abort(self, messages) -> None:
-        """Delete the data files the tasks wrote; nothing was committed."""
-        paths = [p for f in self._fragments(messages) for p in f.files]
-        _lance_core._delete_data_files(self.uri, paths, self.storage_options)
+        """Delete the data files the tasks wrote; nothing was committed. Tasks may still be
+        running: the marker is written first, then every file with the job's token is
+        deleted, and a task that finishes after the marker deletes its own files (it checks
+        for the marker after writing them), so no file of the job is left behind."""
+        _lance_core._put_object(self.uri, self._abort_marker(), b"aborted", self.storage_options)
+        paths = {p for f in self._fragments(messages) for p in f.files}
+        paths.update(_lance_core._list_data_files(self.uri, self.token, self.storage_options))
+        self._delete(sorted(paths))
 
 
 def _check_append(existing: pa.Schema, incoming: pa.Schema, uri: str) -> None:

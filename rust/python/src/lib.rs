@@ -48,6 +48,9 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write::_commit, m)?)?;
     m.add_function(wrap_pyfunction!(write::_fragment_info, m)?)?;
     m.add_function(wrap_pyfunction!(write::_delete_data_files, m)?)?;
+    m.add_function(wrap_pyfunction!(write::_put_object, m)?)?;
+    m.add_function(wrap_pyfunction!(write::_object_exists, m)?)?;
+    m.add_function(wrap_pyfunction!(write::_list_data_files, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -144,7 +144,7 @@ pub fn import_schema(obj: &Bound<'_, PyAny>) -> PyResult<arrow_schema::Schema> {
 
 /// Write data files without committing; returns each fragment's metadata (protobuf bytes).
 #[pyfunction]
-#[pyo3(signature = (data, uri, mode="append", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, storage_options=None))]
+#[pyo3(signature = (data, uri, mode="append", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, storage_options=None, file_prefix=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _write_fragments(
     py: Python<'_>,
@@ -155,14 +155,27 @@ pub fn _write_fragments(
     max_bytes_per_file: Option<u64>,
     data_storage_version: Option<String>,
     storage_options: Option<HashMap<String, String>>,
+    file_prefix: Option<String>,
 ) -> PyResult<Vec<Vec<u8>>> {
     use prost::Message;
     guard(|| {
+        let file_prefix = file_prefix.unwrap_or_default();
+        if !file_prefix
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(raise(
+                py,
+                "InvalidInputError",
+                format!("file_prefix may only hold letters, digits, '-' and '_': {file_prefix:?}"),
+            ));
+        }
         let mut opts = WriteOptions {
             mode: self::mode(py, mode)?,
             max_rows_per_file,
             data_storage_version,
             storage_options: storage_options.unwrap_or_default(),
+            file_prefix,
             ..Default::default()
         };
         if let Some(b) = max_bytes_per_file {
@@ -341,5 +354,69 @@ pub fn _delete_data_files(
             Ok(())
         })
         .py()
+    })
+}
+
+/// Small objects beside a dataset's data (job markers): write `data` at `path` below the
+/// dataset's root.
+#[pyfunction]
+#[pyo3(signature = (uri, path, data, storage_options=None))]
+pub fn _put_object(
+    py: Python<'_>,
+    uri: String,
+    path: String,
+    data: Vec<u8>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<()> {
+    guard(|| {
+        let storage =
+            lance_core::storage::Storage::open(&uri, &storage_options.unwrap_or_default()).py()?;
+        block_on(py, async move {
+            storage
+                .put(&storage.path(&path), bytes::Bytes::from(data))
+                .await
+        })
+        .py()
+    })
+}
+
+/// Whether an object exists at `path` below the dataset's root.
+#[pyfunction]
+#[pyo3(signature = (uri, path, storage_options=None))]
+pub fn _object_exists(
+    py: Python<'_>,
+    uri: String,
+    path: String,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<bool> {
+    guard(|| {
+        let storage =
+            lance_core::storage::Storage::open(&uri, &storage_options.unwrap_or_default()).py()?;
+        block_on(
+            py,
+            async move { storage.exists(&storage.path(&path)).await },
+        )
+        .py()
+    })
+}
+
+/// Names of the files in the dataset's `data/` directory that start with `prefix`.
+#[pyfunction]
+#[pyo3(signature = (uri, prefix, storage_options=None))]
+pub fn _list_data_files(
+    py: Python<'_>,
+    uri: String,
+    prefix: String,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<Vec<String>> {
+    guard(|| {
+        let storage =
+            lance_core::storage::Storage::open(&uri, &storage_options.unwrap_or_default()).py()?;
+        let files = block_on(py, async move { storage.list_dir("data").await }).py()?;
+        Ok(files
+            .iter()
+            .filter_map(|m| m.location.filename().map(str::to_string))
+            .filter(|n| n.starts_with(&prefix))
+            .collect())
     })
 }

@@ -42,6 +42,9 @@ pub struct WriteOptions {
     pub data_storage_version: Option<String>,
     pub enable_stable_row_ids: bool,
     pub storage_options: StorageOptions,
+    /// Start of every data file name (a distributed job's token, so that the files of an
+    /// aborted job can be found and deleted).
+    pub file_prefix: String,
 }
 
 impl Default for WriteOptions {
@@ -53,6 +56,7 @@ impl Default for WriteOptions {
             data_storage_version: None,
             enable_stable_row_ids: false,
             storage_options: StorageOptions::new(),
+            file_prefix: String::new(),
         }
     }
 }
@@ -93,7 +97,11 @@ where
             let mut offset = 0usize;
             while offset < batch.num_rows() {
                 let w = current.get_or_insert_with(|| {
-                    let name = format!("{}.lance", uuid::Uuid::new_v4().simple());
+                    let name = format!(
+                        "{}{}.lance",
+                        opts.file_prefix,
+                        uuid::Uuid::new_v4().simple()
+                    );
                     DataFileWriter::create(storage, name, version, &leaves)
                 });
                 let take = ((max_rows - w.rows()) as usize).min(batch.num_rows() - offset);

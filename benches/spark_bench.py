@@ -1,0 +1,108 @@
+"""Spark benchmark: one aggregate (count, sum of a double, distinct of a low-cardinality
+string, max of a string) over the benchmark dataset (4M rows), on local Spark with as many
+cores as the machine has, read three ways in the same run:
+
+  lance     the `lance` data source of lance_core (columns option: Python data sources get
+            no column pruning from Spark, so the query names the columns it reads)
+  parquet   Spark's own Parquet reader on the same rows (pyarrow-written Parquet)
+  pylance   pylance in `mapInArrow`, one task per fragment (the usual hand-written glue)
+
+Each is run once to warm up, then timed `--repeat` times in interleaved rounds. Prints the
+best and median times and their ratios.
+
+    python benches/spark_bench.py [--rows 4000000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import parquet_file, reference_dataset  # noqa: E402
+
+COLUMNS = ["value", "category", "name"]
+
+
+def aggregate(df):
+    from pyspark.sql import functions as F
+
+    return df.agg(F.count("*").alias("rows"), F.sum("value").alias("sum_value"),
+                  F.countDistinct("category").alias("categories"), F.max("name").alias("max_name")).collect()[0]
+
+
+def pylance_frame(spark, uri):
+    import lance
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    ds = lance.dataset(uri)
+    schema = pa.schema([ds.schema.field(c) for c in COLUMNS])
+    ids = [f.fragment_id for f in ds.get_fragments()]
+
+    def read(batches):
+        local = lance.dataset(uri)
+        for b in batches:
+            for fid in b.column(0).to_pylist():
+                yield from local.get_fragment(fid).to_batches(columns=COLUMNS)
+
+    work = spark.createDataFrame(spark.sparkContext.parallelize([(i,) for i in ids], len(ids)), "fragment_id long")
+    return work.mapInArrow(read, from_arrow_schema(schema))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=4_000_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    uri = reference_dataset(args.rows)
+    parquet = parquet_file(args.rows)
+
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[*]").appName("lance_core spark bench")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", str(os.cpu_count() or 2)).getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    from lance_core.spark import LanceDataSource
+
+    spark.dataSource.register(LanceDataSource)
+    readers = {
+        "lance": lambda: spark.read.format("lance").option("columns", ",".join(COLUMNS)).load(uri),
+        "parquet": lambda: spark.read.parquet(parquet),
+        "pylance": lambda: pylance_frame(spark, uri),
+    }
+    print(f"{args.rows:,} rows, Spark {spark.version} local[*] on {os.cpu_count()} cores; "
+          f"query: count(*), sum(value), count(distinct category), max(name)")
+    answers = {name: aggregate(frame()) for name, frame in readers.items()}  # warm-up, and the answers
+    # Rounds interleave the readers, so drift in the machine's speed hits all of them.
+    times = {name: [] for name in readers}
+    for _ in range(args.repeat):
+        for name, frame in readers.items():
+            t0 = time.perf_counter()
+            aggregate(frame())
+            times[name].append(time.perf_counter() - t0)
+    best = {name: min(ts) for name, ts in times.items()}
+    median = {name: sorted(ts)[len(ts) // 2] for name, ts in times.items()}
+    for name, ts in times.items():
+        print(f"  {name:8s} best {best[name]:.2f}s  median {median[name]:.2f}s  (runs: {', '.join(f'{t:.2f}' for t in ts)})",
+              flush=True)
+    first = answers["lance"]
+    for name, row in answers.items():
+        if (row.rows, row.categories, row.max_name) != (first.rows, first.categories, first.max_name) or \
+                abs(row.sum_value - first.sum_value) > 1e-6 * abs(first.sum_value):
+            print(f"  ANSWERS DIFFER: {name} {row} vs lance {first}")
+            return 1
+    print(f"  answer: {first.asDict()}")
+    for stat, d in (("best", best), ("median", median)):
+        print(f"  {stat:6s}: lance is {d['parquet'] / d['lance']:.2f}x the speed of Spark's Parquet reader, "
+              f"{d['pylance'] / d['lance']:.2f}x the speed of pylance+mapInArrow "
+              f"(pylance+mapInArrow: {d['parquet'] / d['pylance']:.2f}x Parquet's)")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
