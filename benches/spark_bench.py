@@ -62,6 +62,7 @@ def main():
 
     from pyspark.sql import SparkSession
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this interpreter
     spark = (SparkSession.builder.master("local[*]").appName("lance_core spark bench")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", str(os.cpu_count() or 2)).getOrCreate())

@@ -83,6 +83,8 @@ def main() -> int:
 
     t = time.time()
     log("2/6 starting local Spark")
+    # Spark's Python workers run this interpreter (where lance_core is installed).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession, functions as F
 
     spark = (SparkSession.builder.master("local[*]").appName("lance_core main job")

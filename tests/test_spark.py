@@ -4,6 +4,7 @@ against datasets pylance writes and reads."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import lance
@@ -23,6 +24,9 @@ from lance_core.spark import LanceDataSource, add_columns, read_fragments  # noq
 
 @pytest.fixture(scope="module")
 def spark():
+    # Spark's Python workers must run this interpreter (the one lance_core is installed in),
+    # not whatever `python3` is first on PATH.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
     session = (SparkSession.builder.master("local[2]").appName("lance_core-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
@@ -176,6 +180,8 @@ FILTERS = [
     ("flag", "flag = TRUE"),
     ("day = DATE '2024-01-03'", "day = DATE '2024-01-03'"),
     ("u > 18446744073709551000", "u > 18446744073709551000"),
+    ("st.x >= 995", "st.x >= 995"),
+    ("st.y = 'y3'", "st.y = 'y3'"),
 ]
 
 
@@ -192,6 +198,8 @@ def filter_dataset(tmp_path_factory):
         "flag": pa.array([i % 3 == 0 for i in range(n)]),
         "day": pa.array([dt.date(2024, 1, 1 + i % 5) for i in range(n)]),
         "u": pa.array([2**64 - 1 - i for i in range(n)], pa.uint64()),
+        "st": pa.array([None if i % 11 == 0 else {"x": i, "y": f"y{i % 4}"} for i in range(n)],
+                       pa.struct([("x", pa.int32()), ("y", pa.string())])),
     })
     lance.write_dataset(t, uri, max_rows_per_file=400)
     return uri
