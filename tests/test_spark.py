@@ -351,3 +351,24 @@ def test_abort_deletes_files_of_lost_and_late_tasks(tmp_path):
     assert late.fragments == [] and os.listdir(data) == []
     with pytest.raises(lance_core.DatasetNotFoundError):
         lance_core.dataset(uri)
+
+
+def test_failed_add_columns_leaves_nothing(spark, tmp_path):
+    uri = str(tmp_path / "acf.lance")
+    lance.write_dataset(pa.table({"id": pa.array(range(4000), pa.int64())}), uri, max_rows_per_file=1000)
+    before = sorted(os.listdir(os.path.join(uri, "data")))
+
+    def sometimes(batch: pa.RecordBatch) -> pa.RecordBatch:
+        if pc.max(batch.column("id")).as_py() >= 3000:
+            raise ValueError("column function failed on purpose")
+        return pa.record_batch({"y": batch.column("id")})
+
+    with pytest.raises(Exception, match="failed on purpose"):
+        add_columns(spark, uri, sometimes, pa.schema([("y", pa.int64())]), input_columns=["id"])
+    tracker = spark.sparkContext.statusTracker()
+    for _ in range(200):
+        if not tracker.getActiveStageIds():
+            break
+        time.sleep(0.05)
+    assert lance.dataset(uri).version == 1
+    assert sorted(os.listdir(os.path.join(uri, "data"))) == before

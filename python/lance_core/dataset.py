@@ -143,6 +143,7 @@ class LanceFragment:
         columns: Optional[List[str]] = None,
         output_schema: Optional[pa.Schema] = None,
         batch_size: Optional[int] = None,
+        file_prefix: Optional[str] = None,
     ) -> Tuple["FragmentMetadata", pa.Schema]:
         """Compute new columns for this fragment and write them as a new data file.
 
@@ -151,6 +152,7 @@ class LanceFragment:
         the new columns with as many rows. Returns the fragment's new metadata and the
         dataset's schema with the new columns; commit every fragment's metadata at once
         with `commit(uri, LanceOperation.Merge(fragments, schema), read_version=version)`.
+        `file_prefix` starts the new file's name (a distributed job's token).
         """
         from .fragment_metadata import FragmentMetadata
 
@@ -165,7 +167,7 @@ class LanceFragment:
             outputs = itertools.chain([first], outputs)
         outputs = (b if b.schema == output_schema else _conform(b, output_schema) for b in outputs)
         reader = pa.RecordBatchReader.from_batches(output_schema, outputs)
-        data = self._dataset._ds.write_columns(reader, self.fragment_id)
+        data = self._dataset._ds.write_columns(reader, self.fragment_id, file_prefix)
         schema = pa.schema(list(self._dataset.schema) + list(output_schema))
         return FragmentMetadata(data), schema
 

@@ -219,6 +219,36 @@ class LanceFilteringReader(LanceReader):
                 self.predicates.append(pred)
 
 
+class JobFiles:
+    """The data files one distributed job writes, findable by the token their names start
+    with, so that a failed job leaves none behind even when some tasks finish late: `abort`
+    writes a marker, then deletes every file with the token; a task checks for the marker
+    after writing (`keep`) and deletes its own files when it is there."""
+
+    def __init__(self, uri: str, storage_options: Optional[Dict[str, str]]):
+        self.uri, self.storage_options = uri, storage_options
+        self.prefix = f"spark-{uuid.uuid4().hex[:16]}-"
+
+    def _marker(self) -> str:
+        return f"_spark_aborted/{self.prefix.rstrip('-')}"
+
+    def delete(self, paths: List[str]) -> None:
+        _lance_core._delete_data_files(self.uri, sorted(set(paths)), self.storage_options)
+
+    def keep(self, paths: List[str]) -> bool:
+        """In a task, after writing `paths`: False (and the files deleted) if the job was
+        aborted meanwhile."""
+        if _lance_core._object_exists(self.uri, self._marker(), self.storage_options):
+            self.delete(paths)
+            return False
+        return True
+
+    def abort(self, known: List[str] = ()) -> None:
+        _lance_core._put_object(self.uri, self._marker(), b"aborted", self.storage_options)
+        found = _lance_core._list_data_files(self.uri, self.prefix, self.storage_options)
+        self.delete(list(known) + found)
+
+
 @dataclass
 class LanceCommitMessage(WriterCommitMessage):
     """What one task wrote: its fragments (not committed)."""
@@ -232,8 +262,7 @@ class LanceWriter(DataSourceArrowWriter):
         self.overwrite = overwrite
         self.storage_options = _storage_options(options)
         self.max_rows_per_file = int(options.get("max_rows_per_file", 1024 * 1024))
-        # Every file of this job starts with the token; see `abort`.
-        self.token = f"spark-{uuid.uuid4().hex[:16]}-"
+        self.files = JobFiles(uri, self.storage_options)
         self.data_storage_version = options.get("data_storage_version")
         try:
             existing = dataset(uri, storage_options=self.storage_options)
@@ -254,18 +283,10 @@ class LanceWriter(DataSourceArrowWriter):
         frags = write_fragments(reader, self.uri, schema=None, mode="overwrite" if self.create else "append",
                                 max_rows_per_file=self.max_rows_per_file,
                                 data_storage_version=self.data_storage_version,
-                                storage_options=self.storage_options, file_prefix=self.token)
-        if _lance_core._object_exists(self.uri, self._abort_marker(), self.storage_options):
-            # The job was aborted while this task wrote: its files are not wanted.
-            self._delete([p for f in frags for p in f.files])
-            return LanceCommitMessage([])
+                                storage_options=self.storage_options, file_prefix=self.files.prefix)
+        if not self.files.keep([p for f in frags for p in f.files]):
+            return LanceCommitMessage([])  # the job was aborted while this task wrote
         return LanceCommitMessage([f.data for f in frags])
-
-    def _abort_marker(self) -> str:
-        return f"_spark_aborted/{self.token.rstrip('-')}"
-
-    def _delete(self, paths: List[str]) -> None:
-        _lance_core._delete_data_files(self.uri, paths, self.storage_options)
 
     def _fragments(self, messages) -> List[FragmentMetadata]:
         return [FragmentMetadata(b) for m in messages if isinstance(m, LanceCommitMessage) for b in m.fragments]
@@ -283,14 +304,9 @@ class LanceWriter(DataSourceArrowWriter):
             raise
 
     def abort(self, messages) -> None:
-        """Delete the data files the tasks wrote; nothing was committed. Tasks may still be
-        running: the marker is written first, then every file with the job's token is
-        deleted, and a task that finishes after the marker deletes its own files (it checks
-        for the marker after writing them), so no file of the job is left behind."""
-        _lance_core._put_object(self.uri, self._abort_marker(), b"aborted", self.storage_options)
-        paths = {p for f in self._fragments(messages) for p in f.files}
-        paths.update(_lance_core._list_data_files(self.uri, self.token, self.storage_options))
-        self._delete(sorted(paths))
+        """Delete the data files the job's tasks wrote (see `JobFiles`); nothing was
+        committed."""
+        self.files.abort([p for f in self._fragments(messages) for p in f.files])
 
 
 def _check_append(existing: pa.Schema, incoming: pa.Schema, uri: str) -> None:

@@ -13,12 +13,11 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from .. import _lance_core
 from ..dataset import LanceDataset, dataset
 from ..errors import InvalidInputError
 from ..fragment_metadata import FragmentMetadata, LanceOperation, commit
 from . import types as _types
-from .datasource import _dataset_at, default_rows_per_partition, plan_partitions
+from .datasource import JobFiles, _dataset_at, default_rows_per_partition, plan_partitions
 
 
 def _work_frame(spark: SparkSession, rows: List[tuple], ddl: str) -> DataFrame:
@@ -89,27 +88,28 @@ def add_columns(
         raise InvalidInputError(f"{ds.uri}: input column '{missing[0]}' is not a column")
     uri, read_version = ds.uri, ds.version
     fragment_ids = [f.fragment_id for f in ds.get_fragments()]
+    files = JobFiles(uri, storage_options)
 
     def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         local = _dataset_at(uri, read_version, storage_options)
         for work in batches:
             for fid in work.column(0).to_pylist():
-                meta, _ = local.get_fragment(fid).merge_columns(fn, input_columns, output_schema, batch_size)
-                yield pa.record_batch({"fragment_id": pa.array([fid], pa.int64()),
-                                       "metadata": pa.array([meta.data], pa.binary())})
+                meta, _ = local.get_fragment(fid).merge_columns(fn, input_columns, output_schema, batch_size,
+                                                                file_prefix=files.prefix)
+                if files.keep([meta.files[-1]]):
+                    yield pa.record_batch({"fragment_id": pa.array([fid], pa.int64()),
+                                           "metadata": pa.array([meta.data], pa.binary())})
 
     work = _work_frame(spark, [(fid,) for fid in fragment_ids], "fragment_id long")
-    rows = work.mapInArrow(compute, "fragment_id long, metadata binary").collect()
-    written = {r.fragment_id: FragmentMetadata(bytes(r.metadata)) for r in rows}
-    new_files = [m.files[-1] for m in written.values()]
-    if sorted(written) != sorted(fragment_ids):
-        _lance_core._delete_data_files(uri, new_files, storage_options)
-        raise InvalidInputError(f"{uri}: new columns were written for fragments {sorted(written)}, "
-                                f"expected {sorted(fragment_ids)}")
-    schema = pa.schema(list(ds.schema) + list(output_schema), metadata=ds.schema.metadata)
     try:
+        rows = work.mapInArrow(compute, "fragment_id long, metadata binary").collect()
+        written = {r.fragment_id: FragmentMetadata(bytes(r.metadata)) for r in rows}
+        if sorted(written) != sorted(fragment_ids):
+            raise InvalidInputError(f"{uri}: new columns were written for fragments {sorted(written)}, "
+                                    f"expected {sorted(fragment_ids)}")
+        schema = pa.schema(list(ds.schema) + list(output_schema), metadata=ds.schema.metadata)
         return commit(uri, LanceOperation.Merge([written[f] for f in fragment_ids], schema),
                       read_version=read_version, storage_options=storage_options)
-    except Exception:
-        _lance_core._delete_data_files(uri, new_files, storage_options)
+    except BaseException:
+        files.abort()  # nothing was committed: delete every file the job wrote
         raise

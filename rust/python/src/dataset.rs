@@ -212,22 +212,25 @@ impl PyDataset {
     /// Write new columns for fragment `fragment_id`: `data` (an Arrow stream) has one row
     /// per physical row, deleted ones included. Returns the fragment's metadata (protobuf
     /// bytes) with the new file added, to commit with a merge from this version.
+    #[pyo3(signature = (data, fragment_id, file_prefix=None))]
     fn write_columns(
         &self,
         py: Python<'_>,
         data: Bound<'_, PyAny>,
         fragment_id: u64,
+        file_prefix: Option<String>,
     ) -> PyResult<Vec<u8>> {
         use lance_core::write::columns::{new_columns, write_columns};
         use prost::Message;
         guard(|| {
+            let file_prefix = crate::write::checked_file_prefix(py, file_prefix)?;
             let reader = crate::write::import_stream(&data)?;
             let schema = reader.schema();
             let batches = crate::write::batch_stream(reader);
             let ds = self.inner.clone();
             let fragment = block_on(py, async move {
                 let added = new_columns(&ds, &schema)?;
-                write_columns(&ds, fragment_id, &added, batches).await
+                write_columns(&ds, fragment_id, &added, batches, &file_prefix).await
             })
             .py()?;
             Ok(fragment.encode_to_vec())

@@ -72,6 +72,24 @@ pub fn batch_stream(
     }))
 }
 
+/// A data file name prefix from Python: letters, digits, '-' and '_' only (it becomes part
+/// of a path).
+pub fn checked_file_prefix(py: Python<'_>, prefix: Option<String>) -> PyResult<String> {
+    let prefix = prefix.unwrap_or_default();
+    if prefix
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        Ok(prefix)
+    } else {
+        Err(raise(
+            py,
+            "InvalidInputError",
+            format!("file_prefix may only hold letters, digits, '-' and '_': {prefix:?}"),
+        ))
+    }
+}
+
 pub fn mode(py: Python<'_>, mode: &str) -> PyResult<WriteMode> {
     match mode {
         "create" => Ok(WriteMode::Create),
@@ -159,17 +177,7 @@ pub fn _write_fragments(
 ) -> PyResult<Vec<Vec<u8>>> {
     use prost::Message;
     guard(|| {
-        let file_prefix = file_prefix.unwrap_or_default();
-        if !file_prefix
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(raise(
-                py,
-                "InvalidInputError",
-                format!("file_prefix may only hold letters, digits, '-' and '_': {file_prefix:?}"),
-            ));
-        }
+        let file_prefix = checked_file_prefix(py, file_prefix)?;
         let mut opts = WriteOptions {
             mode: self::mode(py, mode)?,
             max_rows_per_file,

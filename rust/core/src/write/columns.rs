@@ -56,12 +56,14 @@ pub fn schema_with(ds: &Dataset, added: &LanceSchema) -> LanceSchema {
 
 /// Write the `added` columns of fragment `fragment_id`: `batches` hold one value per
 /// physical row, deleted rows included, in row order. Returns the fragment with the new
-/// data file listed last; commit it with `Operation::Merge`.
+/// data file listed last; commit it with `Operation::Merge`. The file's name starts with
+/// `file_prefix` (a job's token, or empty).
 pub async fn write_columns<S>(
     ds: &Dataset,
     fragment_id: u64,
     added: &LanceSchema,
     batches: S,
+    file_prefix: &str,
 ) -> Result<DataFragment>
 where
     S: Stream<Item = Result<RecordBatch>> + Unpin,
@@ -80,7 +82,7 @@ where
     let version = writable_version(&ds.data_storage_version(), ds.uri())?;
     let target = std::sync::Arc::new(added.to_arrow()?);
     let storage = crate::storage::Storage::open(ds.uri(), ds.storage_options())?;
-    let name = format!("{}.lance", uuid::Uuid::new_v4().simple());
+    let name = format!("{file_prefix}{}.lance", uuid::Uuid::new_v4().simple());
     let specs = leaves::leaves(added, version.minor >= 2)?;
     let mut writer = DataFileWriter::create(&storage, name, version, &specs);
     let mut batches = batches;
