@@ -146,8 +146,6 @@ def test_extension_types(tmp_uri, version):
     from lance.arrow import BFloat16Type
 
     n = 600
-    import numpy as np
-
     bf16 = pa.ExtensionArray.from_storage(BFloat16Type(), pa.array([bytes([i % 256, 63]) for i in range(n * 4)], pa.binary(2)))
     t = pa.table({
         "id": pa.array(range(n)),

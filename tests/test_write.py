@@ -3,8 +3,6 @@ the two must be able to append to each other's datasets."""
 
 from __future__ import annotations
 
-import os
-
 import lance
 import numpy as np
 import pyarrow as pa

@@ -5,12 +5,15 @@ from __future__ import annotations
 import itertools
 import os
 from datetime import datetime, timedelta
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
 from . import _lance_core
 from .errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from .fragment_metadata import FragmentMetadata
 
 
 def _uri(uri: Union[str, os.PathLike]) -> str:

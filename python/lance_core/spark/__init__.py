@@ -8,8 +8,7 @@ Needs pyspark >= 4.1 (Python data sources with filter pushdown and Arrow batches
 """
 
 try:
-    import pyspark
-    from pyspark.sql.datasource import DataSource  # noqa: F401
+    from pyspark.sql.datasource import DataSource  # noqa: F401  (pyspark >= 4.1 has it)
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("lance_core.spark needs pyspark >= 4.1 (pip install 'pyspark>=4.1')") from e
 
