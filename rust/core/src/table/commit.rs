@@ -464,3 +464,58 @@ fn manifest_file(
     out.extend_from_slice(b"LANC");
     Ok(Bytes::from(out))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn merge() -> Operation {
+        Operation::Merge {
+            fragments: vec![],
+            schema: LanceSchema::default(),
+        }
+    }
+
+    fn append() -> Operation {
+        Operation::Append { fragments: vec![] }
+    }
+
+    #[test]
+    fn new_columns_conflict_with_any_change_to_fragments() {
+        let theirs_append = PbOp::Append(txn::Append { fragments: vec![] });
+        let theirs_delete = PbOp::Delete(txn::Delete::default());
+        let theirs_index = PbOp::CreateIndex(Default::default());
+        assert!(conflicts(&merge(), Some(&theirs_append)).is_some());
+        assert!(conflicts(&merge(), Some(&theirs_delete)).is_some());
+        assert!(conflicts(&merge(), Some(&theirs_index)).is_none());
+        // and the other way round: rows appended after the columns were computed lack them
+        let theirs_merge = merge().to_proto();
+        assert!(conflicts(&append(), Some(&theirs_merge)).is_some());
+        assert!(conflicts(&append(), Some(&theirs_append)).is_none());
+        // an unknown concurrent commit is never assumed compatible
+        assert!(conflicts(&append(), None).is_some());
+    }
+
+    #[test]
+    fn deletes_rebase_over_deletes_of_other_fragments() {
+        let ours = Operation::Delete {
+            updated: vec![DataFragment {
+                id: 1,
+                ..Default::default()
+            }],
+            deleted_ids: vec![],
+            predicate: "x".into(),
+        };
+        let other = |id| {
+            PbOp::Delete(txn::Delete {
+                updated_fragments: vec![DataFragment {
+                    id,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+        };
+        assert!(conflicts(&ours, Some(&other(2))).is_none());
+        assert!(conflicts(&ours, Some(&other(1))).is_some());
+    }
+}
