@@ -198,3 +198,15 @@ def test_memory_store_writes():
     lance_core.dataset("memory://writes/ds").delete("int64 > 0")
     assert lance_core.dataset("memory://writes/ds").count_rows() == pa.concat_tables([t, t]).filter(
         pa.compute.invert(pa.compute.fill_null(pa.compute.greater(pa.concat_tables([t, t])["int64"], 0), False))).num_rows
+
+
+def test_write_from_a_lance_core_scan(tmp_path):
+    """A scan of one dataset feeding a write of another: the stream calls back into
+    lance_core while the write runs."""
+    src, dst = str(tmp_path / "src.lance"), str(tmp_path / "dst.lance")
+    t = pa.table({"id": pa.array(range(50_000), pa.int64()), "s": [f"v{i % 13}" for i in range(50_000)]})
+    lance.write_dataset(t, src, max_rows_per_file=20_000)
+    lance_core.write_dataset(lance_core.dataset(src), dst)
+    lance_core.write_dataset(lance_core.dataset(src).scanner(filter="id < 10").to_reader(), dst, mode="append")
+    assert lance.dataset(dst).count_rows() == 50_010
+    assert lance.dataset(dst).to_table().slice(0, 50_000).equals(t)
