@@ -11,7 +11,7 @@ copy). `from_spark` goes the other way for appends to an existing dataset.
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Optional
 
 import numpy as np
 import pyarrow as pa
@@ -109,15 +109,10 @@ def to_spark(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
 
 
 def from_spark(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """`batch` (from Spark) with the types of an existing dataset, for appending."""
+    """`batch` (from Spark, with `target`'s column names) with the types of an existing
+    dataset, for appending."""
     if batch.schema.equals(target):
         return batch
-    missing = [f.name for f in target if f.name not in batch.schema.names]
-    extra = [n for n in batch.schema.names if n not in target.names]
-    if missing or extra:
-        raise InvalidInputError(
-            f"cannot append: the data {'lacks column ' + repr(missing[0]) if missing else 'has column ' + repr(extra[0])}"
-            f" which the dataset {'has' if missing else 'does not have'}")
     columns = [_convert(batch.column(f.name), batch.schema.field(f.name), f.type, f.name, to_lance=True)
                for f in target]
     return pa.RecordBatch.from_arrays(columns, schema=target)
@@ -140,14 +135,14 @@ def _convert(arr: pa.Array, src: pa.Field, dst: pa.DataType, path: str, to_lance
         return _convert(arr, pa.field(src.name, arr.type, src.nullable), dst, path, to_lance)
     if pa.types.is_struct(t) and pa.types.is_struct(dst):
         children = [
-            _convert(_struct_child(arr, i), t.field(i), dst.field(i).type, f"{path}.{t.field(i).name}", to_lance)
+            _convert(arr.field(i), t.field(i), dst.field(i).type, f"{path}.{t.field(i).name}", to_lance)
             for i in range(t.num_fields)
         ]
         return pa.StructArray.from_arrays(children, fields=list(dst), mask=_null_mask(arr))
     if pa.types.is_map(t) and pa.types.is_map(dst):
-        offsets = _list_offsets(arr)
-        keys = _convert(arr.keys, t.key_field, dst.key_type, f"{path}.key", to_lance)
-        items = _convert(arr.items, t.item_field, dst.item_type, f"{path}.value", to_lance)
+        offsets, entries = _list_parts(arr)
+        keys = _convert(entries.field(0), t.key_field, dst.key_type, f"{path}.key", to_lance)
+        items = _convert(entries.field(1), t.item_field, dst.item_type, f"{path}.value", to_lance)
         return pa.MapArray.from_arrays(offsets, keys, items, type=dst, mask=_null_mask(arr))
     if _is_list(t) and _is_list(dst) and not pa.types.is_fixed_size_list(dst):
         offsets, values = _list_parts(arr)
@@ -181,22 +176,18 @@ def _null_mask(arr: pa.Array) -> Optional[pa.Array]:
     return arr.is_null() if arr.null_count else None
 
 
-def _struct_child(arr: pa.StructArray, i: int) -> pa.Array:
-    """Child `i` aligned with the (possibly sliced) struct array."""
-    return arr.field(i)
-
-
-def _list_offsets(arr: pa.Array) -> pa.Array:
-    return arr.offsets
-
-
 def _list_parts(arr: pa.Array):
-    """(offsets, values) of a list-like array such that list i is values[offsets[i]:offsets[i+1]]."""
+    """(offsets, values) of a list-like or map array, list i being
+    values[offsets[i]:offsets[i+1]], with fresh offsets from 0 (pyarrow rebuilds lists with
+    a null mask only from unsliced offsets)."""
     if pa.types.is_fixed_size_list(arr.type):
         n = arr.type.list_size
         values = arr.values.slice(arr.offset * n, len(arr) * n)
         return pa.array(np.arange(0, (len(arr) + 1) * n, n, dtype=np.int64)), values
-    return arr.offsets, arr.values
+    offsets = arr.offsets.to_numpy()
+    start = int(offsets[0])
+    values = arr.values.slice(start, int(offsets[-1]) - start)
+    return pa.array(offsets - start, type=arr.offsets.type), values
 
 
 def _bfloat16_to_float32(arr: pa.Array) -> pa.Array:
@@ -205,6 +196,3 @@ def _bfloat16_to_float32(arr: pa.Array) -> pa.Array:
     floats = (raw.astype(np.uint32) << 16).view(np.float32)
     return pa.array(floats, pa.float32(), mask=arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else None)
 
-
-def names(schema: T.StructType) -> List[str]:
-    return [f.name for f in schema.fields]
