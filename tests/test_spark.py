@@ -49,6 +49,15 @@ def _scan_rows(df) -> int:
     raise AssertionError("no BatchScan in the plan")
 
 
+def _wait_for_tasks(spark) -> None:
+    """Tasks of a failed job may still be finishing after the job's error is raised."""
+    tracker = spark.sparkContext.statusTracker()
+    for _ in range(200):
+        if not tracker.getActiveStageIds():
+            return
+        time.sleep(0.05)
+
+
 def _type_table(n=600) -> pa.Table:
     cols = primitive_columns(n)
     cols.update(nested_columns(n))
@@ -282,12 +291,7 @@ def test_failed_job_leaves_no_version_and_no_files(spark, tmp_path):
     bad = spark.range(0, 10000, numPartitions=4).select(boom("id").alias("id"))
     with pytest.raises(Exception, match="task failure on purpose"):
         bad.write.format("lance").mode("append").save(uri)
-    # Tasks of the failed job may still be finishing: wait for them.
-    tracker = spark.sparkContext.statusTracker()
-    for _ in range(200):
-        if not tracker.getActiveStageIds():
-            break
-        time.sleep(0.05)
+    _wait_for_tasks(spark)
     assert lance.dataset(uri).version == 1
     assert sorted(os.listdir(os.path.join(uri, "data"))) == before
 
@@ -365,10 +369,6 @@ def test_failed_add_columns_leaves_nothing(spark, tmp_path):
 
     with pytest.raises(Exception, match="failed on purpose"):
         add_columns(spark, uri, sometimes, pa.schema([("y", pa.int64())]), input_columns=["id"])
-    tracker = spark.sparkContext.statusTracker()
-    for _ in range(200):
-        if not tracker.getActiveStageIds():
-            break
-        time.sleep(0.05)
+    _wait_for_tasks(spark)
     assert lance.dataset(uri).version == 1
     assert sorted(os.listdir(os.path.join(uri, "data"))) == before
