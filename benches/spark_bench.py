@@ -6,6 +6,8 @@ cores as the machine has, read three ways in the same run:
             no column pruning from Spark, so the query names the columns it reads)
   parquet   Spark's own Parquet reader on the same rows (pyarrow-written Parquet)
   pylance   pylance in `mapInArrow`, one task per fragment (the usual hand-written glue)
+  frags     lance_core.spark.read_fragments: lance_core in `mapInArrow` (the same Spark plan
+            as pylance's, so the two differ only in the Python worker's work)
 
 Each is run once to warm up, then timed `--repeat` times in interleaved rounds. Prints the
 best and median times and their ratios.
@@ -67,13 +69,14 @@ def main():
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", str(os.cpu_count() or 2)).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    from lance_core.spark import LanceDataSource
+    from lance_core.spark import LanceDataSource, read_fragments
 
     spark.dataSource.register(LanceDataSource)
     readers = {
         "lance": lambda: spark.read.format("lance").option("columns", ",".join(COLUMNS)).load(uri),
         "parquet": lambda: spark.read.parquet(parquet),
         "pylance": lambda: pylance_frame(spark, uri),
+        "frags": lambda: read_fragments(spark, uri, columns=COLUMNS),
     }
     print(f"{args.rows:,} rows, Spark {spark.version} local[*] on {os.cpu_count()} cores; "
           f"query: count(*), sum(value), count(distinct category), max(name)")
@@ -100,7 +103,8 @@ def main():
     for stat, d in (("best", best), ("median", median)):
         print(f"  {stat:6s}: lance is {d['parquet'] / d['lance']:.2f}x the speed of Spark's Parquet reader, "
               f"{d['pylance'] / d['lance']:.2f}x the speed of pylance+mapInArrow "
-              f"(pylance+mapInArrow: {d['parquet'] / d['pylance']:.2f}x Parquet's)")
+              f"(pylance+mapInArrow: {d['parquet'] / d['pylance']:.2f}x Parquet's); "
+              f"read_fragments is {d['pylance'] / d['frags']:.2f}x the speed of pylance+mapInArrow")
     spark.stop()
     return 0
 

@@ -8,7 +8,7 @@ use lance_core::scan::{scan, ScanOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::arrow::{PyArrowSchema, PyBatchIterator};
+use crate::arrow_export::{PyArrowSchema, PyBatchIterator};
 use crate::errors::{guard, IntoPyResult};
 use crate::runtime::{block_on, runtime};
 
@@ -224,9 +224,9 @@ impl PyDataset {
         use prost::Message;
         guard(|| {
             let file_prefix = crate::write::checked_file_prefix(py, file_prefix)?;
-            let reader = crate::write::import_stream(&data)?;
+            let reader = crate::arrow_import::import_stream(&data)?;
             let schema = reader.schema();
-            let batches = crate::write::batch_stream(reader);
+            let batches = crate::arrow_import::batch_stream(reader);
             let ds = self.inner.clone();
             let fragment = block_on(py, async move {
                 let added = new_columns(&ds, &schema)?;

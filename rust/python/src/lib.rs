@@ -1,9 +1,14 @@
 //! Python bindings of lance-core (`lance_core._lance_core`). Each file holds one concern:
-//! `dataset` the dataset class, `arrow` the zero-copy hand-over of Arrow data, `errors`
-//! the mapping of errors and panics to exceptions, `runtime` the async runtime.
-mod arrow;
+//! `dataset` the dataset class (scans, deletes, new columns), `write` new data files,
+//! `commit` new versions, `files` job files beside the table, `arrow_export` and
+//! `arrow_import` the zero-copy hand-over of Arrow data each way, `errors` the mapping of
+//! errors and panics to exceptions, `runtime` the async runtime.
+mod arrow_export;
+mod arrow_import;
+mod commit;
 mod dataset;
 mod errors;
+mod files;
 mod runtime;
 mod write;
 
@@ -15,42 +20,22 @@ fn _panic_for_test() -> PyResult<()> {
     errors::guard(|| panic!("deliberate test panic"))
 }
 
-/// Copy every file of a dataset (or any directory) between stores, e.g. a local
-/// dataset into `memory://`. Internal: the tests use it to stage datasets.
-#[pyfunction]
-#[pyo3(signature = (src, dst, src_options=None, dst_options=None))]
-fn _copy_tree(
-    py: Python<'_>,
-    src: String,
-    dst: String,
-    src_options: Option<std::collections::HashMap<String, String>>,
-    dst_options: Option<std::collections::HashMap<String, String>>,
-) -> PyResult<usize> {
-    use errors::IntoPyResult;
-    errors::guard(|| {
-        let from =
-            lance_core::storage::Storage::open(&src, &src_options.unwrap_or_default()).py()?;
-        let to = lance_core::storage::Storage::open(&dst, &dst_options.unwrap_or_default()).py()?;
-        runtime::block_on(py, from.copy_tree_to(&to)).py()
-    })
-}
-
 #[pymodule]
 fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::PyDataset>()?;
-    m.add_class::<arrow::PyArrowSchema>()?;
-    m.add_class::<arrow::PyArrowBatch>()?;
-    m.add_class::<arrow::PyBatchIterator>()?;
+    m.add_class::<arrow_export::PyArrowSchema>()?;
+    m.add_class::<arrow_export::PyArrowBatch>()?;
+    m.add_class::<arrow_export::PyBatchIterator>()?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
-    m.add_function(wrap_pyfunction!(_copy_tree, m)?)?;
+    m.add_function(wrap_pyfunction!(files::_copy_tree, m)?)?;
     m.add_function(wrap_pyfunction!(write::_write_dataset, m)?)?;
     m.add_function(wrap_pyfunction!(write::_write_fragments, m)?)?;
-    m.add_function(wrap_pyfunction!(write::_commit, m)?)?;
-    m.add_function(wrap_pyfunction!(write::_fragment_info, m)?)?;
-    m.add_function(wrap_pyfunction!(write::_delete_data_files, m)?)?;
-    m.add_function(wrap_pyfunction!(write::_put_object, m)?)?;
-    m.add_function(wrap_pyfunction!(write::_object_exists, m)?)?;
-    m.add_function(wrap_pyfunction!(write::_list_data_files, m)?)?;
+    m.add_function(wrap_pyfunction!(commit::_commit, m)?)?;
+    m.add_function(wrap_pyfunction!(commit::_fragment_info, m)?)?;
+    m.add_function(wrap_pyfunction!(files::_delete_data_files, m)?)?;
+    m.add_function(wrap_pyfunction!(files::_put_object, m)?)?;
+    m.add_function(wrap_pyfunction!(files::_object_exists, m)?)?;
+    m.add_function(wrap_pyfunction!(files::_list_data_files, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

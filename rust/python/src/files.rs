@@ -1,0 +1,119 @@
+//! Object-level helpers over a dataset's store, for what sits outside the table format:
+//! the data files and abort markers of a distributed job, and copying whole trees.
+use pyo3::prelude::*;
+use std::collections::HashMap;
+
+use lance_core::storage::Storage;
+
+use crate::errors::{guard, IntoPyResult};
+use crate::runtime::block_on;
+
+fn open_storage(uri: &str, options: Option<HashMap<String, String>>) -> PyResult<Storage> {
+    Storage::open(uri, &options.unwrap_or_default()).py()
+}
+
+/// Delete data files (names within the dataset's `data/` directory) that were written but
+/// never committed, e.g. by the tasks of an aborted Spark job. Missing files are fine.
+#[pyfunction]
+#[pyo3(signature = (uri, paths, storage_options=None))]
+pub fn _delete_data_files(
+    py: Python<'_>,
+    uri: String,
+    paths: Vec<String>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<()> {
+    guard(|| {
+        let storage = open_storage(&uri, storage_options)?;
+        block_on(py, async move {
+            for p in paths {
+                if p.contains("..") || p.starts_with('/') {
+                    return Err(lance_core::Error::invalid(format!(
+                        "{uri}: '{p}' is not a data file name"
+                    )));
+                }
+                storage.delete(&storage.path(&format!("data/{p}"))).await?;
+            }
+            Ok(())
+        })
+        .py()
+    })
+}
+
+/// Small objects beside a dataset's data (job markers): write `data` at `path` below the
+/// dataset's root.
+#[pyfunction]
+#[pyo3(signature = (uri, path, data, storage_options=None))]
+pub fn _put_object(
+    py: Python<'_>,
+    uri: String,
+    path: String,
+    data: Vec<u8>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<()> {
+    guard(|| {
+        let storage = open_storage(&uri, storage_options)?;
+        block_on(py, async move {
+            storage
+                .put(&storage.path(&path), bytes::Bytes::from(data))
+                .await
+        })
+        .py()
+    })
+}
+
+/// Whether an object exists at `path` below the dataset's root.
+#[pyfunction]
+#[pyo3(signature = (uri, path, storage_options=None))]
+pub fn _object_exists(
+    py: Python<'_>,
+    uri: String,
+    path: String,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<bool> {
+    guard(|| {
+        let storage = open_storage(&uri, storage_options)?;
+        block_on(
+            py,
+            async move { storage.exists(&storage.path(&path)).await },
+        )
+        .py()
+    })
+}
+
+/// Names of the files in the dataset's `data/` directory that start with `prefix`.
+#[pyfunction]
+#[pyo3(signature = (uri, prefix, storage_options=None))]
+pub fn _list_data_files(
+    py: Python<'_>,
+    uri: String,
+    prefix: String,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<Vec<String>> {
+    guard(|| {
+        let storage = open_storage(&uri, storage_options)?;
+        let files = block_on(py, async move { storage.list_dir("data").await }).py()?;
+        Ok(files
+            .iter()
+            .filter_map(|m| m.location.filename().map(str::to_string))
+            .filter(|n| n.starts_with(&prefix))
+            .collect())
+    })
+}
+
+/// Copy every file of a dataset (or any directory) between stores, e.g. a local
+/// dataset into `memory://`. Internal: the tests use it to stage datasets.
+#[pyfunction]
+#[pyo3(signature = (src, dst, src_options=None, dst_options=None))]
+pub fn _copy_tree(
+    py: Python<'_>,
+    src: String,
+    dst: String,
+    src_options: Option<HashMap<String, String>>,
+    dst_options: Option<HashMap<String, String>>,
+) -> PyResult<usize> {
+    guard(|| {
+        let from = open_storage(&src, src_options)?;
+        let to = open_storage(&dst, dst_options)?;
+        block_on(py, from.copy_tree_to(&to)).py()
+    })
+}
