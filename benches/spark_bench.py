@@ -10,7 +10,8 @@ cores as the machine has, read three ways in the same run:
             as pylance's, so the two differ only in the Python worker's work)
 
 Each is run once to warm up, then timed `--repeat` times in interleaved rounds. Prints the
-best and median times and their ratios.
+best and median times and their ratios, and (on Linux) the median CPU time each query took in
+the JVM and in the Python workers, to show where the time goes.
 
     python benches/spark_bench.py [--rows 4000000] [--repeat 5]
 """
@@ -33,6 +34,40 @@ def aggregate(df):
 
     return df.agg(F.count("*").alias("rows"), F.sum("value").alias("sum_value"),
                   F.countDistinct("category").alias("categories"), F.max("name").alias("max_name")).collect()[0]
+
+
+def cpu_seconds():
+    """CPU seconds used so far by this process's descendants, as (JVM, Python workers):
+    Spark's JVM is our child and its Python workers are the JVM's. A process's own time plus
+    that of its finished children, so workers that exited still count. None off Linux."""
+    if not os.path.isdir("/proc/self/task"):
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    procs = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                name, rest = f.read().rsplit(")", 1)
+        except OSError:
+            continue
+        fields = rest.split()
+        cpu = sum(int(x) for x in fields[11:15]) / tick  # utime, stime, cutime, cstime
+        procs[int(pid)] = (int(fields[1]), name.split("(", 1)[1], cpu)
+    jvm = workers = 0.0
+    for pid, (_, name, cpu) in procs.items():
+        chain, p = [], pid
+        while p in procs and p != os.getpid() and len(chain) < 32:
+            chain.append(procs[p][1])
+            p = procs[p][0]
+        if p != os.getpid() or not chain:
+            continue  # not a descendant
+        if name == "java":
+            jvm += cpu
+        elif "java" in chain[1:]:
+            workers += cpu
+    return jvm, workers
 
 
 def pylance_frame(spark, uri):
@@ -83,16 +118,23 @@ def main():
     answers = {name: aggregate(frame()) for name, frame in readers.items()}  # warm-up, and the answers
     # Rounds interleave the readers, so drift in the machine's speed hits all of them.
     times = {name: [] for name in readers}
+    cpu = {name: [] for name in readers}
     for _ in range(args.repeat):
         for name, frame in readers.items():
-            t0 = time.perf_counter()
+            c0, t0 = cpu_seconds(), time.perf_counter()
             aggregate(frame())
             times[name].append(time.perf_counter() - t0)
+            c1 = cpu_seconds()
+            if c0 and c1:
+                cpu[name].append((c1[0] - c0[0], c1[1] - c0[1]))
     best = {name: min(ts) for name, ts in times.items()}
     median = {name: sorted(ts)[len(ts) // 2] for name, ts in times.items()}
     for name, ts in times.items():
-        print(f"  {name:8s} best {best[name]:.2f}s  median {median[name]:.2f}s  (runs: {', '.join(f'{t:.2f}' for t in ts)})",
-              flush=True)
+        line = f"  {name:8s} best {best[name]:.2f}s  median {median[name]:.2f}s  (runs: {', '.join(f'{t:.2f}' for t in ts)})"
+        if cpu[name]:
+            jvm, workers = (sorted(c[i] for c in cpu[name])[len(cpu[name]) // 2] for i in (0, 1))
+            line += f"  CPU median: JVM {jvm:.2f}s, Python workers {workers:.2f}s"
+        print(line, flush=True)
     first = answers["lance"]
     for name, row in answers.items():
         if (row.rows, row.categories, row.max_name) != (first.rows, first.categories, first.max_name) or \
