@@ -44,16 +44,19 @@ def batches(rows: int, batch_rows: int = 100_000, seed: int = 42):
         ], schema=SCHEMA)
 
 
-def reference_dataset(rows: int) -> str:
-    """The benchmark dataset written by pylance (1M rows per file), built once and reused."""
+def reference_dataset(rows: int, version: str | None = None) -> str:
+    """The benchmark dataset written by pylance (1M rows per file), built once and reused;
+    in pylance's default file format, or in `version` ("2.0", "2.1", ...)."""
     import lance
 
-    path = os.path.join(DATA, f"bench_{rows}.lance")
+    suffix = f"_v{version}" if version else ""
+    path = os.path.join(DATA, f"bench_{rows}{suffix}.lance")
     if not os.path.exists(os.path.join(path, "_versions")):
         os.makedirs(DATA, exist_ok=True)
         t0 = time.time()
         reader = pa.RecordBatchReader.from_batches(SCHEMA, batches(rows))
-        lance.write_dataset(reader, path, max_rows_per_file=1_000_000, mode="overwrite")
+        extra = {"data_storage_version": version} if version else {}
+        lance.write_dataset(reader, path, max_rows_per_file=1_000_000, mode="overwrite", **extra)
         print(f"built {path} with pylance in {time.time() - t0:.1f}s", flush=True)
     return path
 

@@ -6,7 +6,9 @@ low-cardinality strings and 32-dim float32 vectors, 1M rows per file; then times
 streaming scan and a numeric-columns scan with each library, each in its own process so
 peak memory (max RSS above the process's baseline after imports) is measured separately.
 
-    python benches/scan_bench.py [--rows 4000000] [--repeat 3]
+    python benches/scan_bench.py [--rows 4000000] [--repeat 3] [--format 2.0]
+
+`--format` has pylance write the dataset in that file format (default: pylance's own).
 """
 
 from __future__ import annotations
@@ -63,8 +65,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=4_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--format", default=None, help="file format of the dataset, e.g. 2.0")
     args = ap.parse_args()
-    path = reference_dataset(args.rows)
+    path = reference_dataset(args.rows, args.format)
     pq_path = parquet_file(args.rows)
     print(f"dataset: {path} ({args.rows:,} rows), best of {args.repeat}, 2 cores" if os.cpu_count() == 2 else f"dataset: {path}")
     print(f"{'scan':<16}{'library':<12}{'seconds':>9}{'Mrows/s':>10}{'MB/s':>9}{'peak MB':>9}")

@@ -223,11 +223,11 @@ impl<'a> Unraveler<'a> {
 }
 
 /// The pruned field of an array built for a path: the original field with `data_type`.
-fn with_type(f: &Field, data_type: DataType) -> FieldRef {
+pub fn with_type(f: &Field, data_type: DataType) -> FieldRef {
     Arc::new(Field::new(f.name(), data_type, f.is_nullable()).with_metadata(f.metadata().clone()))
 }
 
-fn list_array<O: OffsetSizeTrait>(
+pub fn list_array<O: OffsetSizeTrait>(
     item: FieldRef,
     offsets: &[i64],
     values: ArrayRef,

@@ -1,7 +1,8 @@
 //! The Lance v2.x file container: a 40-byte footer at the end of the file points to two
 //! offset tables (column metadata, global buffers); global buffer 0 holds the file's
 //! schema; each column's metadata lists its pages and their buffers. This layer knows
-//! where bytes are, not what they mean (that is `encoding`).
+//! where bytes are, not what they mean (that is `encoding`). Files of format 2.0 use the
+//! same container; only their page encodings differ.
 mod reader;
 mod writer;
 
@@ -10,6 +11,7 @@ use std::ops::Range;
 use prost::Message;
 
 use crate::error::{corrupt, unsupported, Result};
+use crate::proto::encodings20::ArrayEncoding;
 use crate::proto::encodings21::PageLayout;
 use crate::proto::file::v2::{encoding, ColumnMetadata};
 use crate::proto::file::FileDescriptor;
@@ -104,15 +106,12 @@ impl Footer {
 
     pub fn check_version(&self) -> Result<()> {
         match (self.version.major, self.version.minor) {
-            (2, 1) | (2, 2) => Ok(()),
-            (2, 0) => Err(unsupported(
-                "file format 2.0 is not supported yet (2.1 and 2.2 are)",
-            )),
+            (2, 0) | (2, 1) | (2, 2) => Ok(()),
             (0, _) => Err(unsupported(
-                "legacy file format 0.1 is not supported yet (2.1 and 2.2 are)",
+                "legacy file format 0.1 is not supported yet (2.0, 2.1 and 2.2 are)",
             )),
             (m, n) => Err(unsupported(format!(
-                "unknown file format version {m}.{n} (this reader knows 2.1 and 2.2)"
+                "unknown file format version {m}.{n} (this reader knows 2.0, 2.1 and 2.2)"
             ))),
         }
     }
@@ -151,7 +150,15 @@ fn offset_table(
 pub struct PageInfo {
     pub buffers: Vec<Range<u64>>,
     pub num_rows: u64,
-    pub layout: PageLayout,
+    pub encoding: PageEncoding,
+}
+
+/// How a page's buffers encode its values: 2.1+ pages have a structural layout (levels
+/// and values), 2.0 pages a tree of array encodings.
+#[derive(Clone, Debug)]
+pub enum PageEncoding {
+    Layout(PageLayout),
+    Array(ArrayEncoding),
 }
 
 #[derive(Clone, Debug, Default)]
@@ -174,13 +181,9 @@ fn decode_any<M: Message + Default>(bytes: &[u8], expected_url: &str, what: &str
     let any = prost_types::Any::decode(bytes)
         .map_err(|e| corrupt(format!("{what}: bad encoding message: {e}")))?;
     if any.type_url != expected_url {
-        if any.type_url == ARRAY_ENCODING_URL {
-            return Err(unsupported(format!(
-                "{what}: 2.0-style array encoding in a 2.1+ file"
-            )));
-        }
+        // e.g. a 2.0 array encoding in a file whose footer says 2.1, or the reverse
         return Err(unsupported(format!(
-            "{what}: unknown encoding type '{}'",
+            "{what}: encoding type '{}' where the file's version needs '{expected_url}'",
             any.type_url
         )));
     }
@@ -225,7 +228,7 @@ impl FileMetadata {
             let bytes = &tail[local(r.start)?..local(r.end)?];
             let meta = ColumnMetadata::decode(bytes)
                 .map_err(|e| corrupt(format!("bad metadata of column {i}: {e}")))?;
-            columns.push(parse_column(meta, i, file_size)?);
+            columns.push(parse_column(meta, i, file_size, footer.version)?);
         }
         Ok(FileMetadata {
             file_size,
@@ -237,10 +240,19 @@ impl FileMetadata {
     }
 }
 
-fn parse_column(meta: ColumnMetadata, column: usize, file_size: u64) -> Result<ColumnInfo> {
+fn parse_column(
+    meta: ColumnMetadata,
+    column: usize,
+    file_size: u64,
+    version: FileVersion,
+) -> Result<ColumnInfo> {
+    let legacy = version.major == 2 && version.minor == 0;
     let mut pages = Vec::with_capacity(meta.pages.len());
     for (p, page) in meta.pages.into_iter().enumerate() {
         let what = format!("column {column} page {p}");
+        if legacy && page.length == 0 {
+            continue; // 2.0 writers leave empty pages (an empty column's only page)
+        }
         if page.buffer_offsets.len() != page.buffer_sizes.len() {
             return Err(corrupt(format!(
                 "{what}: {} buffer offsets but {} sizes",
@@ -259,10 +271,19 @@ fn parse_column(meta: ColumnMetadata, column: usize, file_size: u64) -> Result<C
                 }
             }
         }
-        let layout = match page.encoding.and_then(|e| e.location) {
-            Some(encoding::Location::Direct(d)) => {
-                decode_any::<PageLayout>(&d.encoding, PAGE_LAYOUT_URL, &what)?
+        let encoding = match page.encoding.and_then(|e| e.location) {
+            Some(encoding::Location::Direct(d)) if legacy => {
+                PageEncoding::Array(decode_any::<ArrayEncoding>(
+                    &d.encoding,
+                    ARRAY_ENCODING_URL,
+                    &what,
+                )?)
             }
+            Some(encoding::Location::Direct(d)) => PageEncoding::Layout(decode_any::<PageLayout>(
+                &d.encoding,
+                PAGE_LAYOUT_URL,
+                &what,
+            )?),
             Some(encoding::Location::Indirect(_)) => {
                 return Err(unsupported(format!("{what}: deferred page encodings")))
             }
@@ -271,7 +292,7 @@ fn parse_column(meta: ColumnMetadata, column: usize, file_size: u64) -> Result<C
         pages.push(PageInfo {
             buffers,
             num_rows: page.length,
-            layout,
+            encoding,
         });
     }
     Ok(ColumnInfo { pages })
@@ -309,8 +330,12 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("out of range"));
+        // 2.0 files say 0.3 on disk; 0.2 is the legacy format.
         let v20 = Footer::parse(&footer_bytes(0, 3, MAGIC), 300).unwrap();
-        assert!(v20.check_version().unwrap_err().to_string().contains("2.0"));
+        assert_eq!(v20.version, FileVersion { major: 2, minor: 0 });
+        v20.check_version().unwrap();
+        let v02 = Footer::parse(&footer_bytes(0, 2, MAGIC), 300).unwrap();
+        assert!(v02.check_version().unwrap_err().to_string().contains("0.1"));
         let v9 = Footer::parse(&footer_bytes(9, 1, MAGIC), 300).unwrap();
         assert!(v9
             .check_version()

@@ -6,19 +6,25 @@ use std::sync::Arc;
 use arrow_array::ArrayRef;
 use arrow_schema::DataType;
 
+use super::lists20::{read_rows, ListChain};
 use super::plan::LeafPlan;
 use crate::dataset::Dataset;
 use crate::encoding::layout::{plan_page, PagePlan, UnitSizing};
 use crate::encoding::levels::{unravel, PathStep};
 use crate::error::{Error, Result};
-use crate::file::{FileReader, PageInfo};
+use crate::file::{FileReader, FileVersion, PageEncoding, PageInfo};
+use crate::proto::encodings20::ArrayEncoding;
 use crate::proto::table::DataFragment;
 
 /// Where a leaf's values are in a fragment.
 #[derive(Clone, Debug)]
 pub struct LeafSource {
     pub file: Arc<FileReader>,
+    /// The column whose pages are the leaf's rows: the leaf's own, or for a 2.0 leaf
+    /// inside lists the outer list's offsets column.
     pub column: usize,
+    /// For a 2.0 leaf inside lists, the columns to read through.
+    pub chain: Option<ListChain>,
 }
 
 /// Find the file and column of every leaf (None: no data, read as nulls) and open the
@@ -87,7 +93,31 @@ pub async fn open_leaf_sources(
                         ),
                     ));
                 }
-                Ok(Some(LeafSource { file, column: col }))
+                // In 2.0 each list on the path has an offsets column of its own.
+                let legacy = file.metadata.footer.version == FileVersion { major: 2, minor: 0 };
+                if legacy && !l.list_ids.is_empty() {
+                    let offsets = l
+                        .list_ids
+                        .iter()
+                        .map(|id| match owner.get(id) {
+                            Some(&(f, c)) if f == fi && c < file.num_columns() => Ok(c),
+                            _ => Err(Error::corrupt(
+                                file.name(),
+                                format!("the offsets of list field {id} are not in this file"),
+                            )),
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    return Ok(Some(LeafSource {
+                        file,
+                        column: offsets[0],
+                        chain: Some(ListChain { offsets, leaf: col }),
+                    }));
+                }
+                Ok(Some(LeafSource {
+                    file,
+                    column: col,
+                    chain: None,
+                }))
             }
         })
         .collect()
@@ -123,6 +153,27 @@ pub async fn read_page(
     leaf: &LeafPlan,
     batch_size: u64,
 ) -> Result<Arc<PageWork>> {
+    if let Some(chain) = &source.chain {
+        let rows = page_start
+            ..page_start + source.file.metadata.columns[source.column].pages[page].num_rows;
+        let name = format!(
+            "{} (column {}, page {page})",
+            source.file.name(),
+            source.column
+        );
+        let array = read_rows(source.file.clone(), chain, leaf.path.clone(), rows)
+            .await
+            .map_err(|e| e.in_file(source.file.name()))?;
+        let Some(PathStep::Leaf(f)) = leaf.path.last() else {
+            unreachable!("paths end at a leaf")
+        };
+        let plan = PagePlan::shaped(array, f.data_type());
+        return Ok(Arc::new(PageWork {
+            plan,
+            path: leaf.path.clone(),
+            name,
+        }));
+    }
     let data = source.file.read_page(source.column, page).await?;
     let file = source.file.clone();
     let (column, path) = (source.column, leaf.path.clone());
@@ -140,13 +191,12 @@ pub async fn read_page(
             align_rows: batch_size,
             page_start,
         };
-        let plan = plan_page(
-            &info.layout,
-            data.buffers,
-            info.num_rows,
-            f.data_type(),
-            &sizing,
-        )
+        let plan = match &info.encoding {
+            PageEncoding::Layout(layout) => {
+                plan_page(layout, data.buffers, info.num_rows, f.data_type(), &sizing)
+            }
+            PageEncoding::Array(encoding) => array20_plan(encoding, data.buffers, info, &path),
+        }
         .map_err(|e| {
             e.context(&format!("column {column} page {page}"))
                 .in_file(file.name())
@@ -156,8 +206,31 @@ pub async fn read_page(
     .await
 }
 
+/// A format 2.0 page of the leaf at the end of `path` (not inside a list: see
+/// `open_leaf_sources`).
+fn array20_plan(
+    encoding: &ArrayEncoding,
+    buffers: Vec<bytes::Bytes>,
+    info: &PageInfo,
+    path: &[PathStep],
+) -> Result<PagePlan> {
+    let Some(PathStep::Leaf(f)) = path.last() else {
+        unreachable!("paths end at a leaf")
+    };
+    Ok(PagePlan::array20(
+        encoding.clone(),
+        buffers,
+        info.num_rows,
+        f.data_type(),
+        path.len(),
+    ))
+}
+
 /// Decode unit `unit` of a page into the array of its leaf's path.
 pub fn decode_unit(work: &PageWork, unit: usize) -> Result<ArrayRef> {
+    if let Some(rows) = work.plan.shaped_rows() {
+        return Ok(rows.clone());
+    }
     work.plan
         .decode_unit(unit)
         .and_then(|p| unravel(p, &work.path))

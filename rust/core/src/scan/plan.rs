@@ -28,6 +28,9 @@ pub struct LeafPlan {
     pub field_id: i32,
     pub path: Vec<PathStep>,
     pub post: Post,
+    /// Field ids of the lists on the path, outermost first (format 2.0 files keep each
+    /// list's offsets in a column of its own).
+    pub list_ids: Vec<i32>,
 }
 
 /// How to rebuild one requested field from its leaves.
@@ -116,6 +119,8 @@ impl FieldPlan {
 
 struct Planner {
     leaves: Vec<LeafPlan>,
+    /// Ids of the lists around the field being planned.
+    lists: Vec<i32>,
 }
 
 fn field_with(f: &LanceField, dt: DataType) -> FieldRef {
@@ -139,6 +144,7 @@ impl Planner {
             field_id: f.id,
             path: p,
             post,
+            list_ids: self.lists.clone(),
         });
         FieldPlan::Leaf {
             leaf: self.leaves.len() - 1,
@@ -196,7 +202,10 @@ impl Planner {
                     .children
                     .first()
                     .ok_or_else(|| corrupt(format!("list field '{}' has no item field", f.name)))?;
-                let child = self.plan(item, &p)?;
+                self.lists.push(f.id);
+                let child = self.plan(item, &p);
+                self.lists.pop();
+                let child = child?;
                 let leaves = start..self.leaves.len();
                 if lt == "map" {
                     let field = field_with(f, DataType::Map(child.field().clone(), false));
@@ -315,7 +324,10 @@ fn plan_column(planner: &mut Planner, schema: &LanceSchema, name: &str) -> Resul
 
 /// Plan a scan of `columns` (top-level names; all when None).
 pub fn plan_scan(schema: &LanceSchema, columns: Option<&[String]>) -> Result<ScanPlan> {
-    let mut planner = Planner { leaves: vec![] };
+    let mut planner = Planner {
+        leaves: vec![],
+        lists: vec![],
+    };
     let fields = match columns {
         None => schema
             .fields

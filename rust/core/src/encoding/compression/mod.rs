@@ -8,8 +8,8 @@
 pub mod bitpacking;
 mod byte_stream_split;
 mod fixed_size_list;
-mod fsst;
-mod general;
+pub mod fsst;
+pub mod general;
 mod packed_struct;
 mod rle;
 mod variable;

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use crate::encoding::compression::Codec;
 use crate::encoding::values::{FixedBuilder, ValuesBuilder};
 use crate::error::{corrupt, unsupported, Result};
+use crate::proto::encodings20::ArrayEncoding;
 use crate::proto::encodings21::{page_layout::Layout as PbLayout, PageLayout, RepDefLayer};
 
 /// One structural level above the values of a page, inner-most first.
@@ -147,6 +148,14 @@ enum PlanKind {
     Constant(constant::Plan),
     /// Decoded in one piece (blob pages).
     Whole(PageLayout),
+    /// A format 2.0 page, decoded in one piece; `depth` is the length of its leaf's path
+    /// (2.0 structs have no validity, so every level above the values is all valid).
+    Array20 {
+        encoding: ArrayEncoding,
+        depth: usize,
+    },
+    /// Rows already decoded into the shape of their leaf's path (2.0 leaves in lists).
+    Shaped(ArrayRef),
 }
 
 /// A page cut into units of rows that decode independently (groups of mini-block chunks,
@@ -203,6 +212,43 @@ pub fn plan_page(
 }
 
 impl PagePlan {
+    /// Plan a format 2.0 page of a leaf whose path from the top level has `depth` steps.
+    pub fn array20(
+        encoding: ArrayEncoding,
+        buffers: Vec<Bytes>,
+        num_rows: u64,
+        leaf_type: &DataType,
+        depth: usize,
+    ) -> Self {
+        PagePlan {
+            kind: PlanKind::Array20 { encoding, depth },
+            buffers,
+            leaf_type: leaf_type.clone(),
+            num_rows,
+            unit_rows: vec![num_rows],
+        }
+    }
+
+    /// A page of rows already decoded into the shape of their leaf's path.
+    pub fn shaped(array: ArrayRef, leaf_type: &DataType) -> Self {
+        let rows = array.len() as u64;
+        PagePlan {
+            kind: PlanKind::Shaped(array),
+            buffers: vec![],
+            leaf_type: leaf_type.clone(),
+            num_rows: rows,
+            unit_rows: vec![rows],
+        }
+    }
+
+    /// The rows of a page planned with `shaped`.
+    pub fn shaped_rows(&self) -> Option<&ArrayRef> {
+        match &self.kind {
+            PlanKind::Shaped(a) => Some(a),
+            _ => None,
+        }
+    }
+
     /// Rows of each unit, in order.
     pub fn unit_rows(&self) -> &[u64] {
         &self.unit_rows
@@ -228,6 +274,20 @@ impl PagePlan {
                 }
                 _ => Err(corrupt("internal: unexpected whole-page layout")),
             },
+            PlanKind::Shaped(_) => Err(corrupt("internal: shaped rows have no levels")),
+            PlanKind::Array20 { encoding, depth } => Ok(DecodedPage {
+                num_rows: rows,
+                layers: vec![Layer::AllValidItem; *depth],
+                rep: None,
+                def: None,
+                // The array carries its own validity; with all-valid layers it is kept.
+                values: PageValues::Array(crate::encoding::array20::decode(
+                    encoding,
+                    &self.buffers,
+                    rows as usize,
+                    &self.leaf_type,
+                )?),
+            }),
         }
     }
 }
