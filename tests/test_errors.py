@@ -103,7 +103,7 @@ def test_panics_become_exceptions():
         _lance_core._panic_for_test()
 
 
-@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+@pytest.mark.parametrize("version", ["legacy", "2.0", "2.1", "2.2"])
 def test_random_corruption_never_crashes(tmp_path, version):
     """Flip bytes all over a data file: every read either succeeds or raises a LanceError."""
     uri = str(tmp_path / "ds.lance")

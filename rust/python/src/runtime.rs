@@ -10,6 +10,10 @@ pub fn runtime() -> &'static Runtime {
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
             .thread_name("lance-core-io")
+            // Local file reads run on blocking threads. Scans issue many small reads
+            // (legacy files above all); without a cap each gets a thread, and each
+            // thread keeps an allocator heap: hundreds of MB of resident memory.
+            .max_blocking_threads(16)
             .enable_all()
             .build()
             .expect("cannot start the tokio runtime")

@@ -209,7 +209,7 @@ fn fixed_width(dt: &DataType) -> Result<usize> {
 }
 
 /// `n` values of fixed-width type `dt` in `data`, without copying when it is aligned.
-fn fixed_array(dt: &DataType, n: usize, data: Buffer) -> Result<ArrayRef> {
+pub fn fixed_array(dt: &DataType, n: usize, data: Buffer) -> Result<ArrayRef> {
     let width = fixed_width(dt)?;
     if data.len() < n * width {
         return Err(corrupt(format!(

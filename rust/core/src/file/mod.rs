@@ -3,6 +3,7 @@
 //! schema; each column's metadata lists its pages and their buffers. This layer knows
 //! where bytes are, not what they mean (that is `encoding`). Files of format 2.0 use the
 //! same container; only their page encodings differ.
+pub mod legacy;
 mod reader;
 mod writer;
 
@@ -159,6 +160,9 @@ pub struct PageInfo {
 pub enum PageEncoding {
     Layout(PageLayout),
     Array(ArrayEncoding),
+    /// Pages of a legacy (0.1) file, one per batch of a group of batches: their elements
+    /// are laid out by the field's type.
+    Legacy(Vec<legacy::LegacyPage>),
 }
 
 #[derive(Clone, Debug, Default)]
@@ -174,6 +178,9 @@ pub struct FileMetadata {
     pub num_rows: u64,
     pub schema: crate::proto::file::Schema,
     pub columns: Vec<ColumnInfo>,
+    /// For a legacy (0.1) file, its batches and page table (its columns are filled in
+    /// once the field ids it holds are known: `FileReader::with_field_ids`).
+    pub legacy: Option<std::sync::Arc<legacy::LegacyLayout>>,
 }
 
 /// Decode a serialized `google.protobuf.Any` and check its type.
@@ -236,6 +243,7 @@ impl FileMetadata {
             schema: descriptor.schema.unwrap_or_default(),
             columns,
             footer,
+            legacy: None,
         })
     }
 }

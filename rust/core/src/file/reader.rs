@@ -5,7 +5,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use object_store::path::Path;
 
-use super::{offset_table, FileMetadata, Footer, FOOTER_LEN};
+use super::{legacy, offset_table, FileMetadata, Footer, FOOTER_LEN};
 use crate::error::{Error, Result};
 use crate::storage::Storage;
 
@@ -59,13 +59,21 @@ impl FileReader {
     /// Read the tail of the file, and more of it until the schema (global buffer 0) and
     /// the column metadata are in the bytes read.
     async fn read_metadata(storage: &Storage, path: &Path, size: u64) -> Result<FileMetadata> {
-        if size < FOOTER_LEN as u64 {
+        if size < legacy::FOOTER_LEN as u64 {
             return Err(crate::error::corrupt(format!(
                 "file is {size} bytes, too short for a Lance file"
             )));
         }
         let mut start = size.saturating_sub(TAIL_READ);
         let mut tail = storage.get_range(path, start..size).await?;
+        if let Some(version) = legacy::legacy_version(&tail) {
+            return Self::read_legacy_metadata(storage, path, size, version, start, tail).await;
+        }
+        if size < FOOTER_LEN as u64 {
+            return Err(crate::error::corrupt(format!(
+                "file is {size} bytes, too short for a Lance file"
+            )));
+        }
         let footer = Footer::parse(&tail, size)?;
         footer.check_version()?;
         loop {
@@ -96,6 +104,45 @@ impl FileReader {
         }
     }
 
+    async fn read_legacy_metadata(
+        storage: &Storage,
+        path: &Path,
+        size: u64,
+        version: super::FileVersion,
+        start: u64,
+        tail: Bytes,
+    ) -> Result<FileMetadata> {
+        if let Some(m) = legacy::parse_metadata(&tail, start, size, version)? {
+            return Ok(m);
+        }
+        // The metadata message starts before the bytes read: read from there.
+        let end = tail.len();
+        let position = u64::from_le_bytes(tail[end - 16..end - 8].try_into().unwrap());
+        let all = storage.get_range(path, position..size).await?;
+        legacy::parse_metadata(&all, position, size, version)?
+            .ok_or_else(|| crate::error::corrupt("legacy metadata could not be located"))
+    }
+
+    /// A legacy file with its columns: field ids `min_id..=max_id` (the ids its
+    /// `DataFile` lists), column `id - min_id`, one page per batch.
+    pub async fn with_field_ids(&self, min_id: i32, max_id: i32) -> Result<Self> {
+        let Some(layout) = self.metadata.legacy.clone() else {
+            return Ok(self.clone());
+        };
+        let file_size = self.metadata.file_size;
+        let range = legacy::page_table_range(&layout, min_id, max_id, file_size)
+            .map_err(|e| e.in_file(&self.name))?;
+        let table = self.storage.get_range(&self.path, range).await?;
+        let columns = legacy::columns_from_page_table(&layout, &table, min_id, max_id, file_size)
+            .map_err(|e| e.in_file(&self.name))?;
+        let mut metadata = (*self.metadata).clone();
+        metadata.columns = columns;
+        Ok(FileReader {
+            metadata: Arc::new(metadata),
+            ..self.clone()
+        })
+    }
+
     /// The file's name as shown in errors.
     pub fn name(&self) -> &str {
         &self.name
@@ -117,6 +164,11 @@ impl FileReader {
             })?;
         let buffers = self.storage.get_ranges(&self.path, &info.buffers).await?;
         Ok(PageData { buffers })
+    }
+
+    /// Read several byte ranges of the file at once (nearby ones in one request).
+    pub async fn read_ranges(&self, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Bytes>> {
+        self.storage.get_ranges(&self.path, ranges).await
     }
 
     /// Read an arbitrary byte range of the file (out-of-line blob values).

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use arrow_array::ArrayRef;
 use arrow_schema::DataType;
 
+use super::legacy::{read_group, LegacyChain};
 use super::lists20::{read_rows, ListChain};
 use super::plan::LeafPlan;
 use crate::dataset::Dataset;
@@ -23,8 +24,15 @@ pub struct LeafSource {
     /// The column whose pages are the leaf's rows: the leaf's own, or for a 2.0 leaf
     /// inside lists the outer list's offsets column.
     pub column: usize,
-    /// For a 2.0 leaf inside lists, the columns to read through.
-    pub chain: Option<ListChain>,
+    /// For a 2.0 leaf inside lists and any legacy leaf, the columns to read through.
+    pub chain: Option<Chain>,
+}
+
+/// Leaves read through several columns at once, rows at a time.
+#[derive(Clone, Debug)]
+pub enum Chain {
+    Lists20(ListChain),
+    Legacy(LegacyChain),
 }
 
 /// Find the file and column of every leaf (None: no data, read as nulls) and open the
@@ -37,15 +45,20 @@ pub async fn open_leaf_sources(
     let manifest_name = || format!("{} (fragment {})", ds.uri(), frag.id);
     // field id -> (file index, column index); the first file listing a field wins.
     let mut owner: HashMap<i32, (usize, usize)> = HashMap::new();
+    // Legacy files: the smallest and largest id each holds (its page table's extent).
+    let mut legacy_ids: HashMap<usize, (i32, i32)> = HashMap::new();
     for (fi, file) in frag.files.iter().enumerate() {
-        if file.column_indices.is_empty() && !file.fields.is_empty() {
-            return Err(Error::unsupported(
-                manifest_name(),
-                format!(
-                    "data file {} uses the legacy 0.1 file format, which is not supported yet",
-                    file.path
-                ),
-            ));
+        if is_legacy(file) {
+            // Columns are ids less the smallest one (dropped fields keep their ids here).
+            let ids = file.fields.iter().copied().filter(|&f| f >= 0);
+            let (Some(min), Some(max)) = (ids.clone().min(), ids.max()) else {
+                continue;
+            };
+            legacy_ids.insert(fi, (min, max));
+            for &fid in file.fields.iter().filter(|&&f| f >= 0) {
+                owner.entry(fid).or_insert((fi, (fid - min) as usize));
+            }
+            continue;
         }
         for (k, &fid) in file.fields.iter().enumerate() {
             let Some(&col) = file.column_indices.get(k) else {
@@ -68,11 +81,16 @@ pub async fn open_leaf_sources(
         .collect();
     needed.sort_unstable();
     needed.dedup();
+    let legacy_ref = &legacy_ids;
     let opens = needed.iter().map(|&fi| async move {
         let file = &frag.files[fi];
         let (storage, path) = ds.data_file_location(file)?;
         let size = (file.file_size_bytes > 0).then_some(file.file_size_bytes);
-        Ok::<_, Error>((fi, Arc::new(FileReader::open(&storage, path, size).await?)))
+        let mut reader = FileReader::open(&storage, path, size).await?;
+        if let Some(&(min, max)) = legacy_ref.get(&fi) {
+            reader = reader.with_field_ids(min, max).await?;
+        }
+        Ok::<_, Error>((fi, Arc::new(reader)))
     });
     let readers: HashMap<usize, Arc<FileReader>> = futures::future::try_join_all(opens)
         .await?
@@ -93,6 +111,19 @@ pub async fn open_leaf_sources(
                         ),
                     ));
                 }
+                if let Some(&(min, _)) = legacy_ids.get(&fi) {
+                    let lists: Vec<usize> =
+                        l.list_ids.iter().map(|&id| (id - min) as usize).collect();
+                    return Ok(Some(LeafSource {
+                        column: lists.first().copied().unwrap_or(col),
+                        chain: Some(Chain::Legacy(LegacyChain {
+                            lists,
+                            leaf: col,
+                            leaf_id: l.field_id,
+                        })),
+                        file,
+                    }));
+                }
                 // In 2.0 each list on the path has an offsets column of its own.
                 let legacy = file.metadata.footer.version == FileVersion { major: 2, minor: 0 };
                 if legacy && !l.list_ids.is_empty() {
@@ -110,7 +141,7 @@ pub async fn open_leaf_sources(
                     return Ok(Some(LeafSource {
                         file,
                         column: offsets[0],
-                        chain: Some(ListChain { offsets, leaf: col }),
+                        chain: Some(Chain::Lists20(ListChain { offsets, leaf: col })),
                     }));
                 }
                 Ok(Some(LeafSource {
@@ -125,7 +156,13 @@ pub async fn open_leaf_sources(
 
 /// What reading a page ahead costs in memory, for the scan's budget: its bytes (its
 /// decoded units are few at a time and are not counted).
-pub fn estimated_bytes(page: &PageInfo, _leaf_type: &DataType) -> u64 {
+pub fn estimated_bytes(page: &PageInfo, leaf_type: &DataType) -> u64 {
+    if let PageEncoding::Legacy(_) = page.encoding {
+        // Legacy pages list no buffers: estimate from the rows (16 bytes for values
+        // that are not fixed-width, such as strings).
+        let width = crate::encoding::legacy::value_bits(leaf_type).map_or(16, |b| b.div_ceil(8));
+        return (page.num_rows * width).max(1);
+    }
     page.buffers
         .iter()
         .map(|r| r.end - r.start)
@@ -161,9 +198,15 @@ pub async fn read_page(
             source.file.name(),
             source.column
         );
-        let array = read_rows(source.file.clone(), chain, leaf.path.clone(), rows)
-            .await
-            .map_err(|e| e.in_file(source.file.name()))?;
+        let file = source.file.clone();
+        let array = match chain {
+            Chain::Lists20(c) => read_rows(file, c, leaf.path.clone(), rows).await,
+            Chain::Legacy(c) => read_group(file, c, &leaf.path, page).await,
+        }
+        .map_err(|e| {
+            e.context(&format!("column {} page {page}", source.column))
+                .in_file(source.file.name())
+        })?;
         let Some(PathStep::Leaf(f)) = leaf.path.last() else {
             unreachable!("paths end at a leaf")
         };
@@ -196,6 +239,10 @@ pub async fn read_page(
                 plan_page(layout, data.buffers, info.num_rows, f.data_type(), &sizing)
             }
             PageEncoding::Array(encoding) => array20_plan(encoding, data.buffers, info, &path),
+            PageEncoding::Legacy(_) => Err(Error::corrupt(
+                "",
+                "internal: a legacy page read without its chain",
+            )),
         }
         .map_err(|e| {
             e.context(&format!("column {column} page {page}"))
@@ -204,6 +251,17 @@ pub async fn read_page(
         Ok(Arc::new(PageWork { plan, path, name }))
     })
     .await
+}
+
+/// Whether a data file is in the legacy (0.1) format: its version is below 0.3 (0.3 is
+/// 2.0), or, for writers that left the version out, it lists fields but no columns.
+fn is_legacy(file: &crate::proto::table::DataFile) -> bool {
+    let unversioned = file.file_major_version == 0 && file.file_minor_version == 0;
+    if unversioned {
+        file.column_indices.is_empty() && !file.fields.is_empty()
+    } else {
+        file.file_major_version == 0 && file.file_minor_version < 3
+    }
 }
 
 /// A format 2.0 page of the leaf at the end of `path` (not inside a list: see

@@ -27,15 +27,15 @@ pub struct ListChain {
 }
 
 /// One list level of rows read: offsets from 0 and validity.
-struct Level {
-    offsets: Vec<i64>,
-    nulls: Option<NullBuffer>,
+pub(super) struct Level {
+    pub offsets: Vec<i64>,
+    pub nulls: Option<NullBuffer>,
 }
 
 fn page_encoding(file: &FileReader, column: usize, page: usize) -> Result<&ArrayEncoding> {
     match &file.metadata.columns[column].pages[page].encoding {
         PageEncoding::Array(e) => Ok(e),
-        PageEncoding::Layout(_) => Err(corrupt(format!(
+        PageEncoding::Layout(_) | PageEncoding::Legacy(_) => Err(corrupt(format!(
             "column {column} page {page} is not a 2.0 page"
         ))),
     }
@@ -175,7 +175,7 @@ fn leaf_values(
 }
 
 /// Wrap a leaf's values in the structs and lists of its path, innermost first.
-fn shape(
+pub(super) fn shape(
     values: ArrayRef,
     path: &[PathStep],
     mut levels: Vec<Level>,

@@ -3,6 +3,7 @@
 pub mod cpu;
 mod fragment;
 pub mod json;
+mod legacy;
 mod lists20;
 pub mod plan;
 mod stream;
