@@ -148,10 +148,13 @@ def test_versions_tags_columns_and_row_ids(spark, tmp_path):
     assert spark.read.format("lance").schema("id long").load(uri).columns == ["id"]
 
 
-def test_deleted_rows_never_appear_and_large_fragments_split(spark, tmp_path):
+@pytest.mark.parametrize("version", [None, "2.0", "legacy"])
+def test_deleted_rows_never_appear_and_large_fragments_split(spark, tmp_path, version):
+    """Also for datasets in the older formats, whose pages are read differently."""
     uri = str(tmp_path / "big.lance")
     n = 600_000
-    lance.write_dataset(pa.table({"id": np.arange(n), "g": np.arange(n) % 7}), uri)  # one fragment
+    extra = {"data_storage_version": version} if version else {}
+    lance.write_dataset(pa.table({"id": np.arange(n), "g": np.arange(n) % 7}), uri, **extra)  # one fragment
     lance.dataset(uri).delete("g = 3")
     def load(pushdown="true"):
         return (spark.read.format("lance").option("rows_per_partition", "200000").option("pushdown", pushdown)
