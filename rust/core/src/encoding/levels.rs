@@ -17,7 +17,7 @@ use arrow_buffer::{BooleanBuffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, FieldRef, Fields};
 
 use super::layout::{DecodedPage, Layer};
-use crate::error::{corrupt, Result};
+use crate::error::{corrupt, unsupported, Result};
 
 /// One step on the path from a top-level field to a leaf column.
 #[derive(Clone, Debug)]
@@ -26,6 +26,9 @@ pub enum PathStep {
     Struct(FieldRef),
     /// A list, large list or map (read as a list of its entries).
     List { field: FieldRef, large: bool },
+    /// A fixed-size list of structs: an item layer whose levels repeat for each of the
+    /// `dim` items of a row.
+    FixedSizeList { field: FieldRef, dim: i32 },
     /// The leaf column, with the Arrow type its values are read as.
     Leaf(FieldRef),
 }
@@ -247,6 +250,26 @@ pub fn list_array<O: OffsetSizeTrait>(
     )?))
 }
 
+/// Every `step`-th bit of `n`.
+fn every(n: &NullBuffer, step: usize) -> NullBuffer {
+    if step == 1 {
+        return n.clone();
+    }
+    NullBuffer::from_iter((0..n.len() / step).map(|r| n.is_valid(r * step)))
+}
+
+/// How many level entries (and page "rows") one top-level row has for a leaf with this
+/// path: the product of the dimensions of the fixed-size lists of structs on it.
+pub fn items_per_row(path: &[PathStep]) -> u64 {
+    path.iter()
+        .map(|s| match s {
+            PathStep::FixedSizeList { dim, .. } => *dim as u64,
+            _ => 1,
+        })
+        .product::<u64>()
+        .max(1)
+}
+
 /// Turn one decoded page of a leaf column into an array for its path: the top-level
 /// field with only the structs and lists on the way to this leaf.
 pub fn unravel(page: DecodedPage, path: &[PathStep]) -> Result<ArrayRef> {
@@ -265,13 +288,23 @@ pub fn unravel(page: DecodedPage, path: &[PathStep]) -> Result<ArrayRef> {
     let nulls = u.item_validity(n)?;
     let mut array = page.values.into_array(leaf.data_type(), nulls)?;
     let mut field = with_type(leaf, array.data_type().clone());
+    // Level entries per array slot: above a fixed-size list of structs every layer
+    // still has one entry per item of the list, so its validity is taken every `repeat`.
+    let mut repeat = 1usize;
     for step in path[..path.len() - 1].iter().rev() {
         match step {
             PathStep::Struct(f) => {
-                let nulls = u.item_validity(array.len())?;
+                let nulls = u
+                    .item_validity(array.len() * repeat)?
+                    .map(|n| every(&n, repeat));
                 let fields = Fields::from(vec![field.clone()]);
                 array = Arc::new(StructArray::try_new(fields.clone(), vec![array], nulls)?);
                 field = with_type(f, DataType::Struct(fields));
+            }
+            PathStep::List { .. } if repeat > 1 => {
+                return Err(unsupported(
+                    "lists of fixed-size lists of structs (pylance does not write them)",
+                ))
             }
             PathStep::List { field: f, large } => {
                 let (offsets, nulls) = u.list()?;
@@ -290,16 +323,33 @@ pub fn unravel(page: DecodedPage, path: &[PathStep]) -> Result<ArrayRef> {
                     field = with_type(f, DataType::List(field.clone()));
                 }
             }
+            PathStep::FixedSizeList { field: f, dim } => {
+                // One level entry per item; a row's items all carry the row's level.
+                let dim = *dim as usize;
+                repeat *= dim;
+                let nulls = u
+                    .item_validity(array.len() * repeat / dim)?
+                    .map(|n| every(&n, repeat));
+                array = Arc::new(arrow_array::FixedSizeListArray::try_new(
+                    field.clone(),
+                    dim as i32,
+                    array,
+                    nulls,
+                )?);
+                field = with_type(f, DataType::FixedSizeList(field.clone(), dim as i32));
+            }
             PathStep::Leaf(_) => {
                 return Err(corrupt("internal: a leaf in the middle of a column path"))
             }
         }
     }
-    if array.len() as u64 != page.num_rows {
+    // Pages of leaves inside fixed-size lists count items, not rows.
+    let per_row = items_per_row(path);
+    if array.len() as u64 * per_row != page.num_rows {
         return Err(corrupt(format!(
             "page decoded {} rows, expected {}",
             array.len(),
-            page.num_rows
+            page.num_rows / per_row
         )));
     }
     Ok(array)
@@ -468,5 +518,46 @@ mod tests {
             1,
         );
         assert!(unravel(p, &list_path(f("item", DataType::Int32))).is_err());
+    }
+
+    #[test]
+    fn fixed_size_lists_of_structs_repeat_levels_per_item() {
+        // 4 rows of FSL<struct<a>> (dim 2), every layer nullable: def 1 = a null,
+        // 2 = struct item null, 3 = row null (both items of row 1 carry it).
+        let a = f("a", DataType::Int32);
+        let item = f("item", DataType::Struct(vec![a.clone()].into()));
+        let path = vec![
+            PathStep::FixedSizeList {
+                field: f("f", DataType::FixedSizeList(item.clone(), 2)),
+                dim: 2,
+            },
+            PathStep::Struct(item),
+            PathStep::Leaf(a),
+        ];
+        let layers = vec![Layer::NullableItem; 3];
+        let p = page(
+            layers.clone(),
+            None,
+            Some(vec![0, 1, 3, 3, 0, 0, 0, 2]),
+            vec![10, 0, 12, 13, 14, 15, 16, 17],
+            8,
+        );
+        let out = unravel(p, &path).unwrap();
+        let rows = out.as_fixed_size_list();
+        assert_eq!(rows.len(), 4);
+        let valid: Vec<bool> = (0..4).map(|r| rows.is_valid(r)).collect();
+        assert_eq!(valid, vec![true, false, true, true]);
+        let items = rows.values().as_struct();
+        let item_valid: Vec<bool> = (0..8).map(|i| items.is_valid(i)).collect();
+        assert_eq!(
+            item_valid,
+            vec![true, true, false, false, true, true, true, false]
+        );
+        let a: Vec<Option<i32>> = items.column(0).as_primitive::<Int32Type>().iter().collect();
+        assert_eq!(&a[..2], &[Some(10), None]);
+        assert_eq!(a[4..7], [Some(14), Some(15), Some(16)]);
+        // A page whose items do not make whole rows is corrupt.
+        let odd = page(layers, None, Some(vec![0, 0, 0]), vec![1, 2, 3], 3);
+        assert!(unravel(odd, &path).is_err());
     }
 }

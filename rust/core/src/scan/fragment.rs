@@ -11,7 +11,7 @@ use super::lists20::{read_rows, ListChain};
 use super::plan::LeafPlan;
 use crate::dataset::Dataset;
 use crate::encoding::layout::{plan_page, PagePlan, UnitSizing};
-use crate::encoding::levels::{unravel, PathStep};
+use crate::encoding::levels::{items_per_row, unravel, PathStep};
 use crate::error::{Error, Result};
 use crate::file::{FileReader, FileVersion, PageEncoding, PageInfo};
 use crate::proto::encodings20::ArrayEncoding;
@@ -125,8 +125,8 @@ pub async fn open_leaf_sources(
                     }));
                 }
                 // In 2.0 each list on the path has an offsets column of its own.
-                let legacy = file.metadata.footer.version == FileVersion { major: 2, minor: 0 };
-                if legacy && !l.list_ids.is_empty() {
+                let v2_0 = file.metadata.footer.version == FileVersion { major: 2, minor: 0 };
+                if v2_0 && !l.list_ids.is_empty() {
                     let offsets = l
                         .list_ids
                         .iter()
@@ -176,6 +176,15 @@ pub struct PageWork {
     pub path: Vec<PathStep>,
     /// "file (column c, page p)", for errors.
     pub name: String,
+}
+
+impl PageWork {
+    /// Top-level rows of each unit (a unit of a leaf inside fixed-size lists of structs
+    /// has `items_per_row` level entries per row).
+    pub fn unit_rows(&self) -> Vec<u64> {
+        let per_row = items_per_row(&self.path);
+        self.plan.unit_rows().iter().map(|r| r / per_row).collect()
+    }
 }
 
 /// Decoded bytes a unit aims for: small enough to stay in cache and keep memory low,
@@ -229,10 +238,15 @@ pub async fn read_page(
         let stored: u64 = info.buffers.iter().map(|r| r.end - r.start).sum();
         let width = f.data_type().primitive_width().unwrap_or(0) as u64;
         let per_row = (stored / info.num_rows.max(1)).max(width).max(1);
-        let sizing = UnitSizing {
-            target_rows: (UNIT_BYTES / per_row).max(1024),
-            align_rows: batch_size,
-            page_start,
+        let sizing = if items_per_row(&path) > 1 {
+            // Units must hold whole rows; mini-block chunks need not, so one unit.
+            UnitSizing::whole()
+        } else {
+            UnitSizing {
+                target_rows: (UNIT_BYTES / per_row).max(1024),
+                align_rows: batch_size,
+                page_start,
+            }
         };
         let plan = match &info.encoding {
             PageEncoding::Layout(layout) => {

@@ -14,7 +14,7 @@ use bytes::Bytes;
 
 use crate::encoding::array20;
 use crate::encoding::levels::{list_array, with_type, PathStep};
-use crate::error::{corrupt, Result};
+use crate::error::{corrupt, unsupported, Result};
 use crate::file::{FileReader, PageEncoding};
 use crate::proto::encodings20::ArrayEncoding;
 
@@ -204,6 +204,11 @@ pub(super) fn shape(
                     array = list_array::<i32>(field.clone(), &level.offsets, array, level.nulls)?;
                     field = with_type(f, DataType::List(field.clone()));
                 }
+            }
+            PathStep::FixedSizeList { .. } => {
+                return Err(unsupported(
+                    "fixed-size lists of structs in format 2.0 or 0.1 files (pylance writes them only in 2.2)",
+                ))
             }
             PathStep::Leaf(_) => {
                 return Err(corrupt("internal: a leaf in the middle of a column path"))

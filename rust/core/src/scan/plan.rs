@@ -11,7 +11,7 @@ use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
 
 use crate::encoding::levels::PathStep;
-use crate::error::{corrupt, unsupported, Error, Result};
+use crate::error::{corrupt, Error, Result};
 use crate::table::schema::{LanceField, LanceSchema, EXTENSION_NAME};
 
 /// Conversions applied to a leaf's values after decoding.
@@ -58,6 +58,14 @@ pub enum FieldPlan {
         entries: Box<FieldPlan>,
         leaves: Range<usize>,
     },
+    /// A fixed-size list of structs: its struct's leaves are read with the list's
+    /// levels, `dim` entries per row.
+    FixedSizeList {
+        field: FieldRef,
+        dim: i32,
+        child: Box<FieldPlan>,
+        leaves: Range<usize>,
+    },
     /// A field inside structs requested by its dotted name ("s.x"): the top-level struct
     /// is read with only that branch, then the field is taken out of it.
     Nested {
@@ -102,6 +110,7 @@ impl FieldPlan {
             | FieldPlan::Struct { field, .. }
             | FieldPlan::List { field, .. }
             | FieldPlan::Map { field, .. }
+            | FieldPlan::FixedSizeList { field, .. }
             | FieldPlan::Nested { field, .. } => field,
         }
     }
@@ -111,7 +120,8 @@ impl FieldPlan {
             FieldPlan::Leaf { leaf, .. } => *leaf..*leaf + 1,
             FieldPlan::Struct { leaves, .. }
             | FieldPlan::List { leaves, .. }
-            | FieldPlan::Map { leaves, .. } => leaves.clone(),
+            | FieldPlan::Map { leaves, .. }
+            | FieldPlan::FixedSizeList { leaves, .. } => leaves.clone(),
             FieldPlan::Nested { top, .. } => top.leaves(),
         }
     }
@@ -229,10 +239,26 @@ impl Planner {
                     })
                 }
             }
-            lt if lt.starts_with("fixed_size_list:struct") => Err(unsupported(format!(
-                "field '{}': fixed-size lists of structs",
-                f.name
-            ))),
+            lt if lt.starts_with("fixed_size_list:struct") => {
+                let DataType::FixedSizeList(_, dim) = f.data_type()? else {
+                    unreachable!("fixed_size_list types are fixed-size lists")
+                };
+                let item = f.children.first().ok_or_else(|| {
+                    corrupt(format!("fixed-size list '{}' has no item field", f.name))
+                })?;
+                let mut p = path.to_vec();
+                p.push(PathStep::FixedSizeList {
+                    field: field_with(f, f.data_type()?),
+                    dim,
+                });
+                let child = self.plan(item, &p)?;
+                Ok(FieldPlan::FixedSizeList {
+                    field: field_with(f, DataType::FixedSizeList(child.field().clone(), dim)),
+                    dim,
+                    child: Box::new(child),
+                    leaves: start..self.leaves.len(),
+                })
+            }
             _ => {
                 let dt = f.data_type()?;
                 Ok(self.leaf(f, path, dt.clone(), Arc::new(f.to_arrow()?), Post::None))
@@ -411,6 +437,38 @@ pub fn assemble(plan: &FieldPlan, arrays: Vec<(usize, ArrayRef)>, len: usize) ->
             child,
             ..
         } => rebuild_list::<i64>(field, child, arrays),
+        FieldPlan::FixedSizeList {
+            field, dim, child, ..
+        } => {
+            // Every leaf carries the list's validity: take it from the first.
+            let mut nulls = None;
+            let mut parts = Vec::with_capacity(arrays.len());
+            for (i, (leaf, a)) in arrays.into_iter().enumerate() {
+                let list = a
+                    .as_any()
+                    .downcast_ref::<arrow_array::FixedSizeListArray>()
+                    .ok_or_else(|| {
+                        corrupt(format!(
+                            "expected fixed-size list data, found {}",
+                            a.data_type()
+                        ))
+                    })?;
+                if i == 0 {
+                    nulls = list.nulls().cloned();
+                }
+                parts.push((leaf, list.values().clone()));
+            }
+            let values = assemble(child, parts, len * *dim as usize)?;
+            let DataType::FixedSizeList(item, _) = field.data_type() else {
+                unreachable!()
+            };
+            Ok(Arc::new(arrow_array::FixedSizeListArray::try_new(
+                item.clone(),
+                *dim,
+                values,
+                nulls,
+            )?))
+        }
         FieldPlan::Map {
             field,
             sorted,

@@ -20,6 +20,7 @@ use super::fragment::{decode_unit, estimated_bytes, open_leaf_sources, read_page
 use super::plan::{assemble, ScanPlan};
 use super::ScanOptions;
 use crate::dataset::Dataset;
+use crate::encoding::levels::items_per_row;
 use crate::error::{Error, Result};
 use crate::proto::table::DataFragment;
 
@@ -56,7 +57,7 @@ struct LoadedPage {
 impl LoadedPage {
     fn new(start: u64, work: Arc<PageWork>, permit: OwnedSemaphorePermit) -> Self {
         let mut unit_starts = vec![0u64];
-        for r in work.plan.unit_rows() {
+        for r in work.unit_rows() {
             unit_starts.push(unit_starts.last().unwrap() + r);
         }
         let units = work
@@ -429,13 +430,25 @@ async fn open_fragment(
             continue;
         };
         let col = &src.file.metadata.columns[src.column];
+        // Pages of leaves inside fixed-size lists of structs count items.
+        let per_row = items_per_row(&plan.leaves[li].path);
         let mut start = 0u64;
         for (pi, p) in col.pages.iter().enumerate() {
-            // Only pages overlapping the rows wanted are read.
-            if start < end_row && start + p.num_rows > first_row {
-                pages.push((start, li, pi, p.num_rows));
+            if p.num_rows % per_row != 0 {
+                return Err(Error::corrupt(
+                    src.file.name(),
+                    format!(
+                        "column {} page {pi} holds {} items, not whole rows of {per_row}",
+                        src.column, p.num_rows
+                    ),
+                ));
             }
-            start += p.num_rows;
+            let rows = p.num_rows / per_row;
+            // Only pages overlapping the rows wanted are read.
+            if start < end_row && start + rows > first_row {
+                pages.push((start, li, pi, rows));
+            }
+            start += rows;
         }
         if start != physical_rows {
             return Err(Error::corrupt(

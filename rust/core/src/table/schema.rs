@@ -194,6 +194,15 @@ impl LanceField {
                 DataType::Map(entries, false)
             }
             "json" => DataType::Utf8,
+            // A fixed-size list of structs keeps its struct as the child field `item`.
+            lt if lt.starts_with("fixed_size_list:struct:") => {
+                let dim = lt["fixed_size_list:struct:".len()..]
+                    .parse::<i32>()
+                    .map_err(|_| {
+                        corrupt(format!("field '{}': bad logical type '{lt}'", self.name))
+                    })?;
+                DataType::FixedSizeList(self.child_arrow(0)?, dim)
+            }
             _ => {
                 parse_logical_type(lt).map_err(|e| e.context(&format!("field '{}'", self.name)))?
             }

@@ -321,7 +321,7 @@ async fn prepare(uri: &str, incoming: &Schema, opts: &WriteOptions) -> Result<Pr
                 format
             };
             let version = writable_version(&data_format, uri)?;
-            let schema = LanceSchema::from_arrow(incoming, 0)?;
+            let schema = LanceSchema::from_arrow(incoming, 0).map_err(|e| e.in_file(uri))?;
             let arrow_schema = Arc::new(schema.to_arrow()?);
             Ok(Prepared {
                 storage,
