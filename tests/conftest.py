@@ -30,6 +30,15 @@ def assert_same(ours: pa.Table, ref: pa.Table, what: str = ""):
             raise AssertionError(f"{what}: column {name} differs")
 
 
+def assert_reads_like_pylance(path: str, **scan) -> pa.Table:
+    """lance_core's `to_table(**scan)` of the dataset at `path` equals pylance's; returns ours."""
+    import lance_core
+
+    ours = lance_core.dataset(path).to_table(**scan)
+    assert_same(ours, lance.dataset(path).to_table(**scan), path)
+    return ours
+
+
 @pytest.fixture
 def tmp_uri(tmp_path):
     return str(tmp_path / "ds.lance")

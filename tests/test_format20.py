@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 import lance_core
+from conftest import assert_reads_like_pylance as check
 from conftest import assert_same, lance
 
 
@@ -22,13 +23,6 @@ def every(n, k, start=0):
     m = np.zeros(n, dtype=bool)
     m[start::k] = True
     return m
-
-
-def check(path, **scan):
-    ours = lance_core.dataset(path).to_table(**scan)
-    ref = lance.dataset(path).to_table(**scan)
-    assert_same(ours, ref, path)
-    return ours
 
 
 def test_primitives_and_temporal(tmp_path):

@@ -13,19 +13,13 @@ import pyarrow as pa
 import pytest
 
 import lance_core
+from conftest import assert_reads_like_pylance as check
 from conftest import assert_same, lance
 
 
 def write01(table, path, **kw):
     lance.write_dataset(table, path, data_storage_version="legacy", **kw)
     return path
-
-
-def check(path, **scan):
-    ours = lance_core.dataset(path).to_table(**scan)
-    ref = lance.dataset(path).to_table(**scan)
-    assert_same(ours, ref, path)
-    return ours
 
 
 def test_primitives_strings_and_dictionaries(tmp_path):

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use super::compression::fsst::SymbolTable;
 use super::compression::general::Scheme;
 use super::layout::with_nulls;
-use super::values::{ValuesBuilder, VariableBuilder};
+use super::values::{variable_array, ValuesBuilder, VariableBuilder};
 use crate::error::{corrupt, unsupported, Result};
 use crate::proto::encodings20::{
     array_encoding::ArrayEncoding as Enc, buffer::BufferType, nullable::Nullability, ArrayEncoding,
@@ -296,11 +296,12 @@ fn uints(enc: &ArrayEncoding, buffers: &[Bytes], n: usize) -> Result<Vec<u64>> {
 /// for a null value, and the bytes. The bytes become the array's data buffer as they are;
 /// only the offsets are rebuilt.
 fn binary(b: &Binary, buffers: &[Bytes], n: usize, dt: &DataType) -> Result<ArrayRef> {
-    let large = match dt {
-        DataType::Utf8 | DataType::Binary => false,
-        DataType::LargeUtf8 | DataType::LargeBinary => true,
-        dt => return Err(corrupt(format!("a string page cannot be read as {dt}"))),
-    };
+    if !matches!(
+        dt,
+        DataType::Utf8 | DataType::Binary | DataType::LargeUtf8 | DataType::LargeBinary
+    ) {
+        return Err(corrupt(format!("a string page cannot be read as {dt}")));
+    }
     let ends = uints(child(&b.indices)?, buffers, n)?;
     let data = match &child(&b.bytes)?.array_encoding {
         Some(Enc::Flat(f)) => flat_bytes(f, buffers)?,
@@ -326,25 +327,7 @@ fn binary(b: &Binary, buffers: &[Bytes], n: usize, dt: &DataType) -> Result<Arra
         valid.push(is_valid);
         start = end;
     }
-    let offsets = if large {
-        Buffer::from_vec(offsets.iter().map(|&o| o as i64).collect::<Vec<_>>())
-    } else {
-        if start > i32::MAX as u64 {
-            return Err(corrupt(format!(
-                "{start} bytes of strings in one page, too many for {dt} (read it as large)"
-            )));
-        }
-        Buffer::from_vec(offsets.iter().map(|&o| o as i32).collect::<Vec<_>>())
-    };
-    let nulls = Some(NullBuffer::from(valid)).filter(|v| v.null_count() > 0);
-    // `build` checks the offsets and, for strings, that the bytes are UTF-8.
-    let array = ArrayDataBuilder::new(dt.clone())
-        .len(n)
-        .add_buffer(offsets)
-        .add_buffer(Buffer::from(data.slice(0..start as usize)))
-        .nulls(nulls)
-        .build()?;
-    Ok(make_array(array))
+    variable_array(dt, &offsets, data, valid)
 }
 
 /// A page dictionary. For a dictionary-typed column the indices are 0-based, and rows

@@ -7,12 +7,12 @@
 use std::sync::Arc;
 
 use arrow_array::{make_array, new_null_array, Array, ArrayRef, BooleanArray, FixedSizeListArray};
-use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
-use arrow_data::ArrayDataBuilder;
+use arrow_buffer::{BooleanBuffer, Buffer};
 use arrow_schema::DataType;
 use bytes::Bytes;
 
 use super::array20::fixed_array;
+use super::values::variable_array;
 use crate::error::{corrupt, unsupported, Result};
 
 /// Bits one value of a fixed-width type takes in a legacy page.
@@ -96,29 +96,7 @@ pub fn var_binary(
         ends.push(end);
         prev = end;
     }
-    let offsets = match dt {
-        DataType::LargeUtf8 | DataType::LargeBinary => {
-            Buffer::from_vec(ends.iter().map(|&e| e as i64).collect::<Vec<_>>())
-        }
-        DataType::Utf8 | DataType::Binary => {
-            if prev > i32::MAX as u64 {
-                return Err(corrupt(format!(
-                    "{prev} bytes of strings, too many for {dt}"
-                )));
-            }
-            Buffer::from_vec(ends.iter().map(|&e| e as i32).collect::<Vec<_>>())
-        }
-        dt => return Err(corrupt(format!("string values cannot be read as {dt}"))),
-    };
-    let nulls = Some(NullBuffer::from(valid)).filter(|v| v.null_count() > 0);
-    // `build` checks the offsets and, for strings, that the bytes are UTF-8.
-    let array = ArrayDataBuilder::new(dt.clone())
-        .len(n)
-        .add_buffer(offsets)
-        .add_buffer(Buffer::from(data.slice(0..prev as usize)))
-        .nulls(nulls)
-        .build()?;
-    Ok(make_array(array))
+    variable_array(dt, &ends, data, valid)
 }
 
 /// Dictionary keys (plain values of the key type) and the field's dictionary.

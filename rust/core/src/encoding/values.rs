@@ -479,3 +479,37 @@ fn check_utf8(b: &VariableBuilder) -> Result<()> {
         Err(corrupt("a string value boundary splits a UTF-8 character"))
     }
 }
+
+/// A string or binary array of `dt` over `data` as it is (no copy): `ends` are the
+/// `n + 1` offsets from 0 (checked by the caller to rise and stay within `data`), `valid`
+/// each value's validity. `build` checks the offsets again and, for strings, UTF-8.
+pub fn variable_array(
+    dt: &DataType,
+    ends: &[u64],
+    data: bytes::Bytes,
+    valid: Vec<bool>,
+) -> Result<ArrayRef> {
+    let last = ends.last().copied().unwrap_or(0);
+    let offsets = match dt {
+        DataType::LargeUtf8 | DataType::LargeBinary => {
+            Buffer::from_vec(ends.iter().map(|&e| e as i64).collect::<Vec<_>>())
+        }
+        DataType::Utf8 | DataType::Binary => {
+            if last > i32::MAX as u64 {
+                return Err(corrupt(format!(
+                    "{last} bytes of strings in one page, too many for {dt} (read it as large)"
+                )));
+            }
+            Buffer::from_vec(ends.iter().map(|&e| e as i32).collect::<Vec<_>>())
+        }
+        dt => return Err(corrupt(format!("string values cannot be read as {dt}"))),
+    };
+    let nulls = Some(NullBuffer::from(valid)).filter(|v| v.null_count() > 0);
+    let array = ArrayDataBuilder::new(dt.clone())
+        .len(ends.len().saturating_sub(1))
+        .add_buffer(offsets)
+        .add_buffer(Buffer::from(data.slice(0..last as usize)))
+        .nulls(nulls)
+        .build()?;
+    Ok(make_array(array))
+}
