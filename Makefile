@@ -14,11 +14,13 @@ SOURCES := $(shell find rust python protos -type f -not -path '*/__pycache__/*' 
 
 setup: $(VENV)/.installed
 
-# pip builds the Rust extension (release profile) through maturin.
+# maturin builds the Rust extension (release profile, cargo's progress shown) and installs
+# it in editable mode with the test extras; `cargo test --release` then reuses the same
+# compiled dependencies, so the workspace's dependencies are compiled once.
 $(VENV)/.installed: $(SOURCES)
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[tests]'
+	$(PY) -m pip install --quiet --upgrade pip 'maturin>=1.5,<2'
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --extras tests
 	touch $@
 
 main: setup
@@ -26,8 +28,8 @@ main: setup
 
 test: test-rust test-python
 
-test-rust:
-	cargo test -p lance-core --quiet
+test-rust: setup
+	cargo test --release -p lance-core
 
 test-python: setup
 	$(PY) -m pytest tests -q
@@ -38,4 +40,4 @@ bench: setup
 	$(PY) benches/spark_bench.py
 
 clean:
-	rm -rf $(VENV) target benches/data
+	rm -rf $(VENV) target benches/data .cache

@@ -3,6 +3,8 @@ the two must be able to append to each other's datasets."""
 
 from __future__ import annotations
 
+import os
+
 import lance
 import numpy as np
 import pyarrow as pa
@@ -210,3 +212,37 @@ def test_write_from_a_lance_core_scan(tmp_path):
     lance_core.write_dataset(lance_core.dataset(src).scanner(filter="id < 10").to_reader(), dst, mode="append")
     assert lance.dataset(dst).count_rows() == 50_010
     assert lance.dataset(dst).to_table().slice(0, 50_000).equals(t)
+
+
+def test_tilde_is_the_home_directory(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    t = pa.table({"x": [1, 2, 3]})
+    ds = lance_core.write_dataset(t, "~/t.lance")
+    assert os.path.isdir(tmp_path / "t.lance" / "_versions")
+    assert not os.path.exists(tmp_path / "~")
+    assert ds.uri == str(tmp_path / "t.lance")
+    assert lance_core.dataset("~/t.lance").to_table().equals(t)
+    assert lance.dataset(str(tmp_path / "t.lance")).to_table().equals(t)
+
+
+def test_pandas_index_round_trips_like_pylance(tmp_path):
+    pd = pytest.importorskip("pandas")
+    frames = {
+        "named": pd.DataFrame({"x": [1, 2, 3], "y": ["a", "b", "c"]}, index=pd.Index([10, 20, 30], name="idx")),
+        "unnamed": pd.DataFrame({"x": [1, 2, 3]}, index=[5, 6, 7]),
+        "range": pd.DataFrame({"x": [1, 2, 3]}),
+    }
+    for name, df in frames.items():
+        ours, ref = str(tmp_path / f"{name}_ours.lance"), str(tmp_path / f"{name}_ref.lance")
+        lance_core.write_dataset(df, ours)
+        lance.write_dataset(df, ref)
+        got = lance_core.dataset(ours).to_pandas()
+        pd.testing.assert_frame_equal(got, df)
+        pd.testing.assert_frame_equal(got, lance.dataset(ref).to_pandas())
+        # pylance reads our dataset back the same way, and we read pylance's.
+        pd.testing.assert_frame_equal(lance.dataset(ours).to_pandas(), df)
+        pd.testing.assert_frame_equal(lance_core.dataset(ref).to_pandas(), df)
+        pd.testing.assert_frame_equal(lance_core.dataset(ours).scanner().to_pandas(), df)
+    ds = lance_core.dataset(str(tmp_path / "named_ours.lance"))
+    assert list(ds.to_pandas(columns=["x"], filter="x > 1")["x"]) == [2, 3]

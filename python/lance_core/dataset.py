@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import os
 from datetime import datetime, timedelta
@@ -26,7 +27,7 @@ class LanceScanner:
     def __init__(
         self,
         dataset: "LanceDataset",
-        columns: Optional[List[str]] = None,
+        columns: Optional[Union[List[str], Dict[str, str]]] = None,
         limit: Optional[int] = None,
         offset: Optional[int] = None,
         batch_size: Optional[int] = None,
@@ -38,11 +39,20 @@ class LanceScanner:
         row_range: Optional[Tuple[int, int]] = None,
         include_deleted: bool = False,
     ):
-        """`row_range=(start, end)` reads only physical rows start..end of each fragment
+        """`columns` is a list of column names (dotted for fields of structs), or a dict of
+        output names to SQL expressions (`{"total": "price * qty", "x": "l[1].x"}`).
+        `row_range=(start, end)` reads only physical rows start..end of each fragment
         (so several tasks can share a large fragment); `include_deleted=True` returns
         deleted rows too (every physical row, in order)."""
         if isinstance(columns, str):
             raise InvalidInputError("columns must be a list of column names, not a string")
+        projection = None
+        if isinstance(columns, dict):
+            for name, expr in columns.items():
+                if not isinstance(name, str) or not isinstance(expr, str):
+                    raise InvalidInputError(f"columns given as a dict map output names to SQL expressions "
+                                            f"(str → str), got {name!r}: {expr!r}")
+            projection, columns = list(columns.items()), None
         for name, value in (("limit", limit), ("offset", offset), ("batch_size", batch_size), ("io_buffer_size", io_buffer_size)):
             if value is not None and (not isinstance(value, int) or value < 0):
                 raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}")
@@ -66,6 +76,7 @@ class LanceScanner:
             filter=filter,
             row_range=row_range,
             include_deleted=bool(include_deleted),
+            projection=projection,
         )
 
     def _native(self) -> "_lance_core._BatchIterator":
@@ -88,10 +99,15 @@ class LanceScanner:
         schema = pa.schema(it.schema)
         return pa.Table.from_batches([pa.record_batch(b) for b in it], schema=schema)
 
+    def to_pandas(self, **kwargs) -> "Any":
+        """The result as a pandas DataFrame (`pyarrow.Table.to_pandas(**kwargs)`); an index
+        written from pandas comes back as the index."""
+        return self.to_table().to_pandas(**kwargs)
+
     def count_rows(self) -> int:
         """Rows the scan returns; without a limit or offset no data page is read."""
         a = self._args
-        if a["row_range"] is not None or a["include_deleted"]:
+        if a["row_range"] is not None or a["include_deleted"] or a["projection"] is not None:
             return sum(b.num_rows for b in self.to_batches())
         if a["filter"] is not None and a["limit"] is None and a["offset"] is None:
             ids = a["fragment_ids"]
@@ -182,6 +198,23 @@ class LanceFragment:
 
     def __repr__(self) -> str:
         return f"LanceFragment(id={self.fragment_id}, physical_rows={self.physical_rows})"
+
+
+# pylance's scan arguments that only tune how it runs: taken and ignored.
+_HINTS = {"batch_readahead", "fragment_readahead", "scan_in_order", "prefilter", "use_stats", "fast_search",
+          "late_materialization", "use_scalar_index", "blob_handling", "strict_batch_size",
+          "disable_scoring_autoprojection", "scan_stats_callback", "index_segments"}
+
+
+def _check_hints(nearest: Any, hints: Dict[str, Any]) -> None:
+    if nearest is not None:
+        raise InvalidInputError("vector search (nearest=) is not supported by lance_core")
+    for name, value in hints.items():
+        if name in ("full_text_query", "order_by", "row_addr_allowlist", "row_addr_blocklist") and value is not None:
+            raise InvalidInputError(f"{name}= is not supported by lance_core")
+        if name not in _HINTS and name not in ("full_text_query", "order_by", "row_addr_allowlist",
+                                               "row_addr_blocklist"):
+            raise TypeError(f"scanner() got an unexpected keyword argument '{name}'")
 
 
 def _as_batch(out: Any) -> pa.RecordBatch:
@@ -275,32 +308,58 @@ class LanceDataset:
 
     def scanner(
         self,
-        columns: Optional[List[str]] = None,
+        columns: Optional[Union[List[str], Dict[str, str]]] = None,
+        filter: Optional[str] = None,
         limit: Optional[int] = None,
         offset: Optional[int] = None,
+        nearest: Optional[Dict[str, Any]] = None,
         batch_size: Optional[int] = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
+        batch_size_bytes: Optional[int] = None,
+        batch_readahead: Optional[int] = None,
+        fragment_readahead: Optional[int] = None,
+        scan_in_order: Optional[bool] = None,
         fragments: Optional[List[LanceFragment]] = None,
+        *,
+        with_row_id: Optional[bool] = None,
+        with_row_address: Optional[bool] = None,
         io_buffer_size: Optional[int] = None,
-        filter: Optional[str] = None,
+        include_deleted_rows: Optional[bool] = None,
+        **hints: Any,
     ) -> LanceScanner:
-        """A scan of this version: `filter` is SQL (comparisons, AND/OR/NOT, IN, BETWEEN,
-        IS [NOT] NULL, LIKE); ``io_buffer_size`` bounds the bytes read ahead (64 MiB)."""
+        """A scan of this version, with pylance's arguments. `columns` is a list of names
+        (dotted for fields of structs) or a dict of output names to SQL expressions;
+        `filter` is SQL (comparisons, AND/OR/NOT, IN, BETWEEN, IS [NOT] NULL, LIKE,
+        arithmetic, CAST); ``io_buffer_size`` bounds the bytes read ahead (64 MiB).
+        Tuning hints pylance takes (`batch_readahead`, `use_stats`, ...) are accepted and
+        have no effect; vector and full-text search are not supported."""
+        _check_hints(nearest, hints)
         ids = [f.fragment_id for f in fragments] if fragments is not None else None
-        return LanceScanner(self, columns, limit, offset, batch_size, with_row_id, with_row_address, ids, io_buffer_size,
-                            filter)
+        return LanceScanner(self, columns, limit, offset, batch_size, bool(with_row_id), bool(with_row_address), ids,
+                            io_buffer_size, filter, include_deleted=bool(include_deleted_rows))
 
-    def to_table(self, columns: Optional[List[str]] = None, filter: Optional[str] = None, limit: Optional[int] = None,
-                 offset: Optional[int] = None, batch_size: Optional[int] = None, with_row_id: bool = False,
-                 with_row_address: bool = False) -> pa.Table:
-        return self.scanner(columns, limit, offset, batch_size, with_row_id, with_row_address, filter=filter).to_table()
+    def to_table(self, columns: Optional[Union[List[str], Dict[str, str]]] = None, filter: Optional[str] = None,
+                 limit: Optional[int] = None, offset: Optional[int] = None, nearest: Optional[Dict[str, Any]] = None,
+                 batch_size: Optional[int] = None, *args: Any, **kwargs: Any) -> pa.Table:
+        """The rows of this version (see `scanner` for the arguments)."""
+        return self.scanner(columns, filter, limit, offset, nearest, batch_size, *args, **kwargs).to_table()
 
-    def to_batches(self, columns: Optional[List[str]] = None, filter: Optional[str] = None, limit: Optional[int] = None,
-                   offset: Optional[int] = None, batch_size: Optional[int] = None, with_row_id: bool = False,
-                   with_row_address: bool = False) -> Iterator[pa.RecordBatch]:
-        return self.scanner(columns, limit, offset, batch_size, with_row_id, with_row_address,
-                            filter=filter).to_batches()
+    def to_batches(self, columns: Optional[Union[List[str], Dict[str, str]]] = None, filter: Optional[str] = None,
+                   limit: Optional[int] = None, offset: Optional[int] = None, nearest: Optional[Dict[str, Any]] = None,
+                   batch_size: Optional[int] = None, *args: Any, **kwargs: Any) -> Iterator[pa.RecordBatch]:
+        """Stream the rows of this version (see `scanner` for the arguments)."""
+        return self.scanner(columns, filter, limit, offset, nearest, batch_size, *args, **kwargs).to_batches()
+
+    def to_pandas(self, columns: Optional[Union[List[str], Dict[str, str]]] = None, filter: Optional[str] = None,
+                  limit: Optional[int] = None, offset: Optional[int] = None, nearest: Optional[Dict[str, Any]] = None,
+                  batch_size: Optional[int] = None, *args: Any, **kwargs: Any) -> "Any":
+        """The rows as a pandas DataFrame; an index written from pandas comes back as the
+        index, as in pylance. Keyword arguments `scanner` does not take go to
+        `pyarrow.Table.to_pandas`."""
+        names = set(inspect.signature(LanceDataset.scanner).parameters)
+        scan = {k: v for k, v in kwargs.items() if k in names}
+        convert = {k: v for k, v in kwargs.items() if k not in names}
+        table = self.scanner(columns, filter, limit, offset, nearest, batch_size, *args, **scan).to_table()
+        return table.to_pandas(**convert)
 
     def add_columns(
         self,

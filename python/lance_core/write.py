@@ -25,7 +25,9 @@ def _as_stream(data: Any, schema: Optional[pa.Schema]) -> Any:
     elif hasattr(data, "to_arrow") and not hasattr(data, "__arrow_c_stream__"):
         data = data.to_arrow()  # e.g. polars, duckdb relations
     elif type(data).__module__.startswith("pandas"):
-        data = pa.Table.from_pandas(data, preserve_index=False)
+        # As pylance: a named or non-default index is kept as a column, and pandas'
+        # metadata lets `to_pandas()` restore it.
+        data = pa.Table.from_pandas(data, schema=schema)
     if not hasattr(data, "__arrow_c_stream__"):
         raise InvalidInputError(f"cannot write {type(data).__name__}: pass a pyarrow Table, RecordBatchReader, "
                                 "a list of RecordBatches, or anything with __arrow_c_stream__")

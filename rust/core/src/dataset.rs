@@ -17,6 +17,7 @@ use crate::table::manifest::{decode_manifest, timestamp_nanos};
 use crate::table::rowids::decode_row_ids;
 use crate::table::schema::LanceSchema;
 use crate::table::tags::read_tag;
+use crate::table::validate::validate_manifest;
 use crate::table::versions::{latest_version, list_manifests, locate_version, ManifestLocation};
 
 /// Which version to open.
@@ -97,6 +98,8 @@ impl Dataset {
         let name = storage.display(&location.path);
         let bytes = storage.get(&location.path).await?;
         let manifest = decode_manifest(&bytes, &name)?;
+        validate_manifest(&manifest, &name, location.version)?;
+        check_file_versions(&manifest, &name)?;
         let unknown = unknown_reader_flags(manifest.reader_feature_flags);
         if unknown != 0 {
             return Err(Error::unsupported(
@@ -141,19 +144,10 @@ impl Dataset {
         &self.options
     }
 
-    /// The data file format version of the dataset, e.g. "2.2".
+    /// The data storage version of the dataset, e.g. "2.2", as pylance reports it (see
+    /// `table::data_file::effective_version`).
     pub fn data_storage_version(&self) -> String {
-        match &self.manifest.data_format {
-            Some(f) if !f.version.is_empty() => f.version.clone(),
-            _ => self
-                .manifest
-                .fragments
-                .iter()
-                .flat_map(|f| f.files.first())
-                .map(|d| format!("{}.{}", d.file_major_version, d.file_minor_version))
-                .next()
-                .unwrap_or_else(|| "2.0".into()),
-        }
+        crate::table::data_file::effective_version(&self.manifest).unwrap_or_else(|_| "0.1".into())
     }
 
     pub async fn latest_version(&self) -> Result<u64> {
@@ -231,12 +225,15 @@ impl Dataset {
 
     /// Rows in a fragment's data files, deleted rows included.
     pub async fn physical_rows(&self, frag: &DataFragment) -> Result<u64> {
-        if frag.physical_rows > 0 || frag.files.is_empty() {
+        // A manifest without a writer version comes from pylance 0.8.12 or older, and
+        // 0.8.0–0.8.12 stored the rows left after deletions here: only the file knows.
+        let trusted = self.manifest.writer_version.is_some();
+        if (trusted && frag.physical_rows > 0) || frag.files.is_empty() {
             return Ok(frag.physical_rows);
         }
-        // Older writers left it unset: ask the first data file.
+        // Older writers left it unset or wrong: ask the first data file.
         let (storage, path) = self.data_file_location(&frag.files[0])?;
-        let size = (frag.files[0].file_size_bytes > 0).then_some(frag.files[0].file_size_bytes);
+        let size = crate::table::data_file::recorded_size(&frag.files[0]);
         let reader = crate::file::FileReader::open(&storage, path, size).await?;
         Ok(reader.metadata.num_rows)
     }
@@ -262,6 +259,30 @@ impl Dataset {
         };
         let bytes = storage.get(&path).await?;
         let set = decode_deletions(&bytes, d, &storage.display(&path))?;
+        // Old writers left the count out (0); when it is there, the file must agree, or
+        // counting rows and reading them would disagree.
+        if d.num_deleted_rows > 0 && set.len() != d.num_deleted_rows {
+            return Err(Error::corrupt(
+                storage.display(&path),
+                format!(
+                    "holds {} deleted rows, but the manifest records {}",
+                    set.len(),
+                    d.num_deleted_rows
+                ),
+            ));
+        }
+        if let Some(max) = set.max() {
+            let rows = self.physical_rows(frag).await?;
+            if u64::from(max) >= rows {
+                return Err(Error::corrupt(
+                    storage.display(&path),
+                    format!(
+                        "deletes row {max}, but fragment {} has only {rows} rows",
+                        frag.id
+                    ),
+                ));
+            }
+        }
         Ok(Some(set))
     }
 
@@ -315,6 +336,38 @@ impl Dataset {
             }
         }
     }
+}
+
+/// Data files must be of the version the dataset records (pylance refuses the dataset
+/// otherwise): of one version when none is recorded, and of the recorded 2.x version
+/// unless the dataset allows mixing. Over a recorded 0.1 (an old writer's default that
+/// the next commit corrects) any single version is read.
+fn check_file_versions(m: &Manifest, name: &str) -> Result<()> {
+    use crate::table::data_file::{effective_version, file_version_name, normalized_version};
+    use crate::table::features::MIXED_FILE_VERSIONS;
+    effective_version(m).map_err(|e| Error::invalid(format!("{name}: {e}")))?;
+    let recorded = match &m.data_format {
+        Some(f) if !f.version.is_empty() => normalized_version(&f.version),
+        _ => return Ok(()),
+    };
+    if recorded == "0.1" || m.reader_feature_flags & MIXED_FILE_VERSIONS != 0 {
+        return Ok(());
+    }
+    for frag in &m.fragments {
+        for file in &frag.files {
+            let v = file_version_name(file.file_major_version, file.file_minor_version);
+            if v != Some(recorded) {
+                return Err(Error::invalid(format!(
+                    "{name}: data file {} of fragment {} has version {}, but the dataset's data \
+                     storage version is {recorded}",
+                    file.path,
+                    frag.id,
+                    v.unwrap_or("unknown")
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The summary pylance shows with each version.

@@ -260,22 +260,18 @@ impl PyDataset {
             let ds = self.inner.clone();
             // Rows come from the manifest; older writers left them unset, then the data file tells.
             let rows = block_on(py, async move {
-                let counts = ds.fragments().iter().map(|f| ds.physical_rows(f));
+                let counts = ds.fragments().iter().map(|f| async {
+                    Ok::<_, lance_core::Error>((ds.physical_rows(f).await?, ds.num_deleted(f).await?))
+                });
                 futures::future::try_join_all(counts).await
             })
             .py()?;
             let list = PyList::empty(py);
-            for (f, physical_rows) in self.inner.fragments().iter().zip(rows) {
+            for (f, (physical_rows, deleted)) in self.inner.fragments().iter().zip(rows) {
                 let d = PyDict::new(py);
                 d.set_item("id", f.id)?;
                 d.set_item("physical_rows", physical_rows)?;
-                d.set_item(
-                    "num_deletions",
-                    f.deletion_file
-                        .as_ref()
-                        .map(|d| d.num_deleted_rows)
-                        .unwrap_or(0),
-                )?;
+                d.set_item("num_deletions", deleted)?;
                 d.set_item(
                     "files",
                     f.files.iter().map(|x| x.path.clone()).collect::<Vec<_>>(),
@@ -286,7 +282,7 @@ impl PyDataset {
         })
     }
 
-    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false))]
+    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false, projection=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -301,6 +297,7 @@ impl PyDataset {
         filter: Option<String>,
         row_range: Option<(u64, u64)>,
         include_deleted: bool,
+        projection: Option<Vec<(String, String)>>,
     ) -> PyResult<PyBatchIterator> {
         guard(|| {
             let mut options = ScanOptions {
@@ -322,6 +319,15 @@ impl PyDataset {
             }
             if let Some(f) = filter.filter(|f| !f.trim().is_empty()) {
                 options.filter = Some(lance_core::expr::parse(&f).py()?);
+            }
+            if let Some(exprs) = projection {
+                options.projection = Some(
+                    exprs
+                        .into_iter()
+                        .map(|(name, sql)| Ok((name, lance_core::expr::parse_expression(&sql)?)))
+                        .collect::<lance_core::Result<Vec<_>>>()
+                        .py()?,
+                );
             }
             let _enter = runtime().enter();
             let s = scan(self.inner.clone(), options).py()?;

@@ -292,6 +292,19 @@ fn uints(enc: &ArrayEncoding, buffers: &[Bytes], n: usize) -> Result<Vec<u64>> {
         .collect())
 }
 
+/// The flat encoding of a string page's bytes: bare, or (pylance 0.14–0.16) wrapped in a
+/// `Nullable` that says there are no nulls.
+fn plain_bytes(enc: &ArrayEncoding) -> Result<&Flat> {
+    match &enc.array_encoding {
+        Some(Enc::Flat(f)) if f.bits_per_value == 8 => Ok(f),
+        Some(Enc::Nullable(nl)) => match &nl.nullability {
+            Some(Nullability::NoNulls(v)) => plain_bytes(child(&v.values)?),
+            _ => Err(unsupported("2.0 string bytes with nulls")),
+        },
+        _ => Err(unsupported("2.0 string bytes that are not flat bytes")),
+    }
+}
+
 /// Strings and binaries: each value's end offset (no leading 0), plus `null_adjustment`
 /// for a null value, and the bytes. The bytes become the array's data buffer as they are;
 /// only the offsets are rebuilt.
@@ -303,10 +316,7 @@ fn binary(b: &Binary, buffers: &[Bytes], n: usize, dt: &DataType) -> Result<Arra
         return Err(corrupt(format!("a string page cannot be read as {dt}")));
     }
     let ends = uints(child(&b.indices)?, buffers, n)?;
-    let data = match &child(&b.bytes)?.array_encoding {
-        Some(Enc::Flat(f)) => flat_bytes(f, buffers)?,
-        _ => return Err(unsupported("2.0 string bytes that are not flat")),
-    };
+    let data = flat_bytes(plain_bytes(child(&b.bytes)?)?, buffers)?;
     let adjust = b.null_adjustment;
     let mut offsets = Vec::with_capacity(n + 1);
     offsets.push(0u64);

@@ -1,334 +1,403 @@
-//! Evaluating an `Expr` on a record batch with arrow's kernels, in SQL's three-valued
-//! logic (a comparison with NULL is NULL; filters keep only TRUE rows).
+//! Running a bound expression on a record batch with arrow's kernels, in SQL's
+//! three-valued logic (a comparison with NULL is NULL; filters keep only TRUE rows).
+//! Constants stay one-value scalars until a kernel needs them as long as the batch.
 use std::sync::Arc;
 
 use arrow_arith::boolean::{and_kleene, is_not_null, is_null, not, or_kleene};
 use arrow_array::cast::AsArray;
 use arrow_array::{
-    new_null_array, Array, ArrayRef, BinaryArray, BooleanArray, Datum, Float64Array, Int64Array,
-    RecordBatch, Scalar, StringArray, StructArray, UInt64Array,
+    Array, ArrayRef, BooleanArray, Datum, Int64Array, OffsetSizeTrait, RecordBatch, Scalar,
+    UInt64Array,
 };
 use arrow_cast::{cast_with_options, CastOptions};
-use arrow_schema::DataType;
+use arrow_schema::{ArrowError, DataType};
 
-use super::{ArithOp, CmpOp, Expr, Literal};
+use super::bind::{Bound, Node};
+use super::{ArithOp, CmpOp};
 use crate::error::{Error, Result};
 
-enum Value {
+/// A value during evaluation: one per row, or one for every row.
+enum Val {
     Array(ArrayRef),
-    Literal(Literal),
+    Scalar(ArrayRef),
 }
 
-/// Evaluate a boolean expression: one value per row (NULL where unknown).
-pub fn evaluate(expr: &Expr, batch: &RecordBatch) -> Result<BooleanArray> {
-    match eval(expr, batch)? {
-        Value::Array(a) => as_bool(&a, expr),
-        Value::Literal(l) => {
-            let a = literal_array(&l, &DataType::Boolean, batch.num_rows())?;
-            as_bool(&a, expr)
+impl Val {
+    fn datum(&self) -> Box<dyn Datum + '_> {
+        match self {
+            Val::Array(a) => Box::new(a.clone()),
+            Val::Scalar(s) => Box::new(Scalar::new(s.clone())),
         }
     }
-}
 
-fn as_bool(a: &ArrayRef, expr: &Expr) -> Result<BooleanArray> {
-    a.as_boolean_opt().cloned().ok_or_else(|| {
-        Error::invalid(format!(
-            "filter {expr:?} is not a boolean expression (it gives {})",
-            a.data_type()
-        ))
-    })
-}
-
-/// A column by name (exact, else ignoring case), then fields of structs; a null struct
-/// makes its fields null.
-fn column(path: &[String], batch: &RecordBatch) -> Result<ArrayRef> {
-    let schema = batch.schema();
-    let find = |names: Vec<&String>, want: &str| -> Option<usize> {
-        names
-            .iter()
-            .position(|n| n.as_str() == want)
-            .or_else(|| names.iter().position(|n| n.eq_ignore_ascii_case(want)))
-    };
-    let names: Vec<&String> = schema.fields().iter().map(|f| f.name()).collect();
-    let i = find(names, &path[0]).ok_or_else(|| {
-        Error::invalid(format!(
-            "filter refers to '{}', which is not a column",
-            path.join(".")
-        ))
-    })?;
-    let mut array = batch.column(i).clone();
-    for name in &path[1..] {
-        let s = array
-            .as_any()
-            .downcast_ref::<StructArray>()
-            .ok_or_else(|| {
-                Error::invalid(format!(
-                    "filter refers to '{}', but '{name}' is not inside a struct",
-                    path.join(".")
-                ))
-            })?;
-        let names: Vec<&String> = s.fields().iter().map(|f| f.name()).collect();
-        let j = find(names, name).ok_or_else(|| {
-            Error::invalid(format!(
-                "filter refers to '{}', which does not exist",
-                path.join(".")
-            ))
-        })?;
-        let child = s.column(j).clone();
-        let nulls = arrow_buffer::NullBuffer::union(s.nulls(), child.nulls());
-        array = crate::encoding::layout::with_nulls(child, nulls)?;
+    fn into_array(self, rows: usize) -> std::result::Result<ArrayRef, ArrowError> {
+        match self {
+            Val::Array(a) => Ok(a),
+            Val::Scalar(s) if rows == 1 => Ok(s),
+            Val::Scalar(s) => {
+                let idx = arrow_array::UInt32Array::from(vec![0u32; rows]);
+                arrow_select::take::take(&s, &idx, None)
+            }
+        }
     }
-    Ok(array)
+
+    /// Apply a kernel that keeps shape (scalar in, scalar out).
+    fn map(
+        self,
+        f: impl FnOnce(&ArrayRef) -> std::result::Result<ArrayRef, ArrowError>,
+    ) -> std::result::Result<Val, ArrowError> {
+        Ok(match self {
+            Val::Array(a) => Val::Array(f(&a)?),
+            Val::Scalar(s) => Val::Scalar(f(&s)?),
+        })
+    }
 }
 
-fn eval(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
-    let boolean = |e: &Expr| -> Result<BooleanArray> { evaluate(e, batch) };
-    Ok(Value::Array(match expr {
-        Expr::Column(path) => column(path, batch)?,
-        Expr::Literal(l) => return Ok(Value::Literal(l.clone())),
-        Expr::And(a, b) => Arc::new(and_kleene(&boolean(a)?, &boolean(b)?)?),
-        Expr::Or(a, b) => Arc::new(or_kleene(&boolean(a)?, &boolean(b)?)?),
-        Expr::Not(a) => Arc::new(not(&boolean(a)?)?),
-        Expr::IsNull { expr, negated } => {
-            let a = to_array(eval(expr, batch)?, None, batch.num_rows())?;
-            Arc::new(if *negated {
+/// The value of `expr` for every row of `batch`.
+pub fn evaluate(expr: &Bound, batch: &RecordBatch) -> Result<ArrayRef> {
+    eval(expr, batch)
+        .and_then(|v| v.into_array(batch.num_rows()))
+        .map_err(|e| failed(expr, e))
+}
+
+/// The rows `predicate` (bound with `bind_filter`) keeps: TRUE, not FALSE or NULL.
+pub fn evaluate_filter(predicate: &Bound, batch: &RecordBatch) -> Result<BooleanArray> {
+    let a = evaluate(predicate, batch)?;
+    a.as_boolean_opt()
+        .cloned()
+        .ok_or_else(|| Error::invalid(format!("filter '{}' does not give booleans", predicate.text)))
+}
+
+fn failed(expr: &Bound, e: ArrowError) -> Error {
+    Error::invalid(format!("cannot evaluate '{}': {e}", expr.text))
+}
+
+fn eval(b: &Bound, batch: &RecordBatch) -> std::result::Result<Val, ArrowError> {
+    let rows = batch.num_rows();
+    Ok(match &b.node {
+        Node::Column { index, fields } => {
+            let mut a = batch.column(*index).clone();
+            for &i in fields {
+                a = struct_field(&a, i)?;
+            }
+            Val::Array(a)
+        }
+        Node::Scalar(s) => Val::Scalar(s.clone()),
+        Node::Cast { input, safe } => {
+            let opts = CastOptions {
+                safe: *safe,
+                ..Default::default()
+            };
+            eval(input, batch)?.map(|a| cast_with_options(a, &b.data_type, &opts))?
+        }
+        Node::Cmp { op, left, right } => {
+            let (l, r) = (eval(left, batch)?, eval(right, batch)?);
+            let both_scalar = matches!((&l, &r), (Val::Scalar(_), Val::Scalar(_)));
+            let out: ArrayRef = Arc::new(compare(*op, l.datum().as_ref(), r.datum().as_ref())?);
+            if both_scalar {
+                Val::Scalar(out)
+            } else {
+                Val::Array(out)
+            }
+        }
+        Node::And(x, y) | Node::Or(x, y) => {
+            let x = eval(x, batch)?.into_array(rows)?;
+            let y = eval(y, batch)?.into_array(rows)?;
+            let (x, y) = (x.as_boolean(), y.as_boolean());
+            Val::Array(Arc::new(match &b.node {
+                Node::And(..) => and_kleene(x, y)?,
+                _ => or_kleene(x, y)?,
+            }))
+        }
+        Node::Not(x) => eval(x, batch)?.map(|a| Ok(Arc::new(not(a.as_boolean())?) as ArrayRef))?,
+        Node::IsNull { input, negated } => {
+            let a = eval(input, batch)?.into_array(rows)?;
+            Val::Array(Arc::new(if *negated {
                 is_not_null(&a)?
             } else {
                 is_null(&a)?
-            })
+            }))
         }
-        Expr::Cmp { op, left, right } => Arc::new(compare(
-            *op,
-            eval(left, batch)?,
-            eval(right, batch)?,
-            batch.num_rows(),
-            expr,
-        )?),
-        Expr::Arith { op, left, right } => arith(
-            *op,
-            eval(left, batch)?,
-            eval(right, batch)?,
-            batch.num_rows(),
-            expr,
-        )?,
-        Expr::InList {
-            expr: e,
-            list,
+        Node::InList {
+            input,
+            values,
             negated,
         } => {
-            let target = eval(e, batch)?;
+            let x = eval(input, batch)?.into_array(rows)?;
             let mut acc: Option<BooleanArray> = None;
-            for item in list {
-                let target = match &target {
-                    Value::Array(a) => Value::Array(a.clone()),
-                    Value::Literal(l) => Value::Literal(l.clone()),
-                };
-                let hit = compare(
-                    CmpOp::Eq,
-                    target,
-                    Value::Literal(item.clone()),
-                    batch.num_rows(),
-                    expr,
-                )?;
+            for v in values {
+                let hit = arrow_ord::cmp::eq(&x, &Scalar::new(v.clone()))?;
                 acc = Some(match acc {
                     None => hit,
                     Some(prev) => or_kleene(&prev, &hit)?,
                 });
             }
-            let acc = acc.unwrap_or_else(|| BooleanArray::from(vec![false; batch.num_rows()]));
-            Arc::new(if *negated { not(&acc)? } else { acc })
+            let acc = match acc {
+                Some(a) => a,
+                // IN () is false, except for NULL values.
+                None => arrow_arith::boolean::and_kleene(
+                    &BooleanArray::from(vec![false; rows]),
+                    &is_not_null(&x)?,
+                )?,
+            };
+            Val::Array(Arc::new(if *negated { not(&acc)? } else { acc }))
         }
-        Expr::Like {
-            expr: e,
+        Node::Like {
+            input,
             pattern,
             negated,
             case_insensitive,
         } => {
-            let a = to_array(eval(e, batch)?, Some(&DataType::Utf8), batch.num_rows())?;
-            let a = match a.data_type() {
-                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => a,
-                DataType::Dictionary(_, v)
-                    if matches!(v.as_ref(), DataType::Utf8 | DataType::LargeUtf8) =>
-                {
-                    arrow_cast::cast(&a, v)?
-                }
-                other => {
-                    return Err(Error::invalid(format!(
-                        "LIKE needs a string column, not {other}"
-                    )))
-                }
-            };
-            let p = arrow_cast::cast(
-                &(Arc::new(StringArray::from(vec![pattern.as_str()])) as ArrayRef),
-                a.data_type(),
-            )?;
-            let p = Scalar::new(p);
             use arrow_string::like;
-            Arc::new(match (*negated, *case_insensitive) {
+            let a = eval(input, batch)?.into_array(rows)?;
+            let p = Scalar::new(pattern.clone());
+            Val::Array(Arc::new(match (*negated, *case_insensitive) {
                 (false, false) => like::like(&a, &p)?,
                 (true, false) => like::nlike(&a, &p)?,
                 (false, true) => like::ilike(&a, &p)?,
                 (true, true) => like::nilike(&a, &p)?,
-            })
+            }))
         }
-    }))
-}
-
-/// A literal as a one-row array of `target` (cast the way SQL would: '2020-01-01' to a
-/// date, 5 to a double, ...); a failed cast is an error, not a NULL.
-fn literal_array(l: &Literal, target: &DataType, rows: usize) -> Result<ArrayRef> {
-    let raw: ArrayRef = match l {
-        Literal::Null => return Ok(new_null_array(target, rows)),
-        Literal::Bool(b) => Arc::new(BooleanArray::from(vec![*b])),
-        Literal::Int(i) => Arc::new(Int64Array::from(vec![*i])),
-        Literal::UInt(u) => Arc::new(UInt64Array::from(vec![*u])),
-        Literal::Float(f) => Arc::new(Float64Array::from(vec![*f])),
-        Literal::String(s) => Arc::new(StringArray::from(vec![s.as_str()])),
-        Literal::Binary(b) => Arc::new(BinaryArray::from(vec![b.as_slice()])),
-        Literal::Typed { text, .. } => Arc::new(StringArray::from(vec![text.as_str()])),
-    };
-    let strict = CastOptions {
-        safe: false,
-        ..Default::default()
-    };
-    let one = if raw.data_type() == target {
-        raw
-    } else {
-        cast_with_options(&raw, target, &strict)
-            .map_err(|e| Error::invalid(format!("cannot use {l:?} as a {target} value: {e}")))?
-    };
-    if rows == 1 {
-        return Ok(one);
-    }
-    let idx = arrow_array::UInt32Array::from(vec![0u32; rows]);
-    Ok(arrow_select::take::take(&one, &idx, None)?)
-}
-
-fn to_array(v: Value, target: Option<&DataType>, rows: usize) -> Result<ArrayRef> {
-    match v {
-        Value::Array(a) => Ok(a),
-        Value::Literal(l) => literal_array(&l, target.unwrap_or(&DataType::Null), rows),
-    }
-}
-
-fn is_integer(dt: &DataType) -> bool {
-    dt.is_integer()
-}
-
-fn cmp(op: CmpOp, l: &dyn Datum, r: &dyn Datum) -> Result<BooleanArray> {
-    use arrow_ord::cmp;
-    Ok(match op {
-        CmpOp::Eq => cmp::eq(l, r)?,
-        CmpOp::NotEq => cmp::neq(l, r)?,
-        CmpOp::Lt => cmp::lt(l, r)?,
-        CmpOp::LtEq => cmp::lt_eq(l, r)?,
-        CmpOp::Gt => cmp::gt(l, r)?,
-        CmpOp::GtEq => cmp::gt_eq(l, r)?,
+        Node::Arith { op, left, right } => {
+            let (l, r) = (eval(left, batch)?, eval(right, batch)?);
+            let both_scalar = matches!((&l, &r), (Val::Scalar(_), Val::Scalar(_)));
+            let out = arith_kernel(*op, l.datum().as_ref(), r.datum().as_ref())?;
+            if both_scalar {
+                Val::Scalar(out)
+            } else {
+                Val::Array(out)
+            }
+        }
+        Node::Negative(x) => eval(x, batch)?.map(|a| arrow_arith::numeric::neg_wrapping(a))?,
+        Node::Field { input, index } => {
+            let a = eval(input, batch)?.into_array(rows)?;
+            Val::Array(struct_field(&a, *index)?)
+        }
+        Node::Index { input, index } => {
+            let list = eval(input, batch)?.into_array(rows)?;
+            let index = eval(index, batch)?.into_array(rows)?;
+            Val::Array(list_element(&list, index.as_primitive())?)
+        }
     })
 }
 
-fn flip(op: CmpOp) -> CmpOp {
+fn compare(op: CmpOp, l: &dyn Datum, r: &dyn Datum) -> std::result::Result<BooleanArray, ArrowError> {
+    use arrow_ord::cmp;
     match op {
-        CmpOp::Lt => CmpOp::Gt,
-        CmpOp::LtEq => CmpOp::GtEq,
-        CmpOp::Gt => CmpOp::Lt,
-        CmpOp::GtEq => CmpOp::LtEq,
-        o => o,
+        CmpOp::Eq => cmp::eq(l, r),
+        CmpOp::NotEq => cmp::neq(l, r),
+        CmpOp::Lt => cmp::lt(l, r),
+        CmpOp::LtEq => cmp::lt_eq(l, r),
+        CmpOp::Gt => cmp::gt(l, r),
+        CmpOp::GtEq => cmp::gt_eq(l, r),
     }
 }
 
-fn compare(op: CmpOp, left: Value, right: Value, rows: usize, expr: &Expr) -> Result<BooleanArray> {
-    let context = |e: Error| match e {
-        Error::Arrow(a) => Error::invalid(format!("cannot evaluate {expr:?}: {a}")),
-        other => other,
-    };
-    match (left, right) {
-        (Value::Array(a), Value::Literal(l)) => {
-            // Compare integers with a fractional literal as doubles, not by truncating it.
-            let a = if is_integer(a.data_type()) && matches!(l, Literal::Float(_)) {
-                arrow_cast::cast(&a, &DataType::Float64)?
-            } else {
-                a
-            };
-            let target = match a.data_type() {
-                DataType::Dictionary(_, v) => v.as_ref().clone(),
-                dt => dt.clone(),
-            };
-            let lit = literal_array(&l, &target, 1).map_err(context)?;
-            cmp(op, &a, &Scalar::new(lit)).map_err(context)
-        }
-        (Value::Literal(l), Value::Array(a)) => {
-            compare(flip(op), Value::Array(a), Value::Literal(l), rows, expr)
-        }
-        (Value::Array(a), Value::Array(b)) => {
-            let b = if a.data_type() == b.data_type() {
-                b
-            } else {
-                arrow_cast::cast(&b, a.data_type()).map_err(|e| context(e.into()))?
-            };
-            cmp(op, &a, &b).map_err(context)
-        }
-        (Value::Literal(a), Value::Literal(b)) => {
-            // Constant folding on the fly: both sides as doubles or strings.
-            let target = match (&a, &b) {
-                (Literal::String(_), _) | (_, Literal::String(_)) => DataType::Utf8,
-                (Literal::Bool(_), _) | (_, Literal::Bool(_)) => DataType::Boolean,
-                _ => DataType::Float64,
-            };
-            let (x, y) = (
-                literal_array(&a, &target, rows)?,
-                literal_array(&b, &target, rows)?,
-            );
-            cmp(op, &x, &y).map_err(context)
-        }
-    }
-}
-
-/// Arithmetic on numbers; a literal takes the other side's type (or both become doubles
-/// when the literal has a fraction). Division by zero is an error, as in SQL engines.
-fn arith(op: ArithOp, left: Value, right: Value, rows: usize, expr: &Expr) -> Result<ArrayRef> {
+/// Integer overflow wraps (as in pylance); division by zero is an error.
+pub(super) fn arith_kernel(
+    op: ArithOp,
+    l: &dyn Datum,
+    r: &dyn Datum,
+) -> std::result::Result<ArrayRef, ArrowError> {
     use arrow_arith::numeric;
-    let context =
-        |e: arrow_schema::ArrowError| Error::invalid(format!("cannot evaluate {expr:?}: {e}"));
-    let promote = |a: ArrayRef, other: &Value| -> Result<ArrayRef> {
-        Ok(match other {
-            Value::Literal(Literal::Float(_)) if is_integer(a.data_type()) => {
-                arrow_cast::cast(&a, &DataType::Float64)?
+    match op {
+        ArithOp::Add => numeric::add_wrapping(l, r),
+        ArithOp::Sub => numeric::sub_wrapping(l, r),
+        ArithOp::Mul => numeric::mul_wrapping(l, r),
+        ArithOp::Div => numeric::div(l, r),
+        ArithOp::Rem => numeric::rem(l, r),
+    }
+}
+
+/// Child `i` of a struct array; a null struct makes its field null.
+fn struct_field(a: &ArrayRef, i: usize) -> std::result::Result<ArrayRef, ArrowError> {
+    let s = a
+        .as_struct_opt()
+        .ok_or_else(|| ArrowError::InvalidArgumentError(format!("{} is not a struct", a.data_type())))?;
+    let child = s.column(i).clone();
+    let nulls = arrow_buffer::NullBuffer::union(s.nulls(), child.nulls());
+    if nulls.as_ref().map(|n| n.null_count()) == child.nulls().map(|n| n.null_count()) {
+        return Ok(child);
+    }
+    let data = child.to_data().into_builder().nulls(nulls).build()?;
+    Ok(arrow_array::make_array(data))
+}
+
+/// Element `index[r]` of each list (from 1; from the end when negative); NULL when the
+/// list is NULL or too short.
+fn list_element(
+    list: &ArrayRef,
+    index: &arrow_array::PrimitiveArray<arrow_array::types::Int64Type>,
+) -> std::result::Result<ArrayRef, ArrowError> {
+    fn positions<O: OffsetSizeTrait>(
+        offsets: &[O],
+        valid: impl Fn(usize) -> bool,
+        index: &Int64Array,
+    ) -> UInt64Array {
+        (0..offsets.len() - 1)
+            .map(|r| {
+                let (start, end) = (offsets[r].as_usize() as i64, offsets[r + 1].as_usize() as i64);
+                if !valid(r) || index.is_null(r) {
+                    return None;
+                }
+                let k = index.value(r);
+                let at = match k {
+                    k if k > 0 && k <= end - start => start + k - 1,
+                    k if k < 0 && -k <= end - start => end + k,
+                    _ => return None,
+                };
+                Some(at as u64)
+            })
+            .collect()
+    }
+    let valid = |r: usize| list.is_valid(r);
+    let (values, take) = match list.data_type() {
+        DataType::List(_) => {
+            let l = list.as_list::<i32>();
+            (l.values().clone(), positions(l.value_offsets(), valid, index))
+        }
+        DataType::LargeList(_) => {
+            let l = list.as_list::<i64>();
+            (l.values().clone(), positions(l.value_offsets(), valid, index))
+        }
+        DataType::FixedSizeList(_, dim) => {
+            let l = list.as_fixed_size_list();
+            // arrow-rs slices a fixed-size list's values with it: row r starts at r * dim.
+            let offsets: Vec<i64> = (0..=l.len() as i64).map(|r| r * *dim as i64).collect();
+            (l.values().clone(), positions(&offsets, valid, index))
+        }
+        other => {
+            return Err(ArrowError::InvalidArgumentError(format!(
+                "{other} is not a list"
+            )))
+        }
+    };
+    arrow_select::take::take(&values, &take, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::{bind, bind_filter, parse, parse_expression};
+    use arrow_array::{
+        Float64Array, Int32Array, ListArray, StringArray, StructArray, UInt8Array,
+    };
+    use arrow_schema::{Field, Fields};
+
+    fn batch() -> RecordBatch {
+        let st = StructArray::new(
+            Fields::from(vec![Field::new("x", DataType::Int64, true)]),
+            vec![Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(4)]))],
+            Some(vec![true, true, false, true].into()),
+        );
+        let list = ListArray::from_iter_primitive::<arrow_array::types::Int32Type, _, _>(vec![
+            Some(vec![Some(1), Some(2), Some(3)]),
+            Some(vec![Some(4)]),
+            Some(vec![]),
+            None,
+        ]);
+        RecordBatch::try_from_iter(vec![
+            ("a", Arc::new(Int32Array::from(vec![Some(1), Some(2), Some(3), None])) as ArrayRef),
+            ("b", Arc::new(Float64Array::from(vec![Some(1.5), Some(2.5), None, Some(4.0)]))),
+            ("s", Arc::new(StringArray::from(vec![Some("x"), Some("15"), Some("abc"), None]))),
+            ("u", Arc::new(UInt8Array::from(vec![1, 2, 3, 255]))),
+            ("st", Arc::new(st)),
+            ("l", Arc::new(list)),
+        ])
+        .unwrap()
+    }
+
+    fn value(sql: &str) -> ArrayRef {
+        let b = batch();
+        let bound = bind(&parse_expression(sql).unwrap(), &b.schema()).unwrap();
+        let out = evaluate(&bound, &b).unwrap();
+        assert_eq!(out.data_type(), &bound.data_type, "{sql}");
+        out
+    }
+
+    fn rows(sql: &str) -> Vec<Option<bool>> {
+        let b = batch();
+        let bound = bind_filter(&parse(sql).unwrap(), &b.schema()).unwrap();
+        evaluate_filter(&bound, &b).unwrap().iter().collect()
+    }
+
+    fn refused(sql: &str) -> String {
+        let b = batch();
+        bind_filter(&parse(sql).unwrap(), &b.schema())
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn literals_take_the_type_they_meet() {
+        // As pylance: an integer literal keeps an int32 column int32, a uint8 uint8.
+        assert_eq!(value("a + 1").data_type(), &DataType::Int32);
+        assert_eq!(value("u + 1").data_type(), &DataType::UInt8);
+        // Integer overflow wraps.
+        assert_eq!(value("u + 1").as_primitive::<arrow_array::types::UInt8Type>().value(3), 0);
+        // Two columns meet in their common type.
+        assert_eq!(value("a + b").data_type(), &DataType::Float64);
+        // A fraction against integers widens instead of truncating.
+        let v = value("a * 2.5");
+        assert_eq!(v.as_primitive::<arrow_array::types::Float64Type>().value(1), 5.0);
+        assert_eq!(rows("a > 1.5"), vec![Some(false), Some(true), Some(true), None]);
+        // A literal beyond the column's type widens too.
+        assert_eq!(rows("u > 1000"), vec![Some(false); 4]);
+        assert_eq!(value("1").data_type(), &DataType::Int64);
+    }
+
+    #[test]
+    fn strings_and_numbers_do_not_compare() {
+        for sql in ["s > 10", "s BETWEEN 10 AND 20", "s IN (1, 2)", "a = 'x'", "a LIKE '1%'", "b > 'x'"] {
+            let err = refused(sql);
+            assert!(err.contains("cannot"), "{sql}: {err}");
+        }
+        let err = refused("s > 10");
+        assert!(err.contains("column 's'") && err.contains("Utf8") && err.contains("integer 10"), "{err}");
+        assert!(refused("a").contains("not booleans"));
+    }
+
+    #[test]
+    fn nested_access_and_lists() {
+        let x = value("st['x']");
+        assert_eq!(x.as_primitive::<arrow_array::types::Int64Type>().iter().collect::<Vec<_>>(),
+                   vec![Some(1), Some(2), None, Some(4)]);
+        assert_eq!(value("st.x").len(), 4);
+        let first = value("l[1]");
+        assert_eq!(first.as_primitive::<arrow_array::types::Int32Type>().iter().collect::<Vec<_>>(),
+                   vec![Some(1), Some(4), None, None]);
+        let last = value("l[-1]");
+        assert_eq!(last.as_primitive::<arrow_array::types::Int32Type>().iter().collect::<Vec<_>>(),
+                   vec![Some(3), Some(4), None, None]);
+        assert_eq!(value("l[5]").null_count(), 4);
+        assert_eq!(rows("l[2] = 2"), vec![Some(true), None, None, None]);
+    }
+
+    #[test]
+    fn casts_and_negation() {
+        assert_eq!(value("CAST(a AS DOUBLE)").data_type(), &DataType::Float64);
+        assert_eq!(value("CAST(a AS STRING)").as_string::<i32>().value(0), "1");
+        assert_eq!(value("a::bigint").data_type(), &DataType::Int64);
+        let t = value("TRY_CAST(s AS INT)");
+        assert_eq!(t.as_primitive::<arrow_array::types::Int32Type>().iter().collect::<Vec<_>>(),
+                   vec![None, Some(15), None, None]);
+        let b = batch();
+        let bound = bind(&parse_expression("CAST(s AS INT)").unwrap(), &b.schema()).unwrap();
+        assert!(evaluate(&bound, &b).unwrap_err().to_string().contains("cannot evaluate"));
+        assert_eq!(value("-a").as_primitive::<arrow_array::types::Int32Type>().value(0), -1);
+        assert_eq!(rows("a IS NULL"), vec![Some(false), Some(false), Some(false), Some(true)]);
+        assert_eq!(rows("NOT (a > 1)"), vec![Some(true), Some(false), Some(false), None]);
+    }
+
+    #[test]
+    fn expressions_print_as_sql_that_parses_back() {
+        for sql in ["(a + 1) > 2", "s LIKE 'a%'", "st['x'] IS NOT NULL", "a IN (1, 2)", "CAST(a AS Float64)"] {
+            let e = parse(sql).unwrap();
+            let again = parse(&e.to_string());
+            // Arrow type names in casts do not parse back as SQL; everything else does.
+            if !sql.contains("CAST") {
+                assert_eq!(again.unwrap(), e, "{sql} -> {e}");
             }
-            _ => a,
-        })
-    };
-    let (a, b): (ArrayRef, ArrayRef) = match (left, right) {
-        (Value::Array(a), r @ Value::Literal(_)) => {
-            let a = promote(a, &r)?;
-            let Value::Literal(l) = r else { unreachable!() };
-            let b = literal_array(&l, a.data_type(), rows)?;
-            (a, b)
         }
-        (l @ Value::Literal(_), Value::Array(b)) => {
-            let b = promote(b, &l)?;
-            let Value::Literal(l) = l else { unreachable!() };
-            (literal_array(&l, b.data_type(), rows)?, b)
-        }
-        (Value::Array(a), Value::Array(b)) => {
-            let b = if a.data_type() == b.data_type() {
-                b
-            } else {
-                arrow_cast::cast(&b, a.data_type())?
-            };
-            (a, b)
-        }
-        (Value::Literal(a), Value::Literal(b)) => (
-            literal_array(&a, &DataType::Float64, rows)?,
-            literal_array(&b, &DataType::Float64, rows)?,
-        ),
-    };
-    let out = match op {
-        ArithOp::Add => numeric::add(&a, &b),
-        ArithOp::Sub => numeric::sub(&a, &b),
-        ArithOp::Mul => numeric::mul(&a, &b),
-        ArithOp::Div => numeric::div(&a, &b),
-        ArithOp::Rem => numeric::rem(&a, &b),
-    };
-    out.map_err(context)
+    }
 }

@@ -1,15 +1,25 @@
-//! Filter expressions: one expression type for every predicate lance_core evaluates
-//! (`filter=` on scans, `delete(predicate)`, Spark's pushed filters). Parsed from SQL
-//! text (`parse`), evaluated on Arrow record batches (`eval`).
+//! Expressions: one language for every expression lance_core evaluates — `filter=` on
+//! scans, `delete(predicate)`, Spark's pushed filters and projections given as SQL
+//! (`columns={"x": "a * 2"}`).
+//!
+//! Three steps: `parse` turns SQL text into an `Expr` (untyped, as written); `bind`
+//! checks it against the schema of the batches it will see — resolving columns, giving
+//! each literal the type of what it meets, refusing what cannot be compared — and yields
+//! a `Bound` expression with a known result type; `eval` runs a `Bound` expression on a
+//! record batch with arrow's kernels.
+mod bind;
 mod eval;
 mod parse;
 
 use std::collections::BTreeSet;
 
-pub use eval::evaluate;
-pub use parse::parse;
+use arrow_schema::DataType;
 
-/// A literal value, typed as SQL writes it; it is cast to the column it meets.
+pub use bind::{bind, bind_filter, Bound};
+pub use eval::{evaluate, evaluate_filter};
+pub use parse::{parse, parse_expression};
+
+/// A literal value, typed as SQL writes it; binding gives it the type of what it meets.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Literal {
     Null,
@@ -17,14 +27,22 @@ pub enum Literal {
     Int(i64),
     /// Integers beyond i64 (up to u64::MAX).
     UInt(u64),
-    Float(f64),
+    /// A number with a fraction or an exponent, kept as written so that a decimal column
+    /// can take it exactly.
+    Float(String),
     String(String),
     Binary(Vec<u8>),
-    /// `DATE '...'`, `TIMESTAMP '...'`, `TIME '...'`: the text, parsed when cast.
+    /// `DATE '...'`, `TIMESTAMP '...'`, `TIME '...'`: the text, parsed when bound.
     Typed {
         kind: TypedKind,
         text: String,
     },
+}
+
+impl Literal {
+    pub fn float(v: f64) -> Literal {
+        Literal::Float(format!("{v:?}"))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +104,25 @@ pub enum Expr {
         left: Box<Expr>,
         right: Box<Expr>,
     },
+    /// `-x`
+    Negative(Box<Expr>),
+    /// A field of a struct value: `s['x']`, or `.x` after a subscript (`l[1].x`).
+    Field {
+        expr: Box<Expr>,
+        name: String,
+    },
+    /// An element of a list value, counted from 1 (`l[1]`); from the end when negative.
+    /// Out of range gives NULL.
+    Index {
+        expr: Box<Expr>,
+        index: Box<Expr>,
+    },
+    /// `CAST(x AS type)`; with `safe` (`TRY_CAST`) a value that does not convert is NULL.
+    Cast {
+        expr: Box<Expr>,
+        to: DataType,
+        safe: bool,
+    },
 }
 
 impl Expr {
@@ -129,14 +166,141 @@ impl Expr {
             Expr::Cmp { left, right, .. }
             | Expr::Arith { left, right, .. }
             | Expr::And(left, right)
-            | Expr::Or(left, right) => {
+            | Expr::Or(left, right)
+            | Expr::Index {
+                expr: left,
+                index: right,
+            } => {
                 left.visit_columns(f);
                 right.visit_columns(f);
             }
             Expr::Not(e)
+            | Expr::Negative(e)
             | Expr::IsNull { expr: e, .. }
             | Expr::InList { expr: e, .. }
-            | Expr::Like { expr: e, .. } => e.visit_columns(f),
+            | Expr::Like { expr: e, .. }
+            | Expr::Field { expr: e, .. }
+            | Expr::Cast { expr: e, .. } => e.visit_columns(f),
+        }
+    }
+}
+
+/// SQL text of an expression (for errors): children that are operations are put in
+/// parentheses, so the text reads back as the same expression.
+impl std::fmt::Display for Expr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        struct Operand<'a>(&'a Expr);
+        impl std::fmt::Display for Operand<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self.0 {
+                    e @ (Expr::Cmp { .. }
+                    | Expr::And(..)
+                    | Expr::Or(..)
+                    | Expr::Arith { .. }
+                    | Expr::Not(_)
+                    | Expr::IsNull { .. }
+                    | Expr::InList { .. }
+                    | Expr::Like { .. }) => write!(f, "({e})"),
+                    e => write!(f, "{e}"),
+                }
+            }
+        }
+        let quoted = |s: &str| format!("'{}'", s.replace('\'', "''"));
+        match self {
+            Expr::Column(path) => {
+                let parts: Vec<String> = path
+                    .iter()
+                    .map(|p| {
+                        let plain = p.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+                            && p.chars().all(|c| c.is_alphanumeric() || c == '_');
+                        if plain {
+                            p.clone()
+                        } else {
+                            format!("\"{}\"", p.replace('"', "\"\""))
+                        }
+                    })
+                    .collect();
+                write!(f, "{}", parts.join("."))
+            }
+            Expr::Literal(l) => match l {
+                Literal::Null => write!(f, "NULL"),
+                Literal::Bool(b) => write!(f, "{}", if *b { "TRUE" } else { "FALSE" }),
+                Literal::Int(i) => write!(f, "{i}"),
+                Literal::UInt(u) => write!(f, "{u}"),
+                Literal::Float(x) => write!(f, "{x}"),
+                Literal::String(s) => write!(f, "{}", quoted(s)),
+                Literal::Binary(b) => {
+                    write!(f, "X'")?;
+                    for byte in b {
+                        write!(f, "{byte:02X}")?;
+                    }
+                    write!(f, "'")
+                }
+                Literal::Typed { kind, text } => {
+                    let k = match kind {
+                        TypedKind::Date => "DATE",
+                        TypedKind::Timestamp => "TIMESTAMP",
+                        TypedKind::Time => "TIME",
+                    };
+                    write!(f, "{k} {}", quoted(text))
+                }
+            },
+            Expr::Cmp { op, left, right } => {
+                let o = match op {
+                    CmpOp::Eq => "=",
+                    CmpOp::NotEq => "<>",
+                    CmpOp::Lt => "<",
+                    CmpOp::LtEq => "<=",
+                    CmpOp::Gt => ">",
+                    CmpOp::GtEq => ">=",
+                };
+                write!(f, "{} {o} {}", Operand(left), Operand(right))
+            }
+            Expr::And(a, b) => write!(f, "{} AND {}", Operand(a), Operand(b)),
+            Expr::Or(a, b) => write!(f, "{} OR {}", Operand(a), Operand(b)),
+            Expr::Not(a) => write!(f, "NOT {}", Operand(a)),
+            Expr::IsNull { expr, negated } => {
+                write!(f, "{} IS {}NULL", Operand(expr), if *negated { "NOT " } else { "" })
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let items: Vec<String> = list
+                    .iter()
+                    .map(|l| Expr::Literal(l.clone()).to_string())
+                    .collect();
+                let not = if *negated { "NOT " } else { "" };
+                write!(f, "{} {not}IN ({})", Operand(expr), items.join(", "))
+            }
+            Expr::Like {
+                expr,
+                pattern,
+                negated,
+                case_insensitive,
+            } => {
+                let not = if *negated { "NOT " } else { "" };
+                let like = if *case_insensitive { "ILIKE" } else { "LIKE" };
+                write!(f, "{} {not}{like} {}", Operand(expr), quoted(pattern))
+            }
+            Expr::Arith { op, left, right } => {
+                let o = match op {
+                    ArithOp::Add => "+",
+                    ArithOp::Sub => "-",
+                    ArithOp::Mul => "*",
+                    ArithOp::Div => "/",
+                    ArithOp::Rem => "%",
+                };
+                write!(f, "{} {o} {}", Operand(left), Operand(right))
+            }
+            Expr::Negative(e) => write!(f, "-{}", Operand(e)),
+            Expr::Field { expr, name } => write!(f, "{}[{}]", Operand(expr), quoted(name)),
+            Expr::Index { expr, index } => write!(f, "{}[{index}]", Operand(expr)),
+            Expr::Cast { expr, to, safe } => {
+                let kind = if *safe { "TRY_CAST" } else { "CAST" };
+                write!(f, "{kind}({expr} AS {to})")
+            }
         }
     }
 }

@@ -1,7 +1,9 @@
-//! SQL text → `Expr`, with sqlparser. Accepts the boolean expressions a WHERE clause
-//! holds: comparisons, AND/OR/NOT, IN, BETWEEN, IS [NOT] NULL, [NOT] LIKE / ILIKE,
-//! literals (numbers, strings, booleans, NULL, DATE/TIMESTAMP/TIME '...', X'..' bytes)
-//! and column references, dotted for fields of structs.
+//! SQL text → `Expr`, with sqlparser. Accepts what a WHERE clause or a SELECT list of
+//! one table holds: comparisons, AND/OR/NOT, IN, BETWEEN, IS [NOT] NULL, [NOT] LIKE /
+//! ILIKE, arithmetic, CAST / TRY_CAST / `::`, literals (numbers, strings, booleans, NULL,
+//! DATE/TIMESTAMP/TIME '...', X'..' bytes), column references (dotted for fields of
+//! structs), struct fields by subscript (`s['x']`) and list elements (`l[1]`, from 1).
+use arrow_schema::{DataType, TimeUnit};
 use sqlparser::ast::{self, BinaryOperator, UnaryOperator, Value};
 use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::Parser;
@@ -10,29 +12,52 @@ use sqlparser::tokenizer::Token;
 use super::{ArithOp, CmpOp, Expr, Literal, TypedKind};
 use crate::error::{Error, Result};
 
-fn bad(text: &str, what: impl std::fmt::Display) -> Error {
-    Error::invalid(format!("cannot use filter '{text}': {what}"))
+/// The text being parsed, and what it is for ("filter", "expression"), for errors.
+#[derive(Clone, Copy)]
+struct Source<'a> {
+    text: &'a str,
+    kind: &'a str,
 }
 
+fn bad(src: Source<'_>, what: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("cannot use {} '{}': {what}", src.kind, src.text))
+}
+
+/// Parse a predicate (`filter=`, `delete`).
 pub fn parse(text: &str) -> Result<Expr> {
+    parse_as(Source {
+        text,
+        kind: "filter",
+    })
+}
+
+/// Parse a value expression (a projection's column, an update's new value).
+pub fn parse_expression(text: &str) -> Result<Expr> {
+    parse_as(Source {
+        text,
+        kind: "expression",
+    })
+}
+
+fn parse_as(src: Source<'_>) -> Result<Expr> {
     let dialect = GenericDialect {};
     let mut parser = Parser::new(&dialect)
-        .try_with_sql(text)
-        .map_err(|e| bad(text, e))?;
-    let expr = parser.parse_expr().map_err(|e| bad(text, e))?;
+        .try_with_sql(src.text)
+        .map_err(|e| bad(src, e))?;
+    let expr = parser.parse_expr().map_err(|e| bad(src, e))?;
     if parser.peek_token().token != Token::EOF {
         return Err(bad(
-            text,
+            src,
             format!(
                 "unexpected '{}' after the expression",
                 parser.peek_token().token
             ),
         ));
     }
-    convert(&expr, text)
+    convert(&expr, src)
 }
 
-fn literal(v: &Value, text: &str) -> Result<Literal> {
+fn literal(v: &Value, text: Source<'_>) -> Result<Literal> {
     Ok(match v {
         Value::Null => Literal::Null,
         Value::Boolean(b) => Literal::Bool(*b),
@@ -42,10 +67,9 @@ fn literal(v: &Value, text: &str) -> Result<Literal> {
             } else if let Ok(u) = n.parse::<u64>() {
                 Literal::UInt(u)
             } else {
-                Literal::Float(
-                    n.parse::<f64>()
-                        .map_err(|_| bad(text, format!("bad number {n}")))?,
-                )
+                n.parse::<f64>()
+                    .map_err(|_| bad(text, format!("bad number {n}")))?;
+                Literal::Float(n.clone())
             }
         }
         Value::SingleQuotedString(s)
@@ -63,14 +87,14 @@ fn literal(v: &Value, text: &str) -> Result<Literal> {
     })
 }
 
-fn literal_of(e: &ast::Expr, text: &str) -> Result<Literal> {
+fn literal_of(e: &ast::Expr, text: Source<'_>) -> Result<Literal> {
     match convert(e, text)? {
         Expr::Literal(l) => Ok(l),
         _ => Err(bad(text, format!("'{e}' is not a literal"))),
     }
 }
 
-fn convert(e: &ast::Expr, text: &str) -> Result<Expr> {
+fn convert(e: &ast::Expr, text: Source<'_>) -> Result<Expr> {
     use ast::Expr as E;
     Ok(match e {
         E::Identifier(id) => Expr::Column(vec![id.value.clone()]),
@@ -100,11 +124,19 @@ fn convert(e: &ast::Expr, text: &str) -> Result<Expr> {
         E::UnaryOp {
             op: UnaryOperator::Minus,
             expr,
-        } => match literal_of(expr, text)? {
-            Literal::Int(i) => Expr::Literal(Literal::Int(-i)),
-            Literal::Float(f) => Expr::Literal(Literal::Float(-f)),
-            Literal::UInt(u) if u == i64::MAX as u64 + 1 => Expr::Literal(Literal::Int(i64::MIN)),
-            other => return Err(bad(text, format!("cannot negate {other:?}"))),
+        } => match convert(expr, text)? {
+            Expr::Literal(Literal::Int(i)) => Expr::Literal(Literal::Int(-i)),
+            Expr::Literal(Literal::Float(f)) => Expr::Literal(Literal::Float(match f.strip_prefix('-') {
+                Some(positive) => positive.to_string(),
+                None => format!("-{f}"),
+            })),
+            Expr::Literal(Literal::UInt(u)) if u == i64::MAX as u64 + 1 => {
+                Expr::Literal(Literal::Int(i64::MIN))
+            }
+            Expr::Literal(other) => {
+                return Err(bad(text, format!("cannot negate {}", describe(&other))))
+            }
+            other => Expr::Negative(Box::new(other)),
         },
         E::UnaryOp {
             op: UnaryOperator::Plus,
@@ -215,7 +247,118 @@ fn convert(e: &ast::Expr, text: &str) -> Result<Expr> {
                 case_insensitive: matches!(e, E::ILike { .. }),
             }
         }
+        E::CompoundFieldAccess { root, access_chain } => {
+            let mut out = convert(root, text)?;
+            for step in access_chain {
+                out = match step {
+                    ast::AccessExpr::Subscript(ast::Subscript::Index { index }) => {
+                        match convert(index, text)? {
+                            // A string subscript names a struct field.
+                            Expr::Literal(Literal::String(name)) => Expr::Field {
+                                expr: Box::new(out),
+                                name,
+                            },
+                            index => Expr::Index {
+                                expr: Box::new(out),
+                                index: Box::new(index),
+                            },
+                        }
+                    }
+                    ast::AccessExpr::Dot(ast::Expr::Identifier(id)) => Expr::Field {
+                        expr: Box::new(out),
+                        name: id.value.clone(),
+                    },
+                    other => return Err(bad(text, format!("unsupported access '{other}'"))),
+                };
+            }
+            out
+        }
+        E::Cast {
+            kind,
+            expr,
+            data_type,
+            format: None,
+        } => Expr::Cast {
+            expr: Box::new(convert(expr, text)?),
+            to: sql_type(data_type).ok_or_else(|| {
+                bad(
+                    text,
+                    format!(
+                        "cannot cast to {data_type} (types are [TINYINT|SMALLINT|INT|BIGINT] \
+                         [UNSIGNED], FLOAT, DOUBLE, DECIMAL(p, s), BOOLEAN, STRING, BINARY, \
+                         DATE, TIMESTAMP[(p)])"
+                    ),
+                )
+            })?,
+            safe: matches!(kind, ast::CastKind::TryCast | ast::CastKind::SafeCast),
+        },
         other => return Err(bad(text, format!("unsupported expression '{other}'"))),
+    })
+}
+
+/// How an error names a literal.
+pub(super) fn describe(l: &Literal) -> String {
+    match l {
+        Literal::Null => "NULL".into(),
+        Literal::Bool(b) => format!("the boolean {b}"),
+        Literal::Int(i) => format!("the integer {i}"),
+        Literal::UInt(u) => format!("the integer {u}"),
+        Literal::Float(f) => format!("the number {f}"),
+        Literal::String(s) => format!("the string '{s}'"),
+        Literal::Binary(b) => format!("{} bytes", b.len()),
+        Literal::Typed { kind, text } => {
+            format!("{} '{text}'", format!("{kind:?}").to_uppercase())
+        }
+    }
+}
+
+/// The Arrow type of an SQL type name in a cast.
+fn sql_type(t: &ast::DataType) -> Option<DataType> {
+    use ast::DataType as T;
+    use ast::ExactNumberInfo as N;
+    Some(match t {
+        T::Boolean | T::Bool => DataType::Boolean,
+        T::TinyInt(_) | T::Int8(_) => DataType::Int8,
+        T::SmallInt(_) | T::Int2(_) | T::Int16 => DataType::Int16,
+        T::Int(_) | T::Integer(_) | T::Int4(_) | T::Int32 => DataType::Int32,
+        T::BigInt(_) | T::Int64 => DataType::Int64,
+        T::TinyIntUnsigned(_) | T::UTinyInt | T::UInt8 => DataType::UInt8,
+        T::SmallIntUnsigned(_) | T::USmallInt | T::UInt16 => DataType::UInt16,
+        T::IntUnsigned(_) | T::IntegerUnsigned(_) | T::Int4Unsigned(_) | T::UInt32 => {
+            DataType::UInt32
+        }
+        T::BigIntUnsigned(_) | T::UBigInt | T::UInt64 | T::Int8Unsigned(_) => DataType::UInt64,
+        T::Float(_) | T::Real | T::Float4 | T::Float32 => DataType::Float32,
+        T::Double(_) | T::DoublePrecision | T::Float8 | T::Float64 => DataType::Float64,
+        T::Decimal(info) | T::Numeric(info) | T::Dec(info) => {
+            let (p, s) = match info {
+                N::None => (38, 10),
+                N::Precision(p) => (*p, 0),
+                N::PrecisionAndScale(p, s) => (*p, *s),
+            };
+            let (p, s) = (u8::try_from(p).ok()?, i8::try_from(s).ok()?);
+            match p {
+                1..=38 => DataType::Decimal128(p, s),
+                39..=76 => DataType::Decimal256(p, s),
+                _ => return None,
+            }
+        }
+        T::String(_) | T::Text | T::Varchar(_) | T::Char(_) | T::CharacterVarying(_) => {
+            DataType::Utf8
+        }
+        T::Binary(_) | T::Varbinary(_) | T::Bytea | T::Blob(_) | T::Bytes(_) => DataType::Binary,
+        T::Date | T::Date32 => DataType::Date32,
+        T::Timestamp(p, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone)
+        | T::Datetime(p) => DataType::Timestamp(
+            match p.unwrap_or(6) {
+                0 => TimeUnit::Second,
+                1..=3 => TimeUnit::Millisecond,
+                4..=6 => TimeUnit::Microsecond,
+                _ => TimeUnit::Nanosecond,
+            },
+            None,
+        ),
+        _ => return None,
     })
 }
 

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::file::{FileReader, FileVersion, PageEncoding, PageInfo};
 use crate::proto::encodings20::ArrayEncoding;
 use crate::proto::table::DataFragment;
+use crate::table::data_file::{is_legacy, recorded_size};
 
 /// Where a leaf's values are in a fragment.
 #[derive(Clone, Debug)]
@@ -85,7 +86,7 @@ pub async fn open_leaf_sources(
     let opens = needed.iter().map(|&fi| async move {
         let file = &frag.files[fi];
         let (storage, path) = ds.data_file_location(file)?;
-        let size = (file.file_size_bytes > 0).then_some(file.file_size_bytes);
+        let size = recorded_size(file);
         let mut reader = FileReader::open(&storage, path, size).await?;
         if let Some(&(min, max)) = legacy_ref.get(&fi) {
             reader = reader.with_field_ids(min, max).await?;
@@ -126,8 +127,9 @@ pub async fn open_leaf_sources(
                 }
                 // In 2.0 each list on the path has an offsets column of its own.
                 let v2_0 = file.metadata.footer.version == FileVersion { major: 2, minor: 0 };
-                if v2_0 && !l.list_ids.is_empty() {
-                    let offsets = l
+                let bytes_as_list = v2_0 && stored_as_byte_lists(&file, col, &l.path);
+                if v2_0 && (!l.list_ids.is_empty() || bytes_as_list) {
+                    let mut offsets = l
                         .list_ids
                         .iter()
                         .map(|id| match owner.get(id) {
@@ -138,10 +140,26 @@ pub async fn open_leaf_sources(
                             )),
                         })
                         .collect::<Result<Vec<_>>>()?;
+                    let mut leaf = col;
+                    if bytes_as_list {
+                        // The string's own column holds its offsets, the next its bytes.
+                        if col + 1 >= file.num_columns() {
+                            return Err(Error::corrupt(
+                                file.name(),
+                                format!("the bytes of the strings in column {col} are missing"),
+                            ));
+                        }
+                        offsets.push(col);
+                        leaf = col + 1;
+                    }
                     return Ok(Some(LeafSource {
                         file,
                         column: offsets[0],
-                        chain: Some(Chain::Lists20(ListChain { offsets, leaf: col })),
+                        chain: Some(Chain::Lists20(ListChain {
+                            offsets,
+                            leaf,
+                            bytes_as_list,
+                        })),
                     }));
                 }
                 Ok(Some(LeafSource {
@@ -152,6 +170,27 @@ pub async fn open_leaf_sources(
             }
         })
         .collect()
+}
+
+/// Whether a 2.0 string or binary leaf is stored as a list of bytes over two columns (as
+/// pylance 0.10–0.13 wrote them): its column's pages are lists.
+fn stored_as_byte_lists(file: &FileReader, column: usize, path: &[PathStep]) -> bool {
+    use crate::proto::encodings20::array_encoding::ArrayEncoding as Enc;
+    let Some(PathStep::Leaf(f)) = path.last() else {
+        return false;
+    };
+    let binary = matches!(
+        f.data_type(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary
+    );
+    let first = file.metadata.columns.get(column).and_then(|c| c.pages.first());
+    binary
+        && matches!(
+            first.map(|p| &p.encoding),
+            Some(PageEncoding::Array(ArrayEncoding {
+                array_encoding: Some(Enc::List(_))
+            }))
+        )
 }
 
 /// What reading a page ahead costs in memory, for the scan's budget: its bytes (its
@@ -265,17 +304,6 @@ pub async fn read_page(
         Ok(Arc::new(PageWork { plan, path, name }))
     })
     .await
-}
-
-/// Whether a data file is in the legacy (0.1) format: its version is below 0.3 (0.3 is
-/// 2.0), or, for writers that left the version out, it lists fields but no columns.
-fn is_legacy(file: &crate::proto::table::DataFile) -> bool {
-    let unversioned = file.file_major_version == 0 && file.file_minor_version == 0;
-    if unversioned {
-        file.column_indices.is_empty() && !file.fields.is_empty()
-    } else {
-        file.file_major_version == 0 && file.file_minor_version < 3
-    }
 }
 
 /// A format 2.0 page of the leaf at the end of `path` (not inside a list: see

@@ -24,6 +24,9 @@ use crate::proto::encodings20::ArrayEncoding;
 pub struct ListChain {
     pub offsets: Vec<usize>,
     pub leaf: usize,
+    /// The leaf is a string or binary stored as a list of bytes (pylance 0.10–0.13): the
+    /// last offsets column is its own, and `leaf` holds the bytes.
+    pub bytes_as_list: bool,
 }
 
 /// One list level of rows read: offsets from 0 and validity.
@@ -125,11 +128,45 @@ pub async fn read_rows(
     }
     let leaf = chain.leaf;
     let name = format!("{} (column {leaf})", file.name());
+    let bytes_as_list = chain.bytes_as_list;
     crate::scan::cpu::spawn_cpu(name, move || {
-        let values = leaf_values(&file, leaf, &pages, data, &range, &path)?;
+        if !bytes_as_list {
+            let values = leaf_values(&file, leaf, &pages, data, &range, &path)?;
+            return shape(values, &path, levels, rows.end - rows.start);
+        }
+        // The bytes are u8 items of the innermost list: rebuild the strings from them.
+        let Some(PathStep::Leaf(f)) = path.last() else {
+            return Err(corrupt("internal: a column path must end at a leaf"));
+        };
+        let mut byte_path = path.clone();
+        *byte_path.last_mut().unwrap() = PathStep::Leaf(with_type(f, DataType::UInt8));
+        let bytes = leaf_values(&file, leaf, &pages, data, &range, &byte_path)?;
+        let own = levels.pop().ok_or_else(|| corrupt("internal: no offsets for the string bytes"))?;
+        let values = strings_from_bytes(f.data_type(), own, &bytes)?;
         shape(values, &path, levels, rows.end - rows.start)
     })
     .await
+}
+
+/// Strings (or binaries) from a list level over their bytes.
+fn strings_from_bytes(dt: &DataType, level: Level, bytes: &ArrayRef) -> Result<ArrayRef> {
+    use arrow_array::cast::AsArray;
+    let bytes = bytes
+        .as_primitive_opt::<arrow_array::types::UInt8Type>()
+        .ok_or_else(|| corrupt("string bytes that are not bytes"))?;
+    let ends: Vec<u64> = level.offsets.iter().map(|&o| o as u64).collect();
+    let n = ends.len().saturating_sub(1);
+    let valid = match &level.nulls {
+        Some(nulls) => nulls.iter().collect(),
+        None => vec![true; n],
+    };
+    let data = Bytes::copy_from_slice(bytes.values().inner().as_slice());
+    let array = crate::encoding::values::variable_array(dt, &ends, data, valid)?;
+    if matches!(dt, DataType::Utf8 | DataType::LargeUtf8) {
+        // The bytes were stored as plain u8 items: check that they are UTF-8.
+        array.to_data().validate_full()?;
+    }
+    Ok(array)
 }
 
 /// Values `range` of the leaf's column, from the pages that hold them.

@@ -5,6 +5,7 @@ mod fragment;
 pub mod json;
 mod legacy;
 mod lists20;
+mod output;
 pub mod plan;
 mod stream;
 
@@ -37,6 +38,9 @@ pub struct ScanOptions {
     pub memory_budget: usize,
     /// Only rows where this is true (applied after deletions, before offset and limit).
     pub filter: Option<crate::expr::Expr>,
+    /// Return these expressions, named, instead of `columns` (pylance's `columns` given
+    /// as a dict of SQL expressions).
+    pub projection: Option<Vec<(String, crate::expr::Expr)>>,
     /// Only physical rows `start..end` of each fragment (deleted rows in the range are
     /// still dropped): lets several tasks share one large fragment.
     pub row_range: Option<(u64, u64)>,
@@ -57,6 +61,7 @@ impl Default for ScanOptions {
             fragment_ids: None,
             memory_budget: 64 << 20,
             filter: None,
+            projection: None,
             row_range: None,
             include_deleted: false,
         }
@@ -72,44 +77,84 @@ pub struct Scan {
 /// Start scanning `dataset`. Must be called within a tokio runtime.
 pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
     options.batch_size = options.batch_size.max(1);
-    // A filter may need columns the caller did not ask for: read them too, drop them after.
-    let mut read_columns = options.columns.clone();
+    // The columns read: those asked for (or those the projection's expressions use),
+    // then any others the filter needs, dropped after filtering.
+    let mut read_columns = match &options.projection {
+        Some(exprs) => {
+            let mut cols: Vec<String> = Vec::new();
+            for (_, e) in exprs {
+                for c in e.columns() {
+                    let name = resolve_column(&dataset, &c, "expression")?;
+                    if !cols.contains(&name) {
+                        cols.push(name);
+                    }
+                }
+            }
+            Some(cols)
+        }
+        None => options.columns.clone(),
+    };
     if let (Some(cols), Some(filter)) = (&mut read_columns, &options.filter) {
         for c in filter.columns() {
-            let name = resolve_column(&dataset, &c)?;
+            let name = resolve_column(&dataset, &c, "filter")?;
             if !cols.contains(&name) {
                 cols.push(name);
             }
         }
     }
     let plan = Arc::new(plan::plan_scan(&dataset.schema, read_columns.as_deref())?);
-    let projected = options
-        .columns
-        .as_ref()
-        .map_or(plan.fields.len(), |c| c.len());
-    let mut fields: Vec<Arc<Field>> = plan
-        .schema
-        .fields()
-        .iter()
-        .take(projected)
-        .cloned()
-        .collect();
+    let mut extra: Vec<Arc<Field>> = Vec::with_capacity(2);
     if options.with_row_id {
-        fields.push(Arc::new(Field::new(ROW_ID, DataType::UInt64, true)));
+        extra.push(Arc::new(Field::new(ROW_ID, DataType::UInt64, true)));
     }
     if options.with_row_address {
-        fields.push(Arc::new(Field::new(ROW_ADDRESS, DataType::UInt64, true)));
+        extra.push(Arc::new(Field::new(ROW_ADDRESS, DataType::UInt64, true)));
     }
-    let schema = Arc::new(Schema::new_with_metadata(
-        fields,
-        plan.schema.metadata().clone(),
+    let metadata = plan.schema.metadata().clone();
+    let read_schema = Arc::new(Schema::new_with_metadata(
+        plan.schema.fields().iter().chain(extra.iter()).cloned().collect::<Vec<_>>(),
+        metadata.clone(),
     ));
-    let batches = stream::start(dataset, plan, options, schema.clone());
+    let filter = options
+        .filter
+        .as_ref()
+        .map(|f| crate::expr::bind_filter(f, &read_schema))
+        .transpose()?;
+    let output = match &options.projection {
+        Some(exprs) => {
+            let bound = exprs
+                .iter()
+                .map(|(name, e)| Ok((name.clone(), crate::expr::bind(e, &read_schema)?)))
+                .collect::<Result<Vec<_>>>()?;
+            let mut fields: Vec<Arc<Field>> = bound
+                .iter()
+                .map(|(name, b)| Arc::new(Field::new(name, b.data_type.clone(), b.nullable)))
+                .collect();
+            fields.extend(extra.iter().cloned());
+            let schema = Arc::new(Schema::new_with_metadata(fields, metadata));
+            output::Output::expressions(schema, bound.into_iter().map(|(_, b)| b).collect(), extra.len())
+        }
+        None => {
+            let projected = options
+                .columns
+                .as_ref()
+                .map_or(plan.fields.len(), |c| c.len());
+            let keep: Vec<usize> = (0..projected)
+                .chain(plan.fields.len()..plan.fields.len() + extra.len())
+                .collect();
+            let fields: Vec<Arc<Field>> = keep.iter().map(|&i| read_schema.field(i).clone().into()).collect();
+            let schema = Arc::new(Schema::new_with_metadata(fields, metadata));
+            output::Output::columns(schema, keep)
+        }
+    };
+    let output = Arc::new(output.with_filter(filter));
+    let schema = output.schema.clone();
+    let batches = stream::start(dataset, plan, options, read_schema, output);
     Ok(Scan { schema, batches })
 }
 
 /// The schema's name for a column a filter refers to (exact, else ignoring case).
-fn resolve_column(ds: &Dataset, name: &str) -> Result<String> {
+fn resolve_column(ds: &Dataset, name: &str, what: &str) -> Result<String> {
     let fields = &ds.schema.fields;
     fields
         .iter()
@@ -117,6 +162,6 @@ fn resolve_column(ds: &Dataset, name: &str) -> Result<String> {
         .or_else(|| fields.iter().find(|f| f.name.eq_ignore_ascii_case(name)))
         .map(|f| f.name.clone())
         .ok_or_else(|| {
-            crate::Error::invalid(format!("filter refers to '{name}', which is not a column"))
+            crate::Error::invalid(format!("{what} refers to '{name}', which is not a column"))
         })
 }

@@ -11,12 +11,13 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt64Array};
 use arrow_schema::SchemaRef;
 use futures::stream::BoxStream;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use roaring::RoaringBitmap;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::task::AbortHandle;
 
 use super::fragment::{decode_unit, estimated_bytes, open_leaf_sources, read_page, PageWork};
+use super::output::Output;
 use super::plan::{assemble, ScanPlan};
 use super::ScanOptions;
 use crate::dataset::Dataset;
@@ -89,8 +90,12 @@ impl LoadedPage {
                     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         decode_unit(&work, u)
                     }))
-                    .unwrap_or_else(|_| {
-                        Err(Error::corrupt(&work.name, "internal error while decoding"))
+                    .unwrap_or_else(|panic| {
+                        let message = super::cpu::panic_message(panic.as_ref());
+                        Err(Error::corrupt(
+                            &work.name,
+                            format!("internal error while decoding: {message}"),
+                        ))
                     });
                     let _ = tx.send(out);
                 });
@@ -214,19 +219,30 @@ pub fn start(
     dataset: Arc<Dataset>,
     plan: Arc<ScanPlan>,
     options: ScanOptions,
-    schema: SchemaRef,
+    read_schema: SchemaRef,
+    output: Arc<Output>,
 ) -> BoxStream<'static, Result<RecordBatch>> {
-    let (tx, rx) = mpsc::channel::<Result<FragmentWork>>(1);
-    let budget = (options.memory_budget as u64 / PERMIT_BYTES).max(1);
+    let (tx, rx) = mpsc::channel::<Result<Option<FragmentWork>>>(1);
+    // Every leaf must be able to hold a page at once (a row needs them all), however
+    // small the budget and however many columns.
+    let budget = (options.memory_budget as u64 / PERMIT_BYTES).max(2 * plan.leaves.len() as u64 + 2);
     let semaphore = Arc::new(Semaphore::new(budget as usize));
-    let driver = tokio::spawn(drive(
-        dataset,
-        plan.clone(),
-        options.clone(),
-        semaphore,
-        budget,
-        tx,
-    ));
+    let driver = tokio::spawn({
+        let work = drive(dataset, plan.clone(), options.clone(), semaphore, budget, tx.clone());
+        async move {
+            // A panic while opening fragments must end the stream with an error, never
+            // look like its end.
+            if let Err(panic) = std::panic::AssertUnwindSafe(work).catch_unwind().await {
+                let message = super::cpu::panic_message(panic.as_ref());
+                let _ = tx
+                    .send(Err(Error::corrupt(
+                        "",
+                        format!("internal error while planning the scan: {message}"),
+                    )))
+                    .await;
+            }
+        }
+    });
     let (post_skip, post_take) = match options.filter {
         Some(_) => (
             options.offset.unwrap_or(0),
@@ -238,7 +254,8 @@ pub fn start(
         rx,
         plan,
         options,
-        schema,
+        read_schema,
+        output,
         post_skip,
         post_take,
         _driver: Tasks(std::sync::Mutex::new(vec![driver.abort_handle()])),
@@ -251,11 +268,16 @@ pub fn start(
             }
             if batches.is_none() {
                 match c.rx.recv().await {
-                    None => return None,
+                    Some(Ok(None)) => return None,
                     Some(Err(e)) => return Some((Err(e), None)),
-                    Some(Ok(work)) => {
+                    Some(Ok(Some(work))) => {
                         let row = work.first_row;
                         batches = Some(Batches { work, row })
+                    }
+                    // The driver went away without saying it was done.
+                    None => {
+                        let e = Error::corrupt("", "internal error: the scan stopped unexpectedly");
+                        return Some((Err(e), None));
                     }
                 }
             }
@@ -281,7 +303,7 @@ async fn drive(
     options: ScanOptions,
     semaphore: Arc<Semaphore>,
     budget: u64,
-    tx: mpsc::Sender<Result<FragmentWork>>,
+    tx: mpsc::Sender<Result<Option<FragmentWork>>>,
 ) {
     let fragments: Vec<DataFragment> = match &options.fragment_ids {
         None => ds.fragments().to_vec(),
@@ -312,7 +334,7 @@ async fn drive(
             Ok(None) => continue,
             Ok(Some((w, pages))) => {
                 let tasks = w._tasks.clone();
-                if tx.send(Ok(w)).await.is_err() {
+                if tx.send(Ok(Some(w))).await.is_err() {
                     return;
                 }
                 // Budget permits are taken here, one page after the other in row order,
@@ -342,9 +364,18 @@ async fn drive(
                     } = p;
                     let batch_size = options.batch_size as u64;
                     let handle = tokio::spawn(async move {
-                        let out = read_page(&source, page, start, &leaf, batch_size)
-                            .await
-                            .map(|a| (a, permit));
+                        let read = read_page(&source, page, start, &leaf, batch_size);
+                        let out = match std::panic::AssertUnwindSafe(read).catch_unwind().await {
+                            Ok(r) => r.map(|a| (a, permit)),
+                            Err(panic) => Err(Error::corrupt(
+                                source.file.name(),
+                                format!(
+                                    "internal error while reading column {} page {page}: {}",
+                                    source.column,
+                                    super::cpu::panic_message(panic.as_ref())
+                                ),
+                            )),
+                        };
                         let _ = result.send(out);
                     });
                     tasks.push(handle.abort_handle());
@@ -356,6 +387,7 @@ async fn drive(
             }
         }
     }
+    let _ = tx.send(Ok(None)).await;
 }
 
 /// A page to read, once the driver has its budget permits.
@@ -501,11 +533,13 @@ async fn open_fragment(
 }
 
 struct Consumer {
-    rx: mpsc::Receiver<Result<FragmentWork>>,
+    rx: mpsc::Receiver<Result<Option<FragmentWork>>>,
     plan: Arc<ScanPlan>,
     options: ScanOptions,
-    /// The output schema (the plan may read extra columns for the filter).
-    schema: SchemaRef,
+    /// The columns read (the plan's, then the row id columns).
+    read_schema: SchemaRef,
+    /// The filter, and what is returned of each batch read.
+    output: Arc<Output>,
     /// Offset and limit still to apply to filtered rows.
     post_skip: u64,
     post_take: u64,
@@ -538,7 +572,7 @@ impl Consumer {
         if w.skip >= visible_here {
             w.skip -= visible_here;
             // Nothing wanted here; still advance the leaf cursors past these rows lazily.
-            return Ok(Some(RecordBatch::new_empty(self.schema.clone())));
+            return Ok(Some(RecordBatch::new_empty(self.output.schema.clone())));
         }
 
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.plan.fields.len() + 2);
@@ -566,22 +600,11 @@ impl Consumer {
         if self.options.with_row_address {
             extra.push(Arc::new(addrs.collect::<UInt64Array>()));
         }
-        // All columns read (the filter's too), then the row id columns.
-        let projected = self.schema.fields().len() - extra.len();
-        let read_schema = if columns.len() == projected {
-            self.schema.clone()
-        } else {
-            let mut fields: Vec<_> = self.plan.schema.fields().iter().cloned().collect();
-            fields.extend(self.schema.fields().iter().skip(projected).cloned());
-            Arc::new(arrow_schema::Schema::new_with_metadata(
-                fields,
-                self.schema.metadata().clone(),
-            ))
-        };
-        let read_columns = columns.len();
+        // All columns read (the filter's and expressions' too), then the row id columns.
         columns.extend(extra);
         let opts = RecordBatchOptions::new().with_row_count(Some(n as usize));
-        let mut batch = RecordBatch::try_new_with_options(read_schema, columns, &opts)?;
+        let mut batch =
+            RecordBatch::try_new_with_options(self.read_schema.clone(), columns, &opts)?;
         if let Some(d) = w.deletions.as_ref().filter(|_| deleted_here > 0) {
             let mut keep = vec![true; n as usize];
             for r in d.range(start as u32..(start + n) as u32) {
@@ -589,15 +612,8 @@ impl Consumer {
             }
             batch = arrow_select::filter::filter_record_batch(&batch, &BooleanArray::from(keep))?;
         }
-        if let Some(filter) = &self.options.filter {
-            let mask = crate::expr::evaluate(filter, &batch)?;
+        if let Some(mask) = self.output.mask(&batch)? {
             batch = arrow_select::filter::filter_record_batch(&batch, &mask)?;
-            if read_columns != projected {
-                let keep: Vec<usize> = (0..projected)
-                    .chain(read_columns..batch.num_columns())
-                    .collect();
-                batch = batch.project(&keep)?;
-            }
             // Offset and limit count filtered rows.
             let skip = self.post_skip.min(batch.num_rows() as u64) as usize;
             self.post_skip -= skip as u64;
@@ -605,7 +621,7 @@ impl Consumer {
             let take = self.post_take.min(batch.num_rows() as u64) as usize;
             self.post_take -= take as u64;
             batch = batch.slice(0, take);
-            return Ok(Some(batch));
+            return Ok(Some(self.output.finish(batch)?));
         }
         if w.skip > 0 {
             let s = w.skip as usize;
@@ -616,6 +632,6 @@ impl Consumer {
             batch = batch.slice(0, w.take as usize);
         }
         w.take -= batch.num_rows() as u64;
-        Ok(Some(batch))
+        Ok(Some(self.output.finish(batch)?))
     }
 }

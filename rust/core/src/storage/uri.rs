@@ -73,7 +73,17 @@ pub(super) fn resolve(
 }
 
 fn local(path: &str) -> Result<(Arc<dyn ObjectStore>, Path, String)> {
-    let p = std::path::Path::new(path);
+    // `~` and `~/...` are the user's home, as in pylance (and the shell).
+    let expanded = match path.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+            let home = std::env::var_os("HOME").ok_or_else(|| {
+                Error::invalid(format!("{path}: cannot expand '~': HOME is not set"))
+            })?;
+            format!("{}{rest}", home.to_string_lossy())
+        }
+        _ => path.to_string(),
+    };
+    let p = std::path::Path::new(&expanded);
     let abs = if p.is_absolute() {
         p.to_path_buf()
     } else {
@@ -118,6 +128,15 @@ mod tests {
         assert_eq!(shown, "/tmp/y/ds.lance");
         let (_, root2, _) = resolve("file:///tmp/y/ds.lance", &StorageOptions::new()).unwrap();
         assert_eq!(root, root2);
+    }
+
+    #[test]
+    fn tilde_is_the_home_directory() {
+        let home = std::env::var("HOME").unwrap();
+        let (_, _, shown) = resolve("~/t.lance", &StorageOptions::new()).unwrap();
+        assert_eq!(shown, format!("{}/t.lance", home.trim_end_matches('/')));
+        let (_, _, kept) = resolve("/tmp/~x", &StorageOptions::new()).unwrap();
+        assert_eq!(kept, "/tmp/~x");
     }
 
     #[test]

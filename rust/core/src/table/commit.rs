@@ -275,16 +275,13 @@ pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> R
             checked = b.version;
         }
         let version = base.as_ref().map_or(1, |b| b.version + 1);
-        let file = manifest_file(
-            storage,
-            base.as_ref(),
-            &base_bytes,
-            &op,
-            version,
-            &txn_name,
-            &txn_bytes,
-            opts,
-        )?;
+        let mut next = next_manifest(storage, base.as_ref(), &op, version, opts)?;
+        // Statistics older writers left out or got wrong are filled in from the files
+        // before this writer's version is stamped on them.
+        let recompute = base.as_ref().is_some_and(|b| b.writer_version.is_none());
+        migrate_fragments(storage, &mut next, recompute).await?;
+        settle_data_format(storage, &mut next)?;
+        let file = manifest_file(next, base.as_ref(), &base_bytes, &txn_name, &txn_bytes);
         let path = storage.path(&format!("{VERSIONS_DIR}/{}", scheme.file_name(version)));
         if storage.put_if_absent(&path, file).await? {
             return Ok(version);
@@ -301,18 +298,14 @@ pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> R
     ))
 }
 
-/// The next manifest file: [index section] [transaction] [manifest] [footer].
-#[allow(clippy::too_many_arguments)]
-fn manifest_file(
+/// The manifest of `version`: `base` (the latest version) with `op` applied.
+fn next_manifest(
     storage: &Storage,
     base: Option<&Manifest>,
-    base_bytes: &Bytes,
     op: &Operation,
     version: u64,
-    txn_name: &str,
-    txn_bytes: &[u8],
     opts: &CommitOptions,
-) -> Result<Bytes> {
+) -> Result<Manifest> {
     let mut m = base.cloned().unwrap_or_default();
     m.version = version;
     m.writer_version = Some(manifest::WriterVersion {
@@ -328,7 +321,6 @@ fn manifest_file(
         nanos: now.subsec_nanos() as i32,
     });
     m.tag.clear();
-    m.transaction_file = txn_name.to_string();
     m.transaction_section = None;
     let mut next_id = m.max_fragment_id.map_or(0, |id| id as u64 + 1);
     let stable = |m: &Manifest| m.reader_feature_flags & STABLE_ROW_IDS != 0;
@@ -432,10 +424,136 @@ fn manifest_file(
     for flags in [&mut m.reader_feature_flags, &mut m.writer_feature_flags] {
         *flags = (*flags & !DELETION_FILES) | if has_deletions { DELETION_FILES } else { 0 };
     }
+    if !keep_indices {
+        m.index_section = None;
+    }
+    Ok(m)
+}
 
+/// Fill in the statistics older writers left out of the fragments, as pylance does on
+/// every commit: physical rows (all of them when `recompute`: pylance 0.8.0–0.8.12 stored
+/// the rows left after deletions there, and wrote no writer version), deleted rows, data
+/// file sizes. Fragments left with no rows leave the manifest. Files under other base
+/// paths are left as they are (no writer old enough to need this wrote those).
+async fn migrate_fragments(storage: &Storage, m: &mut Manifest, recompute: bool) -> Result<()> {
+    use super::data_file::recorded_size;
+    use super::deletion::{decode_deletions, deletion_file_name};
+    for f in m.fragments.iter_mut() {
+        if recompute || f.physical_rows == 0 {
+            if let Some(file) = f.files.first().filter(|d| d.base_id.is_none()) {
+                let path = storage.path(&format!("data/{}", file.path));
+                let reader = crate::file::FileReader::open(storage, path, recorded_size(file)).await?;
+                f.physical_rows = reader.metadata.num_rows;
+            }
+        }
+        let id = f.id;
+        if let Some(d) = f
+            .deletion_file
+            .as_mut()
+            .filter(|d| d.base_id.is_none() && (recompute || d.num_deleted_rows == 0))
+        {
+            let path = storage.path(&format!("_deletions/{}", deletion_file_name(id, d)));
+            let bytes = storage.get(&path).await?;
+            d.num_deleted_rows = decode_deletions(&bytes, d, &storage.display(&path))?.len();
+        }
+        for file in f
+            .files
+            .iter_mut()
+            .filter(|d| d.file_size_bytes == 0 && d.base_id.is_none())
+        {
+            let path = storage.path(&format!("data/{}", file.path));
+            file.file_size_bytes = storage.head(&path).await?.size;
+        }
+    }
+    m.fragments.retain(|f| {
+        let deleted = f.deletion_file.as_ref().map_or(0, |d| d.num_deleted_rows);
+        f.physical_rows == 0 || f.physical_rows > deleted
+    });
+    Ok(())
+}
+
+/// Record the data storage version in the manifest, as pylance always does: the one the
+/// manifest had (or that its files imply, R1 of `Dataset::data_storage_version`), moved up
+/// from 0.1 to the files' version when every file is newer; files of mixed versions, or
+/// of a version other than a 2.x manifest's, refuse the commit.
+fn settle_data_format(storage: &Storage, m: &mut Manifest) -> Result<()> {
+    use super::data_file::{effective_version, files_version, normalized_version};
+    let recorded = m
+        .data_format
+        .as_ref()
+        .map(|f| f.version.clone())
+        .filter(|v| !v.is_empty());
+    let from_files = files_version(m).map_err(|e| {
+        Error::invalid(format!(
+            "{}: the dataset contains a mixture of file versions; roll back to an earlier \
+             version: {e}",
+            storage.uri()
+        ))
+    })?;
+    let version = match (recorded, from_files) {
+        (Some(v), Some(files)) if normalized_version(&v) == "0.1" => files,
+        (Some(v), Some(files)) => {
+            if normalized_version(&v) != files {
+                return Err(Error::invalid(format!(
+                    "{}: the operation leaves files of version {files}, but the dataset's \
+                     data storage version is {v}",
+                    storage.uri()
+                )));
+            }
+            v
+        }
+        (Some(v), None) => v,
+        (None, _) => effective_version(m).map_err(Error::invalid)?,
+    };
+    m.data_format = Some(manifest::DataStorageFormat {
+        file_format: "lance".into(),
+        version,
+    });
+    Ok(())
+}
+
+/// How many leading bytes of the previous manifest file hold the values of legacy
+/// dictionary fields (an offsets array of `length + 1` absolute positions at `offset`,
+/// the values before it), so that they can stay at the same positions.
+fn dictionary_prefix(m: &Manifest, base_bytes: &Bytes) -> usize {
+    let mut end = 0usize;
+    for f in &m.fields {
+        let Some(d) = &f.dictionary else { continue };
+        let (Ok(at), Ok(n)) = (usize::try_from(d.offset), usize::try_from(d.length)) else {
+            continue;
+        };
+        let region_end = n
+            .checked_add(1)
+            .and_then(|k| k.checked_mul(8))
+            .and_then(|b| b.checked_add(at));
+        if let Some(e) = region_end.filter(|&e| e <= base_bytes.len()) {
+            end = end.max(e);
+            // The last position is where the values end (they usually come first).
+            let last = i64::from_le_bytes(base_bytes[e - 8..e].try_into().unwrap());
+            if let Some(v) = usize::try_from(last).ok().filter(|&v| v <= base_bytes.len()) {
+                end = end.max(v);
+            }
+        }
+    }
+    end
+}
+
+/// The next manifest file: [legacy dictionaries] [index section] [transaction] [manifest]
+/// [footer].
+fn manifest_file(
+    mut m: Manifest,
+    base: Option<&Manifest>,
+    base_bytes: &Bytes,
+    txn_name: &str,
+    txn_bytes: &[u8],
+) -> Bytes {
+    m.transaction_file = txn_name.to_string();
     let mut out = Vec::with_capacity(txn_bytes.len() + 4096);
+    // Legacy datasets keep the values of dictionary fields in the manifest file, found by
+    // absolute positions: keep the bytes before them where they are.
+    out.extend_from_slice(&base_bytes[..dictionary_prefix(&m, base_bytes)]);
     // Indices stay valid across appends and deletes: carry the section over.
-    m.index_section = match (keep_indices, base.and_then(|b| b.index_section)) {
+    m.index_section = match (m.index_section.is_some(), base.and_then(|b| b.index_section)) {
         (true, Some(pos)) => {
             let pos = pos as usize;
             let len = base_bytes
@@ -443,8 +561,9 @@ fn manifest_file(
                 .map(|b| u32::from_le_bytes(b.try_into().unwrap()) as usize);
             match len.and_then(|len| base_bytes.get(pos..pos + 4 + len)) {
                 Some(section) => {
+                    let at = out.len() as u64;
                     out.extend_from_slice(section);
-                    Some(0)
+                    Some(at)
                 }
                 None => None,
             }
@@ -462,7 +581,7 @@ fn manifest_file(
     out.extend_from_slice(&0u16.to_le_bytes());
     out.extend_from_slice(&2u16.to_le_bytes());
     out.extend_from_slice(b"LANC");
-    Ok(Bytes::from(out))
+    Bytes::from(out)
 }
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
 //! The table format: manifests and their versions, schemas with field ids, fragments and
 //! their data files, deletion files, stable row ids and feature flags.
 pub mod commit;
+pub mod data_file;
 pub mod deletion;
 pub mod features;
 pub mod manifest;
 pub mod rowids;
 pub mod schema;
 pub mod tags;
+pub mod validate;
 pub mod versions;

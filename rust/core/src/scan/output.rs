@@ -1,0 +1,82 @@
+//! What a scan returns from the batches it reads: the rows its filter keeps, then either
+//! some of the columns read (the filter may need more than the caller asked for) or the
+//! values of the caller's expressions, with `_rowid` / `_rowaddr` last.
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow_schema::SchemaRef;
+
+use crate::error::Result;
+use crate::expr::Bound;
+
+pub struct Output {
+    /// The schema of the batches returned.
+    pub schema: SchemaRef,
+    pub filter: Option<Bound>,
+    shape: Shape,
+}
+
+enum Shape {
+    /// These columns of the batch read, in this order.
+    Columns(Vec<usize>),
+    /// These expressions over the batch read, then its last `extra` columns (row ids).
+    Expressions { exprs: Vec<Bound>, extra: usize },
+}
+
+impl Output {
+    pub fn columns(schema: SchemaRef, keep: Vec<usize>) -> Self {
+        Output {
+            schema,
+            filter: None,
+            shape: Shape::Columns(keep),
+        }
+    }
+
+    pub fn expressions(schema: SchemaRef, exprs: Vec<Bound>, extra: usize) -> Self {
+        Output {
+            schema,
+            filter: None,
+            shape: Shape::Expressions { exprs, extra },
+        }
+    }
+
+    pub fn with_filter(mut self, filter: Option<Bound>) -> Self {
+        self.filter = filter;
+        self
+    }
+
+    /// Which rows of a batch read the filter keeps (None: no filter).
+    pub fn mask(&self, batch: &RecordBatch) -> Result<Option<BooleanArray>> {
+        self.filter
+            .as_ref()
+            .map(|f| crate::expr::evaluate_filter(f, batch))
+            .transpose()
+    }
+
+    /// The batch to return for a (filtered) batch read.
+    pub fn finish(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        let columns: Vec<ArrayRef> = match &self.shape {
+            Shape::Columns(keep) => {
+                let all = keep.len() == batch.num_columns()
+                    && keep.iter().enumerate().all(|(i, &k)| i == k);
+                if all && batch.schema() == self.schema {
+                    return Ok(batch);
+                }
+                keep.iter().map(|&i| batch.column(i).clone()).collect()
+            }
+            Shape::Expressions { exprs, extra } => {
+                let mut out = exprs
+                    .iter()
+                    .map(|e| crate::expr::evaluate(e, &batch))
+                    .collect::<Result<Vec<_>>>()?;
+                let n = batch.num_columns();
+                out.extend(batch.columns()[n - extra..].iter().cloned());
+                out
+            }
+        };
+        let opts = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        Ok(RecordBatch::try_new_with_options(
+            self.schema.clone(),
+            columns,
+            &opts,
+        )?)
+    }
+}
