@@ -1,6 +1,7 @@
 //! Writing one data file: per leaf column, arrays accumulate until a page is worth
-//! encoding (about 8 MiB); pages are encoded on the CPU pool, a few at a time, and
-//! written in the order they were started.
+//! encoding (about 8 MiB); a larger array (one huge input chunk) is cut into page-sized
+//! slices without copying. Pages are encoded on the CPU pool, a few per core at a time,
+//! and written in the order they were started.
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use object_store::path::Path;
 use std::collections::VecDeque;
@@ -18,8 +19,8 @@ use crate::table::schema::LanceSchema;
 
 /// Bytes of values a page holds before it is encoded.
 const PAGE_BYTES: usize = 8 << 20;
-/// Pages being encoded at once per file.
-const IN_FLIGHT: usize = 2;
+/// Pages being encoded at once per file, per core of the CPU pool.
+const IN_FLIGHT_PER_CORE: usize = 2;
 
 struct Leaf {
     spec: LeafSpec,
@@ -81,8 +82,21 @@ impl DataFileWriter {
         self.rows += batch.num_rows() as u64;
         for i in 0..self.leaves.len() {
             let column = batch.column(self.leaves[i].spec.top).clone();
+            let bytes = column.to_data().get_slice_memory_size().unwrap_or(0);
+            if bytes >= 2 * PAGE_BYTES && column.len() > 1 {
+                // A huge array: pages of its own, sliced (no copy), after what is pending.
+                self.flush_leaf(i).await?;
+                let pieces = bytes.div_ceil(PAGE_BYTES).min(column.len());
+                let step = column.len().div_ceil(pieces);
+                for start in (0..column.len()).step_by(step) {
+                    let len = step.min(column.len() - start);
+                    self.leaves[i].pending.push(column.slice(start, len));
+                    self.flush_leaf(i).await?;
+                }
+                continue;
+            }
             let leaf = &mut self.leaves[i];
-            leaf.pending_bytes += column.to_data().get_slice_memory_size().unwrap_or(0);
+            leaf.pending_bytes += bytes;
             leaf.pending.push(column);
             if leaf.pending_bytes >= PAGE_BYTES {
                 self.flush_leaf(i).await?;
@@ -116,7 +130,7 @@ impl DataFileWriter {
             encode_page(leaf_levels(&array, &spec.steps)?, &spec.options)
         });
         self.encoding.push_back((i, rx));
-        while self.encoding.len() > IN_FLIGHT {
+        while self.encoding.len() > IN_FLIGHT_PER_CORE * rayon::current_num_threads() {
             self.write_oldest().await?;
         }
         Ok(())

@@ -311,6 +311,9 @@ fn from_dictionary_array(array: &arrow_array::ArrayRef) -> Result<(Dictionary, b
     }
 }
 
+/// A dictionary for variable-width values, when it pays: at most half as many distinct
+/// values as values, and a dictionary plus indices of at most 80% of the raw size. The
+/// distinct values are estimated first, so unique values cost one hashing pass.
 fn try_dictionary(values: &Values, nulls: Option<&arrow_buffer::NullBuffer>) -> Option<Dictionary> {
     let Values::Variable { offsets, data, .. } = values else {
         return None;
@@ -321,7 +324,16 @@ fn try_dictionary(values: &Values, nulls: Option<&arrow_buffer::NullBuffer>) -> 
     }
     let raw = data.len().max(1) + 4 * n;
     let budget = n / 2;
-    let mut ids: HashMap<&[u8], u32> = HashMap::new();
+    let value = |i: usize| &data[offsets[i] as usize..offsets[i + 1] as usize];
+    let valid = |i: &usize| nulls.is_none_or(|m| m.is_valid(*i));
+    let estimate = super::distinct::estimate((0..n).filter(valid).map(value));
+    let avg = (offsets[n] - offsets[0]) as f64 / n as f64;
+    // A 5% margin over the sketch's error: values near the limits get the exact check.
+    if estimate > 1.05 * budget as f64 || estimate * avg * 10.0 > 1.05 * (raw * 8) as f64 {
+        return None;
+    }
+    let mut ids: HashMap<&[u8], u32, _> =
+        HashMap::with_capacity_and_hasher(estimate as usize + 16, super::distinct::hasher());
     let mut dict = Dictionary {
         indices: Vec::with_capacity(n),
         offsets: vec![0],
@@ -329,11 +341,11 @@ fn try_dictionary(values: &Values, nulls: Option<&arrow_buffer::NullBuffer>) -> 
         width: 0,
     };
     for i in 0..n {
-        if nulls.is_some_and(|m| m.is_null(i)) {
+        if !valid(&i) {
             dict.indices.push(0);
             continue;
         }
-        let v = &data[offsets[i] as usize..offsets[i + 1] as usize];
+        let v = value(i);
         let next = ids.len() as u32;
         let id = *ids.entry(v).or_insert_with(|| {
             dict.data.extend_from_slice(v);
@@ -378,6 +390,9 @@ fn dictionary_block(d: &Dictionary, large: bool) -> Vec<u8> {
     out
 }
 
+/// Values FSST-compressed per call.
+const FSST_BATCH: usize = 16 * 1024;
+
 /// FSST-compress variable-width values when the page is big enough for it to pay.
 fn try_fsst(offsets: &[u64], data: &[u8]) -> Option<(Vec<u8>, Vec<u64>, Vec<u8>)> {
     let total = (offsets[offsets.len() - 1] - offsets[0]) as usize;
@@ -390,17 +405,20 @@ fn try_fsst(offsets: &[u64], data: &[u8]) -> Option<(Vec<u8>, Vec<u64>, Vec<u8>)
     let stride = (total / (64 * 1024)).max(1);
     let sample: Vec<&[u8]> = (0..n).step_by(stride).map(value).collect();
     let compressor = fsst::Compressor::train(&sample);
+    // Several values at once (the interleaved cursors hide each lookup's latency), a
+    // batch at a time so that the table of value slices stays small.
     let mut out = Vec::with_capacity(total);
     let mut out_offsets = Vec::with_capacity(n + 1);
     out_offsets.push(0u64);
-    for i in 0..n {
-        let v = value(i);
-        out.reserve(2 * v.len() + 8);
-        // SAFETY: at most two bytes per input byte (all escapes) plus the word the
-        // compressor may write past the end, all reserved above.
-        let written = unsafe { compressor.compress_into(v, out.spare_capacity_mut()) };
-        unsafe { out.set_len(out.len() + written) };
-        out_offsets.push(out.len() as u64);
+    let mut values: Vec<&[u8]> = Vec::with_capacity(n.min(FSST_BATCH));
+    for start in (0..n).step_by(FSST_BATCH) {
+        values.clear();
+        values.extend((start..(start + FSST_BATCH).min(n)).map(value));
+        compressor.compress_bulk_into::<{ fsst::Compressor::DEFAULT_BULK_LANES }>(
+            &values,
+            &mut out,
+            &mut out_offsets,
+        );
     }
     if out.len() * 10 > total * 9 {
         return None;
@@ -582,6 +600,13 @@ pub fn encode(levels: &LeafLevels, opts: &PageOptions) -> Result<EncodedPage> {
         None => None,
     };
     let last = chunk_parts.len().saturating_sub(1);
+    // Chunks are written straight into the page buffer; each is a multiple of 8 bytes, so
+    // padding to 8 within the buffer is padding within the chunk.
+    let payload: usize = chunk_parts
+        .iter()
+        .map(|(_, bufs, _)| bufs.iter().map(|b| b.len() + 8).sum::<usize>() + 16)
+        .sum();
+    chunk_bytes.reserve(payload + rep.map_or(0, |r| r.len()) + def.map_or(0, |d| d.len()));
     for (c, (lr, bufs, count)) in chunk_parts.into_iter().enumerate() {
         let n_levels = lr.len();
         let rep_bytes = rep.map(|l| pack_levels(&l[lr.clone()], rep_bits.unwrap()));
@@ -589,7 +614,8 @@ pub fn encode(levels: &LeafLevels, opts: &PageOptions) -> Result<EncodedPage> {
         if n_levels > u16::MAX as usize {
             return Err(corrupt("too many levels in one chunk"));
         }
-        let mut chunk = Vec::with_capacity(bufs.iter().map(|b| b.len() + 8).sum::<usize>() + 64);
+        let chunk_start = chunk_bytes.len();
+        let chunk = &mut chunk_bytes;
         chunk.extend_from_slice(&(n_levels as u16).to_le_bytes());
         for b in [&rep_bytes, &def_bytes].into_iter().flatten() {
             let len =
@@ -605,17 +631,18 @@ pub fn encode(levels: &LeafLevels, opts: &PageOptions) -> Result<EncodedPage> {
                 chunk.extend_from_slice(&len.to_le_bytes());
             }
         }
-        pad8(&mut chunk);
+        pad8(chunk);
         for b in [rep_bytes, def_bytes].into_iter().flatten() {
             chunk.extend_from_slice(&b);
-            pad8(&mut chunk);
+            pad8(chunk);
         }
         for b in &bufs {
             chunk.extend_from_slice(b);
-            pad8(&mut chunk);
+            pad8(chunk);
         }
+        let chunk_len = chunk.len() - chunk_start;
         let log2 = if c == last { 0 } else { count.trailing_zeros() };
-        let word = (((chunk.len() / 8 - 1) as u64) << 4) | log2 as u64;
+        let word = (((chunk_len / 8 - 1) as u64) << 4) | log2 as u64;
         if opts.large_chunks {
             words.extend_from_slice(&(word as u32).to_le_bytes());
         } else {
@@ -625,7 +652,6 @@ pub fn encode(levels: &LeafLevels, opts: &PageOptions) -> Result<EncodedPage> {
         if let Some(rep) = rep {
             push_rep_index(&mut rep_index, &rep[lr], c == last, levels.max_rep());
         }
-        chunk_bytes.extend_from_slice(&chunk);
     }
 
     let mut value_encoding = repr.encoding();
