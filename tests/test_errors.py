@@ -204,3 +204,19 @@ print("ok", got.num_columns)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0 and "ok 70000" in out.stdout, out.stderr[-2000:]
+
+
+def test_errors_read_as_sentences(tmp_path):
+    plain = tmp_path / "notes.txt"
+    plain.write_text("hello")
+    with pytest.raises(lance_core.DatasetNotFoundError, match="is a file, not a Lance dataset"):
+        lance_core.dataset(str(plain))
+    opts = {"aws_endpoint": "http://127.0.0.1:9", "aws_region": "us-east-1",
+            "aws_access_key_id": "a", "aws_secret_access_key": "b"}
+    with pytest.raises(lance_core.InvalidInputError, match='allow_http to "true"'):
+        lance_core.dataset("s3://bucket/x.lance", storage_options=opts)
+    _write(str(tmp_path / "t.lance"), n=10)
+    with pytest.raises(lance_core.InvalidInputError) as e:
+        lance_core.dataset(str(tmp_path / "t.lance")).to_table(filter="s = 'abc' AND id > 'x'")
+    message = str(e.value)
+    assert "String(" not in message and "Int(" not in message and "the string 'x'" in message

@@ -68,6 +68,12 @@ impl Dataset {
         options: StorageOptions,
     ) -> Result<Self> {
         let root = Storage::open(uri, &options)?;
+        if !root.uri().contains("://") && std::path::Path::new(root.uri()).is_file() {
+            return Err(Error::not_found(
+                root.uri(),
+                "this is a file, not a Lance dataset (a dataset is a directory)",
+            ));
+        }
         let (storage, version) = match version {
             Some(VersionRef::Tag(tag)) => {
                 let t = read_tag(&root, &tag).await?;

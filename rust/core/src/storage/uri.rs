@@ -62,6 +62,7 @@ pub(super) fn resolve(
             if url.scheme() == "s3a" {
                 let _ = url.set_scheme("s3");
             }
+            check_plain_http(uri, &url, options)?;
             let (store, root) = object_store::parse_url_opts(&url, options.iter())
                 .map_err(|e| Error::invalid(format!("{uri}: cannot open object store: {e}")))?;
             Ok((Arc::from(store), root, trimmed.to_string()))
@@ -69,6 +70,33 @@ pub(super) fn resolve(
         other => Err(Error::invalid(format!(
             "{uri}: unsupported URI scheme '{other}'"
         ))),
+    }
+}
+
+/// An `http://` endpoint (MinIO, a local S3) needs `allow_http`; without it the store's
+/// client fails with a bare "builder error", so say what to do instead.
+fn check_plain_http(uri: &str, url: &Url, options: &StorageOptions) -> Result<()> {
+    let allowed = options.iter().any(|(k, v)| {
+        k.to_ascii_lowercase().ends_with("allow_http") && v.eq_ignore_ascii_case("true")
+    });
+    if allowed {
+        return Ok(());
+    }
+    let endpoint = options
+        .iter()
+        .find(|(k, v)| {
+            let k = k.to_ascii_lowercase();
+            (k.ends_with("endpoint") || k.ends_with("endpoint_url"))
+                && v.to_ascii_lowercase().starts_with("http://")
+        })
+        .map(|(_, v)| v.as_str())
+        .or((url.scheme() == "http").then_some(uri));
+    match endpoint {
+        Some(e) => Err(Error::invalid(format!(
+            "{uri}: the endpoint {e} uses plain http://; set the storage option \
+             allow_http to \"true\" to allow unencrypted connections"
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -145,6 +173,16 @@ mod tests {
         let (b, _, _) = resolve("memory://bucket/other", &StorageOptions::new()).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(ra.as_ref(), "ds");
+    }
+
+    #[test]
+    fn plain_http_endpoints_need_allow_http() {
+        let mut opts = StorageOptions::new();
+        opts.insert("aws_endpoint".into(), "http://127.0.0.1:9000".into());
+        let err = resolve("s3://b/ds", &opts).unwrap_err().to_string();
+        assert!(err.contains("allow_http"), "{err}");
+        opts.insert("allow_http".into(), "true".into());
+        assert!(resolve("s3://b/ds", &opts).is_ok());
     }
 
     #[test]
