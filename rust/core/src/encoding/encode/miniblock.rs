@@ -390,9 +390,6 @@ fn dictionary_block(d: &Dictionary, large: bool) -> Vec<u8> {
     out
 }
 
-/// Values FSST-compressed per call.
-const FSST_BATCH: usize = 16 * 1024;
-
 /// FSST-compress variable-width values when the page is big enough for it to pay.
 fn try_fsst(offsets: &[u64], data: &[u8]) -> Option<(Vec<u8>, Vec<u64>, Vec<u8>)> {
     let total = (offsets[offsets.len() - 1] - offsets[0]) as usize;
@@ -405,21 +402,7 @@ fn try_fsst(offsets: &[u64], data: &[u8]) -> Option<(Vec<u8>, Vec<u64>, Vec<u8>)
     let stride = (total / (64 * 1024)).max(1);
     let sample: Vec<&[u8]> = (0..n).step_by(stride).map(value).collect();
     let compressor = fsst::Compressor::train(&sample);
-    // Several values at once (the interleaved cursors hide each lookup's latency), a
-    // batch at a time so that the table of value slices stays small.
-    let mut out = Vec::with_capacity(total);
-    let mut out_offsets = Vec::with_capacity(n + 1);
-    out_offsets.push(0u64);
-    let mut values: Vec<&[u8]> = Vec::with_capacity(n.min(FSST_BATCH));
-    for start in (0..n).step_by(FSST_BATCH) {
-        values.clear();
-        values.extend((start..(start + FSST_BATCH).min(n)).map(value));
-        compressor.compress_bulk_into::<{ fsst::Compressor::DEFAULT_BULK_LANES }>(
-            &values,
-            &mut out,
-            &mut out_offsets,
-        );
-    }
+    let (out, out_offsets) = super::fsst::compress(&compressor, data, offsets);
     if out.len() * 10 > total * 9 {
         return None;
     }

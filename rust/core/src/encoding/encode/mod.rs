@@ -4,6 +4,7 @@
 //! the arrays, then one layout is picked: a constant page when every value is null,
 //! full-zip when a value takes 256 bytes or more, mini-block otherwise.
 pub mod distinct;
+pub mod fsst;
 pub mod fullzip;
 pub mod levels;
 pub mod miniblock;
