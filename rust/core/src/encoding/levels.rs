@@ -176,6 +176,13 @@ impl<'a> Unraveler<'a> {
             .take()
             .ok_or_else(|| corrupt("list layer in a page without repetition levels"))?;
         let def = self.def.take();
+        if def.as_ref().is_some_and(|d| d.len() != rep.len()) {
+            return Err(corrupt(format!(
+                "{} repetition levels but {} definition levels",
+                rep.len(),
+                def.map_or(0, |d| d.len())
+            )));
+        }
         let mut offsets = Vec::with_capacity(rep.len() / 2 + 1);
         let mut validity: Vec<bool> = Vec::with_capacity(rep.len() / 2);
         let mut new_rep = Vec::with_capacity(rep.len() / 2);
@@ -518,6 +525,23 @@ mod tests {
             1,
         );
         assert!(unravel(p, &list_path(f("item", DataType::Int32))).is_err());
+    }
+
+    #[test]
+    fn fewer_definition_than_repetition_levels_is_an_error() {
+        // Found by fuzzing: the list walk indexed past the definition levels.
+        let p = page(
+            vec![Layer::AllValidItem, Layer::NullableList],
+            Some(vec![1, 0, 1]),
+            Some(vec![0]),
+            vec![1, 2],
+            2,
+        );
+        let err = unravel(p, &list_path(f("item", DataType::Int32))).unwrap_err();
+        assert!(
+            err.to_string().contains("3 repetition levels but 1"),
+            "{err}"
+        );
     }
 
     #[test]
