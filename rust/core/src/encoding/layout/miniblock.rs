@@ -74,6 +74,13 @@ pub fn plan(
     let def_codec = codec(&m.def_compression)?;
     let dict_codec = codec(&m.dictionary)?;
     let num_items = m.num_items as usize;
+    // Without repetition every row is one item (a value slot, null or not).
+    if rep_codec.is_none() && m.num_items != num_rows {
+        return Err(corrupt(format!(
+            "mini-block page of {num_rows} rows without lists holds {} values",
+            m.num_items
+        )));
+    }
     let has_rep_index = m.repetition_index_depth > 0;
     let need = 2 + dict_codec.is_some() as usize + has_rep_index as usize;
     if buffers.len() < need {
@@ -369,10 +376,11 @@ mod tests {
         };
         let buffers = vec![Bytes::from_static(&[0, 0]), Bytes::from(vec![0u8; 8])];
         let plan = |m: MiniBlockLayout, b: Vec<Bytes>| {
+            let rows = m.num_items;
             crate::encoding::layout::plan_page(
                 &page(m),
                 b,
-                1,
+                rows,
                 &DataType::Int32,
                 &UnitSizing::whole(),
             )
@@ -391,5 +399,32 @@ mod tests {
         let mut with_dict = buffers;
         with_dict.push(Bytes::new());
         assert!(plan(m, with_dict).contains("dictionary of 1099511627776 items"));
+    }
+
+    #[test]
+    fn values_must_match_rows_without_lists() {
+        // pylance rejects a page whose item count disagrees with its rows; we returned data.
+        let m = MiniBlockLayout {
+            value_compression: Some(proto::flat(32)),
+            layers: vec![Layer::AllValidItem.to_proto()],
+            num_buffers: 1,
+            num_items: 3,
+            ..Default::default()
+        };
+        let buffers = vec![Bytes::from_static(&[0, 0]), Bytes::from(vec![0u8; 24])];
+        let err = crate::encoding::layout::plan_page(
+            &page(m),
+            buffers,
+            5,
+            &DataType::Int32,
+            &UnitSizing::whole(),
+        )
+        .map(|_| ())
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("5 rows without lists holds 3 values"),
+            "{err}"
+        );
     }
 }
