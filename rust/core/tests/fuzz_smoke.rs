@@ -85,19 +85,26 @@ fn mutate(rng: &mut Rng, input: &mut Vec<u8>) {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+/// Save a failing input for replay (`cargo fuzz run <target> <file>` in fuzz/) and say
+/// where it is, with its first bytes in hex.
+fn keep(target: &str, input: &[u8]) -> String {
+    let path = std::env::temp_dir().join(format!("fuzz_smoke-{target}.bin"));
+    let saved = std::fs::write(&path, input).is_ok();
+    let head: String = input.iter().take(64).map(|x| format!("{x:02x}")).collect();
+    let place = match saved {
+        true => format!("saved to {}", path.display()),
+        false => "not saved".into(),
+    };
+    format!("{} bytes, {place}, starting {head}", input.len())
 }
 
 fn smoke(target: &str) {
     let seeds = seeds(target);
     assert!(!seeds.is_empty(), "{target}: no seeds");
     for (i, s) in seeds.iter().enumerate() {
-        assert!(
-            run(target, s),
-            "{target}: seed {i} does not decode: {}",
-            hex(s)
-        );
+        if !run(target, s) {
+            panic!("{target}: seed {i} does not decode ({})", keep(target, s));
+        }
     }
     // Seeded by the target's name, so each target sees its own sequence.
     let mut rng = Rng(target.bytes().fold(0x9E37_79B9_7F4A_7C15, |h, b| {
@@ -109,11 +116,9 @@ fn smoke(target: &str) {
             mutate(&mut rng, &mut input);
         }
         let outcome = catch_unwind(AssertUnwindSafe(|| run(target, &input)));
-        assert!(
-            outcome.is_ok(),
-            "{target} panicked on input {} (replay: `cargo fuzz run {target} <file with these bytes>`)",
-            hex(&input)
-        );
+        if outcome.is_err() {
+            panic!("{target} panicked on an input ({})", keep(target, &input));
+        }
     }
 }
 

@@ -908,30 +908,23 @@ pub fn files() -> Vec<Vec<u8>> {
         .expect("a supported type")
     };
     let mut out = Vec::new();
-    // 2.1 and 2.2: a column of each of a few encoded pages.
-    let pages = encoded_pages();
-    for (version, large) in [((2u16, 1u16), false), ((2, 2), true)] {
-        let mut columns = Vec::new();
-        let mut fields = Vec::new();
-        for (i, (lt, p)) in pages
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| i % 5 == large as usize)
-        {
-            let Ok(dt) = crate::table::schema::parse_logical_type(lt) else {
-                continue;
-            };
-            fields.push(Field::new(format!("c{i}"), dt, true));
-            columns.push(vec![(
-                any("/lance.encodings21.PageLayout", p.layout.encode_to_vec()),
-                p.num_rows,
-                p.buffers.clone(),
-            )]);
-        }
-        let Ok(s) = LanceSchema::from_arrow(&arrow_schema::Schema::new(fields), 0) else {
+    // 2.1 and 2.2: a file of one column for some of the encoded pages.
+    for (i, (lt, p)) in encoded_pages().iter().enumerate().step_by(4) {
+        let Ok(dt) = crate::table::schema::parse_logical_type(lt) else {
             continue;
         };
-        out.push(container(version, &s, 0, columns));
+        let page = (
+            any("/lance.encodings21.PageLayout", p.layout.encode_to_vec()),
+            p.num_rows,
+            p.buffers.clone(),
+        );
+        let version = if i % 8 == 0 { (2, 1) } else { (2, 2) };
+        out.push(container(
+            version,
+            &one("c", dt),
+            p.num_rows,
+            vec![vec![page]],
+        ));
     }
     // 2.0 (0.3 on disk).
     for (lt, n, enc, bufs) in pages20().into_iter().take(4) {
