@@ -595,8 +595,7 @@ mod tests {
         };
         let err = decode(&dict, &[Bytes::from_static(&[0, 1])], 2, &DataType::Utf8).unwrap_err();
         assert!(
-            err.to_string()
-                .contains("dictionary of 4294967295 entries"),
+            err.to_string().contains("dictionary of 4294967295 entries"),
             "{err}"
         );
         // Negative widths from a schema are errors, not huge sizes.

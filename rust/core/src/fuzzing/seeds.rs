@@ -346,8 +346,20 @@ pub fn compression() -> Vec<Vec<u8>> {
         value: Some(vec![1, 2, 3, 4]),
     }));
     vec![
-        frame("int32", mini, 100, proto::flat(32), &[flat_ints.clone()]),
-        frame("int32", block, 100, proto::flat(32), &[flat_ints.clone()]),
+        frame(
+            "int32",
+            mini,
+            100,
+            proto::flat(32),
+            std::slice::from_ref(&flat_ints),
+        ),
+        frame(
+            "int32",
+            block,
+            100,
+            proto::flat(32),
+            std::slice::from_ref(&flat_ints),
+        ),
         frame(
             "int32",
             value,
@@ -434,7 +446,7 @@ pub fn compression() -> Vec<Vec<u8>> {
             mini,
             25,
             proto::fixed_size_list(4, false, proto::flat(32)),
-            &[flat_ints.clone()],
+            std::slice::from_ref(&flat_ints),
         ),
         frame(
             "fixed_size_list:int32:4",
@@ -794,7 +806,7 @@ pub fn manifests() -> Vec<Vec<u8>> {
             file_size_bytes: 4096,
             ..Default::default()
         }],
-        deletion_file: deletion.then(|| pbt::DeletionFile {
+        deletion_file: deletion.then_some(pbt::DeletionFile {
             file_type: pbt::deletion_file::DeletionFileType::ArrowArray as i32,
             read_version: 3,
             id: 77,
@@ -824,13 +836,16 @@ pub fn manifests() -> Vec<Vec<u8>> {
     vec![manifest_file(&m), manifest_file(&pbt::Manifest::default())]
 }
 
+/// A page of a container: its encoding, rows and buffers.
+type PageBytes = (prost_types::Any, u64, Vec<Vec<u8>>);
+
 /// A v2 container around `columns` (each a list of (page encoding, rows, buffers)):
 /// pages, schema, column metadata, offset tables, footer.
 fn container(
     version: (u16, u16),
     fields: &LanceSchema,
     rows: u64,
-    columns: Vec<Vec<(prost_types::Any, u64, Vec<Vec<u8>>)>>,
+    columns: Vec<Vec<PageBytes>>,
 ) -> Vec<u8> {
     let mut out = Vec::new();
     let mut metas = Vec::new();
