@@ -45,10 +45,11 @@ pub fn plan(
     let data = buffers
         .first()
         .ok_or_else(|| corrupt("full-zip page without a data buffer"))?;
-    if f.bits_rep + f.bits_def > 32 {
+    // Levels are u16s: each takes 16 bits at most.
+    if f.bits_rep > 16 || f.bits_def > 16 {
         return Err(corrupt(format!(
-            "control words of {} bits",
-            f.bits_rep + f.bits_def
+            "control words of {} repetition and {} definition bits",
+            f.bits_rep, f.bits_def
         )));
     }
     let cw_bytes = match f.bits_rep + f.bits_def {
@@ -342,6 +343,27 @@ mod tests {
         .map(|_| ())
         .unwrap_err();
         assert!(err.to_string().contains("1099511627776 rows"), "{err}");
+    }
+
+    #[test]
+    fn level_widths_fit_u16() {
+        // Found by fuzzing: 32 definition bits overflowed the mask's shift (and the sum
+        // of two widths could overflow u32).
+        let data = vec![Bytes::from_static(&[0; 8])];
+        for (rep, def) in [(0, 32), (17, 0), (u32::MAX, 1)] {
+            let mut page = layout(Details::BitsPerValue(32), def);
+            if let Some(Layout::FullZipLayout(f)) = page.layout.as_mut() {
+                f.bits_rep = rep;
+            }
+            let r = super::super::plan_page(
+                &page,
+                data.clone(),
+                1,
+                &DataType::Int32,
+                &UnitSizing::whole(),
+            );
+            assert!(r.is_err(), "{rep} {def}");
+        }
     }
 
     #[test]
