@@ -431,3 +431,37 @@ mod cut {
         }
     }
 }
+
+/// Not a test: scans every dataset below `$FUZZ_DATASETS` to its end, to show that the
+/// decoders' checks accept what pylance writes (`fuzz/README.md`).
+#[test]
+#[ignore]
+fn scan_datasets() {
+    use futures::StreamExt;
+    let dir = std::env::var("FUZZ_DATASETS").expect("set FUZZ_DATASETS");
+    let mut dirs: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    dirs.sort();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut failed = Vec::new();
+    for d in dirs {
+        let uri = d.to_string_lossy().to_string();
+        let outcome = rt.block_on(async {
+            let ds = lance_core::Dataset::open(&uri, None, Default::default()).await?;
+            let mut scan = lance_core::scan(std::sync::Arc::new(ds), Default::default())?;
+            let mut rows = 0;
+            while let Some(batch) = scan.batches.next().await {
+                rows += batch?.num_rows();
+            }
+            Ok::<_, lance_core::Error>(rows)
+        });
+        match outcome {
+            Ok(rows) => eprintln!("{uri}: {rows} rows"),
+            Err(e) => failed.push(format!("{uri}: {e}")),
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
