@@ -8,6 +8,9 @@ pub mod dataset;
 pub mod error;
 pub mod expr;
 pub mod file;
+/// Entry points and seed inputs for the fuzz targets (`fuzz/`) and `tests/fuzz_smoke.rs`.
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod proto;
 pub mod storage;
 

@@ -57,12 +57,11 @@ pub fn decode(enc: &ArrayEncoding, buffers: &[Bytes], n: usize, dt: &DataType) -
                     fsl.dimension
                 )));
             }
-            let items = decode(
-                child(&fsl.items)?,
-                buffers,
-                n * *dim as usize,
-                item.data_type(),
-            )?;
+            let items = usize::try_from(*dim)
+                .ok()
+                .and_then(|d| d.checked_mul(n))
+                .ok_or_else(|| corrupt(format!("{n} lists of {dim} items")))?;
+            let items = decode(child(&fsl.items)?, buffers, items, item.data_type())?;
             Ok(Arc::new(FixedSizeListArray::try_new(
                 item.clone(),
                 *dim,
@@ -117,9 +116,12 @@ pub fn decode(enc: &ArrayEncoding, buffers: &[Bytes], n: usize, dt: &DataType) -
                 .iter()
                 .map(|f| fixed_width(f.data_type()))
                 .collect::<Result<Vec<_>>>()?;
-            let row = widths.iter().sum::<usize>();
+            let row = widths
+                .iter()
+                .try_fold(0usize, |a, w| a.checked_add(*w))
+                .ok_or_else(|| corrupt(format!("packed struct rows of type {dt}")))?;
             let data = page_buffer(&p.buffer, buffers)?;
-            if data.len() < n * row {
+            if n.checked_mul(row).is_none_or(|size| data.len() < size) {
                 return Err(corrupt(format!(
                     "packed struct page has {} bytes for {n} rows of {row} bytes",
                     data.len()
@@ -199,9 +201,13 @@ fn flat_bytes(f: &Flat, buffers: &[Bytes]) -> Result<Bytes> {
 
 /// Bytes per value of a fixed-width type (packed structs hold only such).
 fn fixed_width(dt: &DataType) -> Result<usize> {
+    let bad = || corrupt(format!("values of type {dt}"));
     match dt {
-        DataType::FixedSizeBinary(w) => Ok(*w as usize),
-        DataType::FixedSizeList(item, d) => Ok(fixed_width(item.data_type())? * *d as usize),
+        DataType::FixedSizeBinary(w) => usize::try_from(*w).map_err(|_| bad()),
+        DataType::FixedSizeList(item, d) => usize::try_from(*d)
+            .ok()
+            .and_then(|d| fixed_width(item.data_type()).ok()?.checked_mul(d))
+            .ok_or_else(bad),
         dt => dt
             .primitive_width()
             .ok_or_else(|| unsupported(format!("{dt} in a 2.0 packed struct"))),
@@ -211,7 +217,7 @@ fn fixed_width(dt: &DataType) -> Result<usize> {
 /// `n` values of fixed-width type `dt` in `data`, without copying when it is aligned.
 pub fn fixed_array(dt: &DataType, n: usize, data: Buffer) -> Result<ArrayRef> {
     let width = fixed_width(dt)?;
-    if data.len() < n * width {
+    if n.checked_mul(width).is_none_or(|size| data.len() < size) {
         return Err(corrupt(format!(
             "{} bytes for {n} values of {dt}",
             data.len()
@@ -220,7 +226,10 @@ pub fn fixed_array(dt: &DataType, n: usize, data: Buffer) -> Result<ArrayRef> {
     let data = data.slice_with_length(0, n * width);
     let built = match dt {
         DataType::FixedSizeList(item, d) => {
-            let items = fixed_array(item.data_type(), n * *d as usize, data)?;
+            let count = n
+                .checked_mul(*d as usize)
+                .ok_or_else(|| corrupt(format!("{n} lists of {d} items")))?;
+            let items = fixed_array(item.data_type(), count, data)?;
             ArrayDataBuilder::new(dt.clone())
                 .len(n)
                 .add_child_data(items.to_data())
@@ -281,7 +290,10 @@ fn uints(enc: &ArrayEncoding, buffers: &[Bytes], n: usize) -> Result<Vec<u64>> {
         w => return Err(corrupt(format!("{w}-bit offsets or indices"))),
     };
     let data = flat_bytes(f, buffers)?;
-    let data = super::bytes::slice(&data, 0, n * width, "2.0 offsets or indices")?;
+    let size = n
+        .checked_mul(width)
+        .ok_or_else(|| corrupt(format!("{n} offsets or indices")))?;
+    let data = super::bytes::slice(&data, 0, size, "2.0 offsets or indices")?;
     Ok(data
         .chunks_exact(width)
         .map(|c| {
@@ -344,7 +356,15 @@ fn binary(b: &Binary, buffers: &[Bytes], n: usize, dt: &DataType) -> Result<Arra
 /// whose entry is null are null; for a plain string column (the writer chose a dictionary
 /// for a low-cardinality page) they are 1-based with 0 for null.
 fn dictionary(d: &Dictionary, buffers: &[Bytes], n: usize, dt: &DataType) -> Result<ArrayRef> {
+    // The entries are stored in the page's buffers: a bit each at least, unless there
+    // are no more of them than rows.
+    let stored: usize = buffers.iter().map(|b| b.len()).sum();
     let entries = d.num_dictionary_items as usize;
+    if entries > n.max(stored.saturating_mul(8)) {
+        return Err(corrupt(format!(
+            "dictionary of {entries} entries in a page of {n} rows and {stored} bytes"
+        )));
+    }
     let indices = uints(child(&d.indices)?, buffers, n)?;
     let (value_type, one_based) = match dt {
         DataType::Dictionary(_, v) => (v.as_ref(), false),
@@ -554,5 +574,42 @@ mod tests {
         assert_eq!(valid, vec![true, false, true, true, true]);
         assert!(list_ends(&list, &[u64s(&[2, 1, 2, 3, 6])], 5).is_err());
         assert!(list_ends(&list, &[u64s(&[2, 9, 2, 3, 16])], 5).is_err());
+    }
+
+    #[test]
+    fn stated_counts_that_overflow_or_exceed_the_page_are_errors() {
+        // n * width overflowed for a page claiming 2^62 rows (a panic in debug builds).
+        let bufs = [u64s(&[1, 2, 3])];
+        assert!(decode(&no_nulls(flat(64, 0)), &bufs, 1 << 62, &DataType::Int64).is_err());
+        let binary = ArrayEncoding {
+            array_encoding: Some(Enc::Binary(Box::new(Binary {
+                indices: Some(Box::new(no_nulls(flat(64, 0)))),
+                bytes: Some(Box::new(flat(8, 1))),
+                null_adjustment: 0,
+            }))),
+        };
+        let bufs = [u64s(&[1]), Bytes::from_static(b"x")];
+        assert!(decode(&binary, &bufs, 1 << 62, &DataType::Utf8).is_err());
+        // A dictionary said to hold 2^32 all-null entries in a page of a few bytes.
+        let all_null = ArrayEncoding {
+            array_encoding: Some(Enc::Nullable(Box::new(Nullable {
+                nullability: Some(Nullability::AllNulls(nullable::AllNull {})),
+            }))),
+        };
+        let dict = ArrayEncoding {
+            array_encoding: Some(Enc::Dictionary(Box::new(Dictionary {
+                indices: Some(Box::new(no_nulls(flat(8, 0)))),
+                items: Some(Box::new(all_null)),
+                num_dictionary_items: u32::MAX,
+            }))),
+        };
+        let err = decode(&dict, &[Bytes::from_static(&[0, 1])], 2, &DataType::Utf8).unwrap_err();
+        assert!(
+            err.to_string().contains("dictionary of 4294967295 entries"),
+            "{err}"
+        );
+        // Negative widths from a schema are errors, not huge sizes.
+        let dt = DataType::FixedSizeBinary(-4);
+        assert!(decode(&flat(32, 0), &[u64s(&[1])], 1, &dt).is_err());
     }
 }

@@ -37,6 +37,9 @@ pub fn u64_at(b: &[u8], at: usize, what: &str) -> Result<u64> {
 
 /// An unsigned little-endian integer of `width` (0 to 8) bytes.
 pub fn uint_at(b: &[u8], at: usize, width: usize, what: &str) -> Result<u64> {
+    if width > 8 {
+        return Err(corrupt(format!("{what}: a {width}-byte integer")));
+    }
     let raw = slice(b, at, width, what)?;
     Ok(raw
         .iter()
@@ -75,4 +78,20 @@ pub fn words_mut<T: ArrowNativeType>(bytes: &mut [u8]) -> Result<&mut [T]> {
     }
     // SAFETY: checked alignment and length; every bit pattern is a valid T.
     Ok(unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr() as *mut T, bytes.len() / size) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_wider_than_8_bytes_are_errors() {
+        // Found by fuzzing (full-zip offsets of 72 bits): the shift overflowed.
+        let b = [1u8; 16];
+        assert_eq!(uint_at(&b, 0, 2, "x").unwrap(), 0x0101);
+        assert!(uint_at(&b, 0, 9, "x")
+            .unwrap_err()
+            .to_string()
+            .contains("9-byte"));
+    }
 }

@@ -17,10 +17,14 @@ use crate::error::{corrupt, unsupported, Result};
 
 /// Bits one value of a fixed-width type takes in a legacy page.
 pub fn value_bits(dt: &DataType) -> Result<u64> {
+    let bad = || corrupt(format!("values of type {dt}"));
     match dt {
         DataType::Boolean => Ok(1),
-        DataType::FixedSizeBinary(w) => Ok(8 * *w as u64),
-        DataType::FixedSizeList(item, k) => Ok(value_bits(item.data_type())? * *k as u64),
+        DataType::FixedSizeBinary(w) => u64::try_from(*w).map(|w| 8 * w).map_err(|_| bad()),
+        DataType::FixedSizeList(item, k) => u64::try_from(*k)
+            .ok()
+            .and_then(|k| value_bits(item.data_type()).ok()?.checked_mul(k))
+            .ok_or_else(bad),
         dt => dt
             .primitive_width()
             .map(|w| 8 * w as u64)
@@ -30,10 +34,14 @@ pub fn value_bits(dt: &DataType) -> Result<u64> {
 
 /// `n` values of fixed-width type `dt` starting `bit` bits into `data`.
 pub fn fixed_values(dt: &DataType, data: Bytes, bit: usize, n: usize) -> Result<ArrayRef> {
-    let needed = (bit as u64 + value_bits(dt)? * n as u64).div_ceil(8);
-    if (data.len() as u64) < needed {
+    let needed = value_bits(dt)?
+        .checked_mul(n as u64)
+        .and_then(|b| b.checked_add(bit as u64))
+        .map(|b| b.div_ceil(8));
+    if needed.is_none_or(|needed| (data.len() as u64) < needed) {
         return Err(corrupt(format!(
-            "a page of {n} values of {dt} needs {needed} bytes, found {}",
+            "a page of {n} values of {dt} needs {} bytes, found {}",
+            needed.unwrap_or(u64::MAX),
             data.len()
         )));
     }
@@ -43,7 +51,10 @@ pub fn fixed_values(dt: &DataType, data: Bytes, bit: usize, n: usize) -> Result<
             None,
         ))),
         DataType::FixedSizeList(item, k) => {
-            let items = fixed_values(item.data_type(), data, bit, n * *k as usize)?;
+            let count = n
+                .checked_mul(*k as usize)
+                .ok_or_else(|| corrupt(format!("{n} lists of {k} items")))?;
+            let items = fixed_values(item.data_type(), data, bit, count)?;
             Ok(Arc::new(FixedSizeListArray::try_new(
                 item.clone(),
                 *k,
@@ -58,7 +69,10 @@ pub fn fixed_values(dt: &DataType, data: Bytes, bit: usize, n: usize) -> Result<
 
 /// `count` little-endian offsets of 4 or 8 bytes.
 pub fn offsets(data: &[u8], width: usize, count: usize) -> Result<Vec<i64>> {
-    let data = super::bytes::slice(data, 0, width * count, "legacy offsets")?;
+    let size = width
+        .checked_mul(count)
+        .ok_or_else(|| corrupt(format!("{count} legacy offsets")))?;
+    let data = super::bytes::slice(data, 0, size, "legacy offsets")?;
     Ok(data
         .chunks_exact(width)
         .map(|c| match width {
@@ -185,5 +199,13 @@ mod tests {
         assert_eq!(ok.len(), 3);
         assert!(dictionary(Arc::new(Int32Array::from(vec![2])), values.clone(), &dt).is_err());
         assert!(dictionary(Arc::new(Int32Array::from(vec![-1])), values, &dt).is_err());
+    }
+
+    #[test]
+    fn sizes_that_overflow_are_errors() {
+        // value bits × n overflowed u64 for wide vectors and many rows.
+        let dt = DataType::new_fixed_size_list(DataType::Int64, 1 << 30, true);
+        assert!(fixed_values(&dt, Bytes::from_static(&[0; 8]), 0, 1 << 40).is_err());
+        assert!(offsets(&[0; 8], 8, usize::MAX / 4).is_err());
     }
 }

@@ -176,6 +176,13 @@ impl<'a> Unraveler<'a> {
             .take()
             .ok_or_else(|| corrupt("list layer in a page without repetition levels"))?;
         let def = self.def.take();
+        if def.as_ref().is_some_and(|d| d.len() != rep.len()) {
+            return Err(corrupt(format!(
+                "{} repetition levels but {} definition levels",
+                rep.len(),
+                def.map_or(0, |d| d.len())
+            )));
+        }
         let mut offsets = Vec::with_capacity(rep.len() / 2 + 1);
         let mut validity: Vec<bool> = Vec::with_capacity(rep.len() / 2);
         let mut new_rep = Vec::with_capacity(rep.len() / 2);
@@ -263,10 +270,10 @@ fn every(n: &NullBuffer, step: usize) -> NullBuffer {
 pub fn items_per_row(path: &[PathStep]) -> u64 {
     path.iter()
         .map(|s| match s {
-            PathStep::FixedSizeList { dim, .. } => *dim as u64,
+            PathStep::FixedSizeList { dim, .. } => (*dim).max(0) as u64,
             _ => 1,
         })
-        .product::<u64>()
+        .fold(1u64, |a, d| a.saturating_mul(d))
         .max(1)
 }
 
@@ -294,9 +301,11 @@ pub fn unravel(page: DecodedPage, path: &[PathStep]) -> Result<ArrayRef> {
     for step in path[..path.len() - 1].iter().rev() {
         match step {
             PathStep::Struct(f) => {
-                let nulls = u
-                    .item_validity(array.len() * repeat)?
-                    .map(|n| every(&n, repeat));
+                let slots = array
+                    .len()
+                    .checked_mul(repeat)
+                    .ok_or_else(|| corrupt("fixed-size lists nested too deep"))?;
+                let nulls = u.item_validity(slots)?.map(|n| every(&n, repeat));
                 let fields = Fields::from(vec![field.clone()]);
                 array = Arc::new(StructArray::try_new(fields.clone(), vec![array], nulls)?);
                 field = with_type(f, DataType::Struct(fields));
@@ -325,11 +334,18 @@ pub fn unravel(page: DecodedPage, path: &[PathStep]) -> Result<ArrayRef> {
             }
             PathStep::FixedSizeList { field: f, dim } => {
                 // One level entry per item; a row's items all carry the row's level.
-                let dim = *dim as usize;
-                repeat *= dim;
-                let nulls = u
-                    .item_validity(array.len() * repeat / dim)?
-                    .map(|n| every(&n, repeat));
+                let dim = usize::try_from(*dim)
+                    .ok()
+                    .filter(|d| *d > 0)
+                    .ok_or_else(|| corrupt(format!("fixed-size lists of {dim} items")))?;
+                repeat = repeat
+                    .checked_mul(dim)
+                    .ok_or_else(|| corrupt("fixed-size lists nested too deep"))?;
+                let slots = array
+                    .len()
+                    .checked_mul(repeat / dim)
+                    .ok_or_else(|| corrupt("fixed-size lists nested too deep"))?;
+                let nulls = u.item_validity(slots)?.map(|n| every(&n, repeat));
                 array = Arc::new(arrow_array::FixedSizeListArray::try_new(
                     field.clone(),
                     dim as i32,
@@ -345,7 +361,7 @@ pub fn unravel(page: DecodedPage, path: &[PathStep]) -> Result<ArrayRef> {
     }
     // Pages of leaves inside fixed-size lists count items, not rows.
     let per_row = items_per_row(path);
-    if array.len() as u64 * per_row != page.num_rows {
+    if (array.len() as u64).checked_mul(per_row) != Some(page.num_rows) {
         return Err(corrupt(format!(
             "page decoded {} rows, expected {}",
             array.len(),
@@ -518,6 +534,23 @@ mod tests {
             1,
         );
         assert!(unravel(p, &list_path(f("item", DataType::Int32))).is_err());
+    }
+
+    #[test]
+    fn fewer_definition_than_repetition_levels_is_an_error() {
+        // Found by fuzzing: the list walk indexed past the definition levels.
+        let p = page(
+            vec![Layer::AllValidItem, Layer::NullableList],
+            Some(vec![1, 0, 1]),
+            Some(vec![0]),
+            vec![1, 2],
+            2,
+        );
+        let err = unravel(p, &list_path(f("item", DataType::Int32))).unwrap_err();
+        assert!(
+            err.to_string().contains("3 repetition levels but 1"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -50,20 +50,29 @@ pub struct VariableBuilder {
     pub len: usize,
 }
 
+/// Builders reserve room for the values they are told to expect up to this many bytes
+/// per buffer, and grow past it as values arrive: a count read from a corrupt page then
+/// costs nothing until values back it.
+const RESERVE_BYTES: usize = 8 << 20;
+
+/// Bytes to reserve for `count` values of `width` bytes.
+fn reserve(count: usize, width: usize) -> usize {
+    count.saturating_mul(width).min(RESERVE_BYTES)
+}
+
 impl FixedBuilder {
     pub fn new(bits: u32, capacity: usize) -> Self {
         if bits == 1 {
             return FixedBuilder {
                 bits,
                 data: MutableBuffer::new(0),
-                bools: BooleanBufferBuilder::new(capacity),
+                bools: BooleanBufferBuilder::new(reserve(capacity, 1)),
                 len: 0,
             };
         }
-        let bytes = capacity * (bits as usize / 8);
         FixedBuilder {
             bits,
-            data: MutableBuffer::with_capacity(bytes),
+            data: MutableBuffer::with_capacity(reserve(capacity, bits as usize / 8)),
             bools: BooleanBufferBuilder::new(0),
             len: 0,
         }
@@ -133,7 +142,7 @@ impl FixedBuilder {
 impl VariableBuilder {
     pub fn new(large: bool, capacity: usize) -> Self {
         let w = if large { 8 } else { 4 };
-        let mut offsets = MutableBuffer::with_capacity((capacity + 1) * w);
+        let mut offsets = MutableBuffer::with_capacity(reserve(capacity.saturating_add(1), w));
         if large {
             offsets.push(0i64);
         } else {
@@ -252,14 +261,22 @@ impl ValuesBuilder {
                 ValuesBuilder::Variable(VariableBuilder::new(true, capacity))
             }
             DataType::FixedSizeBinary(n) => {
-                ValuesBuilder::Fixed(FixedBuilder::new(*n as u32 * 8, capacity))
+                let bits = u32::try_from(*n)
+                    .ok()
+                    .and_then(|n| n.checked_mul(8))
+                    .ok_or_else(|| corrupt(format!("values of type {data_type}")))?;
+                ValuesBuilder::Fixed(FixedBuilder::new(bits, capacity))
             }
             DataType::FixedSizeList(item, dim) => {
-                let dim = *dim as usize;
+                let dim = usize::try_from(*dim)
+                    .map_err(|_| corrupt(format!("values of type {data_type}")))?;
                 ValuesBuilder::FixedSizeList {
                     dim,
                     validity: None,
-                    child: Box::new(Self::for_type(item.data_type(), capacity * dim)?),
+                    child: Box::new(Self::for_type(
+                        item.data_type(),
+                        capacity.saturating_mul(dim),
+                    )?),
                     len: 0,
                 }
             }
@@ -378,7 +395,7 @@ impl ValuesBuilder {
             (ValuesBuilder::Fixed(b), dt) => {
                 let expected = match dt {
                     DataType::Boolean => 1,
-                    DataType::FixedSizeBinary(n) => *n as u32 * 8,
+                    DataType::FixedSizeBinary(n) => (*n as u32).wrapping_mul(8),
                     dt => dt.primitive_width().map(|w| w as u32 * 8).unwrap_or(0),
                 };
                 if expected != b.bits {

@@ -152,16 +152,31 @@ pub fn page_table_range(
     max_id: i32,
     file_size: u64,
 ) -> Result<Range<u64>> {
-    let fields = (max_id - min_id + 1).max(0) as u64;
-    let len = fields * layout.num_batches() as u64 * 16;
+    let fields = field_count(min_id, max_id)? as u64;
+    let len = fields
+        .checked_mul(layout.num_batches() as u64)
+        .and_then(|n| n.checked_mul(16));
     let start = layout.page_table_position;
-    match start.checked_add(len) {
+    match len.and_then(|len| start.checked_add(len)) {
         Some(end) if end <= file_size => Ok(start..end),
         _ => Err(corrupt(format!(
             "page table of {fields} fields × {} batches at {start} lies outside the file ({file_size} bytes)",
             layout.num_batches()
         ))),
     }
+}
+
+/// Columns a file holds for field ids `min_id..=max_id`. Each is one entry of the
+/// dataset's schema, so there are not millions of them.
+fn field_count(min_id: i32, max_id: i32) -> Result<usize> {
+    const MAX_FIELDS: i64 = 1 << 20;
+    let n = (max_id as i64 - min_id as i64 + 1).max(0);
+    if n > MAX_FIELDS {
+        return Err(corrupt(format!(
+            "a legacy file said to hold field ids {min_id} to {max_id}"
+        )));
+    }
+    Ok(n as usize)
 }
 
 /// Columns for field ids `min_id..=max_id` (column `id - min_id`), from the bytes of the
@@ -187,8 +202,15 @@ pub fn columns_from_page_table(
         }
         rows += layout.batch_rows(b);
     }
+    let fields = field_count(min_id, max_id)?;
+    if table.len() / 16 / batches.max(1) < fields && batches > 0 {
+        return Err(corrupt(format!(
+            "page table of {} bytes for {fields} fields × {batches} batches",
+            table.len()
+        )));
+    }
     let mut columns = Vec::new();
-    for f in 0..(max_id - min_id + 1).max(0) as usize {
+    for f in 0..fields {
         let mut pages = Vec::with_capacity(groups.len());
         for g in &groups {
             let mut group = Vec::with_capacity(g.len());
@@ -217,4 +239,34 @@ pub fn columns_from_page_table(
         columns.push(ColumnInfo { pages });
     }
     Ok(columns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(batches: usize) -> LegacyLayout {
+        LegacyLayout {
+            batch_starts: (0..=batches as u64).map(|b| b * 10).collect(),
+            page_table_position: 0,
+            manifest_position: 0,
+            dictionaries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    #[test]
+    fn field_id_ranges_are_bounded() {
+        // ids 0..=i32::MAX overflowed `max - min + 1`; with no batches they made 2^31
+        // empty columns.
+        assert!(page_table_range(&layout(3), 0, i32::MAX, 1 << 40).is_err());
+        assert!(columns_from_page_table(&layout(0), &[], 0, i32::MAX, 100).is_err());
+        // A table shorter than its fields × batches is an error, not an index panic.
+        assert!(columns_from_page_table(&layout(2), &[0; 40], 0, 1, 100).is_err());
+        assert_eq!(
+            columns_from_page_table(&layout(0), &[], 3, 5, 100)
+                .unwrap()
+                .len(),
+            3
+        );
+    }
 }

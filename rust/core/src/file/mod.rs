@@ -235,7 +235,9 @@ impl FileMetadata {
             let bytes = &tail[local(r.start)?..local(r.end)?];
             let meta = ColumnMetadata::decode(bytes)
                 .map_err(|e| corrupt(format!("bad metadata of column {i}: {e}")))?;
-            columns.push(parse_column(meta, i, file_size, footer.version)?);
+            let column = parse_column(meta, i, file_size, footer.version)?;
+            check_column_rows(&column, i, descriptor.length, footer.version)?;
+            columns.push(column);
         }
         Ok(FileMetadata {
             file_size,
@@ -246,6 +248,31 @@ impl FileMetadata {
             legacy: None,
         })
     }
+}
+
+/// Pages of 2.1+ files count top-level rows (or, below fixed-size lists of structs, a
+/// whole number of items per row), so a column's pages add up to a multiple of the
+/// file's rows. 2.0 list items count items, which nothing here can check.
+fn check_column_rows(column: &ColumnInfo, i: usize, rows: u64, version: FileVersion) -> Result<()> {
+    if version < (FileVersion { major: 2, minor: 1 }) {
+        return Ok(());
+    }
+    let total = column
+        .pages
+        .iter()
+        .try_fold(0u64, |a, p| a.checked_add(p.num_rows));
+    let fits = match total {
+        Some(0) => rows == 0 || column.pages.is_empty(),
+        Some(t) => rows > 0 && t % rows == 0,
+        None => false,
+    };
+    if !fits {
+        return Err(corrupt(format!(
+            "column {i}: pages hold {} rows, the file {rows}",
+            total.map_or("too many".to_string(), |t| t.to_string())
+        )));
+    }
+    Ok(())
 }
 
 fn parse_column(
@@ -350,5 +377,33 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("unknown file format version 9.1"));
+    }
+
+    #[test]
+    fn column_pages_must_add_up_to_the_file_rows() {
+        let page = |rows| PageInfo {
+            buffers: vec![],
+            num_rows: rows,
+            encoding: PageEncoding::Legacy(vec![]),
+        };
+        let column = |rows: &[u64]| ColumnInfo {
+            pages: rows.iter().map(|&r| page(r)).collect(),
+        };
+        let v21 = FileVersion { major: 2, minor: 1 };
+        check_column_rows(&column(&[10, 5]), 0, 15, v21).unwrap();
+        // Fixed-size lists of structs count items: a whole number per row.
+        check_column_rows(&column(&[20, 10]), 0, 15, v21).unwrap();
+        check_column_rows(&column(&[]), 0, 0, v21).unwrap();
+        for (pages, rows) in [
+            (&[10u64, 4][..], 15),
+            (&[1 << 40], 15),
+            (&[u64::MAX, 2], 15),
+            (&[3], 0),
+        ] {
+            let err = check_column_rows(&column(pages), 2, rows, v21).unwrap_err();
+            assert!(err.to_string().contains("column 2: pages hold"), "{err}");
+        }
+        // 2.0 list items count items, not rows.
+        check_column_rows(&column(&[7]), 0, 3, FileVersion { major: 2, minor: 0 }).unwrap();
     }
 }

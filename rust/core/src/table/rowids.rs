@@ -8,24 +8,27 @@ use crate::proto::table::{
 };
 
 fn decode_array(a: &EncodedU64Array, out: &mut Vec<u64>) -> Result<()> {
+    let add = |base: u64, offset: u64| {
+        base.checked_add(offset)
+            .ok_or_else(|| corrupt(format!("row id {base} + {offset} overflows")))
+    };
     match a
         .array
         .as_ref()
         .ok_or_else(|| corrupt("empty encoded row id array"))?
     {
         Enc::U16Array(x) => {
-            out.extend(
-                x.offsets
-                    .chunks_exact(2)
-                    .map(|c| x.base + u16::from_le_bytes([c[0], c[1]]) as u64),
-            );
+            for c in x.offsets.chunks_exact(2) {
+                out.push(add(x.base, u16::from_le_bytes([c[0], c[1]]) as u64)?);
+            }
         }
         Enc::U32Array(x) => {
-            out.extend(
-                x.offsets
-                    .chunks_exact(4)
-                    .map(|c| x.base + u32::from_le_bytes(c.try_into().unwrap()) as u64),
-            );
+            for c in x.offsets.chunks_exact(4) {
+                out.push(add(
+                    x.base,
+                    u32::from_le_bytes(c.try_into().unwrap()) as u64,
+                )?);
+            }
         }
         Enc::U64Array(x) => {
             out.extend(
@@ -38,29 +41,93 @@ fn decode_array(a: &EncodedU64Array, out: &mut Vec<u64>) -> Result<()> {
     Ok(())
 }
 
+/// Ids in an encoded array (without decoding it).
+fn array_len(a: &EncodedU64Array) -> Result<u64> {
+    Ok(match a
+        .array
+        .as_ref()
+        .ok_or_else(|| corrupt("empty encoded row id array"))?
+    {
+        Enc::U16Array(x) => x.offsets.len() / 2,
+        Enc::U32Array(x) => x.offsets.len() / 4,
+        Enc::U64Array(x) => x.values.len() / 8,
+    } as u64)
+}
+
+fn span(start: u64, end: u64) -> Result<u64> {
+    end.checked_sub(start)
+        .ok_or_else(|| corrupt(format!("row id range {start}..{end}")))
+}
+
+/// The distinct holes of a range with holes that lie inside it, sorted.
+fn holes_of(r: &crate::proto::table::u64_segment::RangeWithHoles) -> Result<Vec<u64>> {
+    let mut holes = Vec::new();
+    if let Some(h) = &r.holes {
+        decode_array(h, &mut holes)?;
+    }
+    holes.retain(|h| (r.start..r.end).contains(h));
+    holes.sort_unstable();
+    holes.dedup();
+    Ok(holes)
+}
+
+/// How many ids a segment holds, checking that it is well formed.
+fn segment_len(s: &Segment) -> Result<u64> {
+    Ok(match s {
+        Segment::Range(r) => span(r.start, r.end)?,
+        Segment::RangeWithHoles(r) => span(r.start, r.end)? - holes_of(r)?.len() as u64,
+        Segment::RangeWithBitmap(r) => {
+            let span = span(r.start, r.end)?;
+            if (r.bitmap.len() as u64) < span.div_ceil(8) {
+                return Err(corrupt("row id bitmap shorter than its range"));
+            }
+            let span = span as usize;
+            let whole: u64 = r.bitmap[..span / 8]
+                .iter()
+                .map(|b| b.count_ones() as u64)
+                .sum();
+            let rest = match span % 8 {
+                0 => 0,
+                k => (r.bitmap[span / 8] & ((1u8 << k) - 1)).count_ones() as u64,
+            };
+            whole + rest
+        }
+        Segment::SortedArray(a) | Segment::Array(a) => array_len(a)?,
+    })
+}
+
 /// Decode a serialized `RowIdSequence` into its row ids, in row order.
 pub fn decode_row_ids(bytes: &[u8]) -> Result<Vec<u64>> {
+    // A fragment's row offsets are u32s: it cannot have more rows than that.
+    decode_row_ids_bounded(bytes, 1 << 32)
+}
+
+/// As `decode_row_ids`, for a fragment of at most `max_rows` rows: a sequence holding
+/// more ids is corrupt, and is found so before anything is allocated for them.
+pub fn decode_row_ids_bounded(bytes: &[u8], max_rows: u64) -> Result<Vec<u64>> {
     let seq =
         RowIdSequence::decode(bytes).map_err(|e| corrupt(format!("bad row id sequence: {e}")))?;
-    let mut out = Vec::new();
+    let mut segments = Vec::with_capacity(seq.segments.len());
+    let mut total = 0u64;
     for s in &seq.segments {
-        match s
+        let s = s
             .segment
             .as_ref()
-            .ok_or_else(|| corrupt("empty row id segment"))?
-        {
-            Segment::Range(r) => {
-                if r.end < r.start {
-                    return Err(corrupt(format!("row id range {}..{}", r.start, r.end)));
-                }
-                out.extend(r.start..r.end);
-            }
+            .ok_or_else(|| corrupt("empty row id segment"))?;
+        total = total.saturating_add(segment_len(s)?);
+        if total > max_rows {
+            return Err(corrupt(format!(
+                "row id sequence holds more than {max_rows} ids, the rows of its fragment"
+            )));
+        }
+        segments.push(s);
+    }
+    let mut out = Vec::with_capacity(total as usize);
+    for s in segments {
+        match s {
+            Segment::Range(r) => out.extend(r.start..r.end),
             Segment::RangeWithHoles(r) => {
-                let mut holes = Vec::new();
-                if let Some(h) = &r.holes {
-                    decode_array(h, &mut holes)?;
-                }
-                holes.sort_unstable();
+                let holes = holes_of(r)?;
                 let mut h = holes.iter().peekable();
                 for v in r.start..r.end {
                     if h.peek() == Some(&&v) {
@@ -71,11 +138,7 @@ pub fn decode_row_ids(bytes: &[u8]) -> Result<Vec<u64>> {
                 }
             }
             Segment::RangeWithBitmap(r) => {
-                let span = r.end.saturating_sub(r.start) as usize;
-                if r.bitmap.len() * 8 < span {
-                    return Err(corrupt("row id bitmap shorter than its range"));
-                }
-                for i in 0..span {
+                for i in 0..(r.end - r.start) as usize {
                     // Bit i (LSB-first) says whether start + i is present.
                     if (r.bitmap[i / 8] >> (i % 8)) & 1 == 1 {
                         out.push(r.start + i as u64);
@@ -128,5 +191,54 @@ mod tests {
             vec![0, 1, 2, 10, 12, 14, 100, 101, 104, 106, 107, 108, 109, 7]
         );
         assert!(decode_row_ids(&[0xff, 0xff]).is_err());
+    }
+
+    #[test]
+    fn duplicate_or_outside_holes_and_huge_ranges() {
+        let seg = |s| U64Segment { segment: Some(s) };
+        let holes = |v: &[u16]| {
+            Some(EncodedU64Array {
+                array: Some(Enc::U16Array(encoded_u64_array::U16Array {
+                    base: 0,
+                    offsets: v.iter().flat_map(|h| h.to_le_bytes()).collect(),
+                })),
+            })
+        };
+        // A repeated hole, and one before the range, used to stop every later hole
+        // from being skipped.
+        let seq = RowIdSequence {
+            segments: vec![seg(Segment::RangeWithHoles(u64_segment::RangeWithHoles {
+                start: 10,
+                end: 16,
+                holes: holes(&[2, 11, 11, 14]),
+            }))],
+        };
+        assert_eq!(
+            decode_row_ids(&seq.encode_to_vec()).unwrap(),
+            vec![10, 12, 13, 15]
+        );
+        // A range of 2^40 ids is refused before anything is allocated for it.
+        let seq = RowIdSequence {
+            segments: vec![seg(Segment::Range(u64_segment::Range {
+                start: 0,
+                end: 1 << 40,
+            }))],
+        };
+        let err = decode_row_ids_bounded(&seq.encode_to_vec(), 1000).unwrap_err();
+        assert!(err.to_string().contains("more than 1000 ids"), "{err}");
+        assert!(decode_row_ids(&seq.encode_to_vec()).is_err());
+        // base + offset past u64::MAX: an overflow panic before.
+        let seq = RowIdSequence {
+            segments: vec![seg(Segment::Array(EncodedU64Array {
+                array: Some(Enc::U32Array(encoded_u64_array::U32Array {
+                    base: u64::MAX,
+                    offsets: 5u32.to_le_bytes().to_vec(),
+                })),
+            }))],
+        };
+        assert!(decode_row_ids(&seq.encode_to_vec())
+            .unwrap_err()
+            .to_string()
+            .contains("overflows"));
     }
 }

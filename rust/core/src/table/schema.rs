@@ -15,6 +15,10 @@ pub const PACKED_META: &str = "lance-encoding:packed";
 pub const BLOB_V2: &str = "lance.blob.v2";
 pub const JSON_LANCE: &str = "lance.json";
 
+/// How deeply fields (and logical types) may nest: far beyond any real schema, and
+/// shallow enough that walking one recursively cannot exhaust the stack.
+const MAX_DEPTH: usize = 64;
+
 /// A field of the dataset schema with its id and children.
 #[derive(Clone, Debug)]
 pub struct LanceField {
@@ -70,6 +74,12 @@ impl LanceSchema {
                         ))
                     })?
                     .clone();
+                if parent_path.len() >= MAX_DEPTH {
+                    return Err(corrupt(format!(
+                        "field '{}' (id {}) is nested more than {MAX_DEPTH} levels deep",
+                        f.name, f.id
+                    )));
+                }
                 let parent = get_mut(&mut roots, &parent_path);
                 parent.children.push(node);
                 let mut p = parent_path;
@@ -198,7 +208,9 @@ impl LanceField {
             lt if lt.starts_with("fixed_size_list:struct:") => {
                 let dim = lt["fixed_size_list:struct:".len()..]
                     .parse::<i32>()
-                    .map_err(|_| {
+                    .ok()
+                    .filter(|n| *n >= 0)
+                    .ok_or_else(|| {
                         corrupt(format!("field '{}': bad logical type '{lt}'", self.name))
                     })?;
                 DataType::FixedSizeList(self.child_arrow(0)?, dim)
@@ -222,6 +234,16 @@ fn time_unit(s: &str) -> Result<TimeUnit> {
 
 /// Parse a non-nested logical type string into its Arrow type.
 pub fn parse_logical_type(lt: &str) -> Result<DataType> {
+    parse_nested(lt, 0)
+}
+
+/// `parse_logical_type` for a type `depth` levels inside another.
+fn parse_nested(lt: &str, depth: usize) -> Result<DataType> {
+    if depth > MAX_DEPTH {
+        return Err(unsupported(format!(
+            "logical type nested more than {MAX_DEPTH} levels deep"
+        )));
+    }
     let simple = match lt {
         "null" => Some(DataType::Null),
         "bool" => Some(DataType::Boolean),
@@ -255,7 +277,8 @@ pub fn parse_logical_type(lt: &str) -> Result<DataType> {
         return Ok(dt);
     }
     let bad = || unsupported(format!("unknown logical type '{lt}'"));
-    let num = |s: &str| s.parse::<i32>().map_err(|_| bad());
+    // Widths and dimensions: never negative.
+    let num = |s: &str| s.parse::<i32>().ok().filter(|n| *n >= 0).ok_or_else(bad);
     if let Some(rest) = lt.strip_prefix("decimal:") {
         let parts: Vec<&str> = rest.split(':').collect();
         let [bits, p, s] = parts[..] else {
@@ -293,7 +316,7 @@ pub fn parse_logical_type(lt: &str) -> Result<DataType> {
                 BFLOAT16.to_string(),
             )]))
         } else {
-            Field::new("item", parse_logical_type(item)?, true)
+            Field::new("item", parse_nested(item, depth + 1)?, true)
         };
         return Ok(DataType::FixedSizeList(Arc::new(item_field), num(n)?));
     }
@@ -302,8 +325,8 @@ pub fn parse_logical_type(lt: &str) -> Result<DataType> {
         let (rest, _ordered) = rest.rsplit_once(':').ok_or_else(bad)?;
         let (value, key) = rest.rsplit_once(':').ok_or_else(bad)?;
         return Ok(DataType::Dictionary(
-            Box::new(parse_logical_type(key)?),
-            Box::new(parse_logical_type(value)?),
+            Box::new(parse_nested(key, depth + 1)?),
+            Box::new(parse_nested(value, depth + 1)?),
         ));
     }
     Err(bad())
@@ -417,6 +440,9 @@ mod tests {
             let dt = parse_logical_type(lt).unwrap();
             assert_eq!(logical_type_of(&dt, None).unwrap(), lt, "{dt}");
         }
+        for negative in ["fixed_size_binary:-1", "fixed_size_list:int8:-3"] {
+            assert!(parse_logical_type(negative).is_err(), "{negative}");
+        }
         assert!(parse_logical_type("int128")
             .unwrap_err()
             .to_string()
@@ -451,6 +477,15 @@ mod tests {
             arrow.field(2).data_type(),
             &DataType::List(Arc::new(Field::new("item", DataType::Int32, true)))
         );
+        // A chain of fields each inside the previous one: refused past MAX_DEPTH, so
+        // converting it cannot recurse without bound.
+        let chain: Vec<PbField> = (0..1000)
+            .map(|i| f(i, i - 1, "s", if i == 999 { "int32" } else { "struct" }))
+            .collect();
+        let err = LanceSchema::from_proto(&chain, &HashMap::new()).unwrap_err();
+        assert!(err.to_string().contains("nested more than"), "{err}");
+        let deep = "fixed_size_list:".repeat(100) + "int8" + &":2".repeat(100);
+        assert!(parse_logical_type(&deep).is_err());
         let bad = vec![f(2, 7, "x", "int32")];
         assert!(LanceSchema::from_proto(&bad, &HashMap::new())
             .unwrap_err()

@@ -12,7 +12,10 @@ pub fn decode(buf: &[u8], bits: u64, n: usize, out: &mut FixedBuilder) -> Result
         )));
     }
     let w = (bits / 8) as usize;
-    let src = slice(buf, 0, n * w, "byte stream split chunk")?;
+    let size = n
+        .checked_mul(w)
+        .ok_or_else(|| corrupt(format!("{n} split values of {w} bytes")))?;
+    let src = slice(buf, 0, size, "byte stream split chunk")?;
     let dst = out.extend_uninit(n);
     for (j, stream) in src.chunks_exact(n.max(1)).enumerate().take(w) {
         for (i, &byte) in stream.iter().enumerate() {

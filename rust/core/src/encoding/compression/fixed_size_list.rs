@@ -58,7 +58,9 @@ fn descend<'a>(
                         "lists of {dim} items read as lists of {d}"
                     )));
                 }
-                let items = count * dim;
+                let items = count
+                    .checked_mul(dim)
+                    .ok_or_else(|| corrupt(format!("{count} lists of {dim} items")))?;
                 if has_validity {
                     let existing = child.len();
                     fill_validity(layer, items, validity_mut(validity, existing))?;

@@ -105,7 +105,7 @@ pub fn decode_miniblock(
         .ok_or_else(|| corrupt("fsst chunk without a buffer"))?;
     let out = out.variable()?;
     let w = (*offset_bits / 8) as usize;
-    let raw = slice(buf, 0, (n + 1) * w, "fsst offsets")?;
+    let raw = slice(buf, 0, super::variable::offsets_size(n, w)?, "fsst offsets")?;
     let offsets: Vec<u64> = if w == 4 {
         words::<u32>(raw).iter().map(|&o| o as u64).collect()
     } else {

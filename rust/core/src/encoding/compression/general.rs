@@ -13,7 +13,23 @@ pub enum Scheme {
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 /// Refuse to inflate a unit beyond this; a corrupt length must not exhaust memory.
-const MAX_UNIT: u64 = 1 << 34;
+const MAX_UNIT: u64 = 1 << 32;
+/// An lz4 block inflates at most about 255 times (a match of n bytes takes n / 255 bytes).
+const LZ4_MAX_RATIO: usize = 256;
+
+/// Decompress a zstd stream into at most `limit` bytes; memory grows with the bytes that
+/// come out, not with a length the input states.
+fn zstd_stream(input: &[u8], limit: u64) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let decoder = zstd::stream::read::Decoder::with_buffer(input)
+        .map_err(|e| corrupt(format!("zstd: {e}")))?;
+    let mut out = Vec::new();
+    decoder
+        .take(limit)
+        .read_to_end(&mut out)
+        .map_err(|e| corrupt(format!("zstd: {e}")))?;
+    Ok(out)
+}
 
 impl Scheme {
     pub fn from_proto(scheme: i32) -> Result<Self> {
@@ -29,15 +45,18 @@ impl Scheme {
             Scheme::Zstd => {
                 if buf.starts_with(&ZSTD_MAGIC) {
                     // A bare frame, as some older writers produced.
-                    return zstd::stream::decode_all(buf)
-                        .map_err(|e| corrupt(format!("zstd: {e}")));
+                    let out = zstd_stream(buf, MAX_UNIT + 1)?;
+                    if out.len() as u64 > MAX_UNIT {
+                        return Err(corrupt("zstd frame inflates past 4 GiB"));
+                    }
+                    return Ok(out);
                 }
                 let len = u64_at(buf, 0, "zstd unit")?;
                 if len > MAX_UNIT {
                     return Err(corrupt(format!("zstd unit claims {len} bytes")));
                 }
-                let out = zstd::bulk::decompress(&buf[8..], len as usize)
-                    .map_err(|e| corrupt(format!("zstd: {e}")))?;
+                // One byte more than stated shows a unit that inflates past its claim.
+                let out = zstd_stream(&buf[8..], len + 1)?;
                 if out.len() as u64 != len {
                     return Err(corrupt(format!(
                         "zstd unit decompressed to {} bytes, expected {len}",
@@ -46,8 +65,17 @@ impl Scheme {
                 }
                 Ok(out)
             }
-            Scheme::Lz4 => lz4_flex::block::decompress_size_prepended(buf)
-                .map_err(|e| corrupt(format!("lz4: {e}"))),
+            Scheme::Lz4 => {
+                let len = crate::encoding::bytes::u32_at(buf, 0, "lz4 unit")? as usize;
+                if len > buf.len().saturating_mul(LZ4_MAX_RATIO) {
+                    return Err(corrupt(format!(
+                        "lz4 unit of {} bytes claims {len} bytes",
+                        buf.len()
+                    )));
+                }
+                lz4_flex::block::decompress(&buf[4..], len)
+                    .map_err(|e| corrupt(format!("lz4: {e}")))
+            }
         }
     }
 }
@@ -67,6 +95,28 @@ mod tests {
         // Truncated units are errors, not panics.
         assert!(Scheme::Zstd.decompress(&z[..z.len() / 2]).is_err());
         assert!(Scheme::Lz4.decompress(&l[..l.len() / 2]).is_err());
+    }
+
+    #[test]
+    fn stated_sizes_do_not_size_allocations() {
+        // A zstd unit claiming 16 GiB used to reserve it before decompressing; now the
+        // output grows as it decompresses and the claim is checked against it.
+        let mut z = (1u64 << 34).to_le_bytes().to_vec();
+        z.extend(zstd::bulk::compress(b"abc", 3).unwrap());
+        let err = Scheme::Zstd.decompress(&z).unwrap_err();
+        assert!(
+            err.to_string().contains("claims 17179869184 bytes"),
+            "{err}"
+        );
+        let mut z = (1u64 << 31).to_le_bytes().to_vec();
+        z.extend(zstd::bulk::compress(b"abc", 3).unwrap());
+        let err = Scheme::Zstd.decompress(&z).unwrap_err();
+        assert!(err.to_string().contains("decompressed to 3 bytes"), "{err}");
+        // lz4 reserved its stated u32 size (up to 4 GiB) from 4 bytes.
+        let mut l = lz4_flex::block::compress_prepend_size(b"abc");
+        l[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        let err = Scheme::Lz4.decompress(&l).unwrap_err();
+        assert!(err.to_string().contains("claims 4294967295"), "{err}");
     }
 }
 

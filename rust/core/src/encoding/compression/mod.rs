@@ -193,7 +193,11 @@ impl Codec {
             }
             PbCompression::PackedStruct(p) => {
                 match required(&p.values, "packed struct")? {
-                    Codec::Flat { bits } if bits == p.bits_per_value.iter().sum::<u64>() => {}
+                    Codec::Flat { bits }
+                        if Some(bits)
+                            == p.bits_per_value
+                                .iter()
+                                .try_fold(0u64, |a, b| a.checked_add(*b)) => {}
                     other => return Err(unsupported(format!("packed struct over {other:?}"))),
                 }
                 if p.bits_per_value.iter().any(|b| *b == 0 || b % 8 != 0) {
@@ -308,7 +312,10 @@ impl Codec {
                 inner,
             } => match out {
                 ValuesBuilder::FixedSizeList { child, len, .. } => {
-                    inner.decode_block(buf, n * *dim as usize, child)?;
+                    let items = n
+                        .checked_mul(*dim as usize)
+                        .ok_or_else(|| corrupt(format!("{n} lists of {dim} items")))?;
+                    inner.decode_block(buf, items, child)?;
                     *len += n;
                     Ok(())
                 }
@@ -381,7 +388,9 @@ fn flat(buf: &[u8], bits: u64, n: usize, out: &mut ValuesBuilder) -> Result<()> 
             len,
             validity,
         } => {
-            let items = n * *dim;
+            let items = n
+                .checked_mul(*dim)
+                .ok_or_else(|| corrupt(format!("{n} lists of {dim} items")))?;
             let child = child.fixed()?;
             if child.bits as u64 * *dim as u64 != bits {
                 return Err(corrupt(format!(
@@ -416,8 +425,11 @@ fn constant(value: Option<&[u8]>, n: usize, out: &mut ValuesBuilder) -> Result<(
                 )));
             }
             let dst = b.extend_uninit(n);
-            for chunk in dst.chunks_exact_mut(v.len()) {
-                chunk.copy_from_slice(v);
+            // Zero-width values (fixed_size_binary:0) have nothing to copy.
+            if !v.is_empty() {
+                for chunk in dst.chunks_exact_mut(v.len()) {
+                    chunk.copy_from_slice(v);
+                }
             }
             Ok(())
         }
@@ -433,5 +445,53 @@ fn constant(value: Option<&[u8]>, n: usize, out: &mut ValuesBuilder) -> Result<(
             Ok(())
         }
         (Some(_), _) => Err(unsupported("constant values of a nested type")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codec(c: PbCompression) -> Codec {
+        Codec::from_proto(&pb::CompressiveEncoding {
+            compression: Some(c),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn packed_struct_widths_that_overflow_are_refused() {
+        // Field widths summing past u64::MAX overflowed (a panic in debug builds).
+        let p = pb::PackedStruct {
+            bits_per_value: vec![u64::MAX - 7, 16],
+            values: Some(Box::new(crate::encoding::encode::proto::flat(8))),
+        };
+        let e = pb::CompressiveEncoding {
+            compression: Some(PbCompression::PackedStruct(Box::new(p))),
+        };
+        assert!(Codec::from_proto(&e).is_err());
+    }
+
+    #[test]
+    fn zero_width_constants_and_huge_counts() {
+        // A constant of fixed_size_binary:0 values cut its output into 0-byte chunks: a panic.
+        let c = codec(PbCompression::Constant(pb::Constant {
+            value: Some(vec![]),
+        }));
+        let mut out =
+            ValuesBuilder::for_type(&arrow_schema::DataType::FixedSizeBinary(0), 3).unwrap();
+        c.decode_block(&[], 3, &mut out).unwrap();
+        assert_eq!(out.len(), 3);
+        // Counts whose byte sizes overflow are errors, not overflow panics.
+        let split = Codec::ByteStreamSplit { bits: 64 };
+        let mut out = ValuesBuilder::for_type(&arrow_schema::DataType::Float64, 0).unwrap();
+        assert!(split
+            .decode_miniblock(&[&[0u8; 16]], usize::MAX / 2, &mut out)
+            .is_err());
+        let strings = Codec::Variable { offset_bits: 32 };
+        let mut out = ValuesBuilder::for_type(&arrow_schema::DataType::Utf8, 0).unwrap();
+        assert!(strings
+            .decode_miniblock(&[&[0u8; 16]], usize::MAX, &mut out)
+            .is_err());
     }
 }

@@ -30,7 +30,10 @@ fn children(
 pub fn decode_fixed(buf: &[u8], bits: &[u64], n: usize, out: &mut ValuesBuilder) -> Result<()> {
     let widths: Vec<usize> = bits.iter().map(|b| (*b / 8) as usize).collect();
     let row: usize = widths.iter().sum();
-    let data = slice(buf, 0, row * n, "packed struct rows")?;
+    let size = row
+        .checked_mul(n)
+        .ok_or_else(|| corrupt(format!("{n} packed rows of {row} bytes")))?;
+    let data = slice(buf, 0, size, "packed struct rows")?;
     let (children, len) = children(out, widths.len())?;
     let mut offset = 0;
     for (child, &w) in children.iter_mut().zip(&widths) {

@@ -6,6 +6,13 @@ use crate::encoding::bytes::{slice, u32_at, u64_at, words};
 use crate::encoding::values::VariableBuilder;
 use crate::error::{corrupt, Result};
 
+/// Bytes of the `n + 1` offsets of `n` values, `w` bytes each.
+pub fn offsets_size(n: usize, w: usize) -> Result<usize> {
+    n.checked_add(1)
+        .and_then(|k| k.checked_mul(w))
+        .ok_or_else(|| corrupt(format!("offsets of {n} values")))
+}
+
 pub fn decode_chunk(
     buf: &[u8],
     offset_bits: u64,
@@ -13,7 +20,7 @@ pub fn decode_chunk(
     out: &mut VariableBuilder,
 ) -> Result<()> {
     let w = (offset_bits / 8) as usize;
-    let offsets = slice(buf, 0, (n + 1) * w, "string offsets")?;
+    let offsets = slice(buf, 0, offsets_size(n, w)?, "string offsets")?;
     if offset_bits == 32 {
         out.append_with_offsets(&words::<u32>(offsets), buf)
     } else {
@@ -46,7 +53,7 @@ pub fn decode_block(
         )));
     }
     let w = (offset_bits / 8) as usize;
-    let offsets = slice(buf, header, (n + 1) * w, "string block offsets")?;
+    let offsets = slice(buf, header, offsets_size(n, w)?, "string block offsets")?;
     let bytes = buf
         .get(start as usize..)
         .ok_or_else(|| corrupt("string block data starts past its end"))?;

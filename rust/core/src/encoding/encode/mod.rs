@@ -51,7 +51,12 @@ pub fn encode_page(levels: LeafLevels, opts: &PageOptions) -> Result<EncodedPage
     let values = Values::of(&levels.values)?;
     let wide = values.max_value_bytes() >= FULL_ZIP_BYTES;
     let fixed_bool = matches!(values, Values::Bool { .. });
-    if (wide || opts.force_full_zip) && !opts.force_mini_block && !fixed_bool {
+    // Dictionaries are page-level state that only mini-block pages carry.
+    let dictionary = matches!(
+        levels.values.data_type(),
+        arrow_schema::DataType::Dictionary(..)
+    );
+    if (wide || opts.force_full_zip) && !opts.force_mini_block && !fixed_bool && !dictionary {
         return fullzip::encode(&levels);
     }
     miniblock::encode(&levels, opts)
@@ -82,5 +87,33 @@ fn all_null_page(levels: &LeafLevels) -> EncodedPage {
             layout: Some(pb::page_layout::Layout::ConstantLayout(layout)),
         },
         num_rows: levels.num_rows as u64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, DictionaryArray};
+
+    use super::*;
+
+    #[test]
+    fn dictionaries_stay_mini_block_when_full_zip_is_forced() {
+        // `lance-encoding:structural-encoding=fullzip` on a dictionary column made the
+        // full-zip writer slice the (empty) value bytes it keeps for dictionaries: a panic.
+        let dict: DictionaryArray<arrow_array::types::Int32Type> =
+            ["a", "b", "a"].into_iter().collect();
+        let array: ArrayRef = Arc::new(dict);
+        let levels = levels::leaf_levels(&array, &[]).unwrap();
+        let opts = PageOptions {
+            force_full_zip: true,
+            ..Default::default()
+        };
+        let page = encode_page(levels, &opts).unwrap();
+        assert!(matches!(
+            page.layout.layout,
+            Some(pb::page_layout::Layout::MiniBlockLayout(_))
+        ));
     }
 }

@@ -32,6 +32,9 @@ pub fn decode(
         .as_any()
         .downcast_ref::<StructArray>()
         .ok_or_else(|| corrupt("blob descriptions"))?;
+    if s.num_columns() < 2 {
+        return Err(corrupt("blob descriptions without a position and a size"));
+    }
     let (pos, size) = match (
         s.column(0).as_any().downcast_ref::<UInt64Array>(),
         s.column(1).as_any().downcast_ref::<UInt64Array>(),
@@ -67,4 +70,35 @@ pub fn decode(
         def: has_def.then(|| def.into()),
         values: PageValues::Array(values),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::encoding::encode::proto;
+    use crate::proto::encodings21::{page_layout::Layout, MiniBlockLayout, PageLayout};
+
+    #[test]
+    fn descriptions_need_a_position_and_a_size() {
+        // Read as a struct of one field, blob descriptions indexed a missing column.
+        let inner = PageLayout {
+            layout: Some(Layout::MiniBlockLayout(MiniBlockLayout {
+                value_compression: Some(proto::flat(64)),
+                layers: vec![Layer::AllValidItem.to_proto()],
+                num_buffers: 0,
+                num_items: 0,
+                ..Default::default()
+            })),
+        };
+        let b = BlobLayout {
+            inner_layout: Some(Box::new(inner)),
+            layers: vec![Layer::AllValidItem.to_proto()],
+        };
+        let dt =
+            DataType::Struct(vec![arrow_schema::Field::new("p", DataType::UInt64, true)].into());
+        let r =
+            std::panic::catch_unwind(|| decode(&b, &[Bytes::new(), Bytes::new()], 0, &dt).is_err());
+        assert!(r.unwrap());
+    }
 }

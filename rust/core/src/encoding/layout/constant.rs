@@ -18,16 +18,24 @@ use crate::encoding::values::ValuesBuilder;
 use crate::error::{corrupt, Result};
 use crate::proto::encodings21::{CompressiveEncoding, ConstantLayout};
 
+/// Levels stored in `buf`: raw u16s, or `count` levels compressed by `codec` (at most
+/// `max_count`, checked before any is decoded).
 fn levels(
     buf: Option<&Bytes>,
     codec: &Option<CompressiveEncoding>,
     count: u64,
+    max_count: u64,
 ) -> Result<Option<ScalarBuffer<u16>>> {
     let Some(buf) = buf.filter(|b| !b.is_empty()) else {
         return Ok(None);
     };
     match codec {
         Some(c) => {
+            if count > max_count {
+                return Err(corrupt(format!(
+                    "constant page claims {count} levels (at most {max_count} fit it)"
+                )));
+            }
             let mut b = level_builder(count as usize);
             Codec::from_proto(c)?.decode_block(buf, count as usize, &mut b)?;
             Ok(Some(finish_levels(b)))
@@ -78,6 +86,22 @@ fn scalar_from_buffer(buf: &[u8]) -> Result<Vec<u8>> {
     }
 }
 
+/// Where the unit starting at row `start` of an `n`-row page ends: the first row at which
+/// `sizing.should_cut` holds, or `n`.
+fn next_cut(sizing: &UnitSizing, start: u64, n: u64) -> u64 {
+    let target = sizing.target_rows.max(1);
+    let first = start.saturating_add(target);
+    if first >= n {
+        return n;
+    }
+    let align = sizing.align_rows.max(1);
+    let misaligned = (sizing.page_start % align + first % align) % align;
+    let aligned = first.saturating_add((align - misaligned) % align);
+    aligned
+        .min(start.saturating_add(target.saturating_mul(2)))
+        .min(n)
+}
+
 pub struct Plan {
     layers: Vec<Layer>,
     scalar: Option<Vec<u8>>,
@@ -108,8 +132,17 @@ pub fn plan(
         (None, Some(b)) => Some(scalar_from_buffer(b)?),
         (None, None) => None,
     };
-    let rep = levels(rep_buf, &c.rep_compression, c.num_rep_values)?;
-    let def = levels(def_buf, &c.def_compression, c.num_def_values)?;
+    // A row takes one level or more; past one per row, levels vary (a page whose levels
+    // are all alike holds one per row), so compressed ones take a bit each at least.
+    let has_rep = rep_buf.is_some_and(|b| !b.is_empty());
+    let level_bytes = rep_buf.map_or(0, |b| b.len()) + def_buf.map_or(0, |b| b.len());
+    let max_levels = if has_rep {
+        num_rows.max(8 * level_bytes as u64)
+    } else {
+        num_rows
+    };
+    let rep = levels(rep_buf, &c.rep_compression, c.num_rep_values, max_levels)?;
+    let def = levels(def_buf, &c.def_compression, c.num_def_values, max_levels)?;
     if scalar.is_none() && rep.is_none() && def.is_none() && layers != [Layer::NullableItem] {
         return Err(corrupt(format!(
             "all-null page without levels has layers {layers:?}"
@@ -125,17 +158,19 @@ pub fn plan(
             }
         }
     }
-    // Without repetition every row is one level, so rows split anywhere.
+    // Without repetition every row is one level, so rows split anywhere. Cuts are found
+    // a unit at a time, not a row at a time: a page of many rows plans quickly.
     let mut starts = vec![0u64];
     let mut units = Vec::new();
-    let mut acc = 0u64;
-    for r in 1..=num_rows {
-        acc += 1;
-        if r == num_rows || (rep.is_none() && sizing.should_cut(acc, r)) {
-            units.push(acc);
-            starts.push(r);
-            acc = 0;
-        }
+    let mut start = 0u64;
+    while start < num_rows {
+        let end = match rep {
+            Some(_) => num_rows,
+            None => next_cut(sizing, start, num_rows),
+        };
+        units.push(end - start);
+        starts.push(end);
+        start = end;
     }
     if units.is_empty() {
         units.push(0);
@@ -193,5 +228,71 @@ impl Plan {
             def,
             values,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoding::encode::proto;
+    use crate::encoding::layout::{plan_page, PageLayout};
+    use crate::proto::encodings21::page_layout::Layout;
+
+    fn page(c: ConstantLayout) -> PageLayout {
+        PageLayout {
+            layout: Some(Layout::ConstantLayout(c)),
+        }
+    }
+
+    #[test]
+    fn many_rows_plan_a_unit_at_a_time() {
+        // Planning walked every row: 2^50 rows of a constant page took forever.
+        let c = ConstantLayout {
+            layers: vec![Layer::AllValidItem.to_proto()],
+            inline_value: Some(vec![1, 0, 0, 0]),
+            ..Default::default()
+        };
+        let whole = plan_page(
+            &page(c.clone()),
+            vec![],
+            1 << 50,
+            &DataType::Int32,
+            &UnitSizing::whole(),
+        )
+        .unwrap();
+        assert_eq!(whole.unit_rows(), &[1 << 50]);
+        let sizing = UnitSizing {
+            target_rows: 10,
+            align_rows: 8,
+            page_start: 3,
+        };
+        let plan = plan_page(&page(c), vec![], 45, &DataType::Int32, &sizing).unwrap();
+        // Cuts where page_start + end is a multiple of 8 (13, 29, 45), units of >= 10 rows.
+        assert_eq!(plan.unit_rows(), &[13, 16, 16]);
+    }
+
+    #[test]
+    fn compressed_level_counts_must_fit_the_page() {
+        // A stated 2^40 definition levels, bit-packed at width 0, decoded 2^40 zeros.
+        let c = ConstantLayout {
+            layers: vec![Layer::NullableItem.to_proto()],
+            def_compression: Some(proto::out_of_line_bitpacking(16, 0)),
+            num_def_values: 1 << 40,
+            ..Default::default()
+        };
+        let buffers = vec![Bytes::new(), Bytes::from_static(&[0; 8])];
+        let err = plan_page(
+            &page(c),
+            buffers,
+            10,
+            &DataType::Int32,
+            &UnitSizing::whole(),
+        )
+        .map(|_| ())
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("claims 1099511627776 levels"),
+            "{err}"
+        );
     }
 }

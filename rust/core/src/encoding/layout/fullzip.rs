@@ -45,10 +45,11 @@ pub fn plan(
     let data = buffers
         .first()
         .ok_or_else(|| corrupt("full-zip page without a data buffer"))?;
-    if f.bits_rep + f.bits_def > 32 {
+    // Levels are u16s: each takes 16 bits at most.
+    if f.bits_rep > 16 || f.bits_def > 16 {
         return Err(corrupt(format!(
-            "control words of {} bits",
-            f.bits_rep + f.bits_def
+            "control words of {} repetition and {} definition bits",
+            f.bits_rep, f.bits_def
         )));
     }
     let cw_bytes = match f.bits_rep + f.bits_def {
@@ -60,13 +61,20 @@ pub fn plan(
     let details = f
         .details
         .ok_or_else(|| corrupt("full-zip page says neither value width nor offset width"))?;
+    // Every item takes whole bytes, and at least one (control word, value or length), so
+    // decoding always moves forward.
+    match details {
+        Details::BitsPerValue(b) if b % 8 == 0 && (b > 0 || cw_bytes > 0) => {}
+        Details::BitsPerOffset(8 | 16 | 32 | 64) => {}
+        d => return Err(corrupt(format!("full-zip items of {d:?}"))),
+    }
 
     // Byte offset of row r: from the row index, or a fixed stride.
-    let rows = num_rows as usize;
+    let rows = usize::try_from(num_rows).map_err(|_| corrupt("full-zip page of too many rows"))?;
     let index = buffers.get(1).filter(|b| !b.is_empty());
     let offset_of: Box<dyn Fn(usize) -> Result<usize>> = match (index, details) {
         (Some(idx), _) => {
-            let width = idx.len() / (rows + 1);
+            let width = idx.len() / rows.saturating_add(1);
             if !matches!(width, 1 | 2 | 4 | 8) || width * (rows + 1) != idx.len() {
                 return Err(corrupt(format!(
                     "full-zip row index of {} bytes for {rows} rows",
@@ -78,6 +86,12 @@ pub fn plan(
         }
         (None, Details::BitsPerValue(bits)) if f.bits_rep == 0 => {
             let stride = cw_bytes + (bits / 8) as usize;
+            if rows.checked_mul(stride).is_none_or(|n| n > data.len()) {
+                return Err(corrupt(format!(
+                    "full-zip page of {rows} rows of {stride} bytes has {} bytes",
+                    data.len()
+                )));
+            }
             Box::new(move |r| Ok(r * stride))
         }
         _ => {
@@ -90,9 +104,17 @@ pub fn plan(
     let mut units = Vec::new();
     let mut unit_rows = Vec::new();
     let (mut start, mut acc) = (0usize, 0u64);
-    for r in 1..=rows {
+    if !splittable && rows > 0 {
+        // One unit; its row count is checked against its items when it is decoded.
+        units.push(0..data.len());
+        unit_rows.push(num_rows);
+    }
+    // Splittable pages hold at least a byte per row (checked above), so this loop is
+    // bounded by the page's bytes.
+    let split_rows = if splittable { rows } else { 0 };
+    for r in 1..=split_rows {
         acc += 1;
-        if r == rows || (splittable && sizing.should_cut(acc, r as u64)) {
+        if r == rows || sizing.should_cut(acc, r as u64) {
             let (a, b) = (offset_of(start)?, offset_of(r)?);
             if a > b || b > data.len() {
                 return Err(corrupt(format!(
@@ -168,7 +190,8 @@ impl Plan {
         let def_mask = (1u32 << self.bits_def) - 1;
         let mut rep = has_rep.then(Vec::new);
         let mut def = has_def.then(Vec::new);
-        let mut values = ValuesBuilder::for_type(leaf_type, num_rows as usize)?;
+        // Every item takes a byte at least: no more values than bytes.
+        let mut values = ValuesBuilder::for_type(leaf_type, (num_rows as usize).min(data.len()))?;
         let mut pos = 0usize;
         while pos < data.len() {
             let cw = uint_at(&data, pos, self.cw_bytes, "full-zip control word")? as u32;
@@ -257,4 +280,113 @@ fn zero_copy(
         _ => return Ok(None),
     };
     Ok(Some(make_array(array.align_buffers(true).build()?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoding::encode::proto;
+    use crate::proto::encodings21::page_layout::Layout;
+    use crate::proto::encodings21::PageLayout;
+
+    fn layout(details: Details, bits_def: u32) -> PageLayout {
+        PageLayout {
+            layout: Some(Layout::FullZipLayout(FullZipLayout {
+                bits_def,
+                details: Some(details),
+                value_compression: Some(proto::variable(32)),
+                layers: vec![Layer::NullableItem.to_proto()],
+                ..Default::default()
+            })),
+        }
+    }
+
+    #[test]
+    fn row_counts_the_bytes_cannot_hold_fail_fast() {
+        // Found by fuzzing: the planner walked every row a page claimed (a hang for 2^40
+        // rows), and `rows + 1` overflowed for u64::MAX.
+        let data = vec![Bytes::from_static(&[0, 1, 0, 0, 0, b'x'])];
+        let page = layout(Details::BitsPerOffset(32), 1);
+        let plan = super::super::plan_page(
+            &page,
+            data.clone(),
+            1 << 40,
+            &DataType::Utf8,
+            &UnitSizing::whole(),
+        )
+        .unwrap();
+        // The one unit decodes what is there; its row count is checked as it is unravelled.
+        let decoded = plan.decode_unit(0).unwrap();
+        let leaf = crate::encoding::levels::PathStep::Leaf(std::sync::Arc::new(
+            arrow_schema::Field::new("s", DataType::Utf8, true),
+        ));
+        let err = crate::encoding::levels::unravel(decoded, &[leaf]).unwrap_err();
+        assert!(err.to_string().contains("decoded 1 rows"), "{err}");
+        let with_index = vec![data[0].clone(), Bytes::from_static(&[0, 6])];
+        assert!(super::super::plan_page(
+            &page,
+            with_index,
+            u64::MAX,
+            &DataType::Utf8,
+            &UnitSizing::whole()
+        )
+        .is_err());
+        // Fixed-width rows: the stride says how many fit.
+        let fixed = layout(Details::BitsPerValue(32), 0);
+        let err = super::super::plan_page(
+            &fixed,
+            data,
+            1 << 40,
+            &DataType::Int32,
+            &UnitSizing::whole(),
+        )
+        .map(|_| ())
+        .unwrap_err();
+        assert!(err.to_string().contains("1099511627776 rows"), "{err}");
+    }
+
+    #[test]
+    fn level_widths_fit_u16() {
+        // Found by fuzzing: 32 definition bits overflowed the mask's shift (and the sum
+        // of two widths could overflow u32).
+        let data = vec![Bytes::from_static(&[0; 8])];
+        for (rep, def) in [(0, 32), (17, 0), (u32::MAX, 1)] {
+            let mut page = layout(Details::BitsPerValue(32), def);
+            if let Some(Layout::FullZipLayout(f)) = page.layout.as_mut() {
+                f.bits_rep = rep;
+            }
+            let r = super::super::plan_page(
+                &page,
+                data.clone(),
+                1,
+                &DataType::Int32,
+                &UnitSizing::whole(),
+            );
+            assert!(r.is_err(), "{rep} {def}");
+        }
+    }
+
+    #[test]
+    fn items_must_take_whole_bytes() {
+        // Zero-width items would never move the decoder forward.
+        let data = vec![Bytes::from_static(&[0; 8])];
+        for d in [
+            Details::BitsPerValue(0),
+            Details::BitsPerValue(12),
+            Details::BitsPerOffset(72),
+        ] {
+            let page = layout(d, 0);
+            assert!(
+                super::super::plan_page(
+                    &page,
+                    data.clone(),
+                    4,
+                    &DataType::Int32,
+                    &UnitSizing::whole()
+                )
+                .is_err(),
+                "{d:?}"
+            );
+        }
+    }
 }

@@ -27,6 +27,11 @@ use crate::encoding::values::{FixedBuilder, ValuesBuilder};
 use crate::error::{corrupt, Result};
 use crate::proto::encodings21::MiniBlockLayout;
 
+const MAX_VALUE_BUFFERS: usize = 8;
+/// A chunk's value count is a power of two of at most 15 bits; the last chunk holds what
+/// remains, no more.
+const MAX_CHUNK_VALUES: usize = 1 << 15;
+
 fn pad8(n: usize) -> usize {
     n.div_ceil(8) * 8
 }
@@ -69,6 +74,13 @@ pub fn plan(
     let def_codec = codec(&m.def_compression)?;
     let dict_codec = codec(&m.dictionary)?;
     let num_items = m.num_items as usize;
+    // Without repetition every row is one item (a value slot, null or not).
+    if rep_codec.is_none() && m.num_items != num_rows {
+        return Err(corrupt(format!(
+            "mini-block page of {num_rows} rows without lists holds {} values",
+            m.num_items
+        )));
+    }
     let has_rep_index = m.repetition_index_depth > 0;
     let need = 2 + dict_codec.is_some() as usize + has_rep_index as usize;
     if buffers.len() < need {
@@ -78,6 +90,13 @@ pub fn plan(
         )));
     }
     let meta = &buffers[0];
+    // Value buffers per chunk: their sizes sit in a fixed header array.
+    if m.num_buffers > MAX_VALUE_BUFFERS as u64 {
+        return Err(corrupt(format!(
+            "mini-block chunks with {} value buffers",
+            m.num_buffers
+        )));
+    }
 
     // Chunk sizes and value counts from the metadata words.
     let word_size = if m.has_large_chunk { 4 } else { 2 };
@@ -94,7 +113,12 @@ pub fn plan(
         let values = if i + 1 == num_chunks {
             num_items
                 .checked_sub(assigned)
-                .ok_or_else(|| corrupt("chunks hold more values than the page"))?
+                .filter(|&v| v <= MAX_CHUNK_VALUES)
+                .ok_or_else(|| {
+                    corrupt(format!(
+                        "{num_items} values do not fit {num_chunks} chunks of at most {MAX_CHUNK_VALUES}"
+                    ))
+                })?
         } else {
             1usize << (w & 0xF)
         };
@@ -132,7 +156,8 @@ pub fn plan(
             cut_ok.push(u64_at(index, i * stride + 8, "repetition index")? == 0);
         }
     }
-    let units = if rows.len() == num_chunks && rows.iter().sum::<u64>() == num_rows {
+    let total = rows.iter().try_fold(0u64, |a, &r| a.checked_add(r));
+    let units = if rows.len() == num_chunks && total == Some(num_rows) {
         let mut units = Vec::new();
         let (mut first, mut acc, mut done) = (0usize, 0u64, 0u64);
         for i in 0..num_chunks {
@@ -158,7 +183,16 @@ pub fn plan(
                 DataType::Dictionary(_, v) => v.as_ref().clone(),
                 other => other.clone(),
             };
-            let n = m.num_dictionary_items as usize;
+            // A page's dictionary holds the distinct values of its items.
+            let n = usize::try_from(m.num_dictionary_items)
+                .ok()
+                .filter(|&n| n <= num_items.saturating_add(1))
+                .ok_or_else(|| {
+                    corrupt(format!(
+                        "dictionary of {} items for {num_items} values",
+                        m.num_dictionary_items
+                    ))
+                })?;
             let mut d = ValuesBuilder::for_type(&dict_type, n)?;
             dc.decode_block(&buffers[2], n, &mut d)
                 .map_err(|e| e.context("dictionary"))?;
@@ -250,13 +284,7 @@ impl Plan {
         };
         let rep_size = if rep.is_some() { next_u16(&mut h)? } else { 0 };
         let def_size = if def.is_some() { next_u16(&mut h)? } else { 0 };
-        let mut sizes = [0usize; 8];
-        if self.num_buffers > sizes.len() {
-            return Err(corrupt(format!(
-                "mini-block chunk with {} value buffers",
-                self.num_buffers
-            )));
-        }
+        let mut sizes = [0usize; MAX_VALUE_BUFFERS];
         for s in sizes.iter_mut().take(self.num_buffers) {
             if self.has_large_chunk {
                 *s = u32_at(chunk, h, what)? as usize;
@@ -289,5 +317,114 @@ impl Plan {
             p += pad8(s);
         }
         self.values_codec.decode_miniblock(bufs, count, values)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoding::encode::proto;
+    use crate::proto::encodings21::{page_layout::Layout, PageLayout};
+
+    fn page(m: MiniBlockLayout) -> PageLayout {
+        PageLayout {
+            layout: Some(Layout::MiniBlockLayout(m)),
+        }
+    }
+
+    #[test]
+    fn value_buffer_count_is_checked_before_use() {
+        // Found by fuzzing: a stated count of 2^60 value buffers sized an allocation.
+        let m = MiniBlockLayout {
+            value_compression: Some(proto::flat(32)),
+            layers: vec![Layer::AllValidItem.to_proto()],
+            num_buffers: 1 << 60,
+            num_items: 1,
+            ..Default::default()
+        };
+        let buffers = vec![Bytes::from_static(&[0, 0]), Bytes::from(vec![0u8; 8])];
+        let err = crate::encoding::layout::plan_page(
+            &page(m),
+            buffers,
+            1,
+            &DataType::Int32,
+            &UnitSizing::whole(),
+        )
+        .map(|_| ())
+        .unwrap_err();
+        assert!(err.to_string().contains("value buffers"), "{err}");
+    }
+
+    #[test]
+    fn stated_value_and_dictionary_counts_must_fit_the_chunks() {
+        // The last chunk holds what remains of `num_items`: a corrupt 2^40 made a constant
+        // chunk expand to 2^40 values; a dictionary of 2^40 items was decoded likewise.
+        let constant = crate::proto::encodings21::CompressiveEncoding {
+            compression: Some(
+                crate::proto::encodings21::compressive_encoding::Compression::Constant(
+                    crate::proto::encodings21::Constant {
+                        value: Some(vec![1, 0, 0, 0]),
+                    },
+                ),
+            ),
+        };
+        let m = MiniBlockLayout {
+            value_compression: Some(constant.clone()),
+            layers: vec![Layer::AllValidItem.to_proto()],
+            num_items: 1 << 40,
+            ..Default::default()
+        };
+        let buffers = vec![Bytes::from_static(&[0, 0]), Bytes::from(vec![0u8; 8])];
+        let plan = |m: MiniBlockLayout, b: Vec<Bytes>| {
+            let rows = m.num_items;
+            crate::encoding::layout::plan_page(
+                &page(m),
+                b,
+                rows,
+                &DataType::Int32,
+                &UnitSizing::whole(),
+            )
+            .map(|_| ())
+            .unwrap_err()
+            .to_string()
+        };
+        assert!(plan(m.clone(), buffers.clone()).contains("do not fit"));
+        let m = MiniBlockLayout {
+            value_compression: Some(proto::flat(32)),
+            dictionary: Some(constant),
+            num_dictionary_items: 1 << 40,
+            num_items: 1,
+            ..m
+        };
+        let mut with_dict = buffers;
+        with_dict.push(Bytes::new());
+        assert!(plan(m, with_dict).contains("dictionary of 1099511627776 items"));
+    }
+
+    #[test]
+    fn values_must_match_rows_without_lists() {
+        // pylance rejects a page whose item count disagrees with its rows; we returned data.
+        let m = MiniBlockLayout {
+            value_compression: Some(proto::flat(32)),
+            layers: vec![Layer::AllValidItem.to_proto()],
+            num_buffers: 1,
+            num_items: 3,
+            ..Default::default()
+        };
+        let buffers = vec![Bytes::from_static(&[0, 0]), Bytes::from(vec![0u8; 24])];
+        let err = crate::encoding::layout::plan_page(
+            &page(m),
+            buffers,
+            5,
+            &DataType::Int32,
+            &UnitSizing::whole(),
+        )
+        .map(|_| ())
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("5 rows without lists holds 3 values"),
+            "{err}"
+        );
     }
 }
