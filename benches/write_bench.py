@@ -68,7 +68,7 @@ def main():
     src = parquet_file(args.rows)
     print(f"writing {args.rows:,} rows (best of {args.repeat}); lance_core / pylance ratios are throughput "
           f"(above 1: lance_core faster) and file size (below 1: lance_core smaller)")
-    print(f"{'input':<34}{'library':<12}{'seconds':>9}{'MB/s':>8}{'files MB':>10}{'peak MB':>9}{'speed':>8}{'size':>7}")
+    print(f"{'input':<46}{'library':<12}{'seconds':>9}{'MB/s':>8}{'files MB':>10}{'peak MB':>9}{'speed':>8}{'size':>7}")
     cases = []
     for kind in args.inputs.split(","):
         cases.append((kind, INPUTS[kind], None))
@@ -89,7 +89,7 @@ def main():
             name = "pylance" if module == "lance" else module
             ratio = (f"{ref['seconds'] / ours['seconds']:>7.2f}x{ours['size'] / ref['size']:>6.3f}x"
                      if module == "lance_core" else "")
-            print(f"{label:<34}{name:<12}{r['seconds']:>9.3f}{r['bytes'] / r['seconds'] / 1e6:>8.0f}"
+            print(f"{label:<46}{name:<12}{r['seconds']:>9.3f}{r['bytes'] / r['seconds'] / 1e6:>8.0f}"
                   f"{r['size'] / 1e6:>10.1f}{r['peak_mb']:>9.0f}{ratio}", flush=True)
 
 
