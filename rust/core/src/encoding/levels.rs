@@ -118,7 +118,7 @@ impl<'a> Unraveler<'a> {
                 Ok(Some(NullBuffer::new(bits)))
             }
             l => Err(corrupt(format!(
-                "found list layer {l:?} where a struct or value layer belongs"
+                "found a layer of {l} where a struct or value layer belongs"
             ))),
         }
     }
@@ -154,7 +154,7 @@ impl<'a> Unraveler<'a> {
             Layer::NullAndEmptyList => (Some(valid + 1), Some(valid + 2)),
             l => {
                 return Err(corrupt(format!(
-                    "found layer {l:?} where a list layer belongs"
+                    "found a layer of {l} where a list layer belongs"
                 )))
             }
         };

@@ -74,6 +74,48 @@ pub enum PackedLayout {
     Variable(u64),
 }
 
+/// How errors name an encoding: in words, not as Rust values.
+impl std::fmt::Display for Codec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Codec::Flat { bits } => write!(f, "flat {bits}-bit values"),
+            Codec::Variable { offset_bits } => write!(f, "variable-width values ({offset_bits}-bit offsets)"),
+            Codec::Constant { .. } => write!(f, "a constant"),
+            Codec::InlineBitpacking { bits } => write!(f, "bit-packed {bits}-bit values"),
+            Codec::OutOfLineBitpacking { bits, .. } => write!(f, "bit-packed {bits}-bit values"),
+            Codec::Fsst { inner, .. } => write!(f, "FSST over {inner}"),
+            Codec::Rle { bits } => write!(f, "run-length encoded {bits}-bit values"),
+            Codec::ByteStreamSplit { bits } => write!(f, "byte-stream-split {bits}-bit values"),
+            Codec::General { scheme, inner } => write!(f, "{scheme:?} over {inner}"),
+            Codec::FixedSizeList { dim, inner, .. } => write!(f, "fixed-size lists of {dim} over {inner}"),
+            Codec::PackedStruct { .. } => write!(f, "packed structs"),
+            Codec::VariablePackedStruct { .. } => write!(f, "packed structs with variable-width fields"),
+        }
+    }
+}
+
+/// The name of a protobuf compression, for errors.
+fn proto_name(c: Option<&PbCompression>) -> &'static str {
+    match c {
+        None => "nothing",
+        Some(PbCompression::Flat(_)) => "flat values",
+        Some(PbCompression::Variable(_)) => "variable-width values",
+        Some(PbCompression::Constant(_)) => "a constant",
+        Some(PbCompression::InlineBitpacking(_)) | Some(PbCompression::OutOfLineBitpacking(_)) => {
+            "bit packing"
+        }
+        Some(PbCompression::Fsst(_)) => "FSST",
+        Some(PbCompression::Dictionary(_)) => "a dictionary",
+        Some(PbCompression::Rle(_)) => "run-length encoding",
+        Some(PbCompression::ByteStreamSplit(_)) => "byte stream split",
+        Some(PbCompression::General(_)) => "general compression",
+        Some(PbCompression::FixedSizeList(_)) => "fixed-size lists",
+        Some(PbCompression::PackedStruct(_)) | Some(PbCompression::VariablePackedStruct(_)) => {
+            "packed structs"
+        }
+    }
+}
+
 fn required(e: &Option<Box<pb::CompressiveEncoding>>, what: &str) -> Result<Codec> {
     match e {
         Some(e) => Codec::from_proto(e),
@@ -114,7 +156,7 @@ impl Codec {
                     } => Codec::Variable { offset_bits: b },
                     other => {
                         return Err(unsupported(format!(
-                            "variable-width offsets encoded as {other:?}"
+                            "variable-width offsets encoded as {other}"
                         )))
                     }
                 }
@@ -137,7 +179,7 @@ impl Codec {
                     Some(PbCompression::Flat(f)) if f.bits_per_value <= bits => f.bits_per_value,
                     other => {
                         return Err(unsupported(format!(
-                            "out-of-line bitpacking over {other:?}"
+                            "out-of-line bitpacking over {}", proto_name(other)
                         )))
                     }
                 };
@@ -155,12 +197,12 @@ impl Codec {
             PbCompression::Rle(r) => {
                 let bits = match required(&r.values, "rle")? {
                     Codec::Flat { bits } => check_word_bits(bits)?,
-                    other => return Err(unsupported(format!("rle values encoded as {other:?}"))),
+                    other => return Err(unsupported(format!("rle values encoded as {other}"))),
                 };
                 match required(&r.run_lengths, "rle")? {
                     Codec::Flat { bits: 8 } => {}
                     other => {
-                        return Err(unsupported(format!("rle run lengths encoded as {other:?}")))
+                        return Err(unsupported(format!("rle run lengths encoded as {other}")))
                     }
                 }
                 Codec::Rle { bits }
@@ -169,7 +211,7 @@ impl Codec {
                 Codec::Flat {
                     bits: bits @ (16 | 32 | 64),
                 } => Codec::ByteStreamSplit { bits },
-                other => return Err(unsupported(format!("byte stream split over {other:?}"))),
+                other => return Err(unsupported(format!("byte stream split over {other}"))),
             },
             PbCompression::General(g) => {
                 let comp = g
@@ -198,7 +240,7 @@ impl Codec {
                             == p.bits_per_value
                                 .iter()
                                 .try_fold(0u64, |a, b| a.checked_add(*b)) => {}
-                    other => return Err(unsupported(format!("packed struct over {other:?}"))),
+                    other => return Err(unsupported(format!("packed struct over {other}"))),
                 }
                 if p.bits_per_value.iter().any(|b| *b == 0 || b % 8 != 0) {
                     return Err(unsupported("packed struct field that is not byte-aligned"));
@@ -221,7 +263,7 @@ impl Codec {
                             Some(Layout::BitsPerValue(b)) if b % 8 == 0 => PackedLayout::Fixed(b),
                             Some(Layout::BitsPerLength(b @ (32 | 64))) => PackedLayout::Variable(b),
                             other => {
-                                return Err(unsupported(format!("packed field layout {other:?}")))
+                                return Err(unsupported(format!("packed field layout {}", match other { Some(Layout::BitsPerValue(b)) => format!("of {b} bits"), Some(Layout::BitsPerLength(b)) => format!("with {b}-bit lengths"), None => "missing".into() })))
                             }
                         };
                         Ok(PackedField { codec, layout })

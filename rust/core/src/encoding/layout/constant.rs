@@ -145,7 +145,8 @@ pub fn plan(
     let def = levels(def_buf, &c.def_compression, c.num_def_values, max_levels)?;
     if scalar.is_none() && rep.is_none() && def.is_none() && layers != [Layer::NullableItem] {
         return Err(corrupt(format!(
-            "all-null page without levels has layers {layers:?}"
+            "all-null page without levels has layers {}",
+            super::describe_layers(&layers)
         )));
     }
     if rep.is_none() {

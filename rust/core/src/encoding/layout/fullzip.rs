@@ -66,7 +66,12 @@ pub fn plan(
     match details {
         Details::BitsPerValue(b) if b % 8 == 0 && (b > 0 || cw_bytes > 0) => {}
         Details::BitsPerOffset(8 | 16 | 32 | 64) => {}
-        d => return Err(corrupt(format!("full-zip items of {d:?}"))),
+        Details::BitsPerValue(b) => {
+            return Err(corrupt(format!("full-zip items of {b} bits each")))
+        }
+        Details::BitsPerOffset(b) => {
+            return Err(corrupt(format!("full-zip items with {b}-bit lengths")))
+        }
     }
 
     // Byte offset of row r: from the row index, or a fixed stride.

@@ -72,6 +72,25 @@ impl Layer {
     }
 }
 
+/// How errors name a layer.
+impl std::fmt::Display for Layer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Layer::AllValidItem => "values without nulls",
+            Layer::NullableItem => "nullable values",
+            Layer::AllValidList => "lists without nulls or empty lists",
+            Layer::NullableList => "nullable lists",
+            Layer::EmptyableList => "lists that may be empty",
+            Layer::NullAndEmptyList => "nullable lists that may be empty",
+        })
+    }
+}
+
+/// Layers as words, outermost last (as stored).
+pub fn describe_layers(layers: &[Layer]) -> String {
+    layers.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", ")
+}
+
 pub fn layers_from_proto(v: &[i32]) -> Result<Vec<Layer>> {
     if v.is_empty() {
         return Err(corrupt("page has no structural layers"));
