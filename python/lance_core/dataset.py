@@ -156,6 +156,13 @@ class LanceFragment:
     def to_batches(self, columns: Optional[List[str]] = None, **kwargs) -> Iterator[pa.RecordBatch]:
         return self.scanner(columns, **kwargs).to_batches()
 
+    def take(self, indices: Any, columns: Optional[Union[List[str], Dict[str, str]]] = None,
+             with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+        """Rows `indices` of this fragment (counted over its rows as they are now, deleted
+        rows not counted), in the order given, repeats included."""
+        addresses = self._dataset._ds.fragment_addresses(self.fragment_id, _indices(indices, "indices"))
+        return self._dataset._take_addresses(addresses, columns, with_row_id, with_row_address)
+
     def merge_columns(
         self,
         value_func: Callable[[pa.RecordBatch], Any],
@@ -215,6 +222,36 @@ def _check_hints(nearest: Any, hints: Dict[str, Any]) -> None:
         if name not in _HINTS and name not in ("full_text_query", "order_by", "row_addr_allowlist",
                                                "row_addr_blocklist"):
             raise TypeError(f"scanner() got an unexpected keyword argument '{name}'")
+
+
+def _indices(values: Any, what: str) -> List[int]:
+    """Indices or row ids from a list, a numpy array or a pyarrow array, as Python ints."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = values.to_pylist()
+    elif hasattr(values, "tolist"):
+        values = values.tolist()
+    out = list(values)
+    for v in out:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise InvalidInputError(f"{what} must be integers, got {v!r}")
+        if v < 0:
+            raise InvalidInputError(f"{what} must not be negative, got {v}")
+    return out
+
+
+def _take_columns(columns: Any) -> Tuple[Optional[List[str]], Optional[List[Tuple[str, str]]]]:
+    """`columns` of a take: names, or a dict of names to SQL expressions."""
+    if columns is None:
+        return None, None
+    if isinstance(columns, str):
+        raise InvalidInputError("columns must be a list of column names, not a string")
+    if isinstance(columns, dict):
+        for name, expr in columns.items():
+            if not isinstance(name, str) or not isinstance(expr, str):
+                raise InvalidInputError(f"columns given as a dict map output names to SQL expressions "
+                                        f"(str → str), got {name!r}: {expr!r}")
+        return None, list(columns.items())
+    return list(columns), None
 
 
 def _as_batch(out: Any) -> pa.RecordBatch:
@@ -360,6 +397,51 @@ class LanceDataset:
         convert = {k: v for k, v in kwargs.items() if k not in names}
         table = self.scanner(columns, filter, limit, offset, nearest, batch_size, *args, **scan).to_table()
         return table.to_pandas(**convert)
+
+    def _take_addresses(self, addresses: List[int], columns: Any, with_row_id: bool = False,
+                        with_row_address: bool = False) -> pa.Table:
+        names, projection = _take_columns(columns)
+        batch = pa.record_batch(self._ds.take(addresses, names, projection, bool(with_row_id),
+                                              bool(with_row_address)))
+        return pa.Table.from_batches([batch])
+
+    def take(self, indices: Any, columns: Optional[Union[List[str], Dict[str, str]]] = None,
+             with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+        """Rows `indices` of this version (counted over the dataset's rows as they are now,
+        deleted rows not counted), in the order given, repeats included. `indices` is a
+        list, a numpy array or a pyarrow array; an index past the last row is an error.
+        `columns` as in `to_table` (names, or a dict of SQL expressions)."""
+        addresses = self._ds.addresses_of_indices(_indices(indices, "indices"))
+        return self._take_addresses(addresses, columns, with_row_id, with_row_address)
+
+    def take_rows(self, row_ids: Any, columns: Optional[Union[List[str], Dict[str, str]]] = None,
+                  with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
+        """Rows by row id (`_rowid`: stable row ids when the dataset has them, else row
+        addresses), in the order given. Ids no visible row has (deleted, or never
+        written) are left out, as pylance does."""
+        found = self._ds.addresses_of_row_ids(_indices(row_ids, "row ids"))
+        return self._take_addresses([a for a in found if a is not None], columns, with_row_id, with_row_address)
+
+    def _take_rows(self, row_ids: Any, columns: Optional[Union[List[str], Dict[str, str]]] = None,
+                   **kwargs: Any) -> pa.Table:
+        """pylance's name for `take_rows`."""
+        return self.take_rows(row_ids, columns, **kwargs)
+
+    def head(self, num_rows: int, **kwargs: Any) -> pa.Table:
+        """The first `num_rows` rows (`kwargs` as in `to_table`)."""
+        return self.to_table(limit=num_rows, **kwargs)
+
+    def sample(self, num_rows: int, columns: Optional[Union[List[str], Dict[str, str]]] = None,
+               randomize_order: bool = True, **kwargs: Any) -> pa.Table:
+        """`num_rows` rows picked at random without repeats (all of them when the dataset
+        has fewer), in random order unless `randomize_order=False`."""
+        import random
+
+        total = self.count_rows()
+        picked = random.sample(range(total), min(num_rows, total))
+        if not randomize_order:
+            picked.sort()
+        return self.take(picked, columns, **kwargs)
 
     def add_columns(
         self,

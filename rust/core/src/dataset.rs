@@ -7,6 +7,7 @@ use object_store::path::Path;
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
+use crate::file::FileReader;
 use crate::proto::table::{
     data_fragment::RowIdSequence as RowIdSeq, DataFile, DataFragment, Manifest,
 };
@@ -14,7 +15,8 @@ use crate::storage::{Storage, StorageOptions};
 use crate::table::deletion::{decode_deletions, deletion_file_name};
 use crate::table::features::{unknown_reader_flags, STABLE_ROW_IDS};
 use crate::table::manifest::{decode_manifest, timestamp_nanos};
-use crate::table::rowids::decode_row_ids;
+use crate::table::row_index::RowIdIndex;
+use crate::table::rowids::{decode_row_id_runs, decode_row_ids};
 use crate::table::schema::LanceSchema;
 use crate::table::tags::read_tag;
 use crate::table::validate::validate_manifest;
@@ -42,6 +44,21 @@ struct Base {
     is_dataset_root: bool,
 }
 
+/// Data files opened for this version, kept so that repeated reads (takes above all) do
+/// not fetch the same metadata again. Keyed by path and, for legacy files, the field id
+/// range their columns were resolved for.
+#[derive(Debug, Default)]
+struct FileCache {
+    files: std::sync::Mutex<HashMap<(String, i32, i32), Arc<FileReader>>>,
+    /// Deletion sets read so far, by fragment id.
+    deletions: std::sync::Mutex<HashMap<u64, Arc<RoaringBitmap>>>,
+    /// The row-id index, built on first use.
+    row_index: tokio::sync::OnceCell<Arc<RowIdIndex>>,
+}
+
+/// Files kept open per dataset version at most; past that the cache starts over.
+const MAX_CACHED_FILES: usize = 4096;
+
 #[derive(Clone, Debug)]
 pub struct Dataset {
     /// The URI the user opened (tags live here).
@@ -54,6 +71,7 @@ pub struct Dataset {
     pub schema: Arc<LanceSchema>,
     pub arrow_schema: SchemaRef,
     options: StorageOptions,
+    files: Arc<FileCache>,
 }
 
 /// Whether a store is cheap to list (so listing beats following the version hint).
@@ -135,6 +153,7 @@ impl Dataset {
             schema: Arc::new(schema),
             arrow_schema,
             options,
+            files: Arc::new(FileCache::default()),
         })
     }
 
@@ -229,6 +248,58 @@ impl Dataset {
         })
     }
 
+    /// Open a data file of this version (cached); `legacy_ids` resolves the columns of a
+    /// legacy file for the field id range its `DataFile` lists.
+    pub async fn open_file(
+        &self,
+        file: &DataFile,
+        legacy_ids: Option<(i32, i32)>,
+    ) -> Result<Arc<FileReader>> {
+        let (min, max) = legacy_ids.unwrap_or((-1, -1));
+        let key = (file.path.clone(), min, max);
+        let cached = self.files.files.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+        if let Some(reader) = cached {
+            return Ok(reader);
+        }
+        let (storage, path) = self.data_file_location(file)?;
+        let size = crate::table::data_file::recorded_size(file);
+        let mut reader = FileReader::open(&storage, path, size).await?;
+        if let Some((min, max)) = legacy_ids {
+            reader = reader.with_field_ids(min, max).await?;
+        }
+        let reader = Arc::new(reader);
+        let mut files = self.files.files.lock().unwrap_or_else(|e| e.into_inner());
+        if files.len() >= MAX_CACHED_FILES {
+            files.clear();
+        }
+        files.insert(key, reader.clone());
+        Ok(reader)
+    }
+
+    /// The physical row offsets in `frag` of its visible rows `indices` (deleted rows
+    /// skipped), in the order given; an index past its visible rows is an error.
+    pub async fn physical_offsets(&self, frag: &DataFragment, indices: &[u64]) -> Result<Vec<u32>> {
+        let physical = self.physical_rows(frag).await?;
+        let deletions = self.deletions(frag).await?;
+        let visible = physical - deletions.as_ref().map_or(0, |d| d.len());
+        indices
+            .iter()
+            .map(|&k| {
+                if k >= visible {
+                    return Err(Error::invalid(format!(
+                        "{}: index {k} is out of range: fragment {} has {visible} rows",
+                        self.uri,
+                        frag.id
+                    )));
+                }
+                Ok(match &deletions {
+                    None => k as u32,
+                    Some(d) => nth_not_deleted(d, k),
+                })
+            })
+            .collect()
+    }
+
     /// Rows in a fragment's data files, deleted rows included.
     pub async fn physical_rows(&self, frag: &DataFragment) -> Result<u64> {
         // A manifest without a writer version comes from pylance 0.8.12 or older, and
@@ -238,16 +309,32 @@ impl Dataset {
             return Ok(frag.physical_rows);
         }
         // Older writers left it unset or wrong: ask the first data file.
-        let (storage, path) = self.data_file_location(&frag.files[0])?;
-        let size = crate::table::data_file::recorded_size(&frag.files[0]);
-        let reader = crate::file::FileReader::open(&storage, path, size).await?;
+        let reader = self.open_file(&frag.files[0], None).await?;
         Ok(reader.metadata.num_rows)
     }
 
-    /// The deleted row offsets of a fragment, if it has a deletion file.
-    pub async fn deletions(&self, frag: &DataFragment) -> Result<Option<RoaringBitmap>> {
-        let Some(d) = &frag.deletion_file else {
+    /// The deleted row offsets of a fragment, if it has a deletion file (read once per
+    /// version).
+    pub async fn deletions(&self, frag: &DataFragment) -> Result<Option<Arc<RoaringBitmap>>> {
+        if frag.deletion_file.is_none() {
             return Ok(None);
+        }
+        let cached = self.files.deletions.lock().unwrap_or_else(|e| e.into_inner()).get(&frag.id).cloned();
+        if let Some(set) = cached {
+            return Ok(Some(set));
+        }
+        let set = Arc::new(self.read_deletions(frag).await?);
+        let mut cache = self.files.deletions.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= MAX_CACHED_FILES {
+            cache.clear();
+        }
+        cache.insert(frag.id, set.clone());
+        Ok(Some(set))
+    }
+
+    async fn read_deletions(&self, frag: &DataFragment) -> Result<RoaringBitmap> {
+        let Some(d) = &frag.deletion_file else {
+            return Ok(RoaringBitmap::new());
         };
         let name = deletion_file_name(frag.id, d);
         let (storage, path) = match d.base_id {
@@ -289,7 +376,7 @@ impl Dataset {
                 ));
             }
         }
-        Ok(Some(set))
+        Ok(set)
     }
 
     /// Deleted rows of a fragment, from the manifest when it records them.
@@ -342,6 +429,127 @@ impl Dataset {
             }
         }
     }
+
+    /// The serialized row-id sequence of a fragment (inline, or read from its file), and
+    /// what to call it in errors.
+    async fn row_id_bytes(&self, frag: &DataFragment) -> Result<(bytes::Bytes, String)> {
+        match &frag.row_id_sequence {
+            Some(RowIdSeq::InlineRowIds(b)) => Ok((
+                bytes::Bytes::copy_from_slice(b),
+                self.storage.display(&self.location.path),
+            )),
+            Some(RowIdSeq::ExternalRowIds(ext)) => {
+                let path = self.storage.path(&ext.path);
+                let b = self
+                    .storage
+                    .get_range(&path, ext.offset..ext.offset + ext.size)
+                    .await?;
+                Ok((b, self.storage.display(&path)))
+            }
+            None => Err(Error::corrupt(
+                self.storage.display(&self.location.path),
+                format!(
+                    "dataset has stable row ids but fragment {} has no row id sequence",
+                    frag.id
+                ),
+            )),
+        }
+    }
+
+    /// The row-id index of this version (stable row ids only), built on first use.
+    pub async fn row_id_index(&self) -> Result<Arc<RowIdIndex>> {
+        self.files
+            .row_index
+            .get_or_try_init(|| async {
+                let reads = self.fragments().iter().map(|f| async move {
+                    let (bytes, name) = self.row_id_bytes(f).await?;
+                    let rows = self.physical_rows(f).await?;
+                    let runs = decode_row_id_runs(&bytes, rows).map_err(|e| e.in_file(&name))?;
+                    Ok::<_, Error>((f.id, runs))
+                });
+                let runs = futures::future::try_join_all(reads).await?;
+                let index = RowIdIndex::build(runs)
+                    .map_err(|e| e.in_file(&self.storage.display(&self.location.path)))?;
+                Ok(Arc::new(index))
+            })
+            .await
+            .cloned()
+    }
+
+    /// The addresses of rows with stable row ids (or, without them, row ids that are
+    /// addresses) `ids`, in order: None for an id no visible row has.
+    pub async fn addresses_of_row_ids(&self, ids: &[u64]) -> Result<Vec<Option<u64>>> {
+        let addresses: Vec<Option<u64>> = if self.has_stable_row_ids() {
+            let index = self.row_id_index().await?;
+            ids.iter().map(|&id| index.address(id)).collect()
+        } else {
+            ids.to_vec().into_iter().map(Some).collect()
+        };
+        // Deleted rows are no rows (as in pylance); an address outside every fragment is
+        // an error (stable ids found by the index never are).
+        let mut out = Vec::with_capacity(addresses.len());
+        for a in addresses {
+            let Some(a) = a else {
+                out.push(None);
+                continue;
+            };
+            let (id, offset) = (a >> 32, a & 0xFFFF_FFFF);
+            let frag = self.fragment(id).ok_or_else(|| {
+                Error::invalid(format!(
+                    "{}: row id {a} is in fragment {id}, which this version does not have",
+                    self.uri
+                ))
+            })?;
+            let rows = self.physical_rows(frag).await?;
+            if offset >= rows {
+                return Err(Error::invalid(format!(
+                    "{}: row id {a} is row {offset} of fragment {id}, which has {rows} rows",
+                    self.uri
+                )));
+            }
+            let deleted = self
+                .deletions(frag)
+                .await?
+                .is_some_and(|d| d.contains(offset as u32));
+            out.push((!deleted).then_some(a));
+        }
+        Ok(out)
+    }
+
+    /// The addresses of the dataset's visible rows `indices` (counted over the
+    /// fragments in order, deleted rows skipped), in the order given.
+    pub async fn addresses_of_indices(&self, indices: &[u64]) -> Result<Vec<u64>> {
+        let counts = futures::future::try_join_all(self.fragments().iter().map(|f| self.fragment_rows(f))).await?;
+        let mut ends = Vec::with_capacity(counts.len());
+        let mut total = 0u64;
+        for c in &counts {
+            total += c;
+            ends.push(total);
+        }
+        // Per fragment: the positions asked for and their index within the fragment.
+        let mut per_fragment: Vec<Vec<(usize, u64)>> = vec![Vec::new(); counts.len()];
+        for (pos, &i) in indices.iter().enumerate() {
+            if i >= total {
+                return Err(Error::invalid(format!(
+                    "{}: index {i} is out of range: the dataset has {total} rows",
+                    self.uri
+                )));
+            }
+            let f = ends.partition_point(|&e| e <= i);
+            let start = ends[f] - counts[f];
+            per_fragment[f].push((pos, i - start));
+        }
+        let mut out = vec![0u64; indices.len()];
+        for (f, wanted) in per_fragment.iter().enumerate().filter(|(_, w)| !w.is_empty()) {
+            let frag = &self.fragments()[f];
+            let local: Vec<u64> = wanted.iter().map(|w| w.1).collect();
+            let offsets = self.physical_offsets(frag, &local).await?;
+            for ((pos, _), o) in wanted.iter().zip(offsets) {
+                out[*pos] = (frag.id << 32) | o as u64;
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// Data files must be of the version the dataset records (pylance refuses the dataset
@@ -374,6 +582,24 @@ fn check_file_versions(m: &Manifest, name: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The `k`-th row offset (from 0) not in `deleted`: the smallest p with p - rank(p) == k
+/// and p not deleted, found by binary search over p.
+fn nth_not_deleted(deleted: &RoaringBitmap, k: u64) -> u32 {
+    // Rows before p that are kept: p - (deleted rows below p).
+    let kept_below = |p: u64| p - if p == 0 { 0 } else { deleted.rank((p - 1) as u32) };
+    let (mut lo, mut hi) = (k, k + deleted.len());
+    // The first p with kept_below(p + 1) > k, i.e. p is the k-th kept row.
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if kept_below(mid + 1) > k {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo as u32
 }
 
 /// The summary pylance shows with each version.
@@ -410,4 +636,18 @@ fn summary(m: &Manifest) -> Vec<(String, String)> {
         ("total_fragments".into(), m.fragments.len().to_string()),
         ("total_rows".into(), total_rows.to_string()),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nth_kept_row_skips_deleted_ones() {
+        let deleted: RoaringBitmap = [0u32, 1, 5, 6, 7, 20].into_iter().collect();
+        let kept: Vec<u32> = (0..30).filter(|r| !deleted.contains(*r)).collect();
+        for (k, &row) in kept.iter().enumerate() {
+            assert_eq!(nth_not_deleted(&deleted, k as u64), row, "k = {k}");
+        }
+    }
 }

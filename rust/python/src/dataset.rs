@@ -8,7 +8,8 @@ use lance_core::scan::{scan, ScanOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::arrow_export::{PyArrowSchema, PyBatchIterator};
+use crate::arrow_export::{PyArrowBatch, PyArrowSchema, PyBatchIterator};
+use lance_core::scan::Projection;
 use crate::errors::{guard, IntoPyResult};
 use crate::runtime::{block_on, runtime};
 
@@ -18,6 +19,21 @@ type VersionRow = (u64, i64, HashMap<String, String>);
 #[pyclass(name = "_Dataset", module = "lance_core._lance_core", frozen)]
 pub struct PyDataset {
     inner: Arc<Dataset>,
+}
+
+/// Named SQL expressions from Python, parsed.
+fn parse_projection(
+    exprs: Option<Vec<(String, String)>>,
+) -> PyResult<Option<Vec<(String, lance_core::expr::Expr)>>> {
+    exprs
+        .map(|exprs| {
+            exprs
+                .into_iter()
+                .map(|(name, sql)| Ok((name, lance_core::expr::parse_expression(&sql)?)))
+                .collect::<lance_core::Result<Vec<_>>>()
+        })
+        .transpose()
+        .py()
 }
 
 /// A version given from Python: an int is a version number, a str a tag name.
@@ -282,6 +298,64 @@ impl PyDataset {
         })
     }
 
+    /// The rows at `addresses` (fragment id << 32 | row offset), in that order.
+    #[pyo3(signature = (addresses, columns=None, projection=None, with_row_id=false, with_row_address=false))]
+    fn take(
+        &self,
+        py: Python<'_>,
+        addresses: Vec<u64>,
+        columns: Option<Vec<String>>,
+        projection: Option<Vec<(String, String)>>,
+        with_row_id: bool,
+        with_row_address: bool,
+    ) -> PyResult<PyArrowBatch> {
+        guard(|| {
+            let projection = Projection {
+                columns,
+                exprs: parse_projection(projection)?,
+                with_row_id,
+                with_row_address,
+            };
+            let ds = self.inner.clone();
+            let batch = block_on(py, async move {
+                lance_core::scan::take::take(ds, &addresses, &projection).await
+            })
+            .py()?;
+            Ok(PyArrowBatch(batch))
+        })
+    }
+
+    /// The addresses of the dataset's visible rows `indices` (deleted rows skipped).
+    fn addresses_of_indices(&self, py: Python<'_>, indices: Vec<u64>) -> PyResult<Vec<u64>> {
+        guard(|| {
+            let ds = self.inner.clone();
+            block_on(py, async move { ds.addresses_of_indices(&indices).await }).py()
+        })
+    }
+
+    /// The addresses of the visible rows `indices` of fragment `fragment_id`.
+    fn fragment_addresses(&self, py: Python<'_>, fragment_id: u64, indices: Vec<u64>) -> PyResult<Vec<u64>> {
+        guard(|| {
+            let ds = self.inner.clone();
+            block_on(py, async move {
+                let frag = ds.fragment(fragment_id).ok_or_else(|| {
+                    lance_core::Error::invalid(format!("{}: no fragment {fragment_id}", ds.uri()))
+                })?;
+                let offsets = ds.physical_offsets(frag, &indices).await?;
+                Ok(offsets.into_iter().map(|o| (fragment_id << 32) | o as u64).collect())
+            })
+            .py()
+        })
+    }
+
+    /// The addresses of the rows with stable row ids `ids` (None: no visible row).
+    fn addresses_of_row_ids(&self, py: Python<'_>, ids: Vec<u64>) -> PyResult<Vec<Option<u64>>> {
+        guard(|| {
+            let ds = self.inner.clone();
+            block_on(py, async move { ds.addresses_of_row_ids(&ids).await }).py()
+        })
+    }
+
     #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false, projection=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
@@ -320,15 +394,7 @@ impl PyDataset {
             if let Some(f) = filter.filter(|f| !f.trim().is_empty()) {
                 options.filter = Some(lance_core::expr::parse(&f).py()?);
             }
-            if let Some(exprs) = projection {
-                options.projection = Some(
-                    exprs
-                        .into_iter()
-                        .map(|(name, sql)| Ok((name, lance_core::expr::parse_expression(&sql)?)))
-                        .collect::<lance_core::Result<Vec<_>>>()
-                        .py()?,
-                );
-            }
+            options.projection = parse_projection(projection)?;
             let _enter = runtime().enter();
             let s = scan(self.inner.clone(), options).py()?;
             Ok(PyBatchIterator::new(s.schema, s.batches))

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::file::{FileReader, FileVersion, PageEncoding, PageInfo};
 use crate::proto::encodings20::ArrayEncoding;
 use crate::proto::table::DataFragment;
-use crate::table::data_file::{is_legacy, recorded_size};
+use crate::table::data_file::is_legacy;
 
 /// Where a leaf's values are in a fragment.
 #[derive(Clone, Debug)]
@@ -84,14 +84,8 @@ pub async fn open_leaf_sources(
     needed.dedup();
     let legacy_ref = &legacy_ids;
     let opens = needed.iter().map(|&fi| async move {
-        let file = &frag.files[fi];
-        let (storage, path) = ds.data_file_location(file)?;
-        let size = recorded_size(file);
-        let mut reader = FileReader::open(&storage, path, size).await?;
-        if let Some(&(min, max)) = legacy_ref.get(&fi) {
-            reader = reader.with_field_ids(min, max).await?;
-        }
-        Ok::<_, Error>((fi, Arc::new(reader)))
+        let reader = ds.open_file(&frag.files[fi], legacy_ref.get(&fi).copied()).await?;
+        Ok::<_, Error>((fi, reader))
     });
     let readers: HashMap<usize, Arc<FileReader>> = futures::future::try_join_all(opens)
         .await?
@@ -230,13 +224,26 @@ impl PageWork {
 /// big enough that per-unit overhead does not show.
 const UNIT_BYTES: u64 = 1 << 20;
 
+/// What units a page is cut into.
+#[derive(Clone, Copy, Debug)]
+pub enum Units {
+    /// About 1 MiB of decoded data each, ending on batch boundaries where possible.
+    Scan { batch_size: u64 },
+    /// As small as the layout allows (a mini-block chunk, a few full-zip rows), so that a
+    /// take decodes little beyond the rows it wants.
+    Take,
+}
+
+/// Rows a unit of a page read for a take aims for.
+const TAKE_UNIT_ROWS: u64 = 64;
+
 /// Read page `page` of a leaf and plan its units.
 pub async fn read_page(
     source: &LeafSource,
     page: usize,
     page_start: u64,
     leaf: &LeafPlan,
-    batch_size: u64,
+    units: Units,
 ) -> Result<Arc<PageWork>> {
     if let Some(chain) = &source.chain {
         let rows = page_start
@@ -277,15 +284,19 @@ pub async fn read_page(
         let stored: u64 = info.buffers.iter().map(|r| r.end - r.start).sum();
         let width = f.data_type().primitive_width().unwrap_or(0) as u64;
         let per_row = (stored / info.num_rows.max(1)).max(width).max(1);
-        let sizing = if items_per_row(&path) > 1 {
+        let sizing = match units {
             // Units must hold whole rows; mini-block chunks need not, so one unit.
-            UnitSizing::whole()
-        } else {
-            UnitSizing {
+            _ if items_per_row(&path) > 1 => UnitSizing::whole(),
+            Units::Scan { batch_size } => UnitSizing {
                 target_rows: (UNIT_BYTES / per_row).max(1024),
                 align_rows: batch_size,
                 page_start,
-            }
+            },
+            Units::Take => UnitSizing {
+                target_rows: TAKE_UNIT_ROWS,
+                align_rows: 1,
+                page_start,
+            },
         };
         let plan = match &info.encoding {
             PageEncoding::Layout(layout) => {

@@ -8,6 +8,7 @@ mod lists20;
 mod output;
 pub mod plan;
 mod stream;
+pub mod take;
 
 use std::sync::Arc;
 
@@ -74,17 +75,47 @@ pub struct Scan {
     pub batches: BoxStream<'static, Result<RecordBatch>>,
 }
 
-/// Start scanning `dataset`. Must be called within a tokio runtime.
-pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
-    options.batch_size = options.batch_size.max(1);
-    // The columns read: those asked for (or those the projection's expressions use),
-    // then any others the filter needs, dropped after filtering.
-    let mut read_columns = match &options.projection {
+/// What a read returns and how: the columns to read (those asked for, those a
+/// projection's expressions use, those the filter needs), the schema of the batches read
+/// (those columns, then `_rowid` / `_rowaddr`), and the filter and output shape bound to
+/// it. Shared by scans and takes.
+pub(crate) struct Prepared {
+    pub plan: Arc<plan::ScanPlan>,
+    pub read_schema: SchemaRef,
+    pub output: Arc<output::Output>,
+}
+
+/// What to read, as the caller asked for it.
+#[derive(Clone, Debug, Default)]
+pub struct Projection {
+    pub columns: Option<Vec<String>>,
+    pub exprs: Option<Vec<(String, crate::expr::Expr)>>,
+    pub with_row_id: bool,
+    pub with_row_address: bool,
+}
+
+impl ScanOptions {
+    fn projection(&self) -> Projection {
+        Projection {
+            columns: self.columns.clone(),
+            exprs: self.projection.clone(),
+            with_row_id: self.with_row_id,
+            with_row_address: self.with_row_address,
+        }
+    }
+}
+
+pub(crate) fn prepare(
+    dataset: &Dataset,
+    p: &Projection,
+    filter: Option<&crate::expr::Expr>,
+) -> Result<Prepared> {
+    let mut read_columns = match &p.exprs {
         Some(exprs) => {
             let mut cols: Vec<String> = Vec::new();
             for (_, e) in exprs {
                 for c in e.columns() {
-                    let name = resolve_column(&dataset, &c, "expression")?;
+                    let name = resolve_column(dataset, &c, "expression")?;
                     if !cols.contains(&name) {
                         cols.push(name);
                     }
@@ -92,11 +123,11 @@ pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
             }
             Some(cols)
         }
-        None => options.columns.clone(),
+        None => p.columns.clone(),
     };
-    if let (Some(cols), Some(filter)) = (&mut read_columns, &options.filter) {
+    if let (Some(cols), Some(filter)) = (&mut read_columns, filter) {
         for c in filter.columns() {
-            let name = resolve_column(&dataset, &c, "filter")?;
+            let name = resolve_column(dataset, &c, "filter")?;
             if !cols.contains(&name) {
                 cols.push(name);
             }
@@ -104,10 +135,10 @@ pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
     }
     let plan = Arc::new(plan::plan_scan(&dataset.schema, read_columns.as_deref())?);
     let mut extra: Vec<Arc<Field>> = Vec::with_capacity(2);
-    if options.with_row_id {
+    if p.with_row_id {
         extra.push(Arc::new(Field::new(ROW_ID, DataType::UInt64, true)));
     }
-    if options.with_row_address {
+    if p.with_row_address {
         extra.push(Arc::new(Field::new(ROW_ADDRESS, DataType::UInt64, true)));
     }
     let metadata = plan.schema.metadata().clone();
@@ -115,12 +146,10 @@ pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
         plan.schema.fields().iter().chain(extra.iter()).cloned().collect::<Vec<_>>(),
         metadata.clone(),
     ));
-    let filter = options
-        .filter
-        .as_ref()
+    let filter = filter
         .map(|f| crate::expr::bind_filter(f, &read_schema))
         .transpose()?;
-    let output = match &options.projection {
+    let output = match &p.exprs {
         Some(exprs) => {
             let bound = exprs
                 .iter()
@@ -135,10 +164,7 @@ pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
             output::Output::expressions(schema, bound.into_iter().map(|(_, b)| b).collect(), extra.len())
         }
         None => {
-            let projected = options
-                .columns
-                .as_ref()
-                .map_or(plan.fields.len(), |c| c.len());
+            let projected = p.columns.as_ref().map_or(plan.fields.len(), |c| c.len());
             let keep: Vec<usize> = (0..projected)
                 .chain(plan.fields.len()..plan.fields.len() + extra.len())
                 .collect();
@@ -147,9 +173,19 @@ pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
             output::Output::columns(schema, keep)
         }
     };
-    let output = Arc::new(output.with_filter(filter));
-    let schema = output.schema.clone();
-    let batches = stream::start(dataset, plan, options, read_schema, output);
+    Ok(Prepared {
+        plan,
+        read_schema,
+        output: Arc::new(output.with_filter(filter)),
+    })
+}
+
+/// Start scanning `dataset`. Must be called within a tokio runtime.
+pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
+    options.batch_size = options.batch_size.max(1);
+    let p = prepare(&dataset, &options.projection(), options.filter.as_ref())?;
+    let schema = p.output.schema.clone();
+    let batches = stream::start(dataset, p.plan, options, p.read_schema, p.output);
     Ok(Scan { schema, batches })
 }
 

@@ -206,7 +206,7 @@ struct FragmentWork {
     /// The physical rows to read: `first_row..end_row`.
     first_row: u64,
     end_row: u64,
-    deletions: Option<RoaringBitmap>,
+    deletions: Option<Arc<RoaringBitmap>>,
     row_ids: Option<Arc<Vec<u64>>>,
     /// Visible rows to skip, then to return.
     skip: u64,
@@ -364,7 +364,8 @@ async fn drive(
                     } = p;
                     let batch_size = options.batch_size as u64;
                     let handle = tokio::spawn(async move {
-                        let read = read_page(&source, page, start, &leaf, batch_size);
+                        let units = super::fragment::Units::Scan { batch_size };
+                        let read = read_page(&source, page, start, &leaf, units);
                         let out = match std::panic::AssertUnwindSafe(read).catch_unwind().await {
                             Ok(r) => r.map(|a| (a, permit)),
                             Err(panic) => Err(Error::corrupt(

@@ -5,6 +5,7 @@ pub mod data_file;
 pub mod deletion;
 pub mod features;
 pub mod manifest;
+pub mod row_index;
 pub mod rowids;
 pub mod schema;
 pub mod tags;

@@ -151,6 +151,63 @@ pub fn decode_row_ids_bounded(bytes: &[u8], max_rows: u64) -> Result<Vec<u64>> {
     Ok(out)
 }
 
+/// A serialized `RowIdSequence` as runs of consecutive ids, in row order: `(first id,
+/// count)`, the run covering the next `count` rows. Ranges stay one run however long, so
+/// memory follows the sequence's segments, not its rows (arrays cost what they hold).
+pub fn decode_row_id_runs(bytes: &[u8], max_rows: u64) -> Result<Vec<(u64, u64)>> {
+    let seq =
+        RowIdSequence::decode(bytes).map_err(|e| corrupt(format!("bad row id sequence: {e}")))?;
+    let mut runs: Vec<(u64, u64)> = Vec::with_capacity(seq.segments.len());
+    let mut total = 0u64;
+    let push = |runs: &mut Vec<(u64, u64)>, first: u64, count: u64| {
+        if count == 0 {
+            return;
+        }
+        match runs.last_mut() {
+            Some((f, c)) if f.checked_add(*c) == Some(first) => *c += count,
+            _ => runs.push((first, count)),
+        }
+    };
+    for s in &seq.segments {
+        let s = s
+            .segment
+            .as_ref()
+            .ok_or_else(|| corrupt("empty row id segment"))?;
+        total = total.saturating_add(segment_len(s)?);
+        if total > max_rows {
+            return Err(corrupt(format!(
+                "row id sequence holds more than {max_rows} ids, the rows of its fragment"
+            )));
+        }
+        match s {
+            Segment::Range(r) => push(&mut runs, r.start, r.end - r.start),
+            Segment::RangeWithHoles(r) => {
+                let mut from = r.start;
+                for h in holes_of(r)? {
+                    push(&mut runs, from, h - from);
+                    from = h + 1;
+                }
+                push(&mut runs, from, r.end - from);
+            }
+            Segment::RangeWithBitmap(r) => {
+                for i in 0..(r.end - r.start) as usize {
+                    if (r.bitmap[i / 8] >> (i % 8)) & 1 == 1 {
+                        push(&mut runs, r.start + i as u64, 1);
+                    }
+                }
+            }
+            Segment::SortedArray(a) | Segment::Array(a) => {
+                let mut ids = Vec::new();
+                decode_array(a, &mut ids)?;
+                for id in ids {
+                    push(&mut runs, id, 1);
+                }
+            }
+        }
+    }
+    Ok(runs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,6 +247,13 @@ mod tests {
             ids,
             vec![0, 1, 2, 10, 12, 14, 100, 101, 104, 106, 107, 108, 109, 7]
         );
+        let runs = decode_row_id_runs(&seq.encode_to_vec(), 100).unwrap();
+        assert_eq!(
+            runs,
+            vec![(0, 3), (10, 1), (12, 1), (14, 1), (100, 2), (104, 1), (106, 4), (7, 1)]
+        );
+        let expanded: Vec<u64> = runs.iter().flat_map(|&(f, c)| f..f + c).collect();
+        assert_eq!(expanded, ids);
         assert!(decode_row_ids(&[0xff, 0xff]).is_err());
     }
 

@@ -1,0 +1,224 @@
+//! Random access: the rows at given row addresses (`fragment id << 32 | row offset`), in
+//! the order asked, repeats included. Each fragment's wanted rows are read column by
+//! column: only the pages that hold them, and within a page only the units (mini-block
+//! chunks, a few full-zip rows) that hold them are decoded. The columns are put back
+//! together with the scan's own plan, so a take returns exactly what a scan would.
+use std::sync::Arc;
+
+use futures::StreamExt;
+use arrow_array::{
+    new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array,
+};
+
+use super::fragment::{decode_unit, open_leaf_sources, read_page, LeafSource, Units};
+use super::plan::{assemble, LeafPlan};
+use super::{prepare, Projection};
+use crate::dataset::Dataset;
+use crate::encoding::levels::items_per_row;
+use crate::error::{Error, Result};
+use crate::proto::table::DataFragment;
+
+/// Fragments read at once.
+const FRAGMENTS_AT_ONCE: usize = 8;
+
+/// The rows at `addresses`, in that order, with the columns `projection` asks for.
+pub async fn take(ds: Arc<Dataset>, addresses: &[u64], projection: &Projection) -> Result<RecordBatch> {
+    let p = prepare(&ds, projection, None)?;
+    let mut sorted = addresses.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+
+    // The wanted rows of each fragment, in address order.
+    let mut groups: Vec<(DataFragment, Vec<u32>)> = Vec::new();
+    for run in sorted.chunk_by(|a, b| a >> 32 == b >> 32) {
+        let id = run[0] >> 32;
+        let frag = ds.fragment(id).ok_or_else(|| {
+            Error::invalid(format!(
+                "{}: row address {} is in fragment {id}, which this version does not have",
+                ds.uri(),
+                run[0]
+            ))
+        })?;
+        groups.push((frag.clone(), run.iter().map(|a| *a as u32).collect()));
+    }
+    // Owned inputs for each fragment's read, so that the futures borrow nothing.
+    let reads: Vec<_> = groups
+        .iter()
+        .map(|(frag, offsets)| {
+            let (ds, plan, frag, offsets) = (ds.clone(), p.plan.clone(), frag.clone(), offsets.clone());
+            async move { fragment_rows(&ds, &frag, &plan, &offsets).await }
+        })
+        .collect();
+    let parts: Vec<Vec<ArrayRef>> = futures::stream::iter(reads)
+        .buffered(FRAGMENTS_AT_ONCE)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<_>>()?;
+
+    // Each field over all fragments, in address order.
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(p.read_schema.fields().len());
+    for f in 0..p.plan.fields.len() {
+        let pieces: Vec<&dyn Array> = parts.iter().map(|c| c[f].as_ref()).collect();
+        columns.push(match pieces.len() {
+            0 => new_null_array(p.plan.fields[f].field().data_type(), 0),
+            1 => parts[0][f].clone(),
+            _ => arrow_select::concat::concat(&pieces)?,
+        });
+    }
+    if projection.with_row_id {
+        columns.push(Arc::new(row_ids(&ds, &groups).await?));
+    }
+    if projection.with_row_address {
+        columns.push(Arc::new(UInt64Array::from(sorted.clone())));
+    }
+    let opts = RecordBatchOptions::new().with_row_count(Some(sorted.len()));
+    let batch = RecordBatch::try_new_with_options(p.read_schema.clone(), columns, &opts)?;
+    // Back to the order asked, repeats included.
+    let order: UInt32Array = addresses
+        .iter()
+        .map(|a| sorted.binary_search(a).map(|i| i as u32).ok())
+        .collect();
+    let batch = if order.len() == sorted.len() && order.values().iter().enumerate().all(|(i, &v)| i as u32 == v) {
+        batch
+    } else {
+        arrow_select::take::take_record_batch(&batch, &order)?
+    };
+    p.output.finish(batch)
+}
+
+/// The stable row ids (or, without them, the addresses) of the rows read.
+async fn row_ids(ds: &Dataset, groups: &[(DataFragment, Vec<u32>)]) -> Result<UInt64Array> {
+    let mut out = Vec::with_capacity(groups.iter().map(|g| g.1.len()).sum());
+    for (frag, offsets) in groups {
+        match ds.row_ids(frag).await? {
+            Some(ids) => {
+                for &o in offsets {
+                    out.push(*ids.get(o as usize).ok_or_else(|| {
+                        Error::corrupt(
+                            ds.uri(),
+                            format!("fragment {} has no row id for row {o}", frag.id),
+                        )
+                    })?);
+                }
+            }
+            None => out.extend(offsets.iter().map(|&o| (frag.id << 32) | o as u64)),
+        }
+    }
+    Ok(UInt64Array::from(out))
+}
+
+/// Rows `offsets` (sorted, distinct) of a fragment: one array per field of the plan.
+async fn fragment_rows(
+    ds: &Dataset,
+    frag: &DataFragment,
+    plan: &super::plan::ScanPlan,
+    offsets: &[u32],
+) -> Result<Vec<ArrayRef>> {
+    let physical = ds.physical_rows(frag).await?;
+    if let Some(&last) = offsets.last().filter(|&&o| o as u64 >= physical) {
+        return Err(Error::invalid(format!(
+            "{}: row {last} of fragment {} does not exist (it has {physical} rows)",
+            ds.uri(),
+            frag.id
+        )));
+    }
+    let sources = open_leaf_sources(ds, frag, &plan.leaves).await?;
+    let reads = sources.iter().zip(&plan.leaves).map(|(source, leaf)| async move {
+        match source {
+            None => Ok(None),
+            Some(src) => leaf_rows(src, leaf, offsets, physical).await.map(Some),
+        }
+    });
+    let leaves = futures::future::try_join_all(reads).await?;
+    plan.fields
+        .iter()
+        .map(|fp| {
+            let parts = fp
+                .leaves()
+                .filter_map(|li| leaves[li].clone().map(|a| (li, a)))
+                .collect();
+            assemble(fp, parts, offsets.len())
+        })
+        .collect()
+}
+
+/// Rows `offsets` of one leaf, shaped like its path (as a scan's units are).
+async fn leaf_rows(
+    src: &LeafSource,
+    leaf: &LeafPlan,
+    offsets: &[u32],
+    physical: u64,
+) -> Result<ArrayRef> {
+    let col = &src.file.metadata.columns[src.column];
+    let per_row = items_per_row(&leaf.path);
+    // First row of each page, and the end.
+    let mut starts = Vec::with_capacity(col.pages.len() + 1);
+    let mut at = 0u64;
+    for p in &col.pages {
+        starts.push(at);
+        at += p.num_rows / per_row;
+    }
+    starts.push(at);
+    if at != physical {
+        return Err(Error::corrupt(
+            src.file.name(),
+            format!("column {} has {at} rows, the fragment has {physical}", src.column),
+        ));
+    }
+    // The wanted rows of each page.
+    let mut reads = Vec::new();
+    let mut i = 0;
+    while i < offsets.len() {
+        let row = offsets[i] as u64;
+        let page = starts.partition_point(|&s| s <= row) - 1;
+        let end = starts[page + 1];
+        let j = i + offsets[i..].partition_point(|&o| (o as u64) < end);
+        reads.push(page_rows(src, leaf, page, starts[page], &offsets[i..j]));
+        i = j;
+    }
+    let parts = futures::future::try_join_all(reads).await?;
+    match parts.len() {
+        1 => Ok(parts.into_iter().next().unwrap()),
+        _ => {
+            let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+            Ok(arrow_select::concat::concat(&refs)?)
+        }
+    }
+}
+
+/// Rows `offsets` (fragment rows, all in this page) of one page of a leaf.
+async fn page_rows(
+    src: &LeafSource,
+    leaf: &LeafPlan,
+    page: usize,
+    page_start: u64,
+    offsets: &[u32],
+) -> Result<ArrayRef> {
+    let work = read_page(src, page, page_start, leaf, Units::Take).await?;
+    let rel: Vec<u64> = offsets.iter().map(|&o| o as u64 - page_start).collect();
+    let name = work.name.clone();
+    super::cpu::spawn_cpu(name, move || {
+        let mut unit_starts = vec![0u64];
+        for r in work.unit_rows() {
+            unit_starts.push(unit_starts.last().unwrap() + r);
+        }
+        let mut parts: Vec<ArrayRef> = Vec::new();
+        let mut i = 0;
+        while i < rel.len() {
+            let u = unit_starts.partition_point(|&s| s <= rel[i]) - 1;
+            let (first, end) = (unit_starts[u], unit_starts[u + 1]);
+            let j = i + rel[i..].partition_point(|&r| r < end);
+            let unit = decode_unit(&work, u)?;
+            let idx = UInt32Array::from_iter_values(rel[i..j].iter().map(|&r| (r - first) as u32));
+            parts.push(arrow_select::take::take(&unit, &idx, None)?);
+            i = j;
+        }
+        let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+        Ok(match refs.len() {
+            1 => parts.pop().unwrap(),
+            _ => arrow_select::concat::concat(&refs)?,
+        })
+    })
+    .await
+}

@@ -1,0 +1,145 @@
+"""Random access (take, take_rows, fragment take, head, sample) against pylance, on
+datasets pylance writes: every file format, every type of the type table, deletions of
+both kinds, stable row ids after a compaction, fragments with several data files."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lance_core
+from conftest import assert_same, lance
+from datagen import nested_columns, primitive_columns
+
+# Columns pylance cannot write in a format (nulls in 2.0 structs, maps before 2.2).
+UNWRITABLE = {
+    "legacy": {"map"},
+    "2.0": {"struct", "list_struct", "struct_list", "nested_struct", "map"},
+    "2.1": {"map"},
+    "2.2": set(),
+}
+
+
+def _table(n: int, version: str) -> pa.Table:
+    cols = {**primitive_columns(n), **nested_columns(n)}
+    return pa.table({k: v for k, v in cols.items() if k not in UNWRITABLE[version]})
+
+
+@pytest.fixture(scope="module", params=["legacy", "2.0", "2.1", "2.2"])
+def typed(request, tmp_path_factory):
+    version = request.param
+    path = str(tmp_path_factory.mktemp("take") / f"t{version}.lance")
+    extra = {"max_rows_per_group": 256} if version == "legacy" else {}
+    lance.write_dataset(_table(3000, version), path, data_storage_version=version, max_rows_per_file=1000, **extra)
+    lance.dataset(path).delete("seq_int64 % 7 = 3")
+    return path
+
+
+def _indices(n_rows: int, k: int, seed: int = 0):
+    rng = random.Random(seed)
+    idx = [rng.randrange(n_rows) for _ in range(k)] + [0, n_rows - 1, 5, 5]
+    rng.shuffle(idx)
+    return idx
+
+
+def test_take_every_type_and_format(typed):
+    ours, ref = lance_core.dataset(typed), lance.dataset(typed)
+    n = ref.count_rows()
+    assert ours.count_rows() == n
+    idx = _indices(n, 300)
+    assert_same(ours.take(idx), ref.take(idx), f"{typed} take")
+    # numpy and pyarrow indices, a subset of columns, expressions
+    cols = ["string", "double", "list_int"]
+    assert_same(ours.take(np.array(idx[:50]), columns=cols), ref.take(idx[:50], columns=cols), "columns")
+    assert_same(ours.take(pa.array(idx[:50]), columns={"x": "seq_int64 * 2", "s": "string"}),
+                ref.take(idx[:50], columns={"x": "seq_int64 * 2", "s": "string"}), "expressions")
+    # each fragment on its own (pylance's legacy fragments return taken rows sorted, so
+    # the reference is its fragment's rows, taken)
+    for ofrag, rfrag in zip(ours.get_fragments(), ref.get_fragments()):
+        k = rfrag.count_rows()
+        fidx = [k - 1, 0, k // 2, 3, 3]
+        assert_same(ofrag.take(fidx), rfrag.to_table().take(pa.array(fidx)), f"fragment {rfrag.fragment_id}")
+    assert ours.take([]).num_rows == 0
+
+
+def test_take_equals_the_scanned_rows_with_row_ids(typed):
+    ds = lance_core.dataset(typed)
+    full = ds.to_table(columns=["seq_int64", "string"], with_row_id=True, with_row_address=True)
+    idx = _indices(full.num_rows, 100, seed=3)
+    got = ds.take(idx, columns=["seq_int64", "string"], with_row_id=True, with_row_address=True)
+    assert_same(got, full.take(pa.array(idx)), "take vs scan")
+
+
+def test_take_errors(typed):
+    ds = lance_core.dataset(typed)
+    n = ds.count_rows()
+    with pytest.raises(lance_core.InvalidInputError, match=f"index {n} is out of range"):
+        ds.take([1, n])
+    with pytest.raises(lance_core.InvalidInputError, match="must not be negative"):
+        ds.take([-1])
+    with pytest.raises(lance_core.InvalidInputError, match="must be integers"):
+        ds.take([1.5])
+    with pytest.raises(lance_core.InvalidInputError, match="not a column"):
+        ds.take([1], columns={"x": "nope + 1"})
+
+
+def test_roaring_deletions_and_multi_file_fragments(tmp_path):
+    path = str(tmp_path / "t.lance")
+    n = 20_000
+    t = pa.table({"id": pa.array(np.arange(n)), "s": pa.array([f"v{i % 977}" for i in range(n)])})
+    lance.write_dataset(t, path, max_rows_per_file=12_000)
+    ref = lance.dataset(path)
+    ref.delete("id < 6000 OR id % 11 = 0")  # more than 5,000 in fragment 0: a roaring bitmap
+    ref = lance.dataset(path)
+    ref.add_columns({"twice": "id * 2"})  # a second data file per fragment
+    ref = lance.dataset(path)
+    assert any(len(f.data_files()) == 2 for f in ref.get_fragments())
+    ours = lance_core.dataset(path)
+    idx = _indices(ref.count_rows(), 500, seed=1)
+    assert_same(ours.take(idx), ref.take(idx), "roaring + add_columns")
+
+
+def test_take_rows_with_stable_row_ids_after_compaction(tmp_path):
+    path = str(tmp_path / "t.lance")
+    for i in range(6):
+        t = pa.table({"id": pa.array(np.arange(i * 500, (i + 1) * 500)), "v": pa.array(np.arange(500) * 0.5)})
+        lance.write_dataset(t, path, mode="append", enable_stable_row_ids=True)
+    lance.dataset(path).delete("id % 9 = 4")
+    ref = lance.dataset(path)
+    ref.optimize.compact_files(target_rows_per_fragment=1200)
+    ref = lance.dataset(path)
+    ours = lance_core.dataset(path)
+    assert len(ours.get_fragments()) < 6
+    ids = list(range(0, 3000, 7)) + [4, 13, 10_000, 2999, 0, 0]  # deleted, unknown, repeated
+    random.Random(2).shuffle(ids)
+    assert_same(ours.take_rows(ids), ref._take_rows(ids), "take_rows after compaction")
+    assert_same(ours._take_rows(ids, columns=["v"]), ref._take_rows(ids, columns=["v"]), "_take_rows")
+    got = ours.take_rows([13, 2999, 14], with_row_id=True)
+    assert got.column("_rowid").to_pylist() == [2999, 14]
+
+
+def test_take_rows_without_stable_row_ids_are_addresses(typed):
+    ds, ref = lance_core.dataset(typed), lance.dataset(typed)
+    scan = ds.to_table(columns=["seq_int64"], with_row_id=True)
+    deleted = [(0 << 32) | 3, (1 << 32) | 3]  # seq_int64 % 7 = 3 was deleted
+    ids = scan.column("_rowid").to_pylist()[::37] + deleted
+    assert_same(ds.take_rows(ids, columns=["seq_int64"]), ref._take_rows(ids, columns=["seq_int64"]), "addresses")
+    # Addresses outside the fragments are errors, as in pylance.
+    for bad in ((77 << 32), (1 << 32) | 999_999):
+        with pytest.raises(Exception):
+            ref._take_rows([bad])
+        with pytest.raises(lance_core.InvalidInputError, match="row id"):
+            ds.take_rows([bad])
+
+
+def test_head_and_sample(typed):
+    ds, ref = lance_core.dataset(typed), lance.dataset(typed)
+    assert_same(ds.head(10), ref.head(10), "head")
+    s = ds.sample(50, columns=["seq_int64"])
+    values = s.column("seq_int64").to_pylist()
+    assert len(values) == len(set(values)) == 50
+    assert set(values) <= set(ds.to_table(columns=["seq_int64"]).column("seq_int64").to_pylist())
+    assert ds.sample(10**6).num_rows == ds.count_rows()
