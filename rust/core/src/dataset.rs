@@ -7,6 +7,7 @@ use object_store::path::Path;
 use roaring::RoaringBitmap;
 
 use crate::error::{Error, Result};
+use crate::encoding::layout::PagePlan;
 use crate::file::FileReader;
 use crate::proto::table::{
     data_fragment::RowIdSequence as RowIdSeq, DataFile, DataFragment, Manifest,
@@ -54,6 +55,8 @@ struct FileCache {
     deletions: std::sync::Mutex<HashMap<u64, Arc<RoaringBitmap>>>,
     /// The row-id index, built on first use.
     row_index: tokio::sync::OnceCell<Arc<RowIdIndex>>,
+    /// Pages planned for random access (without their bulk data), by file, column, page.
+    page_plans: std::sync::Mutex<HashMap<(String, usize, usize), Arc<PagePlan>>>,
 }
 
 /// Files kept open per dataset version at most; past that the cache starts over.
@@ -274,6 +277,20 @@ impl Dataset {
         }
         files.insert(key, reader.clone());
         Ok(reader)
+    }
+
+    /// A page planned for random access, if planned before.
+    pub fn cached_page_plan(&self, file: &str, column: usize, page: usize) -> Option<Arc<PagePlan>> {
+        let plans = self.files.page_plans.lock().unwrap_or_else(|e| e.into_inner());
+        plans.get(&(file.to_string(), column, page)).cloned()
+    }
+
+    pub fn cache_page_plan(&self, file: &str, column: usize, page: usize, plan: Arc<PagePlan>) {
+        let mut plans = self.files.page_plans.lock().unwrap_or_else(|e| e.into_inner());
+        if plans.len() >= MAX_CACHED_FILES * 4 {
+            plans.clear();
+        }
+        plans.insert((file.to_string(), column, page), plan);
     }
 
     /// The physical row offsets in `frag` of its visible rows `indices` (deleted rows

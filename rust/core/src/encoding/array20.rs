@@ -10,7 +10,6 @@ use arrow_array::{
     make_array, new_null_array, Array, ArrayRef, BooleanArray, FixedSizeListArray, UInt32Array,
 };
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
-use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 use bytes::Bytes;
 
@@ -18,6 +17,7 @@ use super::compression::fsst::SymbolTable;
 use super::compression::general::Scheme;
 use super::layout::with_nulls;
 use super::values::{variable_array, ValuesBuilder, VariableBuilder};
+pub use crate::encoding::values::{fixed_array, fixed_width};
 use crate::error::{corrupt, unsupported, Result};
 use crate::proto::encodings20::{
     array_encoding::ArrayEncoding as Enc, buffer::BufferType, nullable::Nullability, ArrayEncoding,
@@ -197,46 +197,6 @@ fn flat_bytes(f: &Flat, buffers: &[Bytes]) -> Result<Bytes> {
         "lz4" => Ok(Bytes::from(Scheme::Lz4.decompress(&data)?)),
         other => Err(unsupported(format!("2.0 compression scheme '{other}'"))),
     }
-}
-
-/// Bytes per value of a fixed-width type (packed structs hold only such).
-fn fixed_width(dt: &DataType) -> Result<usize> {
-    let bad = || corrupt(format!("values of type {dt}"));
-    match dt {
-        DataType::FixedSizeBinary(w) => usize::try_from(*w).map_err(|_| bad()),
-        DataType::FixedSizeList(item, d) => usize::try_from(*d)
-            .ok()
-            .and_then(|d| fixed_width(item.data_type()).ok()?.checked_mul(d))
-            .ok_or_else(bad),
-        dt => dt
-            .primitive_width()
-            .ok_or_else(|| unsupported(format!("{dt} in a 2.0 packed struct"))),
-    }
-}
-
-/// `n` values of fixed-width type `dt` in `data`, without copying when it is aligned.
-pub fn fixed_array(dt: &DataType, n: usize, data: Buffer) -> Result<ArrayRef> {
-    let width = fixed_width(dt)?;
-    if n.checked_mul(width).is_none_or(|size| data.len() < size) {
-        return Err(corrupt(format!(
-            "{} bytes for {n} values of {dt}",
-            data.len()
-        )));
-    }
-    let data = data.slice_with_length(0, n * width);
-    let built = match dt {
-        DataType::FixedSizeList(item, d) => {
-            let count = n
-                .checked_mul(*d as usize)
-                .ok_or_else(|| corrupt(format!("{n} lists of {d} items")))?;
-            let items = fixed_array(item.data_type(), count, data)?;
-            ArrayDataBuilder::new(dt.clone())
-                .len(n)
-                .add_child_data(items.to_data())
-        }
-        _ => ArrayDataBuilder::new(dt.clone()).len(n).add_buffer(data),
-    };
-    Ok(make_array(built.align_buffers(true).build()?))
 }
 
 fn flat(f: &Flat, buffers: &[Bytes], n: usize, dt: &DataType) -> Result<ArrayRef> {

@@ -6,7 +6,7 @@ use arrow_buffer::{BooleanBufferBuilder, Buffer, MutableBuffer, NullBuffer};
 use arrow_data::ArrayDataBuilder;
 use arrow_schema::DataType;
 
-use crate::error::{corrupt, Result};
+use crate::error::{corrupt, unsupported, Result};
 
 /// Where decoded values are appended. The variant is chosen from the Arrow type being
 /// read (or, for dictionary indices, from the index encoding).
@@ -529,4 +529,45 @@ pub fn variable_array(
         .nulls(nulls)
         .build()?;
     Ok(make_array(array))
+}
+
+/// Bytes per value of a fixed-width type (plain values, vectors of them, packed struct
+/// fields).
+pub fn fixed_width(dt: &DataType) -> Result<usize> {
+    let bad = || corrupt(format!("values of type {dt}"));
+    match dt {
+        DataType::FixedSizeBinary(w) => usize::try_from(*w).map_err(|_| bad()),
+        DataType::FixedSizeList(item, d) => usize::try_from(*d)
+            .ok()
+            .and_then(|d| fixed_width(item.data_type()).ok()?.checked_mul(d))
+            .ok_or_else(bad),
+        dt => dt
+            .primitive_width()
+            .ok_or_else(|| unsupported(format!("{dt} as fixed-width values"))),
+    }
+}
+
+/// `n` values of fixed-width type `dt` in `data`, without copying when it is aligned.
+pub fn fixed_array(dt: &DataType, n: usize, data: Buffer) -> Result<ArrayRef> {
+    let width = fixed_width(dt)?;
+    if n.checked_mul(width).is_none_or(|size| data.len() < size) {
+        return Err(corrupt(format!(
+            "{} bytes for {n} values of {dt}",
+            data.len()
+        )));
+    }
+    let data = data.slice_with_length(0, n * width);
+    let built = match dt {
+        DataType::FixedSizeList(item, d) => {
+            let count = n
+                .checked_mul(*d as usize)
+                .ok_or_else(|| corrupt(format!("{n} lists of {d} items")))?;
+            let items = fixed_array(item.data_type(), count, data)?;
+            ArrayDataBuilder::new(dt.clone())
+                .len(n)
+                .add_child_data(items.to_data())
+        }
+        _ => ArrayDataBuilder::new(dt.clone()).len(n).add_buffer(data),
+    };
+    Ok(make_array(built.align_buffers(true).build()?))
 }

@@ -209,6 +209,8 @@ pub struct PageWork {
     pub path: Vec<PathStep>,
     /// "file (column c, page p)", for errors.
     pub name: String,
+    /// For a plan of some units of a page (a take): the page row each unit starts at.
+    pub first_rows: Option<Vec<u64>>,
 }
 
 impl PageWork {
@@ -270,6 +272,7 @@ pub async fn read_page(
             plan,
             path: leaf.path.clone(),
             name,
+            first_rows: None,
         }));
     }
     let data = source.file.read_page(source.column, page).await?;
@@ -312,7 +315,12 @@ pub async fn read_page(
             e.context(&format!("column {column} page {page}"))
                 .in_file(file.name())
         })?;
-        Ok(Arc::new(PageWork { plan, path, name }))
+        Ok(Arc::new(PageWork {
+            plan,
+            path,
+            name,
+            first_rows: None,
+        }))
     })
     .await
 }
@@ -335,6 +343,24 @@ fn array20_plan(
         f.data_type(),
         path.len(),
     ))
+}
+
+/// Rows `rows` (increasing, relative to the unit) of unit `unit`, shaped like the leaf's
+/// path: only those values decoded where the layout allows, else the unit then a take.
+pub fn decode_unit_rows(work: &PageWork, unit: usize, rows: &[usize]) -> Result<ArrayRef> {
+    if work.plan.shaped_rows().is_none() {
+        let selected = work
+            .plan
+            .decode_unit_rows(unit, rows)
+            .and_then(|p| p.map(|p| unravel(p, &work.path)).transpose())
+            .map_err(|e| e.in_file(&work.name))?;
+        if let Some(array) = selected {
+            return Ok(array);
+        }
+    }
+    let all = decode_unit(work, unit)?;
+    let idx = arrow_array::UInt32Array::from_iter_values(rows.iter().map(|&r| r as u32));
+    Ok(arrow_select::take::take(&all, &idx, None)?)
 }
 
 /// Decode unit `unit` of a page into the array of its leaf's path.

@@ -10,11 +10,18 @@ use arrow_array::{
     new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array,
 };
 
-use super::fragment::{decode_unit, open_leaf_sources, read_page, LeafSource, Units};
+use arrow_buffer::Buffer;
+use arrow_schema::DataType;
+use bytes::Bytes;
+
+use super::fragment::{decode_unit_rows, open_leaf_sources, read_page, LeafSource, PageWork, Units};
 use super::plan::{assemble, LeafPlan};
 use super::{prepare, Projection};
 use crate::dataset::Dataset;
-use crate::encoding::levels::items_per_row;
+use crate::encoding::layout::{bulk_buffer, plan_page_without_bulk, UnitSizing};
+use crate::encoding::levels::{items_per_row, PathStep};
+use crate::file::PageEncoding;
+use crate::proto::encodings21::PageLayout;
 use crate::error::{Error, Result};
 use crate::proto::table::DataFragment;
 
@@ -127,7 +134,7 @@ async fn fragment_rows(
     let reads = sources.iter().zip(&plan.leaves).map(|(source, leaf)| async move {
         match source {
             None => Ok(None),
-            Some(src) => leaf_rows(src, leaf, offsets, physical).await.map(Some),
+            Some(src) => leaf_rows(ds, src, leaf, offsets, physical).await.map(Some),
         }
     });
     let leaves = futures::future::try_join_all(reads).await?;
@@ -145,6 +152,7 @@ async fn fragment_rows(
 
 /// Rows `offsets` of one leaf, shaped like its path (as a scan's units are).
 async fn leaf_rows(
+    ds: &Dataset,
     src: &LeafSource,
     leaf: &LeafPlan,
     offsets: &[u32],
@@ -174,7 +182,7 @@ async fn leaf_rows(
         let page = starts.partition_point(|&s| s <= row) - 1;
         let end = starts[page + 1];
         let j = i + offsets[i..].partition_point(|&o| (o as u64) < end);
-        reads.push(page_rows(src, leaf, page, starts[page], &offsets[i..j]));
+        reads.push(page_rows(ds, src, leaf, page, starts[page], &offsets[i..j]));
         i = j;
     }
     let parts = futures::future::try_join_all(reads).await?;
@@ -189,36 +197,177 @@ async fn leaf_rows(
 
 /// Rows `offsets` (fragment rows, all in this page) of one page of a leaf.
 async fn page_rows(
+    ds: &Dataset,
     src: &LeafSource,
     leaf: &LeafPlan,
     page: usize,
     page_start: u64,
     offsets: &[u32],
 ) -> Result<ArrayRef> {
-    let work = read_page(src, page, page_start, leaf, Units::Take).await?;
     let rel: Vec<u64> = offsets.iter().map(|&o| o as u64 - page_start).collect();
+    let info = &src.file.metadata.columns[src.column].pages[page];
+    let partial = match (&src.chain, &info.encoding) {
+        (None, PageEncoding::Layout(layout)) if items_per_row(&leaf.path) == 1 => {
+            bulk_buffer(layout).map(|b| (layout, b))
+        }
+        _ => None,
+    };
+    let work = match partial {
+        Some((layout, bulk)) => match read_units(ds, src, leaf, page, layout, bulk, &rel).await? {
+            Read::Rows(rows) => return Ok(rows),
+            Read::Units(work) => work,
+        },
+        None => read_page(src, page, page_start, leaf, Units::Take).await?,
+    };
     let name = work.name.clone();
-    super::cpu::spawn_cpu(name, move || {
-        let mut unit_starts = vec![0u64];
-        for r in work.unit_rows() {
-            unit_starts.push(unit_starts.last().unwrap() + r);
+    super::cpu::spawn_cpu(name, move || rows_of_units(&work, &rel)).await
+}
+
+/// What a partial read of a page gives: the rows themselves (plain values read one by
+/// one), or the units that hold them, to decode.
+enum Read {
+    Rows(ArrayRef),
+    Units(Arc<PageWork>),
+}
+
+/// The units of a page that hold page rows `rel` (sorted), read without the rest of the
+/// page: the page is planned from its small buffers (kept for later takes), then only
+/// the byte ranges of the wanted units are read. Returns a plan of those units.
+async fn read_units(
+    ds: &Dataset,
+    src: &LeafSource,
+    leaf: &LeafPlan,
+    page: usize,
+    layout: &PageLayout,
+    bulk: usize,
+    rel: &[u64],
+) -> Result<Read> {
+    let file = &src.file;
+    let info = &file.metadata.columns[src.column].pages[page];
+    let name = format!("{} (column {}, page {page})", file.name(), src.column);
+    let Some(PathStep::Leaf(f)) = leaf.path.last() else {
+        return Err(Error::corrupt(&name, "internal: a column path must end at a leaf"));
+    };
+    let bulk_range = info
+        .buffers
+        .get(bulk)
+        .cloned()
+        .ok_or_else(|| Error::corrupt(&name, "page without its data buffer"))?;
+    let plan = match ds.cached_page_plan(file.name(), src.column, page) {
+        Some(plan) => plan,
+        None => {
+            let small: Vec<_> = (0..info.buffers.len()).filter(|&b| b != bulk).collect();
+            let ranges: Vec<_> = small.iter().map(|&b| info.buffers[b].clone()).collect();
+            let mut read = file.read_ranges(&ranges).await?.into_iter();
+            let buffers: Vec<Bytes> = (0..info.buffers.len())
+                .map(|b| if b == bulk { Bytes::new() } else { read.next().unwrap_or_default() })
+                .collect();
+            let (layout, num_rows, dt) = (layout.clone(), info.num_rows, f.data_type().clone());
+            let bulk_len = bulk_range.end - bulk_range.start;
+            let plan = super::cpu::spawn_cpu(name.clone(), move || {
+                plan_page_without_bulk(&layout, buffers, bulk_len, num_rows, &dt, &take_sizing())
+            })
+            .await
+            .map_err(|e| e.context(&format!("column {} page {page}", src.column)).in_file(file.name()))?;
+            let plan = Arc::new(plan);
+            ds.cache_page_plan(file.name(), src.column, page, plan.clone());
+            plan
         }
-        let mut parts: Vec<ArrayRef> = Vec::new();
-        let mut i = 0;
-        while i < rel.len() {
-            let u = unit_starts.partition_point(|&s| s <= rel[i]) - 1;
-            let (first, end) = (unit_starts[u], unit_starts[u + 1]);
-            let j = i + rel[i..].partition_point(|&r| r < end);
-            let unit = decode_unit(&work, u)?;
-            let idx = UInt32Array::from_iter_values(rel[i..j].iter().map(|&r| (r - first) as u32));
-            parts.push(arrow_select::take::take(&unit, &idx, None)?);
-            i = j;
+    };
+    // The units holding the rows, and their bytes.
+    let mut starts = Vec::with_capacity(plan.unit_rows().len() + 1);
+    starts.push(0u64);
+    for r in plan.unit_rows() {
+        starts.push(starts.last().unwrap() + r);
+    }
+    let mut units: Vec<usize> = rel.iter().map(|&r| starts.partition_point(|&s| s <= r) - 1).collect();
+    units.dedup();
+    // Plain fixed-width values of a top-level column: read just the values asked for.
+    let dt = f.data_type();
+    let width = crate::encoding::values::fixed_width(dt).ok();
+    let plain = leaf.path.len() == 1
+        && !matches!(dt, DataType::Boolean | DataType::Dictionary(..))
+        && units.iter().all(|&u| plan.plain_values(u).is_some_and(|(w, _)| Some(w) == width));
+    if plain {
+        let mut ranges = Vec::with_capacity(rel.len());
+        for &r in rel {
+            let u = starts.partition_point(|&s| s <= r) - 1;
+            let (w, start) = plan.plain_values(u).expect("checked above");
+            let at = bulk_range.start + (start as u64) + (r - starts[u]) * w as u64;
+            if at + w as u64 > bulk_range.end {
+                return Err(Error::corrupt(&name, format!("row {r} lies outside its page")));
+            }
+            ranges.push(at..at + w as u64);
         }
-        let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
-        Ok(match refs.len() {
-            1 => parts.pop().unwrap(),
-            _ => arrow_select::concat::concat(&refs)?,
-        })
+        let parts = file.read_ranges(&ranges).await?;
+        let mut bytes = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+        for p in &parts {
+            bytes.extend_from_slice(p);
+        }
+        let array = crate::encoding::values::fixed_array(dt, rel.len(), Buffer::from_vec(bytes))
+            .map_err(|e| e.in_file(file.name()))?;
+        return Ok(Read::Rows(array));
+    }
+    let mut ranges = Vec::with_capacity(units.len());
+    for &u in &units {
+        let r = plan
+            .unit_bytes(u)
+            .ok_or_else(|| Error::corrupt(&name, "internal: a unit without bytes"))?;
+        if r.end > bulk_range.end - bulk_range.start {
+            return Err(Error::corrupt(&name, format!("unit {u} lies outside its page")));
+        }
+        ranges.push(bulk_range.start + r.start..bulk_range.start + r.end);
+    }
+    // Each unit decodes from its own bytes: no copy into one buffer (nearby ranges are
+    // read together by the store and handed out as slices).
+    let parts = file.read_ranges(&ranges).await?;
+    let selected = plan.select(&units, parts).map_err(|e| e.in_file(file.name()))?;
+    // Rows of the selected units start where the units do.
+    let first_rows: Vec<u64> = units.iter().map(|&u| starts[u]).collect();
+    Ok(Read::Units(Arc::new(PageWork {
+        plan: selected,
+        path: leaf.path.clone(),
+        name,
+        first_rows: Some(first_rows),
+    })))
+}
+
+fn take_sizing() -> UnitSizing {
+    UnitSizing {
+        target_rows: 1,
+        align_rows: 1,
+        page_start: 0,
+    }
+}
+
+/// Page rows `rel` (sorted) out of the decoded units of `work`.
+fn rows_of_units(work: &PageWork, rel: &[u64]) -> Result<ArrayRef> {
+    // First page row of each unit: given for a plan of selected units, else cumulative.
+    let starts: Vec<u64> = match &work.first_rows {
+        Some(f) => f.clone(),
+        None => {
+            let mut s = vec![0u64];
+            for r in work.unit_rows() {
+                s.push(s.last().unwrap() + r);
+            }
+            s.pop();
+            s
+        }
+    };
+    let rows = work.unit_rows();
+    let mut parts: Vec<ArrayRef> = Vec::new();
+    let mut i = 0;
+    while i < rel.len() {
+        let u = starts.partition_point(|&s| s <= rel[i]) - 1;
+        let (first, end) = (starts[u], starts[u] + rows[u]);
+        let j = i + rel[i..].partition_point(|&r| r < end);
+        let rows: Vec<usize> = rel[i..j].iter().map(|&r| (r - first) as usize).collect();
+        parts.push(decode_unit_rows(work, u, &rows)?);
+        i = j;
+    }
+    let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+    Ok(match refs.len() {
+        1 => parts.pop().unwrap(),
+        _ => arrow_select::concat::concat(&refs)?,
     })
-    .await
 }

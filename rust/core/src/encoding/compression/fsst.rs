@@ -125,6 +125,49 @@ pub fn decode_miniblock(
     Ok(())
 }
 
+/// Values `selected` (increasing) of a mini-block chunk of `n` variable-width values,
+/// FSST-compressed with `table` (or stored plain, None): only those are decompressed.
+pub fn decode_miniblock_selected(
+    table: Option<&SymbolTable>,
+    offset_bits: u64,
+    buf: &[u8],
+    n: usize,
+    selected: &[usize],
+    out: &mut ValuesBuilder,
+) -> Result<()> {
+    let out = out.variable()?;
+    let w = (offset_bits / 8) as usize;
+    let raw = slice(buf, 0, super::variable::offsets_size(n, w)?, "fsst offsets")?;
+    let at = |i: usize| -> u64 {
+        if w == 4 {
+            u32::from_le_bytes(raw[i * 4..i * 4 + 4].try_into().unwrap()) as u64
+        } else {
+            u64::from_le_bytes(raw[i * 8..i * 8 + 8].try_into().unwrap())
+        }
+    };
+    let d = table
+        .filter(|t| t.encoded)
+        .map(|t| Decompressor::new(&t.symbols, &t.lengths));
+    for &i in selected {
+        if i >= n {
+            return Err(corrupt(format!("value {i} of a chunk of {n}")));
+        }
+        let (a, b) = (at(i) as usize, at(i + 1) as usize);
+        let codes = buf
+            .get(a..b)
+            .ok_or_else(|| corrupt(format!("fsst value {a}..{b} outside its chunk")))?;
+        if let Some(d) = &d {
+            out.append_fn(|data| decompress(d, codes, data))?;
+        } else {
+            out.append_fn(|data| {
+                data.extend_from_slice(codes);
+                Ok(())
+            })?;
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

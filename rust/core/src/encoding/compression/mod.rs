@@ -321,6 +321,35 @@ impl Codec {
         }
     }
 
+    /// Values `selected` (increasing) of a mini-block chunk of `n` values, decoding only
+    /// those where the encoding allows it (strings, plain or FSST-compressed); false,
+    /// with nothing decoded, where it does not.
+    pub fn decode_miniblock_selected(
+        &self,
+        bufs: &[&[u8]],
+        n: usize,
+        selected: &[usize],
+        out: &mut ValuesBuilder,
+    ) -> Result<bool> {
+        let Some(buf) = bufs.first() else {
+            return Ok(false);
+        };
+        match self {
+            Codec::Variable { offset_bits } => {
+                fsst::decode_miniblock_selected(None, *offset_bits, buf, n, selected, out)?;
+                Ok(true)
+            }
+            Codec::Fsst { table, inner } => match inner.as_ref() {
+                Codec::Variable { offset_bits } => {
+                    fsst::decode_miniblock_selected(Some(table), *offset_bits, buf, n, selected, out)?;
+                    Ok(true)
+                }
+                _ => Ok(false),
+            },
+            _ => Ok(false),
+        }
+    }
+
     /// Decode one opaque buffer holding `n` values (levels, dictionaries).
     pub fn decode_block(&self, buf: &[u8], n: usize, out: &mut ValuesBuilder) -> Result<()> {
         match self {

@@ -30,9 +30,12 @@ pub struct Plan {
     units: Vec<Range<usize>>,
 }
 
+/// Plan a page from its buffers; buffer 0 (the items) need not be there, only its length
+/// `data_len` is used (a take reads just the rows it needs later).
 pub fn plan(
     f: &FullZipLayout,
     buffers: &[Bytes],
+    data_len: usize,
     num_rows: u64,
     sizing: &UnitSizing,
 ) -> Result<(Plan, Vec<u64>)> {
@@ -42,9 +45,9 @@ pub fn plan(
             .as_ref()
             .ok_or_else(|| corrupt("full-zip page without a value encoding"))?,
     )?;
-    let data = buffers
-        .first()
-        .ok_or_else(|| corrupt("full-zip page without a data buffer"))?;
+    if buffers.is_empty() {
+        return Err(corrupt("full-zip page without a data buffer"));
+    }
     // Levels are u16s: each takes 16 bits at most.
     if f.bits_rep > 16 || f.bits_def > 16 {
         return Err(corrupt(format!(
@@ -91,18 +94,14 @@ pub fn plan(
         }
         (None, Details::BitsPerValue(bits)) if f.bits_rep == 0 => {
             let stride = cw_bytes + (bits / 8) as usize;
-            if rows.checked_mul(stride).is_none_or(|n| n > data.len()) {
+            if rows.checked_mul(stride).is_none_or(|n| n > data_len) {
                 return Err(corrupt(format!(
-                    "full-zip page of {rows} rows of {stride} bytes has {} bytes",
-                    data.len()
+                    "full-zip page of {rows} rows of {stride} bytes has {data_len} bytes"
                 )));
             }
             Box::new(move |r| Ok(r * stride))
         }
-        _ => {
-            let len = data.len();
-            Box::new(move |r| Ok(if r == 0 { 0 } else { len }))
-        }
+        _ => Box::new(move |r| Ok(if r == 0 { 0 } else { data_len })),
     };
     let splittable =
         index.is_some() || matches!(details, Details::BitsPerValue(_)) && f.bits_rep == 0;
@@ -111,7 +110,7 @@ pub fn plan(
     let (mut start, mut acc) = (0usize, 0u64);
     if !splittable && rows > 0 {
         // One unit; its row count is checked against its items when it is decoded.
-        units.push(0..data.len());
+        units.push(0..data_len);
         unit_rows.push(num_rows);
     }
     // Splittable pages hold at least a byte per row (checked above), so this loop is
@@ -121,10 +120,9 @@ pub fn plan(
         acc += 1;
         if r == rows || sizing.should_cut(acc, r as u64) {
             let (a, b) = (offset_of(start)?, offset_of(r)?);
-            if a > b || b > data.len() {
+            if a > b || b > data_len {
                 return Err(corrupt(format!(
-                    "full-zip rows {start}..{r} at bytes {a}..{b} of a {}-byte buffer",
-                    data.len()
+                    "full-zip rows {start}..{r} at bytes {a}..{b} of a {data_len}-byte buffer"
                 )));
             }
             units.push(a..b);
@@ -148,6 +146,39 @@ pub fn plan(
 }
 
 impl Plan {
+    /// Bytes of buffer 0 that unit `unit` decodes.
+    pub fn unit_bytes(&self, unit: usize) -> Range<usize> {
+        self.units[unit].clone()
+    }
+
+    /// For pages of plain fixed-width values (no control words): the width of a value and
+    /// where unit `unit`'s values start in buffer 0.
+    pub fn plain_values(&self, unit: usize) -> Option<(usize, usize)> {
+        if self.cw_bytes != 0 {
+            return None;
+        }
+        let Details::BitsPerValue(bits) = self.details else {
+            return None;
+        };
+        let width = super::miniblock::plain_width(&self.codec)?;
+        (width as u64 * 8 == bits as u64).then(|| (width, self.units.get(unit).map_or(0, |r| r.start)))
+    }
+
+    /// A plan of units `units` only, each decoding from a buffer 0 that holds just its
+    /// own bytes (its `unit_bytes`).
+    pub fn select(&self, units: &[usize]) -> Plan {
+        let kept = units.iter().map(|&u| 0..self.units[u].len()).collect();
+        Plan {
+            layers: self.layers.clone(),
+            codec: self.codec.clone(),
+            bits_rep: self.bits_rep,
+            bits_def: self.bits_def,
+            cw_bytes: self.cw_bytes,
+            details: self.details,
+            units: kept,
+        }
+    }
+
     pub fn decode(
         &self,
         buffers: &[Bytes],

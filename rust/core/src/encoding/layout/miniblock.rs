@@ -40,6 +40,23 @@ fn codec(e: &Option<crate::proto::encodings21::CompressiveEncoding>) -> Result<O
     e.as_ref().map(Codec::from_proto).transpose()
 }
 
+/// Bytes of a plain fixed-width value under `codec` (flat values, or fixed-size lists of
+/// them without item validity).
+pub fn plain_width(codec: &Codec) -> Option<usize> {
+    match codec {
+        Codec::Flat { bits } if *bits > 0 && bits % 8 == 0 => Some(*bits as usize / 8),
+        Codec::FixedSizeList {
+            dim,
+            has_validity: false,
+            inner,
+        } => match inner.as_ref() {
+            Codec::Flat { bits } if *bits > 0 && bits % 8 == 0 => Some(*dim as usize * *bits as usize / 8),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 struct Chunk {
     offset: usize,
     size: usize,
@@ -60,9 +77,12 @@ pub struct Plan {
     units: Vec<Range<usize>>,
 }
 
+/// Plan a page from its buffers; buffer 1 (the chunks) need not be there, only its
+/// length `chunks_len` is used (a take reads just the chunks it needs later).
 pub fn plan(
     m: &MiniBlockLayout,
     buffers: &[Bytes],
+    chunks_len: usize,
     num_rows: u64,
     leaf_type: &DataType,
     sizing: &UnitSizing,
@@ -130,10 +150,9 @@ pub fn plan(
         });
         offset += size;
     }
-    if offset > buffers[1].len() {
+    if offset > chunks_len {
         return Err(corrupt(format!(
-            "chunks need {offset} bytes, the page has {}",
-            buffers[1].len()
+            "chunks need {offset} bytes, the page has {chunks_len}"
         )));
     }
     if num_chunks == 0 && num_items > 0 {
@@ -216,6 +235,66 @@ pub fn plan(
 }
 
 impl Plan {
+    /// Bytes of buffer 1 that unit `unit` decodes.
+    pub fn unit_bytes(&self, unit: usize) -> Range<usize> {
+        let r = &self.units[unit];
+        if r.is_empty() {
+            return 0..0;
+        }
+        let (first, last) = (&self.chunks[r.start], &self.chunks[r.end - 1]);
+        first.offset..last.offset + last.size
+    }
+
+    /// For pages of plain fixed-width values (no levels, no dictionary, no compression,
+    /// one chunk per unit): the width of a value and where unit `unit`'s values start in
+    /// buffer 1, so that single values can be read on their own.
+    pub fn plain_values(&self, unit: usize) -> Option<(usize, usize)> {
+        if self.rep_codec.is_some() || self.def_codec.is_some() || self.dictionary.is_some() {
+            return None;
+        }
+        let width = plain_width(&self.values_codec)?;
+        let r = self.units.get(unit)?;
+        if r.len() != 1 || self.num_buffers != 1 {
+            return None;
+        }
+        let c = &self.chunks[r.start];
+        // Header: level count (u16) and one buffer size (u16, or u32 in large chunks),
+        // padded to 8; the values follow.
+        let start = c.offset + 8;
+        (c.size >= 8 + c.values * width).then_some((width, start))
+    }
+
+    /// A plan of units `units` only, each decoding from a buffer 1 that holds just its
+    /// own bytes (its `unit_bytes`).
+    pub fn select(&self, units: &[usize]) -> Plan {
+        let mut chunks = Vec::new();
+        let mut kept = Vec::with_capacity(units.len());
+        for &u in units {
+            let first = chunks.len();
+            let mut at = 0usize;
+            for c in &self.chunks[self.units[u].clone()] {
+                chunks.push(Chunk {
+                    offset: at,
+                    size: c.size,
+                    values: c.values,
+                });
+                at += c.size;
+            }
+            kept.push(first..chunks.len());
+        }
+        Plan {
+            layers: self.layers.clone(),
+            values_codec: self.values_codec.clone(),
+            rep_codec: self.rep_codec.clone(),
+            def_codec: self.def_codec.clone(),
+            dictionary: self.dictionary.clone(),
+            has_large_chunk: self.has_large_chunk,
+            num_buffers: self.num_buffers,
+            chunks,
+            units: kept,
+        }
+    }
+
     pub fn decode(
         &self,
         buffers: &[Bytes],
@@ -264,6 +343,80 @@ impl Plan {
             def: def.map(finish_levels),
             values,
         })
+    }
+
+    /// Rows `rows` (increasing, relative to the unit) of unit `unit`, decoding only their
+    /// values where the page allows it: no levels, no dictionary, and values the codec can
+    /// pick out (strings). None when it cannot; then the whole unit is decoded.
+    pub fn decode_selected(
+        &self,
+        buffers: &[Bytes],
+        unit: usize,
+        rows: &[usize],
+        leaf_type: &DataType,
+    ) -> Result<Option<DecodedPage>> {
+        if self.rep_codec.is_some() || self.def_codec.is_some() || self.dictionary.is_some() {
+            return Ok(None);
+        }
+        let range = self.units[unit].clone();
+        let mut values = ValuesBuilder::for_type(leaf_type, rows.len())?;
+        let mut bufs: Vec<&[u8]> = Vec::with_capacity(self.num_buffers);
+        let (mut first, mut next) = (0usize, 0usize);
+        for (c, chunk) in range.clone().zip(&self.chunks[range]) {
+            let end = first + chunk.values;
+            let take = rows[next..].partition_point(|&r| r < end);
+            if take > 0 {
+                let local: Vec<usize> = rows[next..next + take].iter().map(|r| r - first).collect();
+                let bytes = slice(&buffers[1], chunk.offset, chunk.size, "mini-block chunk")?;
+                self.chunk_values(bytes, &mut bufs)
+                    .map_err(|e| e.context(&format!("chunk {c}")))?;
+                if !self
+                    .values_codec
+                    .decode_miniblock_selected(&bufs, chunk.values, &local, &mut values)
+                    .map_err(|e| e.context(&format!("chunk {c}")))?
+                {
+                    return Ok(None);
+                }
+                next += take;
+            }
+            first = end;
+        }
+        if next != rows.len() {
+            return Err(corrupt(format!("rows {:?} are not in unit {unit}", &rows[next..])));
+        }
+        Ok(Some(DecodedPage {
+            num_rows: rows.len() as u64,
+            layers: self.layers.clone(),
+            rep: None,
+            def: None,
+            values: PageValues::Built(values),
+        }))
+    }
+
+    /// The value buffers of a chunk without levels.
+    fn chunk_values<'a>(&self, chunk: &'a [u8], bufs: &mut Vec<&'a [u8]>) -> Result<()> {
+        let what = "mini-block chunk header";
+        let mut h = 2;
+        let mut sizes = [0usize; 8];
+        if self.num_buffers > sizes.len() {
+            return Err(corrupt(format!("mini-block chunk with {} value buffers", self.num_buffers)));
+        }
+        for s in sizes.iter_mut().take(self.num_buffers) {
+            if self.has_large_chunk {
+                *s = u32_at(chunk, h, what)? as usize;
+                h += 4;
+            } else {
+                *s = u16_at(chunk, h, what)? as usize;
+                h += 2;
+            }
+        }
+        let mut p = pad8(h);
+        bufs.clear();
+        for &s in &sizes[..self.num_buffers] {
+            bufs.push(slice(chunk, p, s, "mini-block value buffer")?);
+            p += pad8(s);
+        }
+        Ok(())
     }
 
     fn decode_chunk<'a>(

@@ -186,6 +186,18 @@ pub struct PagePlan {
     leaf_type: DataType,
     num_rows: u64,
     unit_rows: Vec<u64>,
+    /// For a plan of some units (`select`): which buffer each unit reads from its own
+    /// bytes, and those bytes, one per unit.
+    parts: Option<(usize, Vec<Bytes>)>,
+}
+
+impl std::fmt::Debug for PagePlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PagePlan")
+            .field("num_rows", &self.num_rows)
+            .field("units", &self.unit_rows.len())
+            .finish()
+    }
 }
 
 /// Plan the decoding of a page whose values are read as `leaf_type`.
@@ -196,17 +208,56 @@ pub fn plan_page(
     leaf_type: &DataType,
     sizing: &UnitSizing,
 ) -> Result<PagePlan> {
+    plan_layout(layout, buffers, None, num_rows, leaf_type, sizing)
+}
+
+/// The buffer of a layout that holds the bulk of its data, cut into units (mini-block
+/// chunks, full-zip rows); a take reads only the parts of it that it needs. The other
+/// buffers are small (chunk sizes, dictionary, row index) and read whole.
+pub fn bulk_buffer(layout: &PageLayout) -> Option<usize> {
+    match layout.layout.as_ref()? {
+        PbLayout::MiniBlockLayout(_) => Some(1),
+        PbLayout::FullZipLayout(_) => Some(0),
+        PbLayout::ConstantLayout(_) | PbLayout::BlobLayout(_) => None,
+    }
+}
+
+/// Plan a page without its bulk buffer (`bulk_buffer`, left empty in `buffers`), which
+/// is `bulk_len` bytes long: the units can then be chosen, read (`PagePlan::unit_bytes`)
+/// and decoded (`PagePlan::select`) without the rest of the page.
+pub fn plan_page_without_bulk(
+    layout: &PageLayout,
+    buffers: Vec<Bytes>,
+    bulk_len: u64,
+    num_rows: u64,
+    leaf_type: &DataType,
+    sizing: &UnitSizing,
+) -> Result<PagePlan> {
+    let len = usize::try_from(bulk_len).map_err(|_| corrupt("page buffer too large"))?;
+    plan_layout(layout, buffers, Some(len), num_rows, leaf_type, sizing)
+}
+
+fn plan_layout(
+    layout: &PageLayout,
+    buffers: Vec<Bytes>,
+    bulk_len: Option<usize>,
+    num_rows: u64,
+    leaf_type: &DataType,
+    sizing: &UnitSizing,
+) -> Result<PagePlan> {
     let (kind, unit_rows) = match layout
         .layout
         .as_ref()
         .ok_or_else(|| corrupt("page without a layout"))?
     {
         PbLayout::MiniBlockLayout(m) => {
-            let (p, units) = miniblock::plan(m, &buffers, num_rows, leaf_type, sizing)?;
+            let len = bulk_len.unwrap_or_else(|| buffers.get(1).map_or(0, |b| b.len()));
+            let (p, units) = miniblock::plan(m, &buffers, len, num_rows, leaf_type, sizing)?;
             (PlanKind::MiniBlock(p), units)
         }
         PbLayout::FullZipLayout(f) => {
-            let (p, units) = fullzip::plan(f, &buffers, num_rows, sizing)?;
+            let len = bulk_len.unwrap_or_else(|| buffers.first().map_or(0, |b| b.len()));
+            let (p, units) = fullzip::plan(f, &buffers, len, num_rows, sizing)?;
             (PlanKind::FullZip(p), units)
         }
         PbLayout::ConstantLayout(c) => {
@@ -227,6 +278,7 @@ pub fn plan_page(
         leaf_type: leaf_type.clone(),
         num_rows,
         unit_rows,
+        parts: None,
     })
 }
 
@@ -245,6 +297,7 @@ impl PagePlan {
             leaf_type: leaf_type.clone(),
             num_rows,
             unit_rows: vec![num_rows],
+            parts: None,
         }
     }
 
@@ -257,6 +310,7 @@ impl PagePlan {
             leaf_type: leaf_type.clone(),
             num_rows: rows,
             unit_rows: vec![rows],
+            parts: None,
         }
     }
 
@@ -273,6 +327,69 @@ impl PagePlan {
         &self.unit_rows
     }
 
+    /// The byte range of its bulk buffer (`bulk_buffer`) that unit `unit` decodes; None
+    /// when the layout has no bulk buffer.
+    pub fn unit_bytes(&self, unit: usize) -> Option<std::ops::Range<u64>> {
+        let r = match &self.kind {
+            PlanKind::MiniBlock(p) => p.unit_bytes(unit),
+            PlanKind::FullZip(p) => p.unit_bytes(unit),
+            _ => return None,
+        };
+        Some(r.start as u64..r.end as u64)
+    }
+
+    /// Rows `rows` (increasing, relative to the unit) of unit `i`, decoding only their
+    /// values where the layout allows it; None when it does not (decode the unit).
+    pub fn decode_unit_rows(&self, i: usize, rows: &[usize]) -> Result<Option<DecodedPage>> {
+        let PlanKind::MiniBlock(p) = &self.kind else {
+            return Ok(None);
+        };
+        let own;
+        let buffers = match &self.parts {
+            Some((index, parts)) => {
+                let mut b = self.buffers.clone();
+                b[*index] = parts[i].clone();
+                own = b;
+                &own
+            }
+            None => &self.buffers,
+        };
+        p.decode_selected(buffers, i, rows, &self.leaf_type)
+    }
+
+    /// For pages of plain fixed-width values: the width of a value and where the values
+    /// of unit `unit` start in the bulk buffer (a take can read single values).
+    pub fn plain_values(&self, unit: usize) -> Option<(usize, usize)> {
+        match &self.kind {
+            PlanKind::MiniBlock(p) => p.plain_values(unit),
+            PlanKind::FullZip(p) => p.plain_values(unit),
+            _ => None,
+        }
+    }
+
+    /// A plan of units `units` only (increasing), each decoding from its own bytes
+    /// (`parts[i]`: the `unit_bytes` of `units[i]`, as read). Only mini-block and full-zip
+    /// pages are read in parts.
+    pub fn select(&self, units: &[usize], parts: Vec<Bytes>) -> Result<PagePlan> {
+        let (kind, index) = match &self.kind {
+            PlanKind::MiniBlock(p) => (PlanKind::MiniBlock(p.select(units)), 1),
+            PlanKind::FullZip(p) => (PlanKind::FullZip(p.select(units)), 0),
+            _ => return Err(corrupt("internal: only mini-block and full-zip pages are read in parts")),
+        };
+        if self.buffers.len() <= index || parts.len() != units.len() {
+            return Err(corrupt("internal: a selection without its parts"));
+        }
+        let unit_rows: Vec<u64> = units.iter().map(|&u| self.unit_rows[u]).collect();
+        Ok(PagePlan {
+            kind,
+            buffers: self.buffers.clone(),
+            leaf_type: self.leaf_type.clone(),
+            num_rows: unit_rows.iter().sum(),
+            unit_rows,
+            parts: Some((index, parts)),
+        })
+    }
+
     pub fn num_rows(&self) -> u64 {
         self.num_rows
     }
@@ -283,9 +400,20 @@ impl PagePlan {
             .unit_rows
             .get(i)
             .ok_or_else(|| corrupt(format!("page has no unit {i}")))?;
+        // A unit read on its own decodes from its bytes in place of the bulk buffer.
+        let own;
+        let buffers = match &self.parts {
+            Some((index, parts)) => {
+                let mut b = self.buffers.clone();
+                b[*index] = parts[i].clone();
+                own = b;
+                &own
+            }
+            None => &self.buffers,
+        };
         match &self.kind {
-            PlanKind::MiniBlock(p) => p.decode(&self.buffers, i, rows, &self.leaf_type),
-            PlanKind::FullZip(p) => p.decode(&self.buffers, i, rows, &self.leaf_type),
+            PlanKind::MiniBlock(p) => p.decode(buffers, i, rows, &self.leaf_type),
+            PlanKind::FullZip(p) => p.decode(buffers, i, rows, &self.leaf_type),
             PlanKind::Constant(p) => p.decode(i, rows, &self.leaf_type),
             PlanKind::Whole(layout) => match layout.layout.as_ref() {
                 Some(PbLayout::BlobLayout(b)) => {
