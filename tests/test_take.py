@@ -143,3 +143,23 @@ def test_head_and_sample(typed):
     assert len(values) == len(set(values)) == 50
     assert set(values) <= set(ds.to_table(columns=["seq_int64"]).column("seq_int64").to_pylist())
     assert ds.sample(10**6).num_rows == ds.count_rows()
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_take_from_full_zip_pages(tmp_path, version):
+    """Values of 256 bytes and more go to full-zip pages: fixed-width rows (vectors),
+    rows with a row index (long strings), with and without nulls."""
+    path = str(tmp_path / "t.lance")
+    n = 5000
+    rng = np.random.default_rng(5)
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(rng.standard_normal(n * 100).astype(np.float32)), 100)
+    long = [None if i % 13 == 0 else ("x" * (250 + i % 300)) + str(i) for i in range(n)]
+    t = pa.table({"id": pa.array(np.arange(n)), "vec": vec, "long": pa.array(long),
+                  "vec_nulls": pa.array([None if i % 7 == 0 else [float(i)] * 80 for i in range(n)],
+                                        pa.list_(pa.float64(), 80)),
+                  "list_long": pa.array([None if i % 5 == 0 else [long[i] or "", "y" * 300] for i in range(n)])})
+    lance.write_dataset(t, path, data_storage_version=version, max_rows_per_file=2000)
+    lance.dataset(path).delete("id % 11 = 4")
+    ours, ref = lance_core.dataset(path), lance.dataset(path)
+    idx = _indices(ref.count_rows(), 400, seed=9)
+    assert_same(ours.take(idx), ref.take(idx), f"full-zip {version}")
