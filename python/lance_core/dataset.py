@@ -38,6 +38,7 @@ class LanceScanner:
         filter: Optional[str] = None,
         row_range: Optional[Tuple[int, int]] = None,
         include_deleted: bool = False,
+        late_materialization: bool = True,
     ):
         """`columns` is a list of column names (dotted for fields of structs), or a dict of
         output names to SQL expressions (`{"total": "price * qty", "x": "l[1].x"}`).
@@ -77,6 +78,7 @@ class LanceScanner:
             row_range=row_range,
             include_deleted=bool(include_deleted),
             projection=projection,
+            late_materialization=bool(late_materialization),
         )
 
     def _native(self) -> "_lance_core._BatchIterator":
@@ -371,8 +373,11 @@ class LanceDataset:
         have no effect; vector and full-text search are not supported."""
         _check_hints(nearest, hints)
         ids = [f.fragment_id for f in fragments] if fragments is not None else None
+        # pylance's late_materialization: a bool, or the columns to read late (any: on).
+        late = hints.get("late_materialization")
         return LanceScanner(self, columns, limit, offset, batch_size, bool(with_row_id), bool(with_row_address), ids,
-                            io_buffer_size, filter, include_deleted=bool(include_deleted_rows))
+                            io_buffer_size, filter, include_deleted=bool(include_deleted_rows),
+                            late_materialization=late is None or bool(late))
 
     def to_table(self, columns: Optional[Union[List[str], Dict[str, str]]] = None, filter: Optional[str] = None,
                  limit: Optional[int] = None, offset: Optional[int] = None, nearest: Optional[Dict[str, Any]] = None,

@@ -356,7 +356,7 @@ impl PyDataset {
         })
     }
 
-    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false, projection=None))]
+    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false, projection=None, late_materialization=true))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -372,6 +372,7 @@ impl PyDataset {
         row_range: Option<(u64, u64)>,
         include_deleted: bool,
         projection: Option<Vec<(String, String)>>,
+        late_materialization: bool,
     ) -> PyResult<PyBatchIterator> {
         guard(|| {
             let mut options = ScanOptions {
@@ -383,6 +384,7 @@ impl PyDataset {
                 fragment_ids,
                 row_range,
                 include_deleted,
+                late_materialization,
                 ..Default::default()
             };
             if let Some(b) = batch_size {

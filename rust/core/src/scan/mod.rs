@@ -3,6 +3,7 @@
 pub mod cpu;
 mod fragment;
 pub mod json;
+mod late;
 mod legacy;
 mod lists20;
 mod output;
@@ -48,6 +49,9 @@ pub struct ScanOptions {
     /// Return deleted rows too: every physical row, as new data files for a fragment must
     /// hold.
     pub include_deleted: bool,
+    /// Read a filter's columns first and take the others for the rows that pass, when
+    /// few do (and take the rows of a small limit): see `late`.
+    pub late_materialization: bool,
 }
 
 impl Default for ScanOptions {
@@ -65,6 +69,7 @@ impl Default for ScanOptions {
             projection: None,
             row_range: None,
             include_deleted: false,
+            late_materialization: true,
         }
     }
 }
@@ -185,12 +190,18 @@ pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
     options.batch_size = options.batch_size.max(1);
     let p = prepare(&dataset, &options.projection(), options.filter.as_ref())?;
     let schema = p.output.schema.clone();
+    if late::applies(&dataset, &options) {
+        return Ok(Scan {
+            schema,
+            batches: late::start(dataset, options),
+        });
+    }
     let batches = stream::start(dataset, p.plan, options, p.read_schema, p.output);
     Ok(Scan { schema, batches })
 }
 
 /// The schema's name for a column a filter refers to (exact, else ignoring case).
-fn resolve_column(ds: &Dataset, name: &str, what: &str) -> Result<String> {
+pub(crate) fn resolve_column(ds: &Dataset, name: &str, what: &str) -> Result<String> {
     let fields = &ds.schema.fields;
     fields
         .iter()

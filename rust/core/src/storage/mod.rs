@@ -2,6 +2,7 @@
 //!
 //! Everything above this layer addresses files by a path relative to a root; nothing above
 //! it knows whether the bytes come from a local disk, memory or a cloud bucket.
+mod local;
 mod uri;
 
 use std::ops::Range;
@@ -22,14 +23,21 @@ pub struct Storage {
     root: Path,
     /// The URI the user gave, used to name files in error messages.
     uri: String,
+    /// For a local directory: the store, to map paths to files read directly.
+    local: Option<Arc<object_store::local::LocalFileSystem>>,
 }
 
 impl Storage {
     /// Open the store that holds `uri` (a local path, `file://`, `memory://`, `s3://`,
     /// `gs://`, `az://`/`abfs://`), passing `options` to its builder.
     pub fn open(uri: &str, options: &StorageOptions) -> Result<Self> {
-        let (store, root, uri) = uri::resolve(uri, options)?;
-        Ok(Storage { store, root, uri })
+        let (store, root, uri, local) = uri::resolve(uri, options)?;
+        Ok(Storage {
+            store,
+            root,
+            uri,
+            local,
+        })
     }
 
     pub fn uri(&self) -> &str {
@@ -76,8 +84,37 @@ impl Storage {
         res.bytes().await.map_err(|e| self.map_err(path, e))
     }
 
+    /// Read ranges of a local file directly (see `local`).
+    async fn read_local(
+        &self,
+        fs: &object_store::local::LocalFileSystem,
+        path: &Path,
+        ranges: &[Range<u64>],
+    ) -> Result<Vec<Bytes>> {
+        let file = fs.path_to_filesystem(path).map_err(|e| self.map_err(path, e))?;
+        let ranges = ranges.to_vec();
+        let read = tokio::task::spawn_blocking(move || local::read_ranges(&file, &ranges))
+            .await
+            .map_err(|e| Error::io(self.display(path), e))?;
+        read.map_err(|e| match e {
+            local::ReadError::NotFound => Error::not_found(self.display(path), "no such file"),
+            local::ReadError::Short { wanted, len } => Error::corrupt(
+                self.display(path),
+                format!(
+                    "truncated: wanted bytes {}..{} but the file has {len}",
+                    wanted.start, wanted.end
+                ),
+            ),
+            local::ReadError::Io(e) => Error::io(self.display(path), e),
+        })
+    }
+
     /// Read `range` of an object; a range past the end of the object is a truncated file.
     pub async fn get_range(&self, path: &Path, range: Range<u64>) -> Result<Bytes> {
+        if let Some(fs) = &self.local {
+            let mut out = self.read_local(fs, path, std::slice::from_ref(&range)).await?;
+            return Ok(out.pop().unwrap_or_default());
+        }
         let want = range.end - range.start;
         let bytes = self
             .store
@@ -102,6 +139,9 @@ impl Storage {
     pub async fn get_ranges(&self, path: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         if ranges.is_empty() {
             return Ok(vec![]);
+        }
+        if let Some(fs) = &self.local {
+            return self.read_local(fs, path, ranges).await;
         }
         let out = self.store.get_ranges(path, ranges).await.map_err(|e| {
             let span = ranges[0].start..ranges.iter().map(|r| r.end).max().unwrap_or(0);

@@ -31,7 +31,7 @@ fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
 pub(super) fn resolve(
     uri: &str,
     options: &StorageOptions,
-) -> Result<(Arc<dyn ObjectStore>, Path, String)> {
+) -> Result<(Arc<dyn ObjectStore>, Path, String, Option<Arc<LocalFileSystem>>)> {
     let trimmed = uri.trim_end_matches('/');
     if trimmed.is_empty() {
         return Err(Error::invalid("empty dataset URI"));
@@ -44,6 +44,7 @@ pub(super) fn resolve(
     let Some(url) = parsed else {
         return local(trimmed);
     };
+    let remote = |(store, root, shown)| Ok((store, root, shown, None));
     match url.scheme() {
         "file" => {
             let p = url
@@ -55,7 +56,7 @@ pub(super) fn resolve(
             let host = url.host_str().unwrap_or("").to_string();
             let root =
                 Path::parse(url.path()).map_err(|e| Error::invalid(format!("{uri}: {e}")))?;
-            Ok((memory_store(&host), root, trimmed.to_string()))
+            remote((memory_store(&host), root, trimmed.to_string()))
         }
         "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss" | "azure" | "http" | "https" => {
             let mut url = url.clone();
@@ -65,7 +66,7 @@ pub(super) fn resolve(
             check_plain_http(uri, &url, options)?;
             let (store, root) = object_store::parse_url_opts(&url, options.iter())
                 .map_err(|e| Error::invalid(format!("{uri}: cannot open object store: {e}")))?;
-            Ok((Arc::from(store), root, trimmed.to_string()))
+            remote((Arc::from(store), root, trimmed.to_string()))
         }
         other => Err(Error::invalid(format!(
             "{uri}: unsupported URI scheme '{other}'"
@@ -100,7 +101,9 @@ fn check_plain_http(uri: &str, url: &Url, options: &StorageOptions) -> Result<()
     }
 }
 
-fn local(path: &str) -> Result<(Arc<dyn ObjectStore>, Path, String)> {
+type Resolved = (Arc<dyn ObjectStore>, Path, String, Option<Arc<LocalFileSystem>>);
+
+fn local(path: &str) -> Result<Resolved> {
     // `~` and `~/...` are the user's home, as in pylance (and the shell).
     let expanded = match path.strip_prefix('~') {
         Some(rest) if rest.is_empty() || rest.starts_with('/') => {
@@ -122,10 +125,12 @@ fn local(path: &str) -> Result<(Arc<dyn ObjectStore>, Path, String)> {
     let abs = normalize(&abs);
     let root =
         Path::from_absolute_path(&abs).map_err(|e| Error::invalid(format!("{path}: {e}")))?;
+    let fs = Arc::new(LocalFileSystem::new());
     Ok((
-        Arc::new(LocalFileSystem::new()),
+        fs.clone(),
         root,
         abs.to_string_lossy().into_owned(),
+        Some(fs),
     ))
 }
 
@@ -151,26 +156,26 @@ mod tests {
 
     #[test]
     fn local_paths_resolve_to_absolute_roots() {
-        let (_, root, shown) = resolve("/tmp/x/../y/ds.lance/", &StorageOptions::new()).unwrap();
+        let (_, root, shown, _) = resolve("/tmp/x/../y/ds.lance/", &StorageOptions::new()).unwrap();
         assert_eq!(root.as_ref(), "tmp/y/ds.lance");
         assert_eq!(shown, "/tmp/y/ds.lance");
-        let (_, root2, _) = resolve("file:///tmp/y/ds.lance", &StorageOptions::new()).unwrap();
+        let (_, root2, _, _) = resolve("file:///tmp/y/ds.lance", &StorageOptions::new()).unwrap();
         assert_eq!(root, root2);
     }
 
     #[test]
     fn tilde_is_the_home_directory() {
         let home = std::env::var("HOME").unwrap();
-        let (_, _, shown) = resolve("~/t.lance", &StorageOptions::new()).unwrap();
+        let (_, _, shown, _) = resolve("~/t.lance", &StorageOptions::new()).unwrap();
         assert_eq!(shown, format!("{}/t.lance", home.trim_end_matches('/')));
-        let (_, _, kept) = resolve("/tmp/~x", &StorageOptions::new()).unwrap();
+        let (_, _, kept, _) = resolve("/tmp/~x", &StorageOptions::new()).unwrap();
         assert_eq!(kept, "/tmp/~x");
     }
 
     #[test]
     fn memory_stores_are_shared_by_name() {
-        let (a, ra, _) = resolve("memory://bucket/ds", &StorageOptions::new()).unwrap();
-        let (b, _, _) = resolve("memory://bucket/other", &StorageOptions::new()).unwrap();
+        let (a, ra, _, _) = resolve("memory://bucket/ds", &StorageOptions::new()).unwrap();
+        let (b, _, _, _) = resolve("memory://bucket/other", &StorageOptions::new()).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(ra.as_ref(), "ds");
     }
