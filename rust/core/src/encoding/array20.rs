@@ -264,6 +264,24 @@ fn uints(enc: &ArrayEncoding, buffers: &[Bytes], n: usize) -> Result<Vec<u64>> {
         .collect())
 }
 
+/// For a page of plain values (flat, uncompressed, with no nulls): the page buffer that
+/// holds them and their bits, so that single values can be read on their own.
+pub fn plain_buffer(enc: &ArrayEncoding) -> Option<(usize, u64)> {
+    match enc.array_encoding.as_ref()? {
+        Enc::Flat(f) if f.compression.is_none() && f.bits_per_value % 8 == 0 => {
+            let b = f.buffer.as_ref();
+            let kind = b.map_or(BufferType::Page as i32, |b| b.buffer_type);
+            (kind == BufferType::Page as i32)
+                .then(|| (b.map_or(0, |b| b.buffer_index as usize), f.bits_per_value))
+        }
+        Enc::Nullable(nl) => match &nl.nullability {
+            Some(Nullability::NoNulls(v)) => plain_buffer(v.values.as_deref()?),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The flat encoding of a string page's bytes: bare, or (pylance 0.14–0.16) wrapped in a
 /// `Nullable` that says there are no nulls.
 fn plain_bytes(enc: &ArrayEncoding) -> Result<&Flat> {

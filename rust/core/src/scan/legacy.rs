@@ -73,14 +73,70 @@ pub async fn read_group(
     path: &[PathStep],
     page: usize,
 ) -> Result<ArrayRef> {
-    let leaf_pages = group(&file, chain.leaf, page)?;
-    let rows: u64 = leaf_pages.iter().map(|p| p.rows).sum();
+    let leaf_pages = group(&file, chain.leaf, page)?.to_vec();
+    let ranges: Vec<Range<u64>> = leaf_pages.iter().map(|p| 0..p.rows).collect();
+    read_ranges(&file, chain, path, page, leaf_pages, ranges).await
+}
+
+/// Rows `rows` (increasing, relative to page `page`, a group of batches) of a leaf that is
+/// in no list: only those elements are read. None for a leaf inside lists (read the
+/// group).
+pub async fn read_group_rows(
+    file: Arc<FileReader>,
+    chain: &LegacyChain,
+    path: &[PathStep],
+    page: usize,
+    rows: &[u64],
+) -> Result<Option<ArrayRef>> {
+    if !chain.lists.is_empty() {
+        return Ok(None);
+    }
+    let batches = group(&file, chain.leaf, page)?;
+    // Runs of consecutive rows within one batch: its page, and the elements of the run.
+    let mut pages = Vec::new();
+    let mut ranges: Vec<Range<u64>> = Vec::new();
+    let (mut b, mut first) = (0usize, 0u64);
+    for &r in rows {
+        while b < batches.len() && r >= first + batches[b].rows {
+            first += batches[b].rows;
+            b += 1;
+        }
+        let p = batches
+            .get(b)
+            .ok_or_else(|| corrupt(format!("row {r} is past the batches of page {page}")))?;
+        let local = r - first;
+        let extends = same(pages.last(), p) && ranges.last().is_some_and(|l| l.end == local);
+        match ranges.last_mut() {
+            Some(last) if extends => last.end += 1,
+            _ => {
+                pages.push(p.clone());
+                ranges.push(local..local + 1);
+            }
+        }
+    }
+    read_ranges(&file, chain, path, page, pages, ranges).await.map(Some)
+}
+
+fn same(a: Option<&LegacyPage>, b: &LegacyPage) -> bool {
+    a.is_some_and(|a| a.position == b.position && a.rows == b.rows)
+}
+
+/// Elements `ranges[i]` of the leaf's batch pages `leaf_pages[i]` (and of the lists above
+/// it), shaped like the path.
+async fn read_ranges(
+    file: &Arc<FileReader>,
+    chain: &LegacyChain,
+    path: &[PathStep],
+    page: usize,
+    leaf_pages: Vec<LegacyPage>,
+    mut ranges: Vec<Range<u64>>,
+) -> Result<ArrayRef> {
+    let rows: u64 = ranges.iter().map(|r| r.end - r.start).sum();
+    let file = file.clone();
     let larges = path.iter().filter_map(|s| match s {
         PathStep::List { large, .. } => Some(*large),
         _ => None,
     });
-    // The elements wanted of each batch's page at the current level.
-    let mut ranges: Vec<Range<u64>> = leaf_pages.iter().map(|p| 0..p.rows).collect();
     let mut levels = Vec::with_capacity(chain.lists.len());
     for (&column, large) in chain.lists.iter().zip(larges) {
         let pages = group(&file, column, page)?;
@@ -123,11 +179,11 @@ pub async fn read_group(
             var_binary(&file, &positions, &ranges, dt, nullable).await?
         }
         DataType::Dictionary(key, value) => {
-            let keys = fixed(&file, leaf_pages, &ranges, key).await?;
+            let keys = fixed(&file, &leaf_pages, &ranges, key).await?;
             let values = dictionary_values(&file, chain.leaf_id, value).await?;
             enc::dictionary(keys, values, dt)?
         }
-        dt => fixed(&file, leaf_pages, &ranges, dt).await?,
+        dt => fixed(&file, &leaf_pages, &ranges, dt).await?,
     };
     shape(values, path, levels, rows)
 }

@@ -14,7 +14,7 @@ use arrow_buffer::Buffer;
 use arrow_schema::DataType;
 use bytes::Bytes;
 
-use super::fragment::{decode_unit_rows, open_leaf_sources, read_page, LeafSource, PageWork, Units};
+use super::fragment::{decode_unit_rows, open_leaf_sources, read_page, Chain, LeafSource, PageWork, Units};
 use super::plan::{assemble, LeafPlan};
 use super::{prepare, Projection};
 use crate::dataset::Dataset;
@@ -206,6 +206,22 @@ async fn page_rows(
 ) -> Result<ArrayRef> {
     let rel: Vec<u64> = offsets.iter().map(|&o| o as u64 - page_start).collect();
     let info = &src.file.metadata.columns[src.column].pages[page];
+    // Legacy leaves in no list: read just the elements wanted.
+    if let Some(Chain::Legacy(chain)) = &src.chain {
+        let read = super::legacy::read_group_rows(src.file.clone(), chain, &leaf.path, page, &rel);
+        if let Some(rows) = read.await.map_err(|e| {
+            e.context(&format!("column {} page {page}", src.column))
+                .in_file(src.file.name())
+        })? {
+            return Ok(rows);
+        }
+    }
+    // 2.0 pages of plain fixed-width values: read just the values wanted.
+    if let (None, PageEncoding::Array(enc)) = (&src.chain, &info.encoding) {
+        if let Some(rows) = plain_array20_rows(src, leaf, info, enc, &rel).await? {
+            return Ok(rows);
+        }
+    }
     let partial = match (&src.chain, &info.encoding) {
         (None, PageEncoding::Layout(layout)) if items_per_row(&leaf.path) == 1 => {
             bulk_buffer(layout).map(|b| (layout, b))
@@ -221,6 +237,47 @@ async fn page_rows(
     };
     let name = work.name.clone();
     super::cpu::spawn_cpu(name, move || rows_of_units(&work, &rel)).await
+}
+
+/// Rows `rel` of a 2.0 page of plain fixed-width values of a top-level leaf, read value
+/// by value; None for other pages.
+async fn plain_array20_rows(
+    src: &LeafSource,
+    leaf: &LeafPlan,
+    info: &crate::file::PageInfo,
+    enc: &crate::proto::encodings20::ArrayEncoding,
+    rel: &[u64],
+) -> Result<Option<ArrayRef>> {
+    let Some(PathStep::Leaf(f)) = leaf.path.last() else {
+        return Ok(None);
+    };
+    let dt = f.data_type();
+    let width = match crate::encoding::values::fixed_width(dt) {
+        Ok(w) if leaf.path.len() == 1 && !matches!(dt, DataType::Boolean | DataType::Dictionary(..)) => w,
+        _ => return Ok(None),
+    };
+    let Some((index, bits)) = crate::encoding::array20::plain_buffer(enc) else {
+        return Ok(None);
+    };
+    let Some(buffer) = info.buffers.get(index).filter(|_| bits == 8 * width as u64) else {
+        return Ok(None);
+    };
+    let mut ranges = Vec::with_capacity(rel.len());
+    for &r in rel {
+        let at = buffer.start + r * width as u64;
+        if at + width as u64 > buffer.end {
+            return Err(Error::corrupt(src.file.name(), format!("row {r} lies outside its page")));
+        }
+        ranges.push(at..at + width as u64);
+    }
+    let parts = src.file.read_ranges(&ranges).await?;
+    let mut bytes = Vec::with_capacity(rel.len() * width);
+    for p in &parts {
+        bytes.extend_from_slice(p);
+    }
+    crate::encoding::values::fixed_array(dt, rel.len(), Buffer::from_vec(bytes))
+        .map(Some)
+        .map_err(|e| e.in_file(src.file.name()))
 }
 
 /// What a partial read of a page gives: the rows themselves (plain values read one by
