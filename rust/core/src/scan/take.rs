@@ -322,7 +322,8 @@ async fn read_units(
             let (layout, num_rows, dt) = (layout.clone(), info.num_rows, f.data_type().clone());
             let bulk_len = bulk_range.end - bulk_range.start;
             let plan = super::cpu::spawn_cpu(name.clone(), move || {
-                plan_page_without_bulk(&layout, buffers, bulk_len, num_rows, &dt, &take_sizing())
+                let sizing = take_sizing(&layout);
+                plan_page_without_bulk(&layout, buffers, bulk_len, num_rows, &dt, &sizing)
             })
             .await
             .map_err(|e| e.context(&format!("column {} page {page}", src.column)).in_file(file.name()))?;
@@ -389,9 +390,16 @@ async fn read_units(
     })))
 }
 
-fn take_sizing() -> UnitSizing {
+/// Units of a page planned for takes: single mini-block chunks (or the few that a row
+/// spans); full-zip rows in groups, so that the plan kept for later takes stays small
+/// (a unit per row would cost a range per row of every page).
+fn take_sizing(layout: &PageLayout) -> UnitSizing {
+    let full_zip = matches!(
+        layout.layout,
+        Some(crate::proto::encodings21::page_layout::Layout::FullZipLayout(_))
+    );
     UnitSizing {
-        target_rows: 1,
+        target_rows: if full_zip { 64 } else { 1 },
         align_rows: 1,
         page_start: 0,
     }
