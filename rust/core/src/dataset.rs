@@ -6,8 +6,8 @@ use arrow_schema::SchemaRef;
 use object_store::path::Path;
 use roaring::RoaringBitmap;
 
-use crate::error::{Error, Result};
 use crate::encoding::layout::PagePlan;
+use crate::error::{Error, Result};
 use crate::file::FileReader;
 use crate::proto::table::{
     data_fragment::RowIdSequence as RowIdSeq, DataFile, DataFragment, Manifest,
@@ -260,7 +260,13 @@ impl Dataset {
     ) -> Result<Arc<FileReader>> {
         let (min, max) = legacy_ids.unwrap_or((-1, -1));
         let key = (file.path.clone(), min, max);
-        let cached = self.files.files.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+        let cached = self
+            .files
+            .files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned();
         if let Some(reader) = cached {
             return Ok(reader);
         }
@@ -280,13 +286,26 @@ impl Dataset {
     }
 
     /// A page planned for random access, if planned before.
-    pub fn cached_page_plan(&self, file: &str, column: usize, page: usize) -> Option<Arc<PagePlan>> {
-        let plans = self.files.page_plans.lock().unwrap_or_else(|e| e.into_inner());
+    pub fn cached_page_plan(
+        &self,
+        file: &str,
+        column: usize,
+        page: usize,
+    ) -> Option<Arc<PagePlan>> {
+        let plans = self
+            .files
+            .page_plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         plans.get(&(file.to_string(), column, page)).cloned()
     }
 
     pub fn cache_page_plan(&self, file: &str, column: usize, page: usize, plan: Arc<PagePlan>) {
-        let mut plans = self.files.page_plans.lock().unwrap_or_else(|e| e.into_inner());
+        let mut plans = self
+            .files
+            .page_plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if plans.len() >= MAX_CACHED_FILES * 4 {
             plans.clear();
         }
@@ -305,8 +324,7 @@ impl Dataset {
                 if k >= visible {
                     return Err(Error::invalid(format!(
                         "{}: index {k} is out of range: fragment {} has {visible} rows",
-                        self.uri,
-                        frag.id
+                        self.uri, frag.id
                     )));
                 }
                 Ok(match &deletions {
@@ -336,12 +354,22 @@ impl Dataset {
         if frag.deletion_file.is_none() {
             return Ok(None);
         }
-        let cached = self.files.deletions.lock().unwrap_or_else(|e| e.into_inner()).get(&frag.id).cloned();
+        let cached = self
+            .files
+            .deletions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&frag.id)
+            .cloned();
         if let Some(set) = cached {
             return Ok(Some(set));
         }
         let set = Arc::new(self.read_deletions(frag).await?);
-        let mut cache = self.files.deletions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cache = self
+            .files
+            .deletions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if cache.len() >= MAX_CACHED_FILES {
             cache.clear();
         }
@@ -536,7 +564,9 @@ impl Dataset {
     /// The addresses of the dataset's visible rows `indices` (counted over the
     /// fragments in order, deleted rows skipped), in the order given.
     pub async fn addresses_of_indices(&self, indices: &[u64]) -> Result<Vec<u64>> {
-        let counts = futures::future::try_join_all(self.fragments().iter().map(|f| self.fragment_rows(f))).await?;
+        let counts =
+            futures::future::try_join_all(self.fragments().iter().map(|f| self.fragment_rows(f)))
+                .await?;
         let mut ends = Vec::with_capacity(counts.len());
         let mut total = 0u64;
         for c in &counts {
@@ -557,7 +587,11 @@ impl Dataset {
             per_fragment[f].push((pos, i - start));
         }
         let mut out = vec![0u64; indices.len()];
-        for (f, wanted) in per_fragment.iter().enumerate().filter(|(_, w)| !w.is_empty()) {
+        for (f, wanted) in per_fragment
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| !w.is_empty())
+        {
             let frag = &self.fragments()[f];
             let local: Vec<u64> = wanted.iter().map(|w| w.1).collect();
             let offsets = self.physical_offsets(frag, &local).await?;
@@ -605,7 +639,13 @@ fn check_file_versions(m: &Manifest, name: &str) -> Result<()> {
 /// and p not deleted, found by binary search over p.
 fn nth_not_deleted(deleted: &RoaringBitmap, k: u64) -> u32 {
     // Rows before p that are kept: p - (deleted rows below p).
-    let kept_below = |p: u64| p - if p == 0 { 0 } else { deleted.rank((p - 1) as u32) };
+    let kept_below = |p: u64| {
+        p - if p == 0 {
+            0
+        } else {
+            deleted.rank((p - 1) as u32)
+        }
+    };
     let (mut lo, mut hi) = (k, k + deleted.len());
     // The first p with kept_below(p + 1) > k, i.e. p is the k-th kept row.
     while lo < hi {

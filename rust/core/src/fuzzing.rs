@@ -294,6 +294,7 @@ fn page(data: &[u8], want: fn(&PbLayout) -> bool) -> Option<()> {
             target_rows: c as u64,
             align_rows: (c % 5) as u64,
             page_start: (c % 3) as u64,
+            rows_share_chunks: c % 2 == 1,
         },
     };
     let plan = ok(plan_page(&layout, buffers, rows as u64, &dt, &sizing))?;

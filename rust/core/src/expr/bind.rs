@@ -134,7 +134,10 @@ fn is_string(dt: &DataType) -> bool {
 fn is_binary(dt: &DataType) -> bool {
     matches!(
         value_type(dt),
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_)
+        DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::FixedSizeBinary(_)
     )
 }
 
@@ -150,7 +153,11 @@ fn is_decimal(dt: &DataType) -> bool {
 fn is_temporal(dt: &DataType) -> bool {
     matches!(
         value_type(dt),
-        DataType::Date32 | DataType::Date64 | DataType::Timestamp(..) | DataType::Time32(_) | DataType::Time64(_)
+        DataType::Date32
+            | DataType::Date64
+            | DataType::Timestamp(..)
+            | DataType::Time32(_)
+            | DataType::Time64(_)
     )
 }
 
@@ -168,7 +175,9 @@ fn natural(l: &Literal) -> Result<ArrayRef> {
         Literal::Bool(b) => Arc::new(BooleanArray::from(vec![*b])),
         Literal::Int(i) => Arc::new(Int64Array::from(vec![*i])),
         Literal::UInt(u) => Arc::new(UInt64Array::from(vec![*u])),
-        Literal::Float(f) => Arc::new(Float64Array::from(vec![f.parse::<f64>().unwrap_or(f64::NAN)])),
+        Literal::Float(f) => Arc::new(Float64Array::from(vec![f
+            .parse::<f64>()
+            .unwrap_or(f64::NAN)])),
         Literal::String(s) => Arc::new(StringArray::from(vec![s.as_str()])),
         Literal::Binary(b) => Arc::new(BinaryArray::from(vec![b.as_slice()])),
         Literal::Typed { kind, text } => {
@@ -231,7 +240,10 @@ fn meets(l: &Literal, to: &DataType) -> Meets {
                 DataType::Decimal128(_, s) | DataType::Decimal256(_, s) => *s,
                 _ => 0,
             };
-            match fraction_digits(text).filter(|&d| d <= scale).and_then(|_| from_text(text, to)) {
+            match fraction_digits(text)
+                .filter(|&d| d <= scale)
+                .and_then(|_| from_text(text, to))
+            {
                 Some(a) => Meets::As(a),
                 None => Meets::Widen(DataType::Float64),
             }
@@ -275,10 +287,18 @@ pub(super) fn common_type(a: &DataType, b: &DataType) -> Option<DataType> {
         return Some(numeric_common(a, b));
     }
     if is_string(a) && is_string(b) {
-        return Some(if matches!(a, LargeUtf8) || matches!(b, LargeUtf8) { LargeUtf8 } else { Utf8 });
+        return Some(if matches!(a, LargeUtf8) || matches!(b, LargeUtf8) {
+            LargeUtf8
+        } else {
+            Utf8
+        });
     }
     if is_binary(a) && is_binary(b) {
-        return Some(if matches!(a, LargeBinary) || matches!(b, LargeBinary) { LargeBinary } else { Binary });
+        return Some(if matches!(a, LargeBinary) || matches!(b, LargeBinary) {
+            LargeBinary
+        } else {
+            Binary
+        });
     }
     // A string meets a number or a date as that type (converted, an error if it cannot be).
     if is_string(a) && (is_numeric(b) || is_temporal(b)) {
@@ -288,7 +308,9 @@ pub(super) fn common_type(a: &DataType, b: &DataType) -> Option<DataType> {
         return Some(a.clone());
     }
     match (a, b) {
-        (Timestamp(u, tz), Timestamp(v, tz2)) if tz == tz2 => Some(Timestamp(finer(*u, *v), tz.clone())),
+        (Timestamp(u, tz), Timestamp(v, tz2)) if tz == tz2 => {
+            Some(Timestamp(finer(*u, *v), tz.clone()))
+        }
         (Timestamp(..), Date32 | Date64) => Some(a.clone()),
         (Date32 | Date64, Timestamp(..)) => Some(b.clone()),
         (Date32, Date64) | (Date64, Date32) => Some(Date64),
@@ -314,7 +336,11 @@ fn numeric_common(a: &DataType, b: &DataType) -> DataType {
     use DataType::*;
     if a.is_floating() || b.is_floating() {
         let small = |t: &DataType| matches!(t, Float16 | Float32 | Int8 | Int16 | UInt8 | UInt16);
-        return if small(a) && small(b) { Float32 } else { Float64 };
+        return if small(a) && small(b) {
+            Float32
+        } else {
+            Float64
+        };
     }
     match (a, b) {
         (Decimal128(p, s), Decimal128(q, t)) => {
@@ -417,8 +443,13 @@ impl<'a> Binder<'a> {
             Expr::Literal(l) => self.scalar(natural(l).map_err(|e| self.error(e))?),
             Expr::Cmp { op, left, right } => {
                 let (l, r) = self.pair(left, right, "compare")?;
-                check_cmp(&l.data_type, &r.data_type)
-                    .map_err(|m| self.error(format!("cannot compare {} with {}: {m}", side(left), side(right))))?;
+                check_cmp(&l.data_type, &r.data_type).map_err(|m| {
+                    self.error(format!(
+                        "cannot compare {} with {}: {m}",
+                        side(left),
+                        side(right)
+                    ))
+                })?;
                 let nullable = l.nullable || r.nullable;
                 self.node(
                     Node::Cmp {
@@ -531,9 +562,8 @@ impl<'a> Binder<'a> {
                         x.data_type
                     )));
                 };
-                let index = find(fields.iter().map(|f| f.name().as_str()), name).ok_or_else(|| {
-                    self.error(format!("{} has no field '{name}'", side(expr)))
-                })?;
+                let index = find(fields.iter().map(|f| f.name().as_str()), name)
+                    .ok_or_else(|| self.error(format!("{} has no field '{name}'", side(expr))))?;
                 let dt = fields[index].data_type().clone();
                 self.node(
                     Node::Field {
@@ -614,8 +644,9 @@ impl<'a> Binder<'a> {
                 ));
             }
         }
-        let index = find(names(), &path[0])
-            .ok_or_else(|| self.error(format!("it refers to '{}', which is not a column", path[0])))?;
+        let index = find(names(), &path[0]).ok_or_else(|| {
+            self.error(format!("it refers to '{}', which is not a column", path[0]))
+        })?;
         let mut field = self.schema.field(index);
         let mut nullable = field.is_nullable();
         let mut fields = Vec::with_capacity(path.len() - 1);
@@ -626,8 +657,9 @@ impl<'a> Binder<'a> {
                     field.name()
                 )));
             };
-            let i = find(children.iter().map(|f| f.name().as_str()), name)
-                .ok_or_else(|| self.error(format!("it refers to '{dotted}', which is not a column")))?;
+            let i = find(children.iter().map(|f| f.name().as_str()), name).ok_or_else(|| {
+                self.error(format!("it refers to '{dotted}', which is not a column"))
+            })?;
             fields.push(i);
             field = &children[i];
             nullable |= field.is_nullable();
@@ -668,9 +700,16 @@ impl<'a> Binder<'a> {
                 let (x, y) = (natural(a), natural(b));
                 let (x, y) = (x.map_err(|e| self.error(e))?, y.map_err(|e| self.error(e))?);
                 let to = common_type(x.data_type(), y.data_type()).ok_or_else(|| {
-                    self.error(format!("cannot {verb} {} with {}", describe(a), describe(b)))
+                    self.error(format!(
+                        "cannot {verb} {} with {}",
+                        describe(a),
+                        describe(b)
+                    ))
                 })?;
-                Ok((self.cast(self.scalar(x), to.clone())?, self.cast(self.scalar(y), to)?))
+                Ok((
+                    self.cast(self.scalar(x), to.clone())?,
+                    self.cast(self.scalar(y), to)?,
+                ))
             }
             (other, Expr::Literal(l)) => self.with_literal(other, l, verb),
             (Expr::Literal(l), other) => {
@@ -697,7 +736,11 @@ impl<'a> Binder<'a> {
         })?;
         // A dictionary meets a value of its value type as it is (arrow compares them).
         let keep = |b: &Bound| value_type(&b.data_type) == &to && verb == "compare";
-        let l = if keep(&l) { l } else { self.cast(l, to.clone())? };
+        let l = if keep(&l) {
+            l
+        } else {
+            self.cast(l, to.clone())?
+        };
         let r = if keep(&r) { r } else { self.cast(r, to)? };
         Ok((l, r))
     }
@@ -779,11 +822,17 @@ fn op_text(op: ArithOp) -> &'static str {
 /// Whether arrow can compare values of these types (tried on empty arrays).
 fn check_cmp(a: &DataType, b: &DataType) -> std::result::Result<(), String> {
     let (x, y) = (new_empty_array(a), new_empty_array(b));
-    arrow_ord::cmp::eq(&x, &y).map(|_| ()).map_err(|e| e.to_string())
+    arrow_ord::cmp::eq(&x, &y)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 /// The result type of `a op b` (arrow's kernel run on empty arrays), or why it fails.
-pub(super) fn arith_type(op: ArithOp, a: &DataType, b: &DataType) -> std::result::Result<DataType, String> {
+pub(super) fn arith_type(
+    op: ArithOp,
+    a: &DataType,
+    b: &DataType,
+) -> std::result::Result<DataType, String> {
     if !is_numeric(a) || !is_numeric(b) {
         return Err(format!("arithmetic needs numbers, not {a} and {b}"));
     }

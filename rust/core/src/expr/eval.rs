@@ -63,9 +63,12 @@ pub fn evaluate(expr: &Bound, batch: &RecordBatch) -> Result<ArrayRef> {
 /// The rows `predicate` (bound with `bind_filter`) keeps: TRUE, not FALSE or NULL.
 pub fn evaluate_filter(predicate: &Bound, batch: &RecordBatch) -> Result<BooleanArray> {
     let a = evaluate(predicate, batch)?;
-    a.as_boolean_opt()
-        .cloned()
-        .ok_or_else(|| Error::invalid(format!("filter '{}' does not give booleans", predicate.text)))
+    a.as_boolean_opt().cloned().ok_or_else(|| {
+        Error::invalid(format!(
+            "filter '{}' does not give booleans",
+            predicate.text
+        ))
+    })
 }
 
 fn failed(expr: &Bound, e: ArrowError) -> Error {
@@ -181,7 +184,11 @@ fn eval(b: &Bound, batch: &RecordBatch) -> std::result::Result<Val, ArrowError> 
     })
 }
 
-fn compare(op: CmpOp, l: &dyn Datum, r: &dyn Datum) -> std::result::Result<BooleanArray, ArrowError> {
+fn compare(
+    op: CmpOp,
+    l: &dyn Datum,
+    r: &dyn Datum,
+) -> std::result::Result<BooleanArray, ArrowError> {
     use arrow_ord::cmp;
     match op {
         CmpOp::Eq => cmp::eq(l, r),
@@ -211,9 +218,9 @@ pub(super) fn arith_kernel(
 
 /// Child `i` of a struct array; a null struct makes its field null.
 fn struct_field(a: &ArrayRef, i: usize) -> std::result::Result<ArrayRef, ArrowError> {
-    let s = a
-        .as_struct_opt()
-        .ok_or_else(|| ArrowError::InvalidArgumentError(format!("{} is not a struct", a.data_type())))?;
+    let s = a.as_struct_opt().ok_or_else(|| {
+        ArrowError::InvalidArgumentError(format!("{} is not a struct", a.data_type()))
+    })?;
     let child = s.column(i).clone();
     let nulls = arrow_buffer::NullBuffer::union(s.nulls(), child.nulls());
     if nulls.as_ref().map(|n| n.null_count()) == child.nulls().map(|n| n.null_count()) {
@@ -236,7 +243,10 @@ fn list_element(
     ) -> UInt64Array {
         (0..offsets.len() - 1)
             .map(|r| {
-                let (start, end) = (offsets[r].as_usize() as i64, offsets[r + 1].as_usize() as i64);
+                let (start, end) = (
+                    offsets[r].as_usize() as i64,
+                    offsets[r + 1].as_usize() as i64,
+                );
                 if !valid(r) || index.is_null(r) {
                     return None;
                 }
@@ -254,11 +264,17 @@ fn list_element(
     let (values, take) = match list.data_type() {
         DataType::List(_) => {
             let l = list.as_list::<i32>();
-            (l.values().clone(), positions(l.value_offsets(), valid, index))
+            (
+                l.values().clone(),
+                positions(l.value_offsets(), valid, index),
+            )
         }
         DataType::LargeList(_) => {
             let l = list.as_list::<i64>();
-            (l.values().clone(), positions(l.value_offsets(), valid, index))
+            (
+                l.values().clone(),
+                positions(l.value_offsets(), valid, index),
+            )
         }
         DataType::FixedSizeList(_, dim) => {
             let l = list.as_fixed_size_list();
@@ -279,15 +295,18 @@ fn list_element(
 mod tests {
     use super::*;
     use crate::expr::{bind, bind_filter, parse, parse_expression};
-    use arrow_array::{
-        Float64Array, Int32Array, ListArray, StringArray, StructArray, UInt8Array,
-    };
+    use arrow_array::{Float64Array, Int32Array, ListArray, StringArray, StructArray, UInt8Array};
     use arrow_schema::{Field, Fields};
 
     fn batch() -> RecordBatch {
         let st = StructArray::new(
             Fields::from(vec![Field::new("x", DataType::Int64, true)]),
-            vec![Arc::new(Int64Array::from(vec![Some(1), Some(2), None, Some(4)]))],
+            vec![Arc::new(Int64Array::from(vec![
+                Some(1),
+                Some(2),
+                None,
+                Some(4),
+            ]))],
             Some(vec![true, true, false, true].into()),
         );
         let list = ListArray::from_iter_primitive::<arrow_array::types::Int32Type, _, _>(vec![
@@ -297,9 +316,28 @@ mod tests {
             None,
         ]);
         RecordBatch::try_from_iter(vec![
-            ("a", Arc::new(Int32Array::from(vec![Some(1), Some(2), Some(3), None])) as ArrayRef),
-            ("b", Arc::new(Float64Array::from(vec![Some(1.5), Some(2.5), None, Some(4.0)]))),
-            ("s", Arc::new(StringArray::from(vec![Some("x"), Some("15"), Some("abc"), None]))),
+            (
+                "a",
+                Arc::new(Int32Array::from(vec![Some(1), Some(2), Some(3), None])) as ArrayRef,
+            ),
+            (
+                "b",
+                Arc::new(Float64Array::from(vec![
+                    Some(1.5),
+                    Some(2.5),
+                    None,
+                    Some(4.0),
+                ])),
+            ),
+            (
+                "s",
+                Arc::new(StringArray::from(vec![
+                    Some("x"),
+                    Some("15"),
+                    Some("abc"),
+                    None,
+                ])),
+            ),
             ("u", Arc::new(UInt8Array::from(vec![1, 2, 3, 255]))),
             ("st", Arc::new(st)),
             ("l", Arc::new(list)),
@@ -334,13 +372,24 @@ mod tests {
         assert_eq!(value("a + 1").data_type(), &DataType::Int32);
         assert_eq!(value("u + 1").data_type(), &DataType::UInt8);
         // Integer overflow wraps.
-        assert_eq!(value("u + 1").as_primitive::<arrow_array::types::UInt8Type>().value(3), 0);
+        assert_eq!(
+            value("u + 1")
+                .as_primitive::<arrow_array::types::UInt8Type>()
+                .value(3),
+            0
+        );
         // Two columns meet in their common type.
         assert_eq!(value("a + b").data_type(), &DataType::Float64);
         // A fraction against integers widens instead of truncating.
         let v = value("a * 2.5");
-        assert_eq!(v.as_primitive::<arrow_array::types::Float64Type>().value(1), 5.0);
-        assert_eq!(rows("a > 1.5"), vec![Some(false), Some(true), Some(true), None]);
+        assert_eq!(
+            v.as_primitive::<arrow_array::types::Float64Type>().value(1),
+            5.0
+        );
+        assert_eq!(
+            rows("a > 1.5"),
+            vec![Some(false), Some(true), Some(true), None]
+        );
         // A literal beyond the column's type widens too.
         assert_eq!(rows("u > 1000"), vec![Some(false); 4]);
         assert_eq!(value("1").data_type(), &DataType::Int64);
@@ -348,27 +397,50 @@ mod tests {
 
     #[test]
     fn strings_and_numbers_do_not_compare() {
-        for sql in ["s > 10", "s BETWEEN 10 AND 20", "s IN (1, 2)", "a = 'x'", "a LIKE '1%'", "b > 'x'"] {
+        for sql in [
+            "s > 10",
+            "s BETWEEN 10 AND 20",
+            "s IN (1, 2)",
+            "a = 'x'",
+            "a LIKE '1%'",
+            "b > 'x'",
+        ] {
             let err = refused(sql);
             assert!(err.contains("cannot"), "{sql}: {err}");
         }
         let err = refused("s > 10");
-        assert!(err.contains("column 's'") && err.contains("Utf8") && err.contains("integer 10"), "{err}");
+        assert!(
+            err.contains("column 's'") && err.contains("Utf8") && err.contains("integer 10"),
+            "{err}"
+        );
         assert!(refused("a").contains("not booleans"));
     }
 
     #[test]
     fn nested_access_and_lists() {
         let x = value("st['x']");
-        assert_eq!(x.as_primitive::<arrow_array::types::Int64Type>().iter().collect::<Vec<_>>(),
-                   vec![Some(1), Some(2), None, Some(4)]);
+        assert_eq!(
+            x.as_primitive::<arrow_array::types::Int64Type>()
+                .iter()
+                .collect::<Vec<_>>(),
+            vec![Some(1), Some(2), None, Some(4)]
+        );
         assert_eq!(value("st.x").len(), 4);
         let first = value("l[1]");
-        assert_eq!(first.as_primitive::<arrow_array::types::Int32Type>().iter().collect::<Vec<_>>(),
-                   vec![Some(1), Some(4), None, None]);
+        assert_eq!(
+            first
+                .as_primitive::<arrow_array::types::Int32Type>()
+                .iter()
+                .collect::<Vec<_>>(),
+            vec![Some(1), Some(4), None, None]
+        );
         let last = value("l[-1]");
-        assert_eq!(last.as_primitive::<arrow_array::types::Int32Type>().iter().collect::<Vec<_>>(),
-                   vec![Some(3), Some(4), None, None]);
+        assert_eq!(
+            last.as_primitive::<arrow_array::types::Int32Type>()
+                .iter()
+                .collect::<Vec<_>>(),
+            vec![Some(3), Some(4), None, None]
+        );
         assert_eq!(value("l[5]").null_count(), 4);
         assert_eq!(rows("l[2] = 2"), vec![Some(true), None, None, None]);
     }
@@ -379,19 +451,43 @@ mod tests {
         assert_eq!(value("CAST(a AS STRING)").as_string::<i32>().value(0), "1");
         assert_eq!(value("a::bigint").data_type(), &DataType::Int64);
         let t = value("TRY_CAST(s AS INT)");
-        assert_eq!(t.as_primitive::<arrow_array::types::Int32Type>().iter().collect::<Vec<_>>(),
-                   vec![None, Some(15), None, None]);
+        assert_eq!(
+            t.as_primitive::<arrow_array::types::Int32Type>()
+                .iter()
+                .collect::<Vec<_>>(),
+            vec![None, Some(15), None, None]
+        );
         let b = batch();
         let bound = bind(&parse_expression("CAST(s AS INT)").unwrap(), &b.schema()).unwrap();
-        assert!(evaluate(&bound, &b).unwrap_err().to_string().contains("cannot evaluate"));
-        assert_eq!(value("-a").as_primitive::<arrow_array::types::Int32Type>().value(0), -1);
-        assert_eq!(rows("a IS NULL"), vec![Some(false), Some(false), Some(false), Some(true)]);
-        assert_eq!(rows("NOT (a > 1)"), vec![Some(true), Some(false), Some(false), None]);
+        assert!(evaluate(&bound, &b)
+            .unwrap_err()
+            .to_string()
+            .contains("cannot evaluate"));
+        assert_eq!(
+            value("-a")
+                .as_primitive::<arrow_array::types::Int32Type>()
+                .value(0),
+            -1
+        );
+        assert_eq!(
+            rows("a IS NULL"),
+            vec![Some(false), Some(false), Some(false), Some(true)]
+        );
+        assert_eq!(
+            rows("NOT (a > 1)"),
+            vec![Some(true), Some(false), Some(false), None]
+        );
     }
 
     #[test]
     fn expressions_print_as_sql_that_parses_back() {
-        for sql in ["(a + 1) > 2", "s LIKE 'a%'", "st['x'] IS NOT NULL", "a IN (1, 2)", "CAST(a AS Float64)"] {
+        for sql in [
+            "(a + 1) > 2",
+            "s LIKE 'a%'",
+            "st['x'] IS NOT NULL",
+            "a IN (1, 2)",
+            "CAST(a AS Float64)",
+        ] {
             let e = parse(sql).unwrap();
             let again = parse(&e.to_string());
             // Arrow type names in casts do not parse back as SQL; everything else does.

@@ -211,7 +211,10 @@ impl std::fmt::Display for Expr {
                 let parts: Vec<String> = path
                     .iter()
                     .map(|p| {
-                        let plain = p.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+                        let plain = p
+                            .chars()
+                            .next()
+                            .is_some_and(|c| c.is_alphabetic() || c == '_')
                             && p.chars().all(|c| c.is_alphanumeric() || c == '_');
                         if plain {
                             p.clone()
@@ -260,7 +263,12 @@ impl std::fmt::Display for Expr {
             Expr::Or(a, b) => write!(f, "{} OR {}", Operand(a), Operand(b)),
             Expr::Not(a) => write!(f, "NOT {}", Operand(a)),
             Expr::IsNull { expr, negated } => {
-                write!(f, "{} IS {}NULL", Operand(expr), if *negated { "NOT " } else { "" })
+                write!(
+                    f,
+                    "{} IS {}NULL",
+                    Operand(expr),
+                    if *negated { "NOT " } else { "" }
+                )
             }
             Expr::InList {
                 expr,

@@ -126,10 +126,12 @@ fn convert(e: &ast::Expr, text: Source<'_>) -> Result<Expr> {
             expr,
         } => match convert(expr, text)? {
             Expr::Literal(Literal::Int(i)) => Expr::Literal(Literal::Int(-i)),
-            Expr::Literal(Literal::Float(f)) => Expr::Literal(Literal::Float(match f.strip_prefix('-') {
-                Some(positive) => positive.to_string(),
-                None => format!("-{f}"),
-            })),
+            Expr::Literal(Literal::Float(f)) => {
+                Expr::Literal(Literal::Float(match f.strip_prefix('-') {
+                    Some(positive) => positive.to_string(),
+                    None => format!("-{f}"),
+                }))
+            }
             Expr::Literal(Literal::UInt(u)) if u == i64::MAX as u64 + 1 => {
                 Expr::Literal(Literal::Int(i64::MIN))
             }

@@ -84,7 +84,9 @@ pub async fn open_leaf_sources(
     needed.dedup();
     let legacy_ref = &legacy_ids;
     let opens = needed.iter().map(|&fi| async move {
-        let reader = ds.open_file(&frag.files[fi], legacy_ref.get(&fi).copied()).await?;
+        let reader = ds
+            .open_file(&frag.files[fi], legacy_ref.get(&fi).copied())
+            .await?;
         Ok::<_, Error>((fi, reader))
     });
     let readers: HashMap<usize, Arc<FileReader>> = futures::future::try_join_all(opens)
@@ -177,7 +179,11 @@ fn stored_as_byte_lists(file: &FileReader, column: usize, path: &[PathStep]) -> 
         f.data_type(),
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Binary | DataType::LargeBinary
     );
-    let first = file.metadata.columns.get(column).and_then(|c| c.pages.first());
+    let first = file
+        .metadata
+        .columns
+        .get(column)
+        .and_then(|c| c.pages.first());
     binary
         && matches!(
             first.map(|p| &p.encoding),
@@ -294,11 +300,13 @@ pub async fn read_page(
                 target_rows: (UNIT_BYTES / per_row).max(1024),
                 align_rows: batch_size,
                 page_start,
+                rows_share_chunks: false,
             },
             Units::Take => UnitSizing {
                 target_rows: TAKE_UNIT_ROWS,
                 align_rows: 1,
                 page_start,
+                rows_share_chunks: true,
             },
         };
         let plan = match &info.encoding {

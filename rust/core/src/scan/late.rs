@@ -44,7 +44,9 @@ pub fn applies(ds: &Dataset, options: &ScanOptions) -> bool {
                 (None, Some(cols)) => cols.clone(),
                 (None, None) => ds.schema.fields.iter().map(|f| f.name.clone()).collect(),
             };
-            asked.iter().any(|c| !needed.iter().any(|n| n.eq_ignore_ascii_case(c)))
+            asked
+                .iter()
+                .any(|c| !needed.iter().any(|n| n.eq_ignore_ascii_case(c)))
         }
         None => options
             .limit
@@ -64,7 +66,10 @@ pub fn start(ds: Arc<Dataset>, options: ScanOptions) -> BoxStream<'static, Resul
                 Ok(Err(e)) => Err(e),
                 Err(panic) => Err(Error::corrupt(
                     "",
-                    format!("internal error while reading: {}", super::cpu::panic_message(panic.as_ref())),
+                    format!(
+                        "internal error while reading: {}",
+                        super::cpu::panic_message(panic.as_ref())
+                    ),
                 )),
             };
             let _ = tx.send(end).await;
@@ -78,7 +83,10 @@ pub fn start(ds: Arc<Dataset>, options: ScanOptions) -> BoxStream<'static, Resul
             Some(Ok(None)) => None,
             Some(Err(e)) => Some((Err(e), None)),
             None => Some((
-                Err(Error::corrupt("", "internal error: the read stopped unexpectedly")),
+                Err(Error::corrupt(
+                    "",
+                    "internal error: the read stopped unexpectedly",
+                )),
                 None,
             )),
         }
@@ -148,7 +156,9 @@ async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
         if left == 0 {
             break;
         }
-        let Some(frag) = ds.fragment(id) else { continue };
+        let Some(frag) = ds.fragment(id) else {
+            continue;
+        };
         let rows = ds.fragment_rows(frag).await?;
         let mut known = None;
         if filter_first {
@@ -265,7 +275,9 @@ async fn addresses_in(ds: &Dataset, ids: &[u64], indices: &[u64]) -> Result<Vec<
     let mut start = 0u64;
     let mut wanted = indices.iter().copied().peekable();
     for &id in ids {
-        let Some(frag) = ds.fragment(id) else { continue };
+        let Some(frag) = ds.fragment(id) else {
+            continue;
+        };
         let rows = ds.fragment_rows(frag).await?;
         let mine: Vec<u64> = std::iter::from_fn(|| wanted.next_if(|&i| i < start + rows))
             .map(|i| i - start)

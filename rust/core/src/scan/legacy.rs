@@ -114,7 +114,9 @@ pub async fn read_group_rows(
             }
         }
     }
-    read_ranges(&file, chain, path, page, pages, ranges).await.map(Some)
+    read_ranges(&file, chain, path, page, pages, ranges)
+        .await
+        .map(Some)
 }
 
 fn same(a: Option<&LegacyPage>, b: &LegacyPage) -> bool {

@@ -141,7 +141,9 @@ pub async fn read_rows(
         let mut byte_path = path.clone();
         *byte_path.last_mut().unwrap() = PathStep::Leaf(with_type(f, DataType::UInt8));
         let bytes = leaf_values(&file, leaf, &pages, data, &range, &byte_path)?;
-        let own = levels.pop().ok_or_else(|| corrupt("internal: no offsets for the string bytes"))?;
+        let own = levels
+            .pop()
+            .ok_or_else(|| corrupt("internal: no offsets for the string bytes"))?;
         let values = strings_from_bytes(f.data_type(), own, &bytes)?;
         shape(values, &path, levels, rows.end - rows.start)
     })

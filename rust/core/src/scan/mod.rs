@@ -148,7 +148,12 @@ pub(crate) fn prepare(
     }
     let metadata = plan.schema.metadata().clone();
     let read_schema = Arc::new(Schema::new_with_metadata(
-        plan.schema.fields().iter().chain(extra.iter()).cloned().collect::<Vec<_>>(),
+        plan.schema
+            .fields()
+            .iter()
+            .chain(extra.iter())
+            .cloned()
+            .collect::<Vec<_>>(),
         metadata.clone(),
     ));
     let filter = filter
@@ -166,14 +171,21 @@ pub(crate) fn prepare(
                 .collect();
             fields.extend(extra.iter().cloned());
             let schema = Arc::new(Schema::new_with_metadata(fields, metadata));
-            output::Output::expressions(schema, bound.into_iter().map(|(_, b)| b).collect(), extra.len())
+            output::Output::expressions(
+                schema,
+                bound.into_iter().map(|(_, b)| b).collect(),
+                extra.len(),
+            )
         }
         None => {
             let projected = p.columns.as_ref().map_or(plan.fields.len(), |c| c.len());
             let keep: Vec<usize> = (0..projected)
                 .chain(plan.fields.len()..plan.fields.len() + extra.len())
                 .collect();
-            let fields: Vec<Arc<Field>> = keep.iter().map(|&i| read_schema.field(i).clone().into()).collect();
+            let fields: Vec<Arc<Field>> = keep
+                .iter()
+                .map(|&i| read_schema.field(i).clone().into())
+                .collect();
             let schema = Arc::new(Schema::new_with_metadata(fields, metadata));
             output::Output::columns(schema, keep)
         }

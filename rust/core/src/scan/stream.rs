@@ -225,10 +225,18 @@ pub fn start(
     let (tx, rx) = mpsc::channel::<Result<Option<FragmentWork>>>(1);
     // Every leaf must be able to hold a page at once (a row needs them all), however
     // small the budget and however many columns.
-    let budget = (options.memory_budget as u64 / PERMIT_BYTES).max(2 * plan.leaves.len() as u64 + 2);
+    let budget =
+        (options.memory_budget as u64 / PERMIT_BYTES).max(2 * plan.leaves.len() as u64 + 2);
     let semaphore = Arc::new(Semaphore::new(budget as usize));
     let driver = tokio::spawn({
-        let work = drive(dataset, plan.clone(), options.clone(), semaphore, budget, tx.clone());
+        let work = drive(
+            dataset,
+            plan.clone(),
+            options.clone(),
+            semaphore,
+            budget,
+            tx.clone(),
+        );
         async move {
             // A panic while opening fragments must end the stream with an error, never
             // look like its end.

@@ -5,31 +5,37 @@
 //! together with the scan's own plan, so a take returns exactly what a scan would.
 use std::sync::Arc;
 
-use futures::StreamExt;
 use arrow_array::{
     new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array,
 };
+use futures::StreamExt;
 
 use arrow_buffer::Buffer;
 use arrow_schema::DataType;
 use bytes::Bytes;
 
-use super::fragment::{decode_unit_rows, open_leaf_sources, read_page, Chain, LeafSource, PageWork, Units};
+use super::fragment::{
+    decode_unit_rows, open_leaf_sources, read_page, Chain, LeafSource, PageWork, Units,
+};
 use super::plan::{assemble, LeafPlan};
 use super::{prepare, Projection};
 use crate::dataset::Dataset;
 use crate::encoding::layout::{bulk_buffer, plan_page_without_bulk, UnitSizing};
 use crate::encoding::levels::{items_per_row, PathStep};
+use crate::error::{Error, Result};
 use crate::file::PageEncoding;
 use crate::proto::encodings21::PageLayout;
-use crate::error::{Error, Result};
 use crate::proto::table::DataFragment;
 
 /// Fragments read at once.
 const FRAGMENTS_AT_ONCE: usize = 8;
 
 /// The rows at `addresses`, in that order, with the columns `projection` asks for.
-pub async fn take(ds: Arc<Dataset>, addresses: &[u64], projection: &Projection) -> Result<RecordBatch> {
+pub async fn take(
+    ds: Arc<Dataset>,
+    addresses: &[u64],
+    projection: &Projection,
+) -> Result<RecordBatch> {
     let p = prepare(&ds, projection, None)?;
     let mut sorted = addresses.to_vec();
     sorted.sort_unstable();
@@ -52,7 +58,8 @@ pub async fn take(ds: Arc<Dataset>, addresses: &[u64], projection: &Projection) 
     let reads: Vec<_> = groups
         .iter()
         .map(|(frag, offsets)| {
-            let (ds, plan, frag, offsets) = (ds.clone(), p.plan.clone(), frag.clone(), offsets.clone());
+            let (ds, plan, frag, offsets) =
+                (ds.clone(), p.plan.clone(), frag.clone(), offsets.clone());
             async move { fragment_rows(&ds, &frag, &plan, &offsets).await }
         })
         .collect();
@@ -86,7 +93,13 @@ pub async fn take(ds: Arc<Dataset>, addresses: &[u64], projection: &Projection) 
         .iter()
         .map(|a| sorted.binary_search(a).map(|i| i as u32).ok())
         .collect();
-    let batch = if order.len() == sorted.len() && order.values().iter().enumerate().all(|(i, &v)| i as u32 == v) {
+    let batch = if order.len() == sorted.len()
+        && order
+            .values()
+            .iter()
+            .enumerate()
+            .all(|(i, &v)| i as u32 == v)
+    {
         batch
     } else {
         arrow_select::take::take_record_batch(&batch, &order)?
@@ -131,12 +144,15 @@ async fn fragment_rows(
         )));
     }
     let sources = open_leaf_sources(ds, frag, &plan.leaves).await?;
-    let reads = sources.iter().zip(&plan.leaves).map(|(source, leaf)| async move {
-        match source {
-            None => Ok(None),
-            Some(src) => leaf_rows(ds, src, leaf, offsets, physical).await.map(Some),
-        }
-    });
+    let reads = sources
+        .iter()
+        .zip(&plan.leaves)
+        .map(|(source, leaf)| async move {
+            match source {
+                None => Ok(None),
+                Some(src) => leaf_rows(ds, src, leaf, offsets, physical).await.map(Some),
+            }
+        });
     let leaves = futures::future::try_join_all(reads).await?;
     plan.fields
         .iter()
@@ -171,7 +187,10 @@ async fn leaf_rows(
     if at != physical {
         return Err(Error::corrupt(
             src.file.name(),
-            format!("column {} has {at} rows, the fragment has {physical}", src.column),
+            format!(
+                "column {} has {at} rows, the fragment has {physical}",
+                src.column
+            ),
         ));
     }
     // The wanted rows of each page.
@@ -253,7 +272,12 @@ async fn plain_array20_rows(
     };
     let dt = f.data_type();
     let width = match crate::encoding::values::fixed_width(dt) {
-        Ok(w) if leaf.path.len() == 1 && !matches!(dt, DataType::Boolean | DataType::Dictionary(..)) => w,
+        Ok(w)
+            if leaf.path.len() == 1
+                && !matches!(dt, DataType::Boolean | DataType::Dictionary(..)) =>
+        {
+            w
+        }
         _ => return Ok(None),
     };
     let Some((index, bits)) = crate::encoding::array20::plain_buffer(enc) else {
@@ -266,7 +290,10 @@ async fn plain_array20_rows(
     for &r in rel {
         let at = buffer.start + r * width as u64;
         if at + width as u64 > buffer.end {
-            return Err(Error::corrupt(src.file.name(), format!("row {r} lies outside its page")));
+            return Err(Error::corrupt(
+                src.file.name(),
+                format!("row {r} lies outside its page"),
+            ));
         }
         ranges.push(at..at + width as u64);
     }
@@ -303,7 +330,10 @@ async fn read_units(
     let info = &file.metadata.columns[src.column].pages[page];
     let name = format!("{} (column {}, page {page})", file.name(), src.column);
     let Some(PathStep::Leaf(f)) = leaf.path.last() else {
-        return Err(Error::corrupt(&name, "internal: a column path must end at a leaf"));
+        return Err(Error::corrupt(
+            &name,
+            "internal: a column path must end at a leaf",
+        ));
     };
     let bulk_range = info
         .buffers
@@ -317,7 +347,13 @@ async fn read_units(
             let ranges: Vec<_> = small.iter().map(|&b| info.buffers[b].clone()).collect();
             let mut read = file.read_ranges(&ranges).await?.into_iter();
             let buffers: Vec<Bytes> = (0..info.buffers.len())
-                .map(|b| if b == bulk { Bytes::new() } else { read.next().unwrap_or_default() })
+                .map(|b| {
+                    if b == bulk {
+                        Bytes::new()
+                    } else {
+                        read.next().unwrap_or_default()
+                    }
+                })
                 .collect();
             let (layout, num_rows, dt) = (layout.clone(), info.num_rows, f.data_type().clone());
             let bulk_len = bulk_range.end - bulk_range.start;
@@ -326,7 +362,10 @@ async fn read_units(
                 plan_page_without_bulk(&layout, buffers, bulk_len, num_rows, &dt, &sizing)
             })
             .await
-            .map_err(|e| e.context(&format!("column {} page {page}", src.column)).in_file(file.name()))?;
+            .map_err(|e| {
+                e.context(&format!("column {} page {page}", src.column))
+                    .in_file(file.name())
+            })?;
             let plan = Arc::new(plan);
             ds.cache_page_plan(file.name(), src.column, page, plan.clone());
             plan
@@ -338,14 +377,19 @@ async fn read_units(
     for r in plan.unit_rows() {
         starts.push(starts.last().unwrap() + r);
     }
-    let mut units: Vec<usize> = rel.iter().map(|&r| starts.partition_point(|&s| s <= r) - 1).collect();
+    let mut units: Vec<usize> = rel
+        .iter()
+        .map(|&r| starts.partition_point(|&s| s <= r) - 1)
+        .collect();
     units.dedup();
     // Plain fixed-width values of a top-level column: read just the values asked for.
     let dt = f.data_type();
     let width = crate::encoding::values::fixed_width(dt).ok();
     let plain = leaf.path.len() == 1
         && !matches!(dt, DataType::Boolean | DataType::Dictionary(..))
-        && units.iter().all(|&u| plan.plain_values(u).is_some_and(|(w, _)| Some(w) == width));
+        && units
+            .iter()
+            .all(|&u| plan.plain_values(u).is_some_and(|(w, _)| Some(w) == width));
     if plain {
         let mut ranges = Vec::with_capacity(rel.len());
         for &r in rel {
@@ -353,7 +397,10 @@ async fn read_units(
             let (w, start) = plan.plain_values(u).expect("checked above");
             let at = bulk_range.start + (start as u64) + (r - starts[u]) * w as u64;
             if at + w as u64 > bulk_range.end {
-                return Err(Error::corrupt(&name, format!("row {r} lies outside its page")));
+                return Err(Error::corrupt(
+                    &name,
+                    format!("row {r} lies outside its page"),
+                ));
             }
             ranges.push(at..at + w as u64);
         }
@@ -372,14 +419,19 @@ async fn read_units(
             .unit_bytes(u)
             .ok_or_else(|| Error::corrupt(&name, "internal: a unit without bytes"))?;
         if r.end > bulk_range.end - bulk_range.start {
-            return Err(Error::corrupt(&name, format!("unit {u} lies outside its page")));
+            return Err(Error::corrupt(
+                &name,
+                format!("unit {u} lies outside its page"),
+            ));
         }
         ranges.push(bulk_range.start + r.start..bulk_range.start + r.end);
     }
     // Each unit decodes from its own bytes: no copy into one buffer (nearby ranges are
     // read together by the store and handed out as slices).
     let parts = file.read_ranges(&ranges).await?;
-    let selected = plan.select(&units, parts).map_err(|e| e.in_file(file.name()))?;
+    let selected = plan
+        .select(&units, parts)
+        .map_err(|e| e.in_file(file.name()))?;
     // Rows of the selected units start where the units do.
     let first_rows: Vec<u64> = units.iter().map(|&u| starts[u]).collect();
     Ok(Read::Units(Arc::new(PageWork {
@@ -402,6 +454,7 @@ fn take_sizing(layout: &PageLayout) -> UnitSizing {
         target_rows: if full_zip { 64 } else { 1 },
         align_rows: 1,
         page_start: 0,
+        rows_share_chunks: true,
     }
 }
 

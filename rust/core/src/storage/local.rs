@@ -13,7 +13,10 @@ const MERGE_GAP: u64 = 4096;
 pub enum ReadError {
     NotFound,
     /// The file ends at `len`, before `wanted`.
-    Short { wanted: Range<u64>, len: u64 },
+    Short {
+        wanted: Range<u64>,
+        len: u64,
+    },
     Io(std::io::Error),
 }
 
@@ -88,7 +91,8 @@ fn read_at(file: &std::fs::File, range: Range<u64>) -> Result<Bytes, ReadError> 
 fn read_at(file: &std::fs::File, range: Range<u64>) -> Result<Bytes, ReadError> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = file;
-    f.seek(SeekFrom::Start(range.start)).map_err(ReadError::Io)?;
+    f.seek(SeekFrom::Start(range.start))
+        .map_err(ReadError::Io)?;
     let mut buf = vec![0u8; (range.end - range.start) as usize];
     f.read_exact(&mut buf).map_err(|e| match e.kind() {
         std::io::ErrorKind::UnexpectedEof => ReadError::Short {

@@ -91,7 +91,9 @@ impl Storage {
         path: &Path,
         ranges: &[Range<u64>],
     ) -> Result<Vec<Bytes>> {
-        let file = fs.path_to_filesystem(path).map_err(|e| self.map_err(path, e))?;
+        let file = fs
+            .path_to_filesystem(path)
+            .map_err(|e| self.map_err(path, e))?;
         let ranges = ranges.to_vec();
         let read = tokio::task::spawn_blocking(move || local::read_ranges(&file, &ranges))
             .await
@@ -112,7 +114,9 @@ impl Storage {
     /// Read `range` of an object; a range past the end of the object is a truncated file.
     pub async fn get_range(&self, path: &Path, range: Range<u64>) -> Result<Bytes> {
         if let Some(fs) = &self.local {
-            let mut out = self.read_local(fs, path, std::slice::from_ref(&range)).await?;
+            let mut out = self
+                .read_local(fs, path, std::slice::from_ref(&range))
+                .await?;
             return Ok(out.pop().unwrap_or_default());
         }
         let want = range.end - range.start;

@@ -31,7 +31,12 @@ fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
 pub(super) fn resolve(
     uri: &str,
     options: &StorageOptions,
-) -> Result<(Arc<dyn ObjectStore>, Path, String, Option<Arc<LocalFileSystem>>)> {
+) -> Result<(
+    Arc<dyn ObjectStore>,
+    Path,
+    String,
+    Option<Arc<LocalFileSystem>>,
+)> {
     let trimmed = uri.trim_end_matches('/');
     if trimmed.is_empty() {
         return Err(Error::invalid("empty dataset URI"));
@@ -101,7 +106,12 @@ fn check_plain_http(uri: &str, url: &Url, options: &StorageOptions) -> Result<()
     }
 }
 
-type Resolved = (Arc<dyn ObjectStore>, Path, String, Option<Arc<LocalFileSystem>>);
+type Resolved = (
+    Arc<dyn ObjectStore>,
+    Path,
+    String,
+    Option<Arc<LocalFileSystem>>,
+);
 
 fn local(path: &str) -> Result<Resolved> {
     // `~` and `~/...` are the user's home, as in pylance (and the shell).

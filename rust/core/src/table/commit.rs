@@ -442,7 +442,8 @@ async fn migrate_fragments(storage: &Storage, m: &mut Manifest, recompute: bool)
         if recompute || f.physical_rows == 0 {
             if let Some(file) = f.files.first().filter(|d| d.base_id.is_none()) {
                 let path = storage.path(&format!("data/{}", file.path));
-                let reader = crate::file::FileReader::open(storage, path, recorded_size(file)).await?;
+                let reader =
+                    crate::file::FileReader::open(storage, path, recorded_size(file)).await?;
                 f.physical_rows = reader.metadata.num_rows;
             }
         }
@@ -530,7 +531,10 @@ fn dictionary_prefix(m: &Manifest, base_bytes: &Bytes) -> usize {
             end = end.max(e);
             // The last position is where the values end (they usually come first).
             let last = i64::from_le_bytes(base_bytes[e - 8..e].try_into().unwrap());
-            if let Some(v) = usize::try_from(last).ok().filter(|&v| v <= base_bytes.len()) {
+            if let Some(v) = usize::try_from(last)
+                .ok()
+                .filter(|&v| v <= base_bytes.len())
+            {
                 end = end.max(v);
             }
         }
@@ -553,7 +557,10 @@ fn manifest_file(
     // absolute positions: keep the bytes before them where they are.
     out.extend_from_slice(&base_bytes[..dictionary_prefix(&m, base_bytes)]);
     // Indices stay valid across appends and deletes: carry the section over.
-    m.index_section = match (m.index_section.is_some(), base.and_then(|b| b.index_section)) {
+    m.index_section = match (
+        m.index_section.is_some(),
+        base.and_then(|b| b.index_section),
+    ) {
         (true, Some(pos)) => {
             let pos = pos as usize;
             let len = base_bytes

@@ -46,12 +46,14 @@ pub fn normalized_version(v: &str) -> &str {
 pub fn files_version(m: &Manifest) -> std::result::Result<Option<String>, String> {
     let mut found: Option<&str> = None;
     for file in m.fragments.iter().flat_map(|f| f.files.iter()) {
-        let v = file_version_name(file.file_major_version, file.file_minor_version).ok_or_else(|| {
-            format!(
-                "unknown Lance storage version {}.{}",
-                file.file_major_version, file.file_minor_version
-            )
-        })?;
+        let v = file_version_name(file.file_major_version, file.file_minor_version).ok_or_else(
+            || {
+                format!(
+                    "unknown Lance storage version {}.{}",
+                    file.file_major_version, file.file_minor_version
+                )
+            },
+        )?;
         match found {
             None => found = Some(v),
             Some(f) if f != v && m.reader_feature_flags & MIXED_FILE_VERSIONS == 0 => {
@@ -69,11 +71,21 @@ pub fn files_version(m: &Manifest) -> std::result::Result<Option<String>, String
 /// else what its data files are; else (no files) 2.2 when an old writer marked the
 /// dataset as v2, and 0.1 otherwise.
 pub fn effective_version(m: &Manifest) -> std::result::Result<String, String> {
-    if let Some(v) = m.data_format.as_ref().map(|f| &f.version).filter(|v| !v.is_empty()) {
+    if let Some(v) = m
+        .data_format
+        .as_ref()
+        .map(|f| &f.version)
+        .filter(|v| !v.is_empty())
+    {
         return Ok(v.clone());
     }
     if let Some(v) = files_version(m)? {
         return Ok(v);
     }
-    Ok(if m.writer_feature_flags & USE_V2_FORMAT != 0 { "2.2" } else { "0.1" }.into())
+    Ok(if m.writer_feature_flags & USE_V2_FORMAT != 0 {
+        "2.2"
+    } else {
+        "0.1"
+    }
+    .into())
 }

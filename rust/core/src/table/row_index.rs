@@ -49,7 +49,10 @@ impl RowIdIndex {
 
     /// The address of row id `id`, if any row has it.
     pub fn address(&self, id: u64) -> Option<u64> {
-        let i = self.runs.partition_point(|r| r.first <= id).checked_sub(1)?;
+        let i = self
+            .runs
+            .partition_point(|r| r.first <= id)
+            .checked_sub(1)?;
         let r = &self.runs[i];
         (id < r.first + r.count).then(|| (r.fragment << 32) | (r.offset + id - r.first))
     }

@@ -250,7 +250,16 @@ mod tests {
         let runs = decode_row_id_runs(&seq.encode_to_vec(), 100).unwrap();
         assert_eq!(
             runs,
-            vec![(0, 3), (10, 1), (12, 1), (14, 1), (100, 2), (104, 1), (106, 4), (7, 1)]
+            vec![
+                (0, 3),
+                (10, 1),
+                (12, 1),
+                (14, 1),
+                (100, 2),
+                (104, 1),
+                (106, 4),
+                (7, 1)
+            ]
         );
         let expanded: Vec<u64> = runs.iter().flat_map(|&(f, c)| f..f + c).collect();
         assert_eq!(expanded, ids);

@@ -31,7 +31,10 @@ pub fn validate_manifest(m: &Manifest, name: &str, version: u64) -> Result<()> {
     }
     for f in &m.fields {
         if f.id < 0 {
-            return Err(bad(format!("field '{}' has a negative id {}", f.name, f.id)));
+            return Err(bad(format!(
+                "field '{}' has a negative id {}",
+                f.name, f.id
+            )));
         }
         if f.parent_id < -1 {
             return Err(bad(format!(
@@ -49,7 +52,10 @@ pub fn validate_manifest(m: &Manifest, name: &str, version: u64) -> Result<()> {
         let what = |file: &DataFile| format!("data file {} of fragment {}", file.path, frag.id);
         for file in &frag.files {
             if file.path.is_empty() {
-                return Err(bad(format!("fragment {} has a data file with no path", frag.id)));
+                return Err(bad(format!(
+                    "fragment {} has a data file with no path",
+                    frag.id
+                )));
             }
             if !known_file_version(file.file_major_version, file.file_minor_version) {
                 return Err(Error::unsupported(
@@ -63,7 +69,9 @@ pub fn validate_manifest(m: &Manifest, name: &str, version: u64) -> Result<()> {
                     ),
                 ));
             }
-            if !crate::table::data_file::is_legacy(file) && file.column_indices.len() != file.fields.len() {
+            if !crate::table::data_file::is_legacy(file)
+                && file.column_indices.len() != file.fields.len()
+            {
                 return Err(bad(format!(
                     "{} lists {} fields but {} column indices",
                     what(file),

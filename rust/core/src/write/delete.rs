@@ -53,7 +53,11 @@ pub async fn delete(ds: &Dataset, predicate: &str) -> Result<Dataset> {
         if hits.is_empty() {
             continue;
         }
-        let mut all = ds.deletions(frag).await?.map(|d| (*d).clone()).unwrap_or_default();
+        let mut all = ds
+            .deletions(frag)
+            .await?
+            .map(|d| (*d).clone())
+            .unwrap_or_default();
         all |= hits;
         if all.len() >= ds.physical_rows(frag).await? {
             deleted_ids.push(frag.id);

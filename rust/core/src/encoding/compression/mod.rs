@@ -79,7 +79,9 @@ impl std::fmt::Display for Codec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Codec::Flat { bits } => write!(f, "flat {bits}-bit values"),
-            Codec::Variable { offset_bits } => write!(f, "variable-width values ({offset_bits}-bit offsets)"),
+            Codec::Variable { offset_bits } => {
+                write!(f, "variable-width values ({offset_bits}-bit offsets)")
+            }
             Codec::Constant { .. } => write!(f, "a constant"),
             Codec::InlineBitpacking { bits } => write!(f, "bit-packed {bits}-bit values"),
             Codec::OutOfLineBitpacking { bits, .. } => write!(f, "bit-packed {bits}-bit values"),
@@ -87,9 +89,13 @@ impl std::fmt::Display for Codec {
             Codec::Rle { bits } => write!(f, "run-length encoded {bits}-bit values"),
             Codec::ByteStreamSplit { bits } => write!(f, "byte-stream-split {bits}-bit values"),
             Codec::General { scheme, inner } => write!(f, "{scheme:?} over {inner}"),
-            Codec::FixedSizeList { dim, inner, .. } => write!(f, "fixed-size lists of {dim} over {inner}"),
+            Codec::FixedSizeList { dim, inner, .. } => {
+                write!(f, "fixed-size lists of {dim} over {inner}")
+            }
             Codec::PackedStruct { .. } => write!(f, "packed structs"),
-            Codec::VariablePackedStruct { .. } => write!(f, "packed structs with variable-width fields"),
+            Codec::VariablePackedStruct { .. } => {
+                write!(f, "packed structs with variable-width fields")
+            }
         }
     }
 }
@@ -179,7 +185,8 @@ impl Codec {
                     Some(PbCompression::Flat(f)) if f.bits_per_value <= bits => f.bits_per_value,
                     other => {
                         return Err(unsupported(format!(
-                            "out-of-line bitpacking over {}", proto_name(other)
+                            "out-of-line bitpacking over {}",
+                            proto_name(other)
                         )))
                     }
                 };
@@ -263,7 +270,15 @@ impl Codec {
                             Some(Layout::BitsPerValue(b)) if b % 8 == 0 => PackedLayout::Fixed(b),
                             Some(Layout::BitsPerLength(b @ (32 | 64))) => PackedLayout::Variable(b),
                             other => {
-                                return Err(unsupported(format!("packed field layout {}", match other { Some(Layout::BitsPerValue(b)) => format!("of {b} bits"), Some(Layout::BitsPerLength(b)) => format!("with {b}-bit lengths"), None => "missing".into() })))
+                                return Err(unsupported(format!(
+                                    "packed field layout {}",
+                                    match other {
+                                        Some(Layout::BitsPerValue(b)) => format!("of {b} bits"),
+                                        Some(Layout::BitsPerLength(b)) =>
+                                            format!("with {b}-bit lengths"),
+                                        None => "missing".into(),
+                                    }
+                                )))
                             }
                         };
                         Ok(PackedField { codec, layout })
@@ -341,7 +356,14 @@ impl Codec {
             }
             Codec::Fsst { table, inner } => match inner.as_ref() {
                 Codec::Variable { offset_bits } => {
-                    fsst::decode_miniblock_selected(Some(table), *offset_bits, buf, n, selected, out)?;
+                    fsst::decode_miniblock_selected(
+                        Some(table),
+                        *offset_bits,
+                        buf,
+                        n,
+                        selected,
+                        out,
+                    )?;
                     Ok(true)
                 }
                 _ => Ok(false),

@@ -52,7 +52,10 @@ mod tests {
             let e = estimate(values.iter().map(|s| s.as_bytes()));
             // Within 5%, or 2 values for tiny counts (two of ten may share a register).
             let err = (e - distinct as f64).abs();
-            assert!(err < (0.05 * distinct as f64).max(2.0), "{distinct}: estimated {e}");
+            assert!(
+                err < (0.05 * distinct as f64).max(2.0),
+                "{distinct}: estimated {e}"
+            );
         }
     }
 }

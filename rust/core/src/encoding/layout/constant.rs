@@ -266,6 +266,7 @@ mod tests {
             target_rows: 10,
             align_rows: 8,
             page_start: 3,
+            rows_share_chunks: false,
         };
         let plan = plan_page(&page(c), vec![], 45, &DataType::Int32, &sizing).unwrap();
         // Cuts where page_start + end is a multiple of 8 (13, 29, 45), units of >= 10 rows.

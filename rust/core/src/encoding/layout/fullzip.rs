@@ -161,7 +161,8 @@ impl Plan {
             return None;
         };
         let width = super::miniblock::plain_width(&self.codec)?;
-        (width as u64 * 8 == bits as u64).then(|| (width, self.units.get(unit).map_or(0, |r| r.start)))
+        (width as u64 * 8 == bits as u64)
+            .then(|| (width, self.units.get(unit).map_or(0, |r| r.start)))
     }
 
     /// A plan of units `units` only, each decoding from a buffer 0 that holds just its

@@ -50,7 +50,9 @@ pub fn plain_width(codec: &Codec) -> Option<usize> {
             has_validity: false,
             inner,
         } => match inner.as_ref() {
-            Codec::Flat { bits } if *bits > 0 && bits % 8 == 0 => Some(*dim as usize * *bits as usize / 8),
+            Codec::Flat { bits } if *bits > 0 && bits % 8 == 0 => {
+                Some(*dim as usize * *bits as usize / 8)
+            }
             _ => None,
         },
         _ => None,
@@ -75,6 +77,19 @@ pub struct Plan {
     chunks: Vec<Chunk>,
     /// The chunks of each unit.
     units: Vec<Range<usize>>,
+    /// Per unit, what of its chunks' levels belongs to rows of other units.
+    trims: Vec<Trim>,
+}
+
+/// Units that share chunks with their neighbours (`UnitSizing::rows_share_chunks`) hold
+/// only some of their chunks' levels.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct Trim {
+    /// Chunks read before the first one a row of the unit ends in: the unit's first row
+    /// starts at the last row start in them.
+    lead_chunks: usize,
+    /// The last chunk ends with the start of a row that ends in a later unit.
+    drop_tail: bool,
 }
 
 /// Plan a page from its buffers; buffer 1 (the chunks) need not be there, only its
@@ -176,7 +191,14 @@ pub fn plan(
         }
     }
     let total = rows.iter().try_fold(0u64, |a, &r| a.checked_add(r));
-    let units = if rows.len() == num_chunks && total == Some(num_rows) {
+    let mut trims = Vec::new();
+    let units = if rows.len() == num_chunks
+        && total == Some(num_rows)
+        && sizing.rows_share_chunks
+        && rep_codec.is_some()
+    {
+        shared_units(&rows, &cut_ok, sizing, &mut trims)
+    } else if rows.len() == num_chunks && total == Some(num_rows) {
         let mut units = Vec::new();
         let (mut first, mut acc, mut done) = (0usize, 0u64, 0u64);
         for i in 0..num_chunks {
@@ -219,6 +241,7 @@ pub fn plan(
         }
         None => None,
     };
+    trims.resize(units.len(), Trim::default());
     let unit_rows = units.iter().map(|u| u.1).collect();
     let plan = Plan {
         layers,
@@ -230,8 +253,48 @@ pub fn plan(
         num_buffers: m.num_buffers as usize,
         chunks,
         units: units.into_iter().map(|u| u.0).collect(),
+        trims,
     };
     Ok((plan, unit_rows))
+}
+
+/// Units of the rows that end in one or more consecutive chunks (chunk `i` ends `rows[i]`
+/// rows; `cut_ok[i]`: no row continues past it), each reading back to the chunk where its
+/// first row starts. A row spanning many chunks is read with exactly those chunks.
+fn shared_units(
+    rows: &[u64],
+    cut_ok: &[bool],
+    sizing: &UnitSizing,
+    trims: &mut Vec<Trim>,
+) -> Vec<(Range<usize>, u64)> {
+    let mut units = Vec::new();
+    let (mut first, mut acc, mut done) = (None::<usize>, 0u64, 0u64);
+    for i in 0..rows.len() {
+        if rows[i] == 0 {
+            continue; // all of it belongs to a row that ends later
+        }
+        first.get_or_insert(i);
+        acc += rows[i];
+        if i + 1 == rows.len() || sizing.should_cut(acc, done + acc) {
+            let f = first.take().unwrap_or(i);
+            // Back from the first chunk to the one where its first row starts.
+            let mut start = f;
+            while start > 0 && !cut_ok[start - 1] {
+                start -= 1;
+                if rows[start] > 0 {
+                    break;
+                }
+            }
+            units.push((start..i + 1, acc));
+            trims.push(Trim {
+                lead_chunks: f - start,
+                drop_tail: !cut_ok[i],
+            });
+            done += acc;
+            acc = 0;
+        }
+    }
+    units
 }
 
 impl Plan {
@@ -292,6 +355,7 @@ impl Plan {
             num_buffers: self.num_buffers,
             chunks,
             units: kept,
+            trims: units.iter().map(|&u| self.trims[u]).collect(),
         }
     }
 
@@ -312,7 +376,12 @@ impl Plan {
         let mut rep = self.rep_codec.as_ref().map(|_| level_builder(num_values));
         let mut def = self.def_codec.as_ref().map(|_| level_builder(num_values));
         let mut bufs: Vec<&[u8]> = Vec::with_capacity(self.num_buffers);
-        for (c, chunk) in range.zip(chunks) {
+        let trim = self.trims.get(unit).copied().unwrap_or_default();
+        let mut lead_levels = 0;
+        for (k, (c, chunk)) in range.zip(chunks).enumerate() {
+            if k == trim.lead_chunks {
+                lead_levels = rep.as_ref().map_or(0, |r| r.len());
+            }
             let chunk_bytes = slice(&buffers[1], chunk.offset, chunk.size, "mini-block chunk")?;
             self.decode_chunk(
                 chunk_bytes,
@@ -336,13 +405,46 @@ impl Plan {
             }
             None => PageValues::Built(values),
         };
-        Ok(DecodedPage {
+        let page = DecodedPage {
             num_rows,
             layers: self.layers.clone(),
             rep: rep.map(finish_levels),
             def: def.map(finish_levels),
             values,
-        })
+        };
+        if trim == Trim::default() {
+            return Ok(page);
+        }
+        // Only the levels of this unit's rows: from the last row start in the lead chunks
+        // to the row start that opens the last chunk's unfinished row.
+        let max_rep = self.layers.iter().filter(|l| l.is_list()).count() as u16;
+        let Some(levels) = page.rep.as_ref() else {
+            return Err(corrupt("internal: shared chunks in a page without lists"));
+        };
+        let last_start = |r: Range<usize>| {
+            levels[r.clone()]
+                .iter()
+                .rposition(|&l| l == max_rep)
+                .map(|p| r.start + p)
+        };
+        let start = match trim.lead_chunks {
+            0 => 0,
+            _ => last_start(0..lead_levels).ok_or_else(|| {
+                corrupt(format!(
+                    "unit {unit}: no row starts where the repetition index says one does"
+                ))
+            })?,
+        };
+        let end = match trim.drop_tail {
+            false => levels.len(),
+            true => last_start(lead_levels.max(start + 1).min(levels.len())..levels.len())
+                .ok_or_else(|| {
+                    corrupt(format!(
+                        "unit {unit}: no row continues where the repetition index says one does"
+                    ))
+                })?,
+        };
+        page.keep_levels(start..end, num_rows, leaf_type)
     }
 
     /// Rows `rows` (increasing, relative to the unit) of unit `unit`, decoding only their
@@ -382,7 +484,10 @@ impl Plan {
             first = end;
         }
         if next != rows.len() {
-            return Err(corrupt(format!("rows {:?} are not in unit {unit}", &rows[next..])));
+            return Err(corrupt(format!(
+                "rows {:?} are not in unit {unit}",
+                &rows[next..]
+            )));
         }
         Ok(Some(DecodedPage {
             num_rows: rows.len() as u64,
@@ -399,7 +504,10 @@ impl Plan {
         let mut h = 2;
         let mut sizes = [0usize; 8];
         if self.num_buffers > sizes.len() {
-            return Err(corrupt(format!("mini-block chunk with {} value buffers", self.num_buffers)));
+            return Err(corrupt(format!(
+                "mini-block chunk with {} value buffers",
+                self.num_buffers
+            )));
         }
         for s in sizes.iter_mut().take(self.num_buffers) {
             if self.has_large_chunk {

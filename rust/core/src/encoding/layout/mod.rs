@@ -5,6 +5,8 @@ mod blob;
 mod constant;
 mod fullzip;
 mod miniblock;
+#[cfg(test)]
+mod selection_tests;
 
 use arrow_array::{Array, ArrayRef, UInt32Array};
 use arrow_buffer::{NullBuffer, ScalarBuffer};
@@ -88,7 +90,11 @@ impl std::fmt::Display for Layer {
 
 /// Layers as words, outermost last (as stored).
 pub fn describe_layers(layers: &[Layer]) -> String {
-    layers.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", ")
+    layers
+        .iter()
+        .map(|l| l.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub fn layers_from_proto(v: &[i32]) -> Result<Vec<Layer>> {
@@ -141,6 +147,11 @@ pub struct UnitSizing {
     /// batch size), so batches rarely straddle two units.
     pub align_rows: u64,
     pub page_start: u64,
+    /// Mini-block pages with lists: let units share the chunk where a row continues into
+    /// the next one, a unit per chunk holding the rows that end in it (read from the chunk
+    /// where the first of them starts). Takes want this, so that a row read costs the
+    /// chunks it spans; scans do not (a shared chunk would be decoded twice).
+    pub rows_share_chunks: bool,
 }
 
 impl UnitSizing {
@@ -150,6 +161,7 @@ impl UnitSizing {
             target_rows: u64::MAX,
             align_rows: 1,
             page_start: 0,
+            rows_share_chunks: false,
         }
     }
 
@@ -374,7 +386,11 @@ impl PagePlan {
         let (kind, index) = match &self.kind {
             PlanKind::MiniBlock(p) => (PlanKind::MiniBlock(p.select(units)), 1),
             PlanKind::FullZip(p) => (PlanKind::FullZip(p.select(units)), 0),
-            _ => return Err(corrupt("internal: only mini-block and full-zip pages are read in parts")),
+            _ => {
+                return Err(corrupt(
+                    "internal: only mini-block and full-zip pages are read in parts",
+                ))
+            }
         };
         if self.buffers.len() <= index || parts.len() != units.len() {
             return Err(corrupt("internal: a selection without its parts"));
@@ -484,6 +500,62 @@ impl PageValues {
                 dictionary,
             } => dictionary_values(indices, dictionary, data_type, nulls),
         }
+    }
+}
+
+impl DecodedPage {
+    /// Levels `levels` of the page only (with their values): the page's rows that start
+    /// in that range, which must hold `num_rows` whole rows.
+    pub fn keep_levels(
+        self,
+        levels: std::ops::Range<usize>,
+        num_rows: u64,
+        leaf_type: &DataType,
+    ) -> Result<DecodedPage> {
+        let (Some(rep), max_rep) = (
+            &self.rep,
+            self.layers.iter().filter(|l| l.is_list()).count() as u16,
+        ) else {
+            return Err(corrupt("internal: levels kept of a page without lists"));
+        };
+        if levels.end > rep.len() || levels.start > levels.end {
+            return Err(corrupt(format!(
+                "levels {levels:?} of a page of {}",
+                rep.len()
+            )));
+        }
+        let starts = rep[levels.clone()]
+            .iter()
+            .filter(|&&r| r == max_rep)
+            .count() as u64;
+        if starts != num_rows || (levels.start < levels.end && rep[levels.start] != max_rep) {
+            return Err(corrupt(format!(
+                "a run of chunks should hold {num_rows} whole rows, its levels start {starts}"
+            )));
+        }
+        // A level has a value slot unless it is a null or empty list above the values.
+        let visible = max_visible_def(&self.layers);
+        let slots = |r: std::ops::Range<usize>| match &self.def {
+            Some(def) => def[r].iter().filter(|&&d| d <= visible).count(),
+            None => r.len(),
+        };
+        let first = slots(0..levels.start);
+        let count = slots(levels.clone());
+        let values = self.values.into_array(leaf_type, None)?;
+        if first + count > values.len() {
+            return Err(corrupt(format!(
+                "{} values for {} value slots",
+                values.len(),
+                first + count
+            )));
+        }
+        Ok(DecodedPage {
+            num_rows,
+            layers: self.layers,
+            rep: Some(rep.slice(levels.start, levels.len())),
+            def: self.def.map(|d| d.slice(levels.start, levels.len())),
+            values: PageValues::Array(values.slice(first, count)),
+        })
     }
 }
 
