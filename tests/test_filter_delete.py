@@ -44,6 +44,11 @@ FILTERS = [
     "dict_string = 'gamma'",
     "seq_int64 < 100",
     "uint8 > 100 AND uint8 < 200",
+    "lowcard_string IN ('beta', 'gamma')",
+    "lowcard_string NOT IN ('beta', 'gamma', 'delta')",
+    "lowcard_string IN ('beta', NULL)",
+    "lowcard_string NOT IN ('beta', NULL)",
+    "dict_string IN ('gamma', 'alpha')",
 ]
 
 
@@ -58,6 +63,22 @@ def test_filters_match_pylance(tmp_path, predicate):
     assert ours.count_rows(filter=predicate) == ref.count_rows(filter=predicate) == expected.num_rows
     cols = ["seq_int64", "string"]
     assert_same(ours.to_table(columns=cols, filter=predicate), ref.to_table(columns=cols, filter=predicate), predicate + " (subset)")
+
+
+@pytest.mark.parametrize("count", [1, 3, 12])
+def test_string_in_lists_of_values_found_in_the_data(tmp_path, count):
+    """IN lists on strings of every length (short ones compared as words, long ones byte
+    by byte, many values through a hash set) match pylance."""
+    uri = str(tmp_path / "ds.lance")
+    n = 5000
+    vals = [None if i % 11 == 0 else ("long-prefix-" * (i % 4)) + f"v{i % 300}" for i in range(n)]
+    lance.write_dataset(pa.table({"i": pa.array(range(n)), "s": pa.array(vals), "b": pa.array(vals, pa.large_binary())}), uri)
+    ref, ours = lance.dataset(uri), lance_core.dataset(uri)
+    wanted = sorted({v for v in vals if v is not None})[::7][:count]
+    quoted = ", ".join(f"'{w}'" for w in wanted)
+    for predicate in [f"s IN ({quoted})", f"s NOT IN ({quoted})", f"s IN ({quoted}, NULL)"]:
+        assert_same(ours.to_table(filter=predicate), ref.to_table(filter=predicate), predicate)
+    assert ours.to_table(filter=f"s IN ({quoted})").num_rows > 0
 
 
 def test_filter_with_limit_offset_and_row_ids(tmp_uri):

@@ -258,22 +258,19 @@ pub fn start(
         ),
         None => (0, u64::MAX),
     };
+    let filtered = options.filter.is_some();
     let state = Consumer {
         rx,
         plan,
         options,
         read_schema,
-        output,
-        post_skip,
-        post_take,
+        output: output.clone(),
+        raw: filtered,
         _driver: Tasks(std::sync::Mutex::new(vec![driver.abort_handle()])),
     };
-    futures::stream::unfold(Some((state, None::<Batches>)), |st| async move {
+    let batches = futures::stream::unfold(Some((state, None::<Batches>)), |st| async move {
         let (mut c, mut batches) = st?;
         loop {
-            if c.post_take == 0 {
-                return None; // the limit of a filtered scan is reached
-            }
             if batches.is_none() {
                 match c.rx.recv().await {
                     Some(Ok(None)) => return None,
@@ -291,7 +288,7 @@ pub fn start(
             }
             match c.next_batch(batches.as_mut().unwrap()).await {
                 Ok(Some(batch)) => {
-                    if batch.num_rows() > 0 {
+                    if batch.0.num_rows() > 0 {
                         return Some((Ok(batch), Some((c, batches))));
                     }
                 }
@@ -299,7 +296,65 @@ pub fn start(
                 Err(e) => return Some((Err(e), None)),
             }
         }
+    });
+    if !filtered {
+        return batches.map(|r| r.map(|(b, _)| b)).boxed();
+    }
+    filter_on_workers(batches.boxed(), output, post_skip, post_take)
+}
+
+/// Batches read for a filtered scan, with the rows they lost to deletions, as the
+/// consumer hands them on (`Consumer::raw`).
+type RawBatch = (RecordBatch, Option<BooleanArray>);
+
+/// Filter the batches of a filtered scan on the CPU workers, two at a time and in order
+/// (the filter, deletions and the output expressions run beside the decoding instead of
+/// after it on the reading thread), then apply the offset and limit to the rows that
+/// passed, stopping once the limit is reached.
+fn filter_on_workers(
+    raw: BoxStream<'static, Result<RawBatch>>,
+    output: Arc<Output>,
+    post_skip: u64,
+    post_take: u64,
+) -> BoxStream<'static, Result<RecordBatch>> {
+    raw.map(move |r| {
+        let output = output.clone();
+        async move {
+            let (batch, keep) = r?;
+            super::cpu::spawn_cpu("filtering a batch".into(), move || {
+                let mask = match (output.mask(&batch)?, keep) {
+                    (Some(m), Some(k)) => Some(arrow_arith::boolean::and_kleene(&m, &k)?),
+                    (m, k) => m.or(k),
+                };
+                let batch = match mask {
+                    Some(m) => arrow_select::filter::filter_record_batch(&batch, &m)?,
+                    None => batch,
+                };
+                output.finish(batch)
+            })
+            .await
+        }
     })
+    .buffered(2)
+    .scan((post_skip, post_take), |(skip, take), r| {
+        let out = match r {
+            _ if *take == 0 => None,
+            Err(e) => {
+                *take = 0;
+                Some(Err(e))
+            }
+            Ok(batch) => {
+                // Offset and limit count filtered rows.
+                let s = (*skip).min(batch.num_rows() as u64) as usize;
+                *skip -= s as u64;
+                let t = (*take).min((batch.num_rows() - s) as u64) as usize;
+                *take -= t as u64;
+                Some(Ok(batch.slice(s, t)))
+            }
+        };
+        futures::future::ready(out)
+    })
+    .filter(|r| futures::future::ready(r.as_ref().map_or(true, |b| b.num_rows() > 0)))
     .boxed()
 }
 
@@ -549,9 +604,9 @@ struct Consumer {
     read_schema: SchemaRef,
     /// The filter, and what is returned of each batch read.
     output: Arc<Output>,
-    /// Offset and limit still to apply to filtered rows.
-    post_skip: u64,
-    post_take: u64,
+    /// Filtered scans: hand batches on unfiltered, with the rows deletions leave
+    /// (`filter_on_workers` does the rest).
+    raw: bool,
     _driver: Tasks,
 }
 
@@ -562,7 +617,7 @@ struct Batches {
 
 impl Consumer {
     /// The next batch of the current fragment, or None when it is done.
-    async fn next_batch(&mut self, b: &mut Batches) -> Result<Option<RecordBatch>> {
+    async fn next_batch(&mut self, b: &mut Batches) -> Result<Option<RawBatch>> {
         let w = &mut b.work;
         if b.row >= w.end_row || w.take == 0 {
             return Ok(None);
@@ -581,7 +636,10 @@ impl Consumer {
         if w.skip >= visible_here {
             w.skip -= visible_here;
             // Nothing wanted here; still advance the leaf cursors past these rows lazily.
-            return Ok(Some(RecordBatch::new_empty(self.output.schema.clone())));
+            return Ok(Some((
+                RecordBatch::new_empty(self.output.schema.clone()),
+                None,
+            )));
         }
 
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.plan.fields.len() + 2);
@@ -614,23 +672,19 @@ impl Consumer {
         let opts = RecordBatchOptions::new().with_row_count(Some(n as usize));
         let mut batch =
             RecordBatch::try_new_with_options(self.read_schema.clone(), columns, &opts)?;
+        let mut keep = None;
         if let Some(d) = w.deletions.as_ref().filter(|_| deleted_here > 0) {
-            let mut keep = vec![true; n as usize];
+            let mut k = vec![true; n as usize];
             for r in d.range(start as u32..(start + n) as u32) {
-                keep[(r as u64 - start) as usize] = false;
+                k[(r as u64 - start) as usize] = false;
             }
-            batch = arrow_select::filter::filter_record_batch(&batch, &BooleanArray::from(keep))?;
+            keep = Some(BooleanArray::from(k));
         }
-        if let Some(mask) = self.output.mask(&batch)? {
-            batch = arrow_select::filter::filter_record_batch(&batch, &mask)?;
-            // Offset and limit count filtered rows.
-            let skip = self.post_skip.min(batch.num_rows() as u64) as usize;
-            self.post_skip -= skip as u64;
-            batch = batch.slice(skip, batch.num_rows() - skip);
-            let take = self.post_take.min(batch.num_rows() as u64) as usize;
-            self.post_take -= take as u64;
-            batch = batch.slice(0, take);
-            return Ok(Some(self.output.finish(batch)?));
+        if self.raw {
+            return Ok(Some((batch, keep)));
+        }
+        if let Some(keep) = keep {
+            batch = arrow_select::filter::filter_record_batch(&batch, &keep)?;
         }
         if w.skip > 0 {
             let s = w.skip as usize;
@@ -641,6 +695,6 @@ impl Consumer {
             batch = batch.slice(0, w.take as usize);
         }
         w.take -= batch.num_rows() as u64;
-        Ok(Some(self.output.finish(batch)?))
+        Ok(Some((self.output.finish(batch)?, None)))
     }
 }
