@@ -404,10 +404,10 @@ class LanceDataset:
         return table.to_pandas(**convert)
 
     def _take_addresses(self, addresses: List[int], columns: Any, with_row_id: bool = False,
-                        with_row_address: bool = False) -> pa.Table:
+                        with_row_address: bool = False, by: str = "address") -> pa.Table:
         names, projection = _take_columns(columns)
         batch = pa.record_batch(self._ds.take(addresses, names, projection, bool(with_row_id),
-                                              bool(with_row_address)))
+                                              bool(with_row_address), by))
         return pa.Table.from_batches([batch])
 
     def take(self, indices: Any, columns: Optional[Union[List[str], Dict[str, str]]] = None,
@@ -416,16 +416,14 @@ class LanceDataset:
         deleted rows not counted), in the order given, repeats included. `indices` is a
         list, a numpy array or a pyarrow array; an index past the last row is an error.
         `columns` as in `to_table` (names, or a dict of SQL expressions)."""
-        addresses = self._ds.addresses_of_indices(_indices(indices, "indices"))
-        return self._take_addresses(addresses, columns, with_row_id, with_row_address)
+        return self._take_addresses(_indices(indices, "indices"), columns, with_row_id, with_row_address, "index")
 
     def take_rows(self, row_ids: Any, columns: Optional[Union[List[str], Dict[str, str]]] = None,
                   with_row_id: bool = False, with_row_address: bool = False) -> pa.Table:
         """Rows by row id (`_rowid`: stable row ids when the dataset has them, else row
         addresses), in the order given. Ids no visible row has (deleted, or never
         written) are left out, as pylance does."""
-        found = self._ds.addresses_of_row_ids(_indices(row_ids, "row ids"))
-        return self._take_addresses([a for a in found if a is not None], columns, with_row_id, with_row_address)
+        return self._take_addresses(_indices(row_ids, "row ids"), columns, with_row_id, with_row_address, "row_id")
 
     def _take_rows(self, row_ids: Any, columns: Optional[Union[List[str], Dict[str, str]]] = None,
                    **kwargs: Any) -> pa.Table:

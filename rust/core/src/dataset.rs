@@ -531,7 +531,9 @@ impl Dataset {
             ids.to_vec().into_iter().map(Some).collect()
         };
         // Deleted rows are no rows (as in pylance); an address outside every fragment is
-        // an error (stable ids found by the index never are).
+        // an error (stable ids found by the index never are). Each fragment's row count
+        // and deletions are looked up once, not once per id.
+        let mut seen: HashMap<u64, (u64, Option<Arc<RoaringBitmap>>)> = HashMap::new();
         let mut out = Vec::with_capacity(addresses.len());
         for a in addresses {
             let Some(a) = a else {
@@ -539,22 +541,25 @@ impl Dataset {
                 continue;
             };
             let (id, offset) = (a >> 32, a & 0xFFFF_FFFF);
-            let frag = self.fragment(id).ok_or_else(|| {
-                Error::invalid(format!(
-                    "{}: row id {a} is in fragment {id}, which this version does not have",
-                    self.uri
-                ))
-            })?;
-            let rows = self.physical_rows(frag).await?;
-            if offset >= rows {
+            if !seen.contains_key(&id) {
+                let frag = self.fragment(id).ok_or_else(|| {
+                    Error::invalid(format!(
+                        "{}: row id {a} is in fragment {id}, which this version does not have",
+                        self.uri
+                    ))
+                })?;
+                let facts = (self.physical_rows(frag).await?, self.deletions(frag).await?);
+                seen.insert(id, facts);
+            }
+            let (rows, deletions) = &seen[&id];
+            if offset >= *rows {
                 return Err(Error::invalid(format!(
                     "{}: row id {a} is row {offset} of fragment {id}, which has {rows} rows",
                     self.uri
                 )));
             }
-            let deleted = self
-                .deletions(frag)
-                .await?
+            let deleted = deletions
+                .as_ref()
                 .is_some_and(|d| d.contains(offset as u32));
             out.push((!deleted).then_some(a));
         }

@@ -9,9 +9,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::arrow_export::{PyArrowBatch, PyArrowSchema, PyBatchIterator};
-use lance_core::scan::Projection;
 use crate::errors::{guard, IntoPyResult};
 use crate::runtime::{block_on, runtime};
+use lance_core::scan::Projection;
 
 /// (version, commit time in ns since the epoch, summary)
 type VersionRow = (u64, i64, HashMap<String, String>);
@@ -277,7 +277,10 @@ impl PyDataset {
             // Rows come from the manifest; older writers left them unset, then the data file tells.
             let rows = block_on(py, async move {
                 let counts = ds.fragments().iter().map(|f| async {
-                    Ok::<_, lance_core::Error>((ds.physical_rows(f).await?, ds.num_deleted(f).await?))
+                    Ok::<_, lance_core::Error>((
+                        ds.physical_rows(f).await?,
+                        ds.num_deleted(f).await?,
+                    ))
                 });
                 futures::future::try_join_all(counts).await
             })
@@ -298,16 +301,20 @@ impl PyDataset {
         })
     }
 
-    /// The rows at `addresses` (fragment id << 32 | row offset), in that order.
-    #[pyo3(signature = (addresses, columns=None, projection=None, with_row_id=false, with_row_address=false))]
+    /// The rows `ids`, in that order: row addresses (fragment id << 32 | row offset), or
+    /// with `by="index"` offsets among the visible rows, or with `by="row_id"` row ids
+    /// (ids no visible row has are left out).
+    #[pyo3(signature = (ids, columns=None, projection=None, with_row_id=false, with_row_address=false, by="address"))]
+    #[allow(clippy::too_many_arguments)]
     fn take(
         &self,
         py: Python<'_>,
-        addresses: Vec<u64>,
+        ids: Vec<u64>,
         columns: Option<Vec<String>>,
         projection: Option<Vec<(String, String)>>,
         with_row_id: bool,
         with_row_address: bool,
+        by: &str,
     ) -> PyResult<PyArrowBatch> {
         guard(|| {
             let projection = Projection {
@@ -317,7 +324,19 @@ impl PyDataset {
                 with_row_address,
             };
             let ds = self.inner.clone();
+            let by = by.to_string();
             let batch = block_on(py, async move {
+                // Ids to addresses and the take in one call: no round trip through Python.
+                let addresses = match by.as_str() {
+                    "index" => ds.addresses_of_indices(&ids).await?,
+                    "row_id" => ds
+                        .addresses_of_row_ids(&ids)
+                        .await?
+                        .into_iter()
+                        .flatten()
+                        .collect(),
+                    _ => ids,
+                };
                 lance_core::scan::take::take(ds, &addresses, &projection).await
             })
             .py()?;
@@ -334,7 +353,12 @@ impl PyDataset {
     }
 
     /// The addresses of the visible rows `indices` of fragment `fragment_id`.
-    fn fragment_addresses(&self, py: Python<'_>, fragment_id: u64, indices: Vec<u64>) -> PyResult<Vec<u64>> {
+    fn fragment_addresses(
+        &self,
+        py: Python<'_>,
+        fragment_id: u64,
+        indices: Vec<u64>,
+    ) -> PyResult<Vec<u64>> {
         guard(|| {
             let ds = self.inner.clone();
             block_on(py, async move {
@@ -342,7 +366,10 @@ impl PyDataset {
                     lance_core::Error::invalid(format!("{}: no fragment {fragment_id}", ds.uri()))
                 })?;
                 let offsets = ds.physical_offsets(frag, &indices).await?;
-                Ok(offsets.into_iter().map(|o| (fragment_id << 32) | o as u64).collect())
+                Ok(offsets
+                    .into_iter()
+                    .map(|o| (fragment_id << 32) | o as u64)
+                    .collect())
             })
             .py()
         })

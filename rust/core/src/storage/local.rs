@@ -8,6 +8,10 @@ use bytes::Bytes;
 
 /// Ranges closer than this are read as one (the bytes between are read and dropped).
 const MERGE_GAP: u64 = 4096;
+/// A merged read stops growing at this size: the allocator reuses buffers this small from
+/// read to read, where a buffer of a whole column's bytes would be fresh memory, paged in
+/// (faulted and zeroed by the kernel) at every take.
+const MAX_MERGED: u64 = 1 << 18;
 
 /// Why a read failed.
 pub enum ReadError {
@@ -35,7 +39,10 @@ pub fn read_ranges(path: &PathBuf, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, 
         let start = ranges[order[i]].start;
         let mut end = ranges[order[i]].end;
         let mut j = i + 1;
-        while j < order.len() && ranges[order[j]].start <= end.saturating_add(MERGE_GAP) {
+        while j < order.len()
+            && ranges[order[j]].start <= end.saturating_add(MERGE_GAP)
+            && ranges[order[j]].end.saturating_sub(start) <= MAX_MERGED
+        {
             end = end.max(ranges[order[j]].end);
             j += 1;
         }
