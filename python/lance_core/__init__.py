@@ -10,10 +10,10 @@ import os as _os
 # The extension allocates with mimalloc, which by default returns freed memory to the
 # system after 10 ms; a scan frees and allocates the same sizes batch after batch, and
 # each fresh page then costs a fault and zeroing by the kernel (a fifth of a filtered
-# scan's time). Kept for a second, memory is reused; it goes back to the system once a
-# second has passed (at the allocator's next activity).
+# scan's time). Kept for five seconds, memory is reused; it goes back to the system once
+# they have passed (at the allocator's next activity). Peak memory does not grow.
 # Read when the extension loads; a value the user set wins.
-_os.environ.setdefault("MIMALLOC_PURGE_DELAY", "1000")
+_os.environ.setdefault("MIMALLOC_PURGE_DELAY", "5000")
 
 from ._lance_core import __version__  # noqa: E402
 from .dataset import LanceDataset, LanceFragment, LanceScanner, dataset

@@ -1,6 +1,7 @@
 //! Reading local files directly: positioned reads on a blocking thread into buffers that
 //! are not zero-filled first (object_store's local store fills each buffer with zeros
-//! before reading into it), with ranges closer than a page merged into one read.
+//! before reading into it), with ranges closer than a page merged into one read; ranges of
+//! a MiB or more are mapped from the page cache instead of copied.
 use std::ops::Range;
 use std::path::PathBuf;
 
@@ -56,9 +57,47 @@ pub fn read_ranges(path: &PathBuf, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, 
     Ok(out)
 }
 
+/// Reads this large are mapped instead of copied (see `map_range`).
+const MAP_MIN: u64 = 1 << 20;
+
+/// A large range, mapped from the page cache: no copy into a fresh buffer (which the
+/// kernel would first fault in and zero page by page). The file's current length is checked
+/// first, so a file shorter than the range is an error like a short read. Lance data files
+/// are written once and never changed in place, and a file deleted while mapped stays
+/// readable until unmapped; only a file truncated by another process while we read it
+/// could still fault, as with any memory-mapped reader.
+#[cfg(unix)]
+fn map_range(file: &std::fs::File, range: &Range<u64>) -> Result<Bytes, ReadError> {
+    let len = file.metadata().map_err(ReadError::Io)?.len();
+    if range.end > len {
+        return Err(ReadError::Short {
+            wanted: range.clone(),
+            len,
+        });
+    }
+    // Mappings start at a page boundary: map from the page holding the start.
+    let page = 4096u64;
+    let start = range.start / page * page;
+    // SAFETY: see above; the mapping is read-only and private, and outlives every slice
+    // of it (the `Bytes` owns it).
+    let map = unsafe {
+        memmap2::MmapOptions::new()
+            .offset(start)
+            .len((range.end - start) as usize)
+            .populate()
+            .map(file)
+    }
+    .map_err(ReadError::Io)?;
+    let skip = (range.start - start) as usize;
+    Ok(Bytes::from_owner(map).slice(skip..))
+}
+
 #[cfg(unix)]
 fn read_at(file: &std::fs::File, range: Range<u64>) -> Result<Bytes, ReadError> {
     use std::os::unix::io::AsRawFd;
+    if range.end.saturating_sub(range.start) >= MAP_MIN {
+        return map_range(file, &range);
+    }
     let len = usize::try_from(range.end.saturating_sub(range.start))
         .map_err(|_| ReadError::Io(std::io::Error::other("range too large")))?;
     let mut buf: Vec<u8> = Vec::with_capacity(len);
@@ -109,4 +148,43 @@ fn read_at(file: &std::fs::File, range: Range<u64>) -> Result<Bytes, ReadError> 
         _ => ReadError::Io(e),
     })?;
     Ok(Bytes::from(buf))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("lance_core_local_{}_{name}", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    #[test]
+    fn large_ranges_are_mapped_small_ones_read_and_both_checked_against_the_length() {
+        let data: Vec<u8> = (0..3 * MAP_MIN as usize).map(|i| (i % 251) as u8).collect();
+        let path = temp_file("ranges", &data);
+        // Mapped (2 MiB from an offset that is not page-aligned), read, and merged ranges.
+        let ranges = [
+            5000..5000 + 2 * MAP_MIN,
+            10..20,
+            30..40,
+            3 * MAP_MIN - 8..3 * MAP_MIN,
+        ];
+        let got = read_ranges(&path, &ranges).ok().unwrap();
+        for (r, b) in ranges.iter().zip(&got) {
+            assert_eq!(&b[..], &data[r.start as usize..r.end as usize]);
+        }
+        // The file shrinks: a range past its end is a short read, mapped or not.
+        std::fs::write(&path, &data[..MAP_MIN as usize + 100]).unwrap();
+        for r in [0..2 * MAP_MIN, MAP_MIN..MAP_MIN + 200] {
+            match read_ranges(&path, &[r.clone()]) {
+                Err(ReadError::Short { len, .. }) => assert_eq!(len, MAP_MIN + 100),
+                Ok(_) => panic!("{r:?} read past the end"),
+                Err(_) => panic!("{r:?}: another error"),
+            }
+        }
+        let _ = std::fs::remove_file(&path);
+    }
 }
