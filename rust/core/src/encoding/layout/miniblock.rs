@@ -373,6 +373,17 @@ impl Plan {
             Some((bits, _)) => ValuesBuilder::Fixed(FixedBuilder::new(*bits, num_values)),
             None => ValuesBuilder::for_type(leaf_type, num_values)?,
         };
+        // Strings: room for the unit's bytes at once (FSST values expand about threefold),
+        // rather than growing (each regrowth copies, and faults in fresh memory).
+        if let ValuesBuilder::Variable(v) = &mut values {
+            let stored: usize = chunks.iter().map(|c| c.size).sum();
+            let expand = if matches!(self.values_codec, Codec::Fsst { .. }) {
+                3
+            } else {
+                1
+            };
+            v.data.reserve(stored.saturating_mul(expand).min(64 << 20));
+        }
         let mut rep = self.rep_codec.as_ref().map(|_| level_builder(num_values));
         let mut def = self.def_codec.as_ref().map(|_| level_builder(num_values));
         let mut bufs: Vec<&[u8]> = Vec::with_capacity(self.num_buffers);
