@@ -39,7 +39,8 @@ def test_versions_time_travel_and_tags(tmp_uri):
         assert_same(lance_core.dataset(tmp_uri, version=v).to_table(), lance.dataset(tmp_uri, version=v).to_table(), f"v{v}")
     assert lance_core.dataset(tmp_uri, version="first").version == 1
     assert_same(lance_core.dataset(tmp_uri, version="second").to_table(), lance.dataset(tmp_uri, version=2).to_table(), "tag")
-    assert ours.tags == {"first": {"branch": None, "version": 1}, "second": {"branch": None, "version": 2}}
+    assert ours.tags.list() == ref.tags.list()
+    assert ours.tags.get_version("second") == 2
     assert ours.checkout_version(1).count_rows() == 100
     with pytest.raises(lance_core.DatasetNotFoundError, match="version 9 does not exist"):
         lance_core.dataset(tmp_uri, version=9)
@@ -246,3 +247,69 @@ def test_scanner_count_rows(tmp_uri):
     assert ours.scanner(limit=10, offset=5).count_rows() == 10
     frag = ours.get_fragments()[1]
     assert ours.scanner(fragments=[frag]).count_rows() == frag.count_rows() == len(frag.to_table())
+
+
+def test_tags_written_by_either_library_read_by_the_other(tmp_uri):
+    lance.write_dataset(_table(100), tmp_uri)
+    lance.write_dataset(_table(50, 100), tmp_uri, mode="append")
+    lance.write_dataset(_table(10, 500), tmp_uri, mode="append")
+    ours, ref = lance_core.dataset(tmp_uri), lance.dataset(tmp_uri)
+    ours.tags.create("ours", 1)
+    ours.tags.create("latest")                      # None: the latest version
+    ours.tags.create("same", "ours")                # another tag's version
+    ref.tags.create("theirs", 2)
+    assert lance.dataset(tmp_uri).tags.list() == lance_core.dataset(tmp_uri).tags.list()
+    got = ref.tags.list()
+    assert {n: t["version"] for n, t in got.items()} == {"ours": 1, "latest": 3, "same": 1, "theirs": 2}
+    assert got["ours"]["manifest_size"] > 0 and got["ours"]["created_at"] is not None
+    assert lance.dataset(tmp_uri, version="ours").count_rows() == 100
+
+    ours.tags.update("ours", 2)
+    ref.tags.update("theirs", 3)
+    assert lance.dataset(tmp_uri).tags.list() == lance_core.dataset(tmp_uri).tags.list()
+    assert lance.dataset(tmp_uri, version="ours").count_rows() == 150
+    assert lance_core.dataset(tmp_uri, version="theirs").count_rows() == 160
+    after = ref.tags.list()["ours"]
+    assert after["created_at"] == got["ours"]["created_at"] and after["updated_at"] >= got["ours"]["updated_at"]
+
+    ours.tags.delete("theirs")
+    ref.tags.delete("latest")
+    assert sorted(lance.dataset(tmp_uri).tags.list()) == sorted(lance_core.dataset(tmp_uri).tags.list()) == ["ours", "same"]
+
+    for call, match in [(lambda: ours.tags.create("ours", 1), "already exists"),
+                        (lambda: ours.tags.create("new", 99), "version 99 does not exist"),
+                        (lambda: ours.tags.update("nope", 1), "tag 'nope' does not exist"),
+                        (lambda: ours.tags.delete("nope"), "tag 'nope' does not exist"),
+                        (lambda: ours.tags.create("a/b", 1), "invalid tag name"),
+                        (lambda: ours.tags.create("../x", 1), "invalid tag name")]:
+        with pytest.raises(lance_core.LanceError, match=match):
+            call()
+    assert sorted(ref.tags.list()) == ["ours", "same"]
+
+
+@pytest.mark.parametrize("stable_row_ids", [False, True])
+def test_restore_matches_pylance(tmp_path, stable_row_ids):
+    """Restore commits an old version as the newest; fragment ids and row ids keep counting
+    from the latest version, as pylance's restore does, and pylance reads the result."""
+    results = {}
+    for lib in (lance, lance_core):
+        uri = str(tmp_path / f"{lib.__name__}.lance")
+        lance.write_dataset(_table(100), uri, enable_stable_row_ids=stable_row_ids)
+        lance.write_dataset(_table(50, 100), uri, mode="append")
+        lance.dataset(uri).delete("id < 10")
+        old = lib.dataset(uri, version=1)
+        old.restore()
+        assert old.version == 4
+        lance.write_dataset(_table(5, 900), uri, mode="append")
+        ref = lance.dataset(uri)
+        results[lib.__name__] = (
+            ref.version,
+            [f.fragment_id for f in ref.get_fragments()],
+            ref.to_table(with_row_id=True).to_pydict(),
+            [v["metadata"] for v in ref.versions()][3:],
+            ref.data_storage_version,
+        )
+        assert_same(lance_core.dataset(uri).to_table(), ref.to_table(), f"{lib.__name__} after restore")
+        assert lance_core.dataset(uri, version=4).count_rows() == 100
+    assert results["lance_core"] == results["lance"]
+

@@ -318,8 +318,15 @@ class LanceDataset:
         return out
 
     @property
-    def tags(self) -> Dict[str, Dict[str, Any]]:
-        return {name: {"branch": branch, "version": version} for name, branch, version in self._ds.tags()}
+    def tags(self) -> "Tags":
+        """The dataset's tags (names for versions), as pylance's `ds.tags`."""
+        return Tags(self)
+
+    def restore(self) -> None:
+        """Commit this (checked-out) version as the newest, as pylance's `restore()`; this
+        object moves to the new version. A commit made since the latest version was read is
+        a conflict, not something restore undoes silently."""
+        self._ds = self._ds.restore()
 
     def checkout_version(self, version: Union[int, str]) -> "LanceDataset":
         if isinstance(version, str):
@@ -476,6 +483,67 @@ class LanceDataset:
 
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self.uri!r}, version={self.version})"
+
+
+def _rfc3339(text: Optional[str]) -> Optional[datetime]:
+    """A tag file's time (RFC 3339, nanoseconds, UTC) as a datetime in UTC."""
+    if not text:
+        return None
+    from datetime import timezone
+
+    head, _, frac = text.rstrip("Z").partition(".")
+    micros = int((frac + "000000")[:6]) if frac else 0
+    return datetime.strptime(head, "%Y-%m-%dT%H:%M:%S").replace(microsecond=micros, tzinfo=timezone.utc)
+
+
+class Tags:
+    """Names for versions, stored as pylance stores them (`_refs/tags/{name}.json`), so
+    either library reads the other's tags; tagged versions are kept by cleanup."""
+
+    def __init__(self, ds: "LanceDataset") -> None:
+        self._dataset = ds
+
+    def _version(self, reference: Any) -> int:
+        if reference is None:
+            return self._dataset.latest_version
+        if isinstance(reference, tuple):
+            branch, version = reference
+            if branch not in (None, "main"):
+                raise InvalidInputError(f"tags on branches are not supported yet (branch {branch!r})")
+            return self._version(version)
+        if isinstance(reference, str):
+            return self.get_version(reference)
+        if isinstance(reference, bool) or not isinstance(reference, int) or reference < 0:
+            raise InvalidInputError(f"a tag names a version number, a tag or None, got {reference!r}")
+        return reference
+
+    def list(self) -> Dict[str, Dict[str, Any]]:
+        """Every tag: name → branch, version, created_at, updated_at, manifest_size, metadata."""
+        out = {}
+        for name, branch, version, created, updated, size, metadata in self._dataset._ds.tag_list():
+            out[name] = {"branch": branch, "version": version, "created_at": _rfc3339(created),
+                         "updated_at": _rfc3339(updated), "manifest_size": size, "metadata": dict(metadata)}
+        return out
+
+    def get_version(self, tag: str) -> int:
+        tags = self.list()
+        if tag not in tags:
+            raise InvalidInputError(f"{self._dataset.uri}: tag '{tag}' does not exist")
+        return tags[tag]["version"]
+
+    def create(self, tag: str, reference: Any = None) -> None:
+        """Tag version `reference` (a number, another tag, or None for the latest)."""
+        self._dataset._ds.tag_set(tag, self._version(reference), False)
+
+    def update(self, tag: str, reference: Any = None) -> None:
+        """Point an existing tag at another version."""
+        self._dataset._ds.tag_set(tag, self._version(reference), True)
+
+    def delete(self, tag: str) -> None:
+        self._dataset._ds.tag_delete(tag)
+
+    def __repr__(self) -> str:
+        return f"Tags({self.list()!r})"
 
 
 def dataset(

@@ -63,6 +63,13 @@ impl From<Dataset> for PyDataset {
     }
 }
 
+impl PyDataset {
+    /// The dataset's store (tags live beside the versions).
+    fn storage(&self) -> PyResult<lance_core::storage::Storage> {
+        lance_core::storage::Storage::open(self.inner.uri(), self.inner.storage_options()).py()
+    }
+}
+
 #[pymethods]
 impl PyDataset {
     #[staticmethod]
@@ -159,18 +166,6 @@ impl PyDataset {
     }
 
     /// [(name, branch, version)]
-    fn tags(&self, py: Python<'_>) -> PyResult<Vec<(String, Option<String>, u64)>> {
-        guard(|| {
-            let storage =
-                lance_core::storage::Storage::open(self.inner.uri(), self.inner.storage_options())
-                    .py()?;
-            let tags = block_on(py, lance_core::table::tags::list_tags(&storage)).py()?;
-            Ok(tags
-                .into_iter()
-                .map(|(n, t)| (n, t.branch, t.version))
-                .collect())
-        })
-    }
 
     #[pyo3(signature = (fragment_id=None, filter=None))]
     fn count_rows(
@@ -217,6 +212,76 @@ impl PyDataset {
     }
 
     /// Delete the rows matching `predicate`; returns the dataset at the new version.
+    /// Commit this version as the newest (pylance's `restore`); returns the new version.
+    fn restore(&self, py: Python<'_>) -> PyResult<Self> {
+        guard(|| {
+            Ok(PyDataset::from(
+                block_on(py, lance_core::write::restore(&self.inner)).py()?,
+            ))
+        })
+    }
+
+    /// Tags: name → (branch, version, created at, updated at, manifest size).
+    #[allow(clippy::type_complexity)]
+    fn tag_list(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<
+        Vec<(
+            String,
+            Option<String>,
+            u64,
+            Option<String>,
+            Option<String>,
+            Option<u64>,
+            Vec<(String, String)>,
+        )>,
+    > {
+        guard(|| {
+            let storage = self.storage()?;
+            let tags = block_on(py, lance_core::table::tags::list_tags(&storage)).py()?;
+            Ok(tags
+                .into_iter()
+                .map(|(n, t)| {
+                    (
+                        n,
+                        t.branch,
+                        t.version,
+                        t.created_at,
+                        t.updated_at,
+                        t.manifest_size,
+                        t.metadata.into_iter().collect(),
+                    )
+                })
+                .collect())
+        })
+    }
+
+    /// Create (`update=false`) or move (`update=true`) tag `name` to `version`.
+    fn tag_set(&self, py: Python<'_>, name: String, version: u64, update: bool) -> PyResult<()> {
+        use lance_core::table::tags::{create_tag, update_tag};
+        guard(|| {
+            let storage = self.storage()?;
+            block_on(py, async move {
+                match update {
+                    true => update_tag(&storage, &name, version).await,
+                    false => create_tag(&storage, &name, version).await,
+                }
+            })
+            .py()
+        })
+    }
+
+    fn tag_delete(&self, py: Python<'_>, name: String) -> PyResult<()> {
+        guard(|| {
+            let storage = self.storage()?;
+            block_on(py, async move {
+                lance_core::table::tags::delete_tag(&storage, &name).await
+            })
+            .py()
+        })
+    }
+
     fn delete(&self, py: Python<'_>, predicate: String) -> PyResult<Self> {
         guard(|| {
             Ok(PyDataset::from(

@@ -46,6 +46,14 @@ pub enum Operation {
         fragments: Vec<DataFragment>,
         schema: LanceSchema,
     },
+    /// Make an earlier version the newest: its manifest (and its file's bytes, which hold
+    /// its index section) again, with fragment and row ids still counting on from the
+    /// latest version so that none is reused.
+    Restore {
+        version: u64,
+        manifest: Box<Manifest>,
+        bytes: Bytes,
+    },
 }
 
 impl Operation {
@@ -76,6 +84,7 @@ impl Operation {
                 schema: schema.to_proto(),
                 schema_metadata: schema.metadata_proto(),
             }),
+            Operation::Restore { version, .. } => PbOp::Restore(txn::Restore { version: *version }),
         }
     }
 
@@ -167,6 +176,12 @@ fn conflicts(ours: &Operation, theirs: Option<&PbOp>) -> Option<String> {
             matches!(theirs, PbOp::Overwrite(_) | PbOp::UpdateMemWalState(_))
                 .then(|| format!("a concurrent {} committed first", op_name(theirs)))
         }
+        // Restoring would silently undo whatever was committed after the user chose to.
+        Operation::Restore { .. } => (!matches!(
+            theirs,
+            PbOp::CreateIndex(_) | PbOp::UpdateConfig(_) | PbOp::ReserveFragments(_)
+        ))
+        .then(|| format!("a concurrent {} committed first", op_name(theirs))),
         Operation::Delete { .. } => {
             if replaces_table || matches!(theirs, PbOp::Merge(_)) {
                 return Some(format!(
@@ -276,6 +291,13 @@ pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> R
         }
         let version = base.as_ref().map_or(1, |b| b.version + 1);
         let mut next = next_manifest(storage, base.as_ref(), &op, version, opts)?;
+        // A restored version keeps its own index section and legacy dictionary bytes.
+        let (base, base_bytes) = match &op {
+            Operation::Restore {
+                manifest, bytes, ..
+            } => (Some((**manifest).clone()), bytes.clone()),
+            _ => (base, base_bytes),
+        };
         // Statistics older writers left out or got wrong are filled in from the files
         // before this writer's version is stamped on them.
         let recompute = base.as_ref().is_some_and(|b| b.writer_version.is_none());
@@ -306,7 +328,17 @@ fn next_manifest(
     version: u64,
     opts: &CommitOptions,
 ) -> Result<Manifest> {
-    let mut m = base.cloned().unwrap_or_default();
+    let mut m = match op {
+        Operation::Restore { manifest, .. } => {
+            let mut old = (**manifest).clone();
+            if let Some(latest) = base {
+                old.max_fragment_id = old.max_fragment_id.max(latest.max_fragment_id);
+                old.next_row_id = old.next_row_id.max(latest.next_row_id);
+            }
+            old
+        }
+        _ => base.cloned().unwrap_or_default(),
+    };
     m.version = version;
     m.writer_version = Some(manifest::WriterVersion {
         library: opts.writer_library.clone(),
@@ -414,6 +446,7 @@ fn next_manifest(
             m.fields = schema.to_proto();
             m.schema_metadata = schema.metadata_proto();
         }
+        Operation::Restore { .. } => {}
     }
     m.max_fragment_id = if next_id > 0 {
         Some((next_id - 1) as u32)
@@ -620,6 +653,24 @@ mod tests {
         assert!(conflicts(&append(), Some(&theirs_append)).is_none());
         // an unknown concurrent commit is never assumed compatible
         assert!(conflicts(&append(), None).is_some());
+    }
+
+    #[test]
+    fn restore_never_undoes_a_concurrent_change() {
+        let ours = Operation::Restore {
+            version: 1,
+            manifest: Box::default(),
+            bytes: Bytes::new(),
+        };
+        let theirs_append = PbOp::Append(txn::Append { fragments: vec![] });
+        let theirs_delete = PbOp::Delete(txn::Delete::default());
+        let theirs_restore = ours.to_proto();
+        assert!(conflicts(&ours, Some(&theirs_append)).is_some());
+        assert!(conflicts(&ours, Some(&theirs_delete)).is_some());
+        assert!(conflicts(&ours, Some(&theirs_restore)).is_some());
+        assert!(conflicts(&ours, Some(&PbOp::CreateIndex(Default::default()))).is_none());
+        // and appends and deletes committed after a restore started from the old table
+        assert!(conflicts(&append(), Some(&theirs_restore)).is_some());
     }
 
     #[test]

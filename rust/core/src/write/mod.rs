@@ -6,8 +6,10 @@ pub mod columns;
 mod delete;
 mod file;
 pub mod leaves;
+mod restore;
 
 pub use delete::delete;
+pub use restore::restore;
 
 use std::sync::Arc;
 

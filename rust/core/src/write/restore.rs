@@ -1,0 +1,26 @@
+//! Restore: an earlier version committed again as the newest (a `Restore` transaction),
+//! as pylance's `restore()` does. Nothing is copied: the old manifest's fragments point at
+//! files that are still there (cleanup keeps what a kept version references).
+use super::commit_operation;
+use crate::dataset::Dataset;
+use crate::error::Result;
+use crate::storage::Storage;
+use crate::table::commit::Operation;
+use crate::table::manifest::decode_manifest;
+use crate::table::versions::{latest_version, locate_version};
+
+/// Commit `ds`'s version as the newest; checked against the latest version (a commit
+/// made in between is a conflict, not something to undo silently).
+pub async fn restore(ds: &Dataset) -> Result<Dataset> {
+    let storage = Storage::open(ds.uri(), ds.storage_options())?;
+    let loc = locate_version(&storage, ds.version()).await?;
+    let bytes = storage.get(&loc.path).await?;
+    let manifest = decode_manifest(&bytes, &storage.display(&loc.path))?;
+    let latest = latest_version(&storage, false).await?.version;
+    let op = Operation::Restore {
+        version: ds.version(),
+        manifest: Box::new(manifest),
+        bytes,
+    };
+    commit_operation(ds.uri(), op, Some(latest), ds.storage_options().clone()).await
+}
