@@ -322,6 +322,37 @@ class LanceDataset:
         """The dataset's tags (names for versions), as pylance's `ds.tags`."""
         return Tags(self)
 
+    def drop_columns(self, columns: List[str]) -> None:
+        """Drop columns (nested fields by dotted path, e.g. "s.x") without rewriting data:
+        one new version (a `Project` transaction); this object moves to it. Files that held
+        only dropped columns leave the fragments; `cleanup_old_versions` frees their space."""
+        if isinstance(columns, str):
+            raise InvalidInputError("columns must be a list of column names, not a string")
+        self._ds = self._ds.drop_columns(list(columns))
+
+    def alter_columns(self, *alterations: Dict[str, Any]) -> None:
+        """Change columns without rewriting data, as pylance's `alter_columns`: each
+        alteration is a dict with `path` (nested with dots) and any of `name` (rename) and
+        `nullable`. A column is made non-nullable only if it holds no nulls."""
+        changes = []
+        for a in alterations:
+            if not isinstance(a, dict) or not isinstance(a.get("path"), str):
+                raise InvalidInputError(f"an alteration is a dict with a 'path', got {a!r}")
+            unknown = set(a) - {"path", "name", "nullable", "data_type"}
+            if unknown:
+                raise InvalidInputError(f"unknown alteration keys {sorted(unknown)} (path, name, nullable, data_type)")
+            if a.get("data_type") is not None:
+                from .errors import UnsupportedFeatureError
+
+                raise UnsupportedFeatureError(f"{self.uri}: changing the type of {a['path']} (data_type) "
+                                              "is not supported yet")
+            nullable = a.get("nullable")
+            if nullable is False and self.count_rows(filter=f"{a['path']} IS NULL") > 0:
+                raise InvalidInputError(f"{self.uri}: column {a['path']} holds nulls; it cannot be made "
+                                        "non-nullable")
+            changes.append((a["path"], a.get("name"), None if nullable is None else bool(nullable)))
+        self._ds = self._ds.alter_columns(changes)
+
     def restore(self) -> None:
         """Commit this (checked-out) version as the newest, as pylance's `restore()`; this
         object moves to the new version. A commit made since the latest version was read is

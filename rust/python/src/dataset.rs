@@ -282,6 +282,33 @@ impl PyDataset {
         })
     }
 
+    /// Drop columns (nested ones by dotted path); metadata only. Returns the new version.
+    fn drop_columns(&self, py: Python<'_>, paths: Vec<String>) -> PyResult<Self> {
+        guard(|| {
+            Ok(PyDataset::from(
+                block_on(py, lance_core::write::drop_columns(&self.inner, &paths)).py()?,
+            ))
+        })
+    }
+
+    /// Rename columns or change their nullability: (path, new name, nullable) each.
+    fn alter_columns(
+        &self,
+        py: Python<'_>,
+        alterations: Vec<(String, Option<String>, Option<bool>)>,
+    ) -> PyResult<Self> {
+        use lance_core::write::Alteration;
+        guard(|| {
+            let alterations: Vec<Alteration> = alterations
+                .into_iter()
+                .map(|(path, name, nullable)| Alteration { path, name, nullable })
+                .collect();
+            Ok(PyDataset::from(
+                block_on(py, lance_core::write::alter_columns(&self.inner, &alterations)).py()?,
+            ))
+        })
+    }
+
     fn delete(&self, py: Python<'_>, predicate: String) -> PyResult<Self> {
         guard(|| {
             Ok(PyDataset::from(

@@ -54,6 +54,14 @@ pub enum Operation {
         manifest: Box<Manifest>,
         bytes: Bytes,
     },
+    /// A new schema over the same data (columns dropped, renamed, made nullable): the
+    /// manifest's field list as is, so that everything else a field carries stays. Data
+    /// files left with no field of the schema leave their fragments. `tightens`: a column
+    /// became non-nullable, which rows appended meanwhile could break.
+    Project {
+        fields: Vec<crate::proto::file::Field>,
+        tightens: bool,
+    },
 }
 
 impl Operation {
@@ -85,6 +93,9 @@ impl Operation {
                 schema_metadata: schema.metadata_proto(),
             }),
             Operation::Restore { version, .. } => PbOp::Restore(txn::Restore { version: *version }),
+            Operation::Project { fields, .. } => PbOp::Project(txn::Project {
+                schema: fields.clone(),
+            }),
         }
     }
 
@@ -175,6 +186,15 @@ fn conflicts(ours: &Operation, theirs: Option<&PbOp>) -> Option<String> {
         Operation::Overwrite { .. } => {
             matches!(theirs, PbOp::Overwrite(_) | PbOp::UpdateMemWalState(_))
                 .then(|| format!("a concurrent {} committed first", op_name(theirs)))
+        }
+        // The fields were derived from the read version's schema; rows appended or deleted
+        // meanwhile are fine, other schema changes are not.
+        Operation::Project { tightens, .. } => {
+            let schema_change = replaces_table
+                || matches!(theirs, PbOp::Merge(_) | PbOp::Project(_) | PbOp::DataReplacement(_));
+            let rows_added = matches!(theirs, PbOp::Append(_) | PbOp::Update(_));
+            (schema_change || (*tightens && rows_added))
+                .then(|| format!("a concurrent {} changed the table", op_name(theirs)))
         }
         // Restoring would silently undo whatever was committed after the user chose to.
         Operation::Restore { .. } => (!matches!(
@@ -447,6 +467,13 @@ fn next_manifest(
             m.schema_metadata = schema.metadata_proto();
         }
         Operation::Restore { .. } => {}
+        Operation::Project { fields, .. } => {
+            let kept: HashSet<i32> = fields.iter().map(|f| f.id).collect();
+            for f in m.fragments.iter_mut() {
+                f.files.retain(|d| d.fields.iter().any(|id| kept.contains(id)));
+            }
+            m.fields = fields.clone();
+        }
     }
     m.max_fragment_id = if next_id > 0 {
         Some((next_id - 1) as u32)

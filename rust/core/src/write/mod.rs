@@ -6,9 +6,11 @@ pub mod columns;
 mod delete;
 mod file;
 pub mod leaves;
+mod project;
 mod restore;
 
 pub use delete::delete;
+pub use project::{alter_columns, drop_columns, Alteration};
 pub use restore::restore;
 
 use std::sync::Arc;

@@ -1,0 +1,109 @@
+//! Schema changes that rewrite no data (a `Project` transaction): dropping columns, nested
+//! ones too, and renaming them or making them nullable. The manifest's field list is edited
+//! in place, so everything else a field carries (encodings, dictionaries, metadata) stays.
+use std::collections::HashSet;
+
+use super::commit_operation;
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::proto::file::Field;
+use crate::table::commit::Operation;
+
+/// One change to a column, as pylance's alteration dicts: `path` (nested with dots), a new
+/// `name`, a new `nullable`.
+#[derive(Clone, Debug, Default)]
+pub struct Alteration {
+    pub path: String,
+    pub name: Option<String>,
+    pub nullable: Option<bool>,
+}
+
+/// The id of the field at `path` (`a.b.c`: child `c` of `b` of top-level `a`).
+fn field_id(fields: &[Field], ds: &Dataset, path: &str) -> Result<i32> {
+    let mut parent = -1;
+    let mut found = None;
+    for part in path.split('.') {
+        found = fields.iter().find(|f| f.parent_id == parent && f.name == part);
+        match found {
+            Some(f) => parent = f.id,
+            None => {
+                return Err(Error::invalid(format!(
+                    "{}: column {path} does not exist in the dataset",
+                    ds.uri()
+                )))
+            }
+        }
+    }
+    found
+        .map(|f| f.id)
+        .ok_or_else(|| Error::invalid(format!("{}: an empty column path", ds.uri())))
+}
+
+/// Field `id` and every field below it.
+fn subtree(fields: &[Field], id: i32) -> HashSet<i32> {
+    let mut out = HashSet::from([id]);
+    // Fields are listed parents first, so one pass in order finds every descendant.
+    for f in fields {
+        if out.contains(&f.parent_id) {
+            out.insert(f.id);
+        }
+    }
+    out
+}
+
+/// Drop the columns at `paths`; data files keep their bytes (cleanup removes files no
+/// version needs). Dropping every column is refused, as pylance does.
+pub async fn drop_columns(ds: &Dataset, paths: &[String]) -> Result<Dataset> {
+    let fields = ds.manifest.fields.clone();
+    let mut dropped = HashSet::new();
+    for p in paths {
+        dropped.extend(subtree(&fields, field_id(&fields, ds, p)?));
+    }
+    let kept: Vec<Field> = fields.into_iter().filter(|f| !dropped.contains(&f.id)).collect();
+    if !kept.iter().any(|f| f.parent_id == -1) {
+        return Err(Error::invalid(format!(
+            "{}: cannot drop all columns from a dataset",
+            ds.uri()
+        )));
+    }
+    let op = Operation::Project {
+        fields: kept,
+        tightens: false,
+    };
+    commit_operation(ds.uri(), op, Some(ds.version()), ds.storage_options().clone()).await
+}
+
+/// Rename columns or change their nullability. Making a column non-nullable is the
+/// caller's to check against the data (it has the scan); here it only marks the commit as
+/// one that appends made meanwhile conflict with.
+pub async fn alter_columns(ds: &Dataset, alterations: &[Alteration]) -> Result<Dataset> {
+    let mut fields = ds.manifest.fields.clone();
+    let mut tightens = false;
+    for a in alterations {
+        let id = field_id(&fields, ds, &a.path)?;
+        let i = fields.iter().position(|f| f.id == id).expect("found above");
+        if let Some(name) = &a.name {
+            if name.is_empty() || name.contains('.') {
+                return Err(Error::invalid(format!(
+                    "{}: invalid column name '{name}' (empty, or with a '.')",
+                    ds.uri()
+                )));
+            }
+            let parent = fields[i].parent_id;
+            if fields.iter().any(|f| f.parent_id == parent && f.id != id && &f.name == name) {
+                return Err(Error::invalid(format!(
+                    "{}: cannot rename {} to {name}: a column of that name exists",
+                    ds.uri(),
+                    a.path
+                )));
+            }
+            fields[i].name = name.clone();
+        }
+        if let Some(nullable) = a.nullable {
+            tightens |= fields[i].nullable && !nullable;
+            fields[i].nullable = nullable;
+        }
+    }
+    let op = Operation::Project { fields, tightens };
+    commit_operation(ds.uri(), op, Some(ds.version()), ds.storage_options().clone()).await
+}
