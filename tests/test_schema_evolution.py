@@ -81,3 +81,33 @@ def test_append_after_drop_and_rename_reads_in_both(tmp_uri):
     lance_core.write_dataset(more, tmp_uri, mode="append")
     assert_same(lance_core.dataset(tmp_uri).to_table(), lance.dataset(tmp_uri).to_table(), "append after project")
     assert lance.dataset(tmp_uri).count_rows() == 4
+
+
+@pytest.mark.parametrize("transform", [
+    {"y": "a * 2", "z": "CAST(a AS STRING)"},
+    {"first_l": "l[1]", "sq": "s.q + 1.5"},
+    pa.field("n", pa.string()),
+    [pa.field("m", pa.int32()), pa.field("st", pa.struct([("x", pa.int8())]))],
+    pa.schema([pa.field("v", pa.list_(pa.float32()))]),
+])
+def test_add_columns_from_sql_and_null_fields_match_pylance(tmp_path, transform):
+    states = {}
+    for lib in (lance, lance_core):
+        uri = str(tmp_path / f"{lib.__name__}.lance")
+        _make(uri)
+        lib.dataset(uri).add_columns(transform)
+        st = _state(uri)
+        states[lib.__name__] = st[:3] + ([[len(files) for files in frag] for frag in st[3]],)
+        assert_same(lance_core.dataset(uri).to_table(), lance.dataset(uri).to_table(), f"add {lib.__name__}")
+    assert states["lance_core"] == states["lance"]
+
+
+def test_dropped_ids_are_not_reused_by_new_columns(tmp_uri):
+    _make(tmp_uri)
+    ds = lance_core.dataset(tmp_uri)
+    ds.drop_columns(["b"])                     # its values stay in the data files
+    ds.add_columns(pa.field("b", pa.string()))  # a new, all-null column of the same name
+    assert lance_core.dataset(tmp_uri).to_table()["b"].null_count == 3
+    assert_same(lance_core.dataset(tmp_uri).to_table(), lance.dataset(tmp_uri).to_table(), "new b")
+    with pytest.raises(lance_core.LanceError, match="not nullable"):
+        ds.add_columns(pa.field("k", pa.int8(), nullable=False))

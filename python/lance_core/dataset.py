@@ -486,15 +486,41 @@ class LanceDataset:
 
     def add_columns(
         self,
-        value_func: Callable[[pa.RecordBatch], Any],
+        value_func: Union[Callable[[pa.RecordBatch], Any], Dict[str, str], pa.Field, List[pa.Field], pa.Schema],
         read_columns: Optional[List[str]] = None,
         output_schema: Optional[pa.Schema] = None,
         batch_size: Optional[int] = None,
     ) -> None:
-        """Add columns computed by `value_func` (a batch of `read_columns` → a batch of the
-        new columns) to every row, as new data files: no existing file is rewritten. One
-        new version is committed and this object moves to it, as in pylance."""
+        """Add columns to every row, as pylance's `add_columns`; one new version is
+        committed and this object moves to it. `value_func` is one of:
+
+        - a function from a batch of `read_columns` to a batch (or table, or dict of
+          arrays) of the new columns, written as new data files (no file is rewritten);
+        - a dict of new column names to SQL expressions over the existing columns
+          (`{"total": "price * qty"}`), computed in Rust, also as new data files;
+        - a `pyarrow.Field`, a list of them or a `pyarrow.Schema`: all-null columns, added
+          to the schema only (no data is written).
+        """
         from .fragment_metadata import LanceOperation, commit
+
+        if isinstance(value_func, (pa.Field, pa.Schema)) or (
+                isinstance(value_func, list) and value_func and all(isinstance(f, pa.Field) for f in value_func)):
+            fields = [value_func] if isinstance(value_func, pa.Field) else list(value_func)
+            self._ds = self._ds.add_null_columns(pa.schema(fields))
+            return
+        if isinstance(value_func, dict):
+            exprs = value_func
+            for name, expr in exprs.items():
+                if not isinstance(name, str) or not isinstance(expr, str):
+                    raise InvalidInputError(f"SQL columns map names to expressions (str → str), got {name!r}: {expr!r}")
+            if read_columns is not None:
+                raise InvalidInputError("read_columns goes with a function, not with SQL expressions")
+            if output_schema is None:
+                output_schema = self.to_table(columns=exprs, limit=1).schema
+            value_func, read_columns = (lambda batch: batch), exprs
+        elif not callable(value_func):
+            raise InvalidInputError("add_columns takes a function, a dict of SQL expressions, or pyarrow "
+                                    f"fields / a schema; got {type(value_func).__name__}")
 
         fragments, schema = [], None
         for frag in self.get_fragments():

@@ -282,6 +282,20 @@ impl PyDataset {
         })
     }
 
+    /// Add all-null columns (an Arrow schema); metadata only. Returns the new version.
+    fn add_null_columns(&self, py: Python<'_>, schema: Bound<'_, PyAny>) -> PyResult<Self> {
+        guard(|| {
+            let schema = crate::arrow_import::import_schema(&schema)?;
+            Ok(PyDataset::from(
+                block_on(
+                    py,
+                    lance_core::write::columns::add_null_columns(&self.inner, &schema),
+                )
+                .py()?,
+            ))
+        })
+    }
+
     /// Drop columns (nested ones by dotted path); metadata only. Returns the new version.
     fn drop_columns(&self, py: Python<'_>, paths: Vec<String>) -> PyResult<Self> {
         guard(|| {
@@ -301,10 +315,18 @@ impl PyDataset {
         guard(|| {
             let alterations: Vec<Alteration> = alterations
                 .into_iter()
-                .map(|(path, name, nullable)| Alteration { path, name, nullable })
+                .map(|(path, name, nullable)| Alteration {
+                    path,
+                    name,
+                    nullable,
+                })
                 .collect();
             Ok(PyDataset::from(
-                block_on(py, lance_core::write::alter_columns(&self.inner, &alterations)).py()?,
+                block_on(
+                    py,
+                    lance_core::write::alter_columns(&self.inner, &alterations),
+                )
+                .py()?,
             ))
         })
     }

@@ -191,7 +191,10 @@ fn conflicts(ours: &Operation, theirs: Option<&PbOp>) -> Option<String> {
         // meanwhile are fine, other schema changes are not.
         Operation::Project { tightens, .. } => {
             let schema_change = replaces_table
-                || matches!(theirs, PbOp::Merge(_) | PbOp::Project(_) | PbOp::DataReplacement(_));
+                || matches!(
+                    theirs,
+                    PbOp::Merge(_) | PbOp::Project(_) | PbOp::DataReplacement(_)
+                );
             let rows_added = matches!(theirs, PbOp::Append(_) | PbOp::Update(_));
             (schema_change || (*tightens && rows_added))
                 .then(|| format!("a concurrent {} changed the table", op_name(theirs)))
@@ -470,7 +473,8 @@ fn next_manifest(
         Operation::Project { fields, .. } => {
             let kept: HashSet<i32> = fields.iter().map(|f| f.id).collect();
             for f in m.fragments.iter_mut() {
-                f.files.retain(|d| d.fields.iter().any(|id| kept.contains(id)));
+                f.files
+                    .retain(|d| d.fields.iter().any(|id| kept.contains(id)));
             }
             m.fields = fields.clone();
         }

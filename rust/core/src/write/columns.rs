@@ -47,6 +47,33 @@ pub fn new_columns(ds: &Dataset, new: &Schema) -> Result<LanceSchema> {
     Ok(added)
 }
 
+/// Add all-null columns `new` without writing data: a schema change only (no data file
+/// holds the new field ids, so every row reads as null), as pylance does for columns given
+/// as Arrow fields. A non-nullable column cannot start all null.
+pub async fn add_null_columns(ds: &Dataset, new: &Schema) -> Result<Dataset> {
+    if let Some(f) = new.fields().iter().find(|f| !f.is_nullable()) {
+        return Err(Error::invalid(format!(
+            "{}: column '{}' is not nullable, so it cannot be added without values",
+            ds.uri(),
+            f.name()
+        )));
+    }
+    let added = new_columns(ds, new)?;
+    let mut fields = ds.manifest.fields.clone();
+    fields.extend(added.to_proto());
+    let op = crate::table::commit::Operation::Project {
+        fields,
+        tightens: false,
+    };
+    super::commit_operation(
+        ds.uri(),
+        op,
+        Some(ds.version()),
+        ds.storage_options().clone(),
+    )
+    .await
+}
+
 /// The dataset's schema with the `added` columns at the end.
 pub fn schema_with(ds: &Dataset, added: &LanceSchema) -> LanceSchema {
     let mut schema = (*ds.schema).clone();

@@ -23,7 +23,9 @@ fn field_id(fields: &[Field], ds: &Dataset, path: &str) -> Result<i32> {
     let mut parent = -1;
     let mut found = None;
     for part in path.split('.') {
-        found = fields.iter().find(|f| f.parent_id == parent && f.name == part);
+        found = fields
+            .iter()
+            .find(|f| f.parent_id == parent && f.name == part);
         match found {
             Some(f) => parent = f.id,
             None => {
@@ -59,7 +61,10 @@ pub async fn drop_columns(ds: &Dataset, paths: &[String]) -> Result<Dataset> {
     for p in paths {
         dropped.extend(subtree(&fields, field_id(&fields, ds, p)?));
     }
-    let kept: Vec<Field> = fields.into_iter().filter(|f| !dropped.contains(&f.id)).collect();
+    let kept: Vec<Field> = fields
+        .into_iter()
+        .filter(|f| !dropped.contains(&f.id))
+        .collect();
     if !kept.iter().any(|f| f.parent_id == -1) {
         return Err(Error::invalid(format!(
             "{}: cannot drop all columns from a dataset",
@@ -70,7 +75,13 @@ pub async fn drop_columns(ds: &Dataset, paths: &[String]) -> Result<Dataset> {
         fields: kept,
         tightens: false,
     };
-    commit_operation(ds.uri(), op, Some(ds.version()), ds.storage_options().clone()).await
+    commit_operation(
+        ds.uri(),
+        op,
+        Some(ds.version()),
+        ds.storage_options().clone(),
+    )
+    .await
 }
 
 /// Rename columns or change their nullability. Making a column non-nullable is the
@@ -90,7 +101,10 @@ pub async fn alter_columns(ds: &Dataset, alterations: &[Alteration]) -> Result<D
                 )));
             }
             let parent = fields[i].parent_id;
-            if fields.iter().any(|f| f.parent_id == parent && f.id != id && &f.name == name) {
+            if fields
+                .iter()
+                .any(|f| f.parent_id == parent && f.id != id && &f.name == name)
+            {
                 return Err(Error::invalid(format!(
                     "{}: cannot rename {} to {name}: a column of that name exists",
                     ds.uri(),
@@ -105,5 +119,11 @@ pub async fn alter_columns(ds: &Dataset, alterations: &[Alteration]) -> Result<D
         }
     }
     let op = Operation::Project { fields, tightens };
-    commit_operation(ds.uri(), op, Some(ds.version()), ds.storage_options().clone()).await
+    commit_operation(
+        ds.uri(),
+        op,
+        Some(ds.version()),
+        ds.storage_options().clone(),
+    )
+    .await
 }
