@@ -353,6 +353,34 @@ class LanceDataset:
             changes.append((a["path"], a.get("name"), None if nullable is None else bool(nullable)))
         self._ds = self._ds.alter_columns(changes)
 
+    def cleanup_old_versions(self, older_than: Optional[timedelta] = None, retain_versions: Optional[int] = None,
+                             *, delete_unverified: bool = False, error_if_tagged_old_versions: bool = True,
+                             **kwargs: Any) -> "CleanupStats":
+        """Remove versions older than `older_than` (and outside the newest
+        `retain_versions`; two weeks when neither is given) and every file only they
+        reference, as pylance does. The latest version and tagged versions stay (a tagged
+        old version is an error unless `error_if_tagged_old_versions=False`). Files no
+        version references are removed only when 7 days old, or with
+        `delete_unverified=True` (only when no writer is running). pylance's tuning
+        arguments (`delete_rate_limit`, `delete_concurrency`, `versions`) are accepted and
+        ignored, except `versions`, which is refused."""
+        if kwargs.get("versions") is not None:
+            raise InvalidInputError("cleanup of chosen versions (versions=...) is not supported; use older_than")
+        unknown = set(kwargs) - {"delete_rate_limit", "delete_concurrency", "versions"}
+        if unknown:
+            raise TypeError(f"cleanup_old_versions() got unexpected arguments {sorted(unknown)}")
+        if retain_versions is not None and retain_versions < 1:
+            raise InvalidInputError("retain_versions must be positive")
+        if older_than is None and retain_versions is None:
+            older_than = timedelta(days=14)
+        before = None
+        if older_than is not None:
+            import time
+
+            before = time.time_ns() - int(older_than.total_seconds() * 1e9)
+        return CleanupStats(*self._ds.cleanup_old_versions(before, retain_versions, bool(delete_unverified),
+                                                           bool(error_if_tagged_old_versions)))
+
     def restore(self) -> None:
         """Commit this (checked-out) version as the newest, as pylance's `restore()`; this
         object moves to the new version. A commit made since the latest version was read is
@@ -540,6 +568,24 @@ class LanceDataset:
 
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self.uri!r}, version={self.version})"
+
+
+class CleanupStats:
+    """What `cleanup_old_versions` removed (pylance's names)."""
+
+    def __init__(self, bytes_removed: int, old_versions: int, data_files_removed: int = 0,
+                 transaction_files_removed: int = 0, index_files_removed: int = 0,
+                 deletion_files_removed: int = 0, failed_deletes: int = 0) -> None:
+        self.bytes_removed = bytes_removed
+        self.old_versions = old_versions
+        self.data_files_removed = data_files_removed
+        self.transaction_files_removed = transaction_files_removed
+        self.index_files_removed = index_files_removed
+        self.deletion_files_removed = deletion_files_removed
+        self.failed_deletes = failed_deletes
+
+    def __repr__(self) -> str:
+        return "CleanupStats(" + ", ".join(f"{k}={v}" for k, v in vars(self).items()) + ")"
 
 
 def _rfc3339(text: Optional[str]) -> Optional[datetime]:

@@ -282,6 +282,43 @@ impl PyDataset {
         })
     }
 
+    /// Remove old versions and the files only they reference; returns the statistics as
+    /// (bytes, versions, data files, transaction files, index files, deletion files, failed).
+    #[pyo3(signature = (before_nanos=None, retain_versions=None, delete_unverified=false, error_if_tagged_old_versions=true))]
+    fn cleanup_old_versions(
+        &self,
+        py: Python<'_>,
+        before_nanos: Option<i64>,
+        retain_versions: Option<u64>,
+        delete_unverified: bool,
+        error_if_tagged_old_versions: bool,
+    ) -> PyResult<(u64, u64, u64, u64, u64, u64, u64)> {
+        use lance_core::table::cleanup::{cleanup_old_versions, CleanupOptions};
+        guard(|| {
+            let storage = self.storage()?;
+            let opts = CleanupOptions {
+                before_nanos,
+                retain_versions,
+                delete_unverified,
+                error_if_tagged_old_versions,
+            };
+            let s = block_on(
+                py,
+                async move { cleanup_old_versions(&storage, &opts).await },
+            )
+            .py()?;
+            Ok((
+                s.bytes_removed,
+                s.old_versions,
+                s.data_files_removed,
+                s.transaction_files_removed,
+                s.index_files_removed,
+                s.deletion_files_removed,
+                s.failed_deletes,
+            ))
+        })
+    }
+
     /// Add all-null columns (an Arrow schema); metadata only. Returns the new version.
     fn add_null_columns(&self, py: Python<'_>, schema: Bound<'_, PyAny>) -> PyResult<Self> {
         guard(|| {

@@ -1,5 +1,6 @@
 //! The table format: manifests and their versions, schemas with field ids, fragments and
 //! their data files, deletion files, stable row ids and feature flags.
+pub mod cleanup;
 pub mod commit;
 pub mod data_file;
 pub mod deletion;
