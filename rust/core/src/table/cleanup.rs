@@ -55,58 +55,98 @@ enum Kind {
     Index,
 }
 
-/// Paths (relative to the dataset) a manifest references.
-fn referenced(m: &Manifest, bytes: &Bytes, out: &mut HashSet<String>) {
-    for f in &m.fragments {
-        for d in f.files.iter().filter(|d| d.base_id.is_none()) {
-            out.insert(format!("data/{}", d.path));
+/// Files some manifests reference, by kind; names borrowed from the manifests (hundreds of
+/// manifests list mostly the same files), deletion files by their identity until the end.
+#[derive(Default)]
+struct Refs<'a> {
+    data: HashSet<&'a str>,
+    deletions: HashSet<(u64, u64, u64, i32)>,
+    transactions: HashSet<&'a str>,
+    indices: HashSet<String>,
+}
+
+impl<'a> Refs<'a> {
+    fn add(&mut self, m: &'a Manifest, bytes: &Bytes) {
+        for f in &m.fragments {
+            for d in f.files.iter().filter(|d| d.base_id.is_none()) {
+                self.data.insert(&d.path);
+            }
+            if let Some(d) = f.deletion_file.as_ref().filter(|d| d.base_id.is_none()) {
+                self.deletions
+                    .insert((f.id, d.read_version, d.id, d.file_type));
+            }
         }
-        if let Some(d) = f.deletion_file.as_ref().filter(|d| d.base_id.is_none()) {
-            out.insert(format!("_deletions/{}", deletion_file_name(f.id, d)));
+        if !m.transaction_file.is_empty() {
+            self.transactions.insert(&m.transaction_file);
         }
-    }
-    if !m.transaction_file.is_empty() {
-        out.insert(format!("_transactions/{}", m.transaction_file));
-    }
-    // Index directories, from the index section of the manifest file.
-    if let Some(section) = m.index_section.and_then(|pos| {
-        let pos = pos as usize;
-        let len = u32::from_le_bytes(bytes.get(pos..pos + 4)?.try_into().ok()?) as usize;
-        IndexSection::decode(bytes.get(pos + 4..pos + 4 + len)?).ok()
-    }) {
-        for index in section.indices.iter().filter(|i| i.base_id.is_none()) {
-            if let Some(uuid) = index
-                .uuid
-                .as_ref()
-                .and_then(|u| uuid::Uuid::from_slice(&u.uuid).ok())
-            {
-                out.insert(format!("_indices/{}/", uuid.hyphenated()));
+        // Index directories, from the index section of the manifest file.
+        if let Some(section) = m.index_section.and_then(|pos| {
+            let pos = pos as usize;
+            let len = u32::from_le_bytes(bytes.get(pos..pos + 4)?.try_into().ok()?) as usize;
+            IndexSection::decode(bytes.get(pos + 4..pos + 4 + len)?).ok()
+        }) {
+            for index in section.indices.iter().filter(|i| i.base_id.is_none()) {
+                if let Some(uuid) = index
+                    .uuid
+                    .as_ref()
+                    .and_then(|u| uuid::Uuid::from_slice(&u.uuid).ok())
+                {
+                    self.indices.insert(uuid.hyphenated().to_string());
+                }
             }
         }
     }
+
+    /// The deletion file names, formatted once per distinct file.
+    fn deletion_names(&self) -> HashSet<String> {
+        self.deletions
+            .iter()
+            .map(|&(fragment, read_version, id, file_type)| {
+                let d = crate::proto::table::DeletionFile {
+                    read_version,
+                    id,
+                    file_type,
+                    ..Default::default()
+                };
+                deletion_file_name(fragment, &d)
+            })
+            .collect()
+    }
 }
 
-/// Whether `path` is referenced: itself, or (index files) its index directory.
-fn is_referenced(path: &str, refs: &HashSet<String>) -> bool {
-    if refs.contains(path) {
-        return true;
+/// Whether the file at `rel` (relative to the dataset) is referenced; `deletions` are the
+/// names of `refs`' deletion files.
+fn is_referenced(rel: &str, refs: &Refs, deletions: &HashSet<String>) -> bool {
+    if let Some(name) = rel.strip_prefix("data/") {
+        return refs.data.contains(name);
     }
-    match path
+    if let Some(name) = rel.strip_prefix("_deletions/") {
+        return deletions.contains(name);
+    }
+    if let Some(name) = rel.strip_prefix("_transactions/") {
+        return refs.transactions.contains(name);
+    }
+    match rel
         .strip_prefix("_indices/")
         .and_then(|p| p.split_once('/'))
     {
-        Some((dir, _)) => refs.contains(&format!("_indices/{dir}/")),
+        Some((dir, _)) => refs.indices.contains(dir),
         None => false,
     }
 }
 
+/// Read a manifest, and decode it on the CPU pool (hundreds of them decode on both cores).
 async fn read_manifest(
     storage: &Storage,
     loc: ManifestLocation,
 ) -> Result<(ManifestLocation, Manifest, Bytes)> {
     let bytes = storage.get(&loc.path).await?;
-    let m = decode_manifest(&bytes, &storage.display(&loc.path))?;
-    Ok((loc, m, bytes))
+    let name = storage.display(&loc.path);
+    crate::scan::cpu::spawn_cpu(name.clone(), move || {
+        let m = decode_manifest(&bytes, &name)?;
+        Ok((loc, m, bytes))
+    })
+    .await
 }
 
 async fn delete_one(
@@ -178,14 +218,15 @@ pub async fn cleanup_old_versions(
         )));
     }
 
-    let mut keep_refs = HashSet::new();
+    let mut keep_refs = Refs::default();
     for (_, m, bytes) in &kept {
-        referenced(m, bytes, &mut keep_refs);
+        keep_refs.add(m, bytes);
     }
-    let mut old_refs = HashSet::new();
+    let mut old_refs = Refs::default();
     for (_, m, bytes) in &removed {
-        referenced(m, bytes, &mut old_refs);
+        old_refs.add(m, bytes);
     }
+    let (keep_deletions, old_deletions) = (keep_refs.deletion_names(), old_refs.deletion_names());
 
     // Candidates: files of removed versions no kept version needs, and (when old enough
     // or allowed) files no version references.
@@ -202,10 +243,10 @@ pub async fn cleanup_old_versions(
     for (&kind, objects) in kinds.iter().zip(listings) {
         for o in objects {
             let rel = storage.relative(&o.location).to_string();
-            if is_referenced(&rel, &keep_refs) {
+            if is_referenced(&rel, &keep_refs, &keep_deletions) {
                 continue;
             }
-            let verified = is_referenced(&rel, &old_refs);
+            let verified = is_referenced(&rel, &old_refs, &old_deletions);
             let age = now - o.last_modified.timestamp_nanos_opt().unwrap_or(now);
             if verified || opts.delete_unverified || age > UNVERIFIED_GRACE_NANOS {
                 doomed.push((o.location, o.size, kind));
