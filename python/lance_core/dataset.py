@@ -381,6 +381,11 @@ class LanceDataset:
         return CleanupStats(*self._ds.cleanup_old_versions(before, retain_versions, bool(delete_unverified),
                                                            bool(error_if_tagged_old_versions)))
 
+    @property
+    def optimize(self) -> "DatasetOptimizer":
+        """Table maintenance, as pylance's `ds.optimize` (`compact_files`)."""
+        return DatasetOptimizer(self)
+
     def restore(self) -> None:
         """Commit this (checked-out) version as the newest, as pylance's `restore()`; this
         object moves to the new version. A commit made since the latest version was read is
@@ -568,6 +573,46 @@ class LanceDataset:
 
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self.uri!r}, version={self.version})"
+
+
+class CompactionMetrics:
+    """What `compact_files` changed (pylance's names)."""
+
+    def __init__(self, fragments_removed: int, fragments_added: int, files_removed: int, files_added: int) -> None:
+        self.fragments_removed = fragments_removed
+        self.fragments_added = fragments_added
+        self.files_removed = files_removed
+        self.files_added = files_added
+
+    def __repr__(self) -> str:
+        return "CompactionMetrics(" + ", ".join(f"{k}={v}" for k, v in vars(self).items()) + ")"
+
+
+class DatasetOptimizer:
+    """`ds.optimize`: compaction."""
+
+    def __init__(self, ds: "LanceDataset") -> None:
+        self._dataset = ds
+
+    def compact_files(self, *, target_rows_per_fragment: int = 1024 * 1024, max_rows_per_group: int = 1024,
+                      max_bytes_per_file: Optional[int] = None, materialize_deletions: bool = True,
+                      materialize_deletions_threshold: float = 0.1, num_threads: Optional[int] = None,
+                      batch_size: Optional[int] = None, **kwargs: Any) -> CompactionMetrics:
+        """Merge runs of neighbouring fragments smaller than `target_rows_per_fragment`
+        and rewrite fragments with more than `materialize_deletions_threshold` of their
+        rows deleted, in one new version (a `Rewrite`); rows keep their order and their
+        stable row ids. `max_rows_per_group`, `max_bytes_per_file` and `num_threads` are
+        accepted for pylance's sake (2.x files have no row groups). Appends committed
+        meanwhile are kept; a delete of the same fragments makes this fail, to retry."""
+        if target_rows_per_fragment is None or target_rows_per_fragment < 1:
+            raise InvalidInputError("target_rows_per_fragment must be positive")
+        if not 0 <= materialize_deletions_threshold <= 1:
+            raise InvalidInputError("materialize_deletions_threshold is a share of rows, between 0 and 1")
+        ds = self._dataset
+        new, m = ds._ds.compact_files(int(target_rows_per_fragment), bool(materialize_deletions),
+                                      float(materialize_deletions_threshold), batch_size)
+        ds._ds = new
+        return CompactionMetrics(*m)
 
 
 class CleanupStats:

@@ -319,6 +319,42 @@ impl PyDataset {
         })
     }
 
+    /// Compact small fragments and fragments with many deleted rows; returns the new
+    /// version and (fragments removed, fragments added, files removed, files added).
+    #[pyo3(signature = (target_rows_per_fragment, materialize_deletions, materialize_deletions_threshold, batch_size=None))]
+    fn compact_files(
+        &self,
+        py: Python<'_>,
+        target_rows_per_fragment: u64,
+        materialize_deletions: bool,
+        materialize_deletions_threshold: f64,
+        batch_size: Option<usize>,
+    ) -> PyResult<(Self, (u64, u64, u64, u64))> {
+        use lance_core::write::compact::{compact_files, CompactionOptions};
+        guard(|| {
+            let mut opts = CompactionOptions {
+                target_rows_per_fragment: target_rows_per_fragment.max(1),
+                materialize_deletions,
+                materialize_deletions_threshold,
+                ..Default::default()
+            };
+            if let Some(b) = batch_size {
+                opts.batch_size = b.max(1);
+            }
+            let ds = self.inner.clone();
+            let (new, m) = block_on(py, async move { compact_files(&ds, &opts).await }).py()?;
+            Ok((
+                PyDataset::from(new),
+                (
+                    m.fragments_removed,
+                    m.fragments_added,
+                    m.files_removed,
+                    m.files_added,
+                ),
+            ))
+        })
+    }
+
     /// Add all-null columns (an Arrow schema); metadata only. Returns the new version.
     fn add_null_columns(&self, py: Python<'_>, schema: Bound<'_, PyAny>) -> PyResult<Self> {
         guard(|| {

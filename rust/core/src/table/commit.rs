@@ -62,6 +62,12 @@ pub enum Operation {
         fields: Vec<crate::proto::file::Field>,
         tightens: bool,
     },
+    /// Compaction: each group's old fragments replaced, where the first of them stood, by
+    /// new fragments holding the same rows (ids assigned at commit; their row-id sequences
+    /// are given, so stable row ids move with their rows).
+    Rewrite {
+        groups: Vec<(Vec<DataFragment>, Vec<DataFragment>)>,
+    },
 }
 
 impl Operation {
@@ -96,12 +102,26 @@ impl Operation {
             Operation::Project { fields, .. } => PbOp::Project(txn::Project {
                 schema: fields.clone(),
             }),
+            Operation::Rewrite { groups } => PbOp::Rewrite(txn::Rewrite {
+                groups: groups
+                    .iter()
+                    .map(|(old, new)| txn::rewrite::RewriteGroup {
+                        old_fragments: old.clone(),
+                        new_fragments: new.clone(),
+                    })
+                    .collect(),
+                ..Default::default()
+            }),
         }
     }
 
     /// Fragments this operation changes in place.
     fn touched(&self) -> HashSet<u64> {
         match self {
+            Operation::Rewrite { groups } => groups
+                .iter()
+                .flat_map(|g| g.0.iter().map(|f| f.id))
+                .collect(),
             Operation::Delete {
                 updated,
                 deleted_ids,
@@ -198,6 +218,23 @@ fn conflicts(ours: &Operation, theirs: Option<&PbOp>) -> Option<String> {
             let rows_added = matches!(theirs, PbOp::Append(_) | PbOp::Update(_));
             (schema_change || (*tightens && rows_added))
                 .then(|| format!("a concurrent {} changed the table", op_name(theirs)))
+        }
+        // Rows appended meanwhile are fine; any other change to the fragments rewritten (or
+        // to the schema they were rewritten with) is not.
+        Operation::Rewrite { .. } => {
+            if replaces_table || matches!(theirs, PbOp::Merge(_) | PbOp::Project(_)) {
+                return Some(format!(
+                    "a concurrent {} changed the table",
+                    op_name(theirs)
+                ));
+            }
+            match touched_by(theirs) {
+                Some(t) if !t.is_disjoint(&ours.touched()) => Some(format!(
+                    "a concurrent {} changed fragments being compacted",
+                    op_name(theirs)
+                )),
+                _ => None,
+            }
         }
         // Restoring would silently undo whatever was committed after the user chose to.
         Operation::Restore { .. } => (!matches!(
@@ -470,6 +507,32 @@ fn next_manifest(
             m.schema_metadata = schema.metadata_proto();
         }
         Operation::Restore { .. } => {}
+        Operation::Rewrite { groups } => {
+            for (old, new) in groups {
+                let ids: HashSet<u64> = old.iter().map(|f| f.id).collect();
+                let Some(at) = m.fragments.iter().position(|f| ids.contains(&f.id)) else {
+                    return Err(Error::invalid(format!(
+                        "{}: the fragments being compacted no longer exist; re-read the dataset and try again",
+                        storage.uri()
+                    )));
+                };
+                if m.fragments.iter().filter(|f| ids.contains(&f.id)).count() != ids.len() {
+                    return Err(Error::invalid(format!(
+                        "{}: some fragments being compacted no longer exist; re-read the dataset and try again",
+                        storage.uri()
+                    )));
+                }
+                m.fragments.retain(|f| !ids.contains(&f.id));
+                let mut fresh = Vec::with_capacity(new.len());
+                for f in new {
+                    let mut f = f.clone();
+                    f.id = next_id;
+                    next_id += 1;
+                    fresh.push(f);
+                }
+                m.fragments.splice(at..at, fresh);
+            }
+        }
         Operation::Project { fields, .. } => {
             let kept: HashSet<i32> = fields.iter().map(|f| f.id).collect();
             for f in m.fragments.iter_mut() {

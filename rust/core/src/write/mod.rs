@@ -3,6 +3,7 @@
 //! `write_fragments` writes data files without committing (what each Spark task does);
 //! `write_dataset` also commits them (create, append or overwrite).
 pub mod columns;
+pub mod compact;
 mod delete;
 mod file;
 pub mod leaves;
