@@ -75,3 +75,25 @@ def test_compaction_rebases_over_appends_and_conflicts_with_deletes(tmp_uri):
     lance_core.dataset(tmp_uri).optimize.compact_files(target_rows_per_fragment=100_000)    # a retry works
     assert lance.dataset(tmp_uri).count_rows() == lance_core.dataset(tmp_uri).count_rows()
     assert files_before
+
+
+def test_distributed_compaction_plans_pickled_tasks_and_commits_once(tmp_path):
+    import pickle
+
+    from lance_core.optimize import Compaction
+
+    a, b = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
+    _build(a, True)
+    _build(b, True)
+    ds = lance_core.dataset(a)
+    plan = Compaction.plan(ds, {"target_rows_per_fragment": 5000})
+    assert plan.num_tasks() == 4 and plan.read_version == ds.version
+    tasks = [pickle.loads(pickle.dumps(t)) for t in plan.tasks]              # as sent to workers
+    results = [pickle.loads(pickle.dumps(t.execute(lance_core.dataset(a)))) for t in reversed(tasks)]
+    m = Compaction.commit(ds, results)
+    assert ds.version == plan.read_version + 1
+    lance_core.dataset(b).optimize.compact_files(target_rows_per_fragment=5000)
+    assert_same(lance.dataset(a).to_table(with_row_id=True), lance.dataset(b).to_table(with_row_id=True), "same rows")
+    assert [f.physical_rows for f in lance.dataset(a).get_fragments()] == \
+        [f.physical_rows for f in lance.dataset(b).get_fragments()]
+    assert (m.fragments_removed, m.fragments_added) == (30, 5)

@@ -13,10 +13,10 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("lance_core.spark needs pyspark >= 4.1 (pip install 'pyspark>=4.1')") from e
 
 from .datasource import LanceDataSource, LancePartition, LanceReader, LanceWriter
-from .pipeline import add_columns, read_fragments
+from .pipeline import add_columns, compact, read_fragments
 from .types import spark_schema
 
-__all__ = ["LanceDataSource", "LancePartition", "LanceReader", "LanceWriter", "add_columns", "read_fragments",
+__all__ = ["LanceDataSource", "LancePartition", "LanceReader", "LanceWriter", "add_columns", "compact", "read_fragments",
            "spark_schema", "register"]
 
 

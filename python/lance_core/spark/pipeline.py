@@ -1,5 +1,5 @@
-"""Pipeline helpers over `mapInArrow`: reading fragments into a DataFrame, and adding
-computed columns to a dataset with the work spread over the executors.
+"""Pipeline helpers over `mapInArrow`: reading fragments into a DataFrame, adding
+computed columns to a dataset and compacting it, with the work spread over the executors.
 
 Both fix the dataset version on the driver and send executors only small descriptions of
 their work (fragment ids and row ranges); executors open the dataset themselves.
@@ -110,6 +110,51 @@ def add_columns(
         schema = pa.schema(list(ds.schema) + list(output_schema), metadata=ds.schema.metadata)
         return commit(uri, LanceOperation.Merge([written[f] for f in fragment_ids], schema),
                       read_version=read_version, storage_options=storage_options)
+    except BaseException:
+        files.abort()  # nothing was committed: delete every file the job wrote
+        raise
+
+
+def compact(
+    spark: SparkSession,
+    uri: str,
+    storage_options: Optional[Dict[str, str]] = None,
+    **options,
+):
+    """Compaction on Spark: the driver plans (pylance's rules; `options` as
+    `optimize.compact_files` takes them), each task rewrites one group of fragments on an
+    executor, and the driver commits every group in one new version. Appends committed
+    meanwhile are kept. A failed or conflicting job leaves no files. Returns the metrics."""
+    from ..optimize import Compaction, RewriteResult
+
+    ds = dataset(uri, storage_options=storage_options)
+    plan = Compaction.plan(ds, options)
+    if not plan.tasks:
+        return Compaction.commit(ds, [])
+    uri, read_version = ds.uri, ds.version
+    files = JobFiles(uri, storage_options)
+    tasks = {i: t for i, t in enumerate(plan.tasks)}
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        local = _dataset_at(uri, read_version, storage_options)
+        for work in batches:
+            for i in work.column(0).to_pylist():
+                result = tasks[i].execute(local, file_prefix=files.prefix)
+                from ..fragment_metadata import FragmentMetadata
+
+                written = [f for b in result.new_fragments for f in FragmentMetadata(b).files]
+                if files.keep(written):
+                    yield pa.record_batch({"task": pa.array([i], pa.int64()),
+                                           "fragments": pa.array([result.new_fragments], pa.list_(pa.binary()))})
+
+    work = _work_frame(spark, [(i,) for i in tasks], "task long")
+    try:
+        rows = work.mapInArrow(run, "task long, fragments array<binary>").collect()
+        done = {r.task: [bytes(b) for b in r.fragments] for r in rows}
+        if sorted(done) != sorted(tasks):
+            raise InvalidInputError(f"{uri}: compaction tasks {sorted(done)} finished, expected {sorted(tasks)}")
+        results = [RewriteResult(read_version, tasks[i].fragment_ids, done[i]) for i in sorted(tasks)]
+        return Compaction.commit(ds, results)
     except BaseException:
         files.abort()  # nothing was committed: delete every file the job wrote
         raise

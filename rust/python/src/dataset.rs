@@ -355,6 +355,103 @@ impl PyDataset {
         })
     }
 
+    /// The compaction tasks of this version: (fragment ids, rows) each.
+    fn plan_compaction(
+        &self,
+        py: Python<'_>,
+        target_rows_per_fragment: u64,
+        materialize_deletions: bool,
+        materialize_deletions_threshold: f64,
+    ) -> PyResult<Vec<(Vec<u64>, u64)>> {
+        use lance_core::write::compact::{plan_compaction, CompactionOptions};
+        guard(|| {
+            let opts = CompactionOptions {
+                target_rows_per_fragment: target_rows_per_fragment.max(1),
+                materialize_deletions,
+                materialize_deletions_threshold,
+                ..Default::default()
+            };
+            let ds = self.inner.clone();
+            let tasks = block_on(py, async move { plan_compaction(&ds, &opts).await }).py()?;
+            Ok(tasks
+                .into_iter()
+                .map(|t| (t.fragment_ids, t.rows))
+                .collect())
+        })
+    }
+
+    /// Run one compaction task: the new fragments' metadata (protobuf bytes), not committed.
+    #[pyo3(signature = (fragment_ids, rows, target_rows_per_fragment, batch_size=None, file_prefix=None))]
+    fn execute_compaction_task(
+        &self,
+        py: Python<'_>,
+        fragment_ids: Vec<u64>,
+        rows: u64,
+        target_rows_per_fragment: u64,
+        batch_size: Option<usize>,
+        file_prefix: Option<String>,
+    ) -> PyResult<Vec<Vec<u8>>> {
+        use lance_core::write::compact::{execute_task, CompactionOptions, CompactionTask};
+        use prost::Message;
+        guard(|| {
+            let mut opts = CompactionOptions {
+                target_rows_per_fragment: target_rows_per_fragment.max(1),
+                file_prefix: crate::write::checked_file_prefix(py, file_prefix)?,
+                ..Default::default()
+            };
+            if let Some(b) = batch_size {
+                opts.batch_size = b.max(1);
+            }
+            let task = CompactionTask { fragment_ids, rows };
+            let ds = self.inner.clone();
+            let new = block_on(py, async move { execute_task(&ds, &task, &opts).await }).py()?;
+            Ok(new.iter().map(|f| f.encode_to_vec()).collect())
+        })
+    }
+
+    /// Commit compaction results ((old fragment ids, new fragments' metadata) each) as one
+    /// version; returns it and (fragments removed, added, files removed, added).
+    fn commit_compaction(
+        &self,
+        py: Python<'_>,
+        results: Vec<(Vec<u64>, Vec<Vec<u8>>)>,
+    ) -> PyResult<(Self, (u64, u64, u64, u64))> {
+        use lance_core::proto::table::DataFragment;
+        use prost::Message;
+        guard(|| {
+            let mut decoded = Vec::with_capacity(results.len());
+            for (ids, frags) in results {
+                let frags = frags
+                    .iter()
+                    .map(|b| {
+                        DataFragment::decode(&b[..]).map_err(|e| {
+                            crate::errors::raise(
+                                py,
+                                "InvalidInputError",
+                                format!("bad fragment metadata: {e}"),
+                            )
+                        })
+                    })
+                    .collect::<PyResult<Vec<_>>>()?;
+                decoded.push((ids, frags));
+            }
+            let ds = self.inner.clone();
+            let (new, m) = block_on(py, async move {
+                lance_core::write::compact::commit_compaction(&ds, decoded).await
+            })
+            .py()?;
+            Ok((
+                PyDataset::from(new),
+                (
+                    m.fragments_removed,
+                    m.fragments_added,
+                    m.files_removed,
+                    m.files_added,
+                ),
+            ))
+        })
+    }
+
     /// Add all-null columns (an Arrow schema); metadata only. Returns the new version.
     fn add_null_columns(&self, py: Python<'_>, schema: Bound<'_, PyAny>) -> PyResult<Self> {
         guard(|| {

@@ -24,6 +24,8 @@ pub struct CompactionOptions {
     /// A fragment with more than this share of its rows deleted is rewritten.
     pub materialize_deletions_threshold: f64,
     pub batch_size: usize,
+    /// Start of new data files' names (a distributed job's token).
+    pub file_prefix: String,
 }
 
 impl Default for CompactionOptions {
@@ -33,6 +35,7 @@ impl Default for CompactionOptions {
             materialize_deletions: true,
             materialize_deletions_threshold: 0.1,
             batch_size: 64 * 1024,
+            file_prefix: String::new(),
         }
     }
 }
@@ -147,6 +150,7 @@ async fn rewrite(
     let files = (rows / opts.target_rows_per_fragment.max(1)).max(1);
     let write = WriteOptions {
         max_rows_per_file: rows.div_ceil(files).max(1),
+        file_prefix: opts.file_prefix.clone(),
         storage_options: ds.storage_options().clone(),
         ..Default::default()
     };
@@ -169,77 +173,162 @@ async fn rewrite(
     Ok(fragments)
 }
 
-/// Compact `ds` (at its version); returns the dataset at the new version and what changed.
-/// Nothing to do commits nothing.
-pub async fn compact_files(
-    ds: &Dataset,
-    opts: &CompactionOptions,
-) -> Result<(Dataset, CompactionMetrics)> {
+/// One unit of compaction work: neighbouring fragments (by id) of the read version to
+/// rewrite together, and the rows they hold. Plain data, so that it can be sent to a worker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompactionTask {
+    pub fragment_ids: Vec<u64>,
+    pub rows: u64,
+}
+
+fn refuse_indices(ds: &Dataset) -> Result<()> {
     if ds.manifest.index_section.is_some() {
         return Err(Error::unsupported(
             ds.uri(),
             "compacting a dataset with indices (their fragment lists are not updated yet)",
         ));
     }
+    Ok(())
+}
+
+/// The tasks that compact `ds` at its version (none: nothing to do).
+pub async fn plan_compaction(
+    ds: &Dataset,
+    opts: &CompactionOptions,
+) -> Result<Vec<CompactionTask>> {
+    refuse_indices(ds)?;
+    Ok(plan(ds, opts)
+        .await?
+        .into_iter()
+        .map(|(group, rows)| CompactionTask {
+            fragment_ids: group.iter().map(|f| f.id).collect(),
+            rows,
+        })
+        .collect())
+}
+
+/// Run one task on `ds` (at the task's read version): the new fragments, not committed.
+pub async fn execute_task(
+    ds: &Dataset,
+    task: &CompactionTask,
+    opts: &CompactionOptions,
+) -> Result<Vec<DataFragment>> {
+    let group: Vec<DataFragment> = task
+        .fragment_ids
+        .iter()
+        .map(|id| {
+            ds.fragment(*id).cloned().ok_or_else(|| {
+                Error::invalid(format!(
+                    "{}: fragment {id} of the compaction task is not in version {}",
+                    ds.uri(),
+                    ds.version()
+                ))
+            })
+        })
+        .collect::<Result<_>>()?;
     let ds = Arc::new(ds.clone());
     let storage = Storage::open(ds.uri(), ds.storage_options())?;
-    let groups = plan(&ds, opts).await?;
+    rewrite(&ds, &storage, &group, task.rows, opts).await
+}
+
+/// Commit the results of tasks (fragment ids of `ds`'s version → new fragments) as one
+/// `Rewrite`; on failure the new files are removed (the compaction may be planned again).
+pub async fn commit_compaction(
+    ds: &Dataset,
+    results: Vec<(Vec<u64>, Vec<DataFragment>)>,
+) -> Result<(Dataset, CompactionMetrics)> {
+    let storage = Storage::open(ds.uri(), ds.storage_options())?;
     let mut metrics = CompactionMetrics::default();
-    if groups.is_empty() {
-        return Ok(((*ds).clone(), metrics));
+    let mut groups = Vec::with_capacity(results.len());
+    let mut written: Vec<String> = Vec::new();
+    for (_, new) in &results {
+        for f in new {
+            written.extend(f.files.iter().map(|d| d.path.clone()));
+        }
     }
-    let mut rewritten = Vec::with_capacity(groups.len());
-    for (group, rows) in groups {
-        let new = match rewrite(&ds, &storage, &group, rows, opts).await {
-            Ok(new) => new,
+    let mut failure = None;
+    for (ids, new) in results {
+        let old: Result<Vec<DataFragment>> = ids
+            .iter()
+            .map(|id| {
+                ds.fragment(*id).cloned().ok_or_else(|| {
+                    Error::invalid(format!(
+                        "{}: compacted fragment {id} is not in version {}",
+                        ds.uri(),
+                        ds.version()
+                    ))
+                })
+            })
+            .collect();
+        let old = match old {
+            Ok(old) => old,
             Err(e) => {
-                // Leave no files of this attempt behind.
-                for f in rewritten
-                    .iter()
-                    .flat_map(|(_, n): &(Vec<DataFragment>, Vec<DataFragment>)| n.iter())
-                {
-                    for d in &f.files {
-                        let _ = storage
-                            .delete(&storage.path(&format!("data/{}", d.path)))
-                            .await;
-                    }
-                }
-                return Err(e);
+                failure = Some(e);
+                break;
             }
         };
-        metrics.fragments_removed += group.len() as u64;
+        metrics.fragments_removed += old.len() as u64;
         // Deletion files go too (pylance counts them).
-        metrics.files_removed += group
+        metrics.files_removed += old
             .iter()
             .map(|f| f.files.len() as u64 + f.deletion_file.is_some() as u64)
             .sum::<u64>();
         metrics.fragments_added += new.len() as u64;
         metrics.files_added += new.iter().map(|f| f.files.len() as u64).sum::<u64>();
-        rewritten.push((group, new));
+        groups.push((old, new));
     }
-    let written: Vec<String> = rewritten
-        .iter()
-        .flat_map(|(_, new)| {
-            new.iter()
-                .flat_map(|f| f.files.iter().map(|d| d.path.clone()))
-        })
-        .collect();
-    let op = Operation::Rewrite { groups: rewritten };
-    match commit_operation(
-        ds.uri(),
-        op,
-        Some(ds.version()),
-        ds.storage_options().clone(),
-    )
-    .await
-    {
+    let outcome = match failure {
+        Some(e) => Err(e),
+        None if groups.is_empty() => return Ok((ds.clone(), metrics)),
+        None => {
+            let op = Operation::Rewrite { groups };
+            commit_operation(
+                ds.uri(),
+                op,
+                Some(ds.version()),
+                ds.storage_options().clone(),
+            )
+            .await
+        }
+    };
+    match outcome {
         Ok(new) => Ok((new, metrics)),
         Err(e) => {
-            // A conflict: the new files are nobody's; remove them, the caller may retry.
+            // The new files are nobody's; remove them.
             for path in written {
                 let _ = storage.delete(&storage.path(&format!("data/{path}"))).await;
             }
             Err(e)
         }
     }
+}
+
+/// Compact `ds` (at its version) in this process; returns the dataset at the new version
+/// and what changed. Nothing to do commits nothing.
+pub async fn compact_files(
+    ds: &Dataset,
+    opts: &CompactionOptions,
+) -> Result<(Dataset, CompactionMetrics)> {
+    let tasks = plan_compaction(ds, opts).await?;
+    let mut results = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        match execute_task(ds, &task, opts).await {
+            Ok(new) => results.push((task.fragment_ids, new)),
+            Err(e) => {
+                // Leave no files of this attempt behind.
+                let storage = Storage::open(ds.uri(), ds.storage_options())?;
+                let mut paths = Vec::new();
+                for (_, new) in &results {
+                    for f in new {
+                        paths.extend(f.files.iter().map(|d| format!("data/{}", d.path)));
+                    }
+                }
+                for p in paths {
+                    let _ = storage.delete(&storage.path(&p)).await;
+                }
+                return Err(e);
+            }
+        }
+    }
+    commit_compaction(ds, results).await
 }
