@@ -363,6 +363,18 @@ pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> R
         let recompute = base.as_ref().is_some_and(|b| b.writer_version.is_none());
         migrate_fragments(storage, &mut next, recompute).await?;
         settle_data_format(storage, &mut next)?;
+        // Rewritten fragments leave the indices that covered them: readers scan their rows
+        // instead of trusting index entries that point at the old fragments.
+        let (base, base_bytes) = match &op {
+            Operation::Rewrite { groups } => {
+                let gone: HashSet<u32> = groups
+                    .iter()
+                    .flat_map(|g| g.0.iter().map(|f| f.id as u32))
+                    .collect();
+                without_fragments_in_indices(base, base_bytes, &gone)?
+            }
+            _ => (base, base_bytes),
+        };
         let file = manifest_file(next, base.as_ref(), &base_bytes, &txn_name, &txn_bytes);
         let path = storage.path(&format!("{VERSIONS_DIR}/{}", scheme.file_name(version)));
         if storage.put_if_absent(&path, file).await? {
@@ -667,6 +679,52 @@ fn dictionary_prefix(m: &Manifest, base_bytes: &Bytes) -> usize {
         }
     }
     end
+}
+
+/// `base` and its file's bytes with fragments `gone` removed from the fragment bitmap of
+/// every index in its index section (the section is re-encoded at the end of the bytes,
+/// where `manifest_file` finds it through `index_section`).
+fn without_fragments_in_indices(
+    base: Option<Manifest>,
+    bytes: Bytes,
+    gone: &HashSet<u32>,
+) -> Result<(Option<Manifest>, Bytes)> {
+    use crate::proto::table::IndexSection;
+    let Some(mut m) = base else {
+        return Ok((None, bytes));
+    };
+    let Some(pos) = m.index_section.map(|p| p as usize) else {
+        return Ok((Some(m), bytes));
+    };
+    let section = bytes
+        .get(pos..pos + 4)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap_or_default()) as usize)
+        .and_then(|len| bytes.get(pos + 4..pos + 4 + len))
+        .and_then(|b| IndexSection::decode(b).ok())
+        .ok_or_else(|| Error::corrupt("", "the latest manifest's index section cannot be read"))?;
+    let mut section = section;
+    for index in section.indices.iter_mut() {
+        if index.fragment_bitmap.is_empty() {
+            continue;
+        }
+        let mut bitmap = roaring::RoaringBitmap::deserialize_from(&index.fragment_bitmap[..])
+            .map_err(|e| Error::corrupt("", format!("an index's fragment bitmap: {e}")))?;
+        for id in gone {
+            bitmap.remove(*id);
+        }
+        let mut out = Vec::with_capacity(bitmap.serialized_size());
+        bitmap
+            .serialize_into(&mut out)
+            .map_err(|e| Error::io("", format!("an index's fragment bitmap: {e}")))?;
+        index.fragment_bitmap = out;
+    }
+    let encoded = section.encode_to_vec();
+    let mut out = bytes.to_vec();
+    let at = out.len();
+    out.extend_from_slice(&(encoded.len() as u32).to_le_bytes());
+    out.extend_from_slice(&encoded);
+    m.index_section = Some(at as u64);
+    Ok((Some(m), Bytes::from(out)))
 }
 
 /// The next manifest file: [legacy dictionaries] [index section] [transaction] [manifest]

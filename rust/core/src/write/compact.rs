@@ -48,6 +48,34 @@ pub struct CompactionMetrics {
     pub files_added: u64,
 }
 
+/// Which fragments each index of `ds` covers (from its manifest file's index section).
+async fn index_coverage(ds: &Dataset) -> Result<Vec<roaring::RoaringBitmap>> {
+    use crate::proto::table::IndexSection;
+    use prost::Message;
+    let Some(pos) = ds.manifest.index_section.map(|p| p as usize) else {
+        return Ok(vec![]);
+    };
+    let storage = Storage::open(ds.uri(), ds.storage_options())?;
+    let loc = crate::table::versions::locate_version(&storage, ds.version()).await?;
+    let bytes = storage.get(&loc.path).await?;
+    let name = storage.display(&loc.path);
+    let section = bytes
+        .get(pos..pos + 4)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap_or_default()) as usize)
+        .and_then(|len| bytes.get(pos + 4..pos + 4 + len))
+        .and_then(|b| IndexSection::decode(b).ok())
+        .ok_or_else(|| Error::corrupt(&name, "the index section cannot be read"))?;
+    section
+        .indices
+        .iter()
+        .map(|i| match i.fragment_bitmap.is_empty() {
+            true => Ok(roaring::RoaringBitmap::new()),
+            false => roaring::RoaringBitmap::deserialize_from(&i.fragment_bitmap[..])
+                .map_err(|e| Error::corrupt(&name, format!("an index's fragment bitmap: {e}"))),
+        })
+        .collect()
+}
+
 /// A fragment to rewrite: on its own (many rows deleted), or only with neighbours (small).
 struct Candidate {
     fragment: DataFragment,
@@ -61,8 +89,18 @@ struct Candidate {
 /// physical rows than the target; runs of candidates are cut into groups of at least the
 /// target's rows (the remainder joins the last group); a lone small fragment is left alone.
 async fn plan(ds: &Dataset, opts: &CompactionOptions) -> Result<Vec<(Vec<DataFragment>, u64)>> {
+    let coverage = index_coverage(ds).await?;
     let mut runs: Vec<Vec<Candidate>> = vec![Vec::new()];
+    let mut run_indices: Option<Vec<usize>> = None;
     for frag in ds.fragments() {
+        // Fragments covered by different indices are never merged (as in pylance): a new
+        // fragment is covered by none, so merging would lose coverage for some rows only.
+        let indices: Vec<usize> = coverage
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.contains(frag.id as u32))
+            .map(|(i, _)| i)
+            .collect();
         let physical = ds.physical_rows(frag).await?;
         let deleted = frag
             .deletion_file
@@ -76,6 +114,12 @@ async fn plan(ds: &Dataset, opts: &CompactionOptions) -> Result<Vec<(Vec<DataFra
         let alone_ok = opts.materialize_deletions && share > opts.materialize_deletions_threshold;
         if alone_ok || physical < opts.target_rows_per_fragment {
             let rows = physical.saturating_sub(deleted);
+            if run_indices.as_ref().is_some_and(|r| *r != indices)
+                && !runs.last().expect("never empty").is_empty()
+            {
+                runs.push(Vec::new());
+            }
+            run_indices = Some(indices);
             runs.last_mut().expect("never empty").push(Candidate {
                 fragment: frag.clone(),
                 alone_ok,
@@ -181,22 +225,11 @@ pub struct CompactionTask {
     pub rows: u64,
 }
 
-fn refuse_indices(ds: &Dataset) -> Result<()> {
-    if ds.manifest.index_section.is_some() {
-        return Err(Error::unsupported(
-            ds.uri(),
-            "compacting a dataset with indices (their fragment lists are not updated yet)",
-        ));
-    }
-    Ok(())
-}
-
 /// The tasks that compact `ds` at its version (none: nothing to do).
 pub async fn plan_compaction(
     ds: &Dataset,
     opts: &CompactionOptions,
 ) -> Result<Vec<CompactionTask>> {
-    refuse_indices(ds)?;
     Ok(plan(ds, opts)
         .await?
         .into_iter()
