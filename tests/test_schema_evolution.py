@@ -65,7 +65,8 @@ def test_schema_change_errors(tmp_uri):
         (lambda: ds.alter_columns({"path": "b", "name": "a"}), "a column of that name exists"),
         (lambda: ds.alter_columns({"path": "b", "nullable": False}), "holds nulls"),
         (lambda: ds.alter_columns({"path": "zz", "name": "y"}), "column zz does not exist"),
-        (lambda: ds.alter_columns({"path": "a", "data_type": pa.int32()}), "not supported yet"),
+        (lambda: ds.alter_columns({"path": "s.q", "data_type": pa.float32()}), "nested field"),
+        (lambda: ds.alter_columns({"path": "b", "data_type": pa.int64()}), "cannot all be cast"),
     ]:
         with pytest.raises(lance_core.LanceError, match=match):
             call()
@@ -111,3 +112,32 @@ def test_dropped_ids_are_not_reused_by_new_columns(tmp_uri):
     assert_same(lance_core.dataset(tmp_uri).to_table(), lance.dataset(tmp_uri).to_table(), "new b")
     with pytest.raises(lance_core.LanceError, match="not nullable"):
         ds.add_columns(pa.field("k", pa.int8(), nullable=False))
+
+
+@pytest.mark.parametrize("alteration", [
+    {"path": "a", "data_type": pa.int32()},
+    {"path": "c", "data_type": pa.int32(), "name": "c32"},
+    {"path": "b", "data_type": pa.large_string()},
+])
+def test_changing_a_column_type_matches_pylance(tmp_path, alteration):
+    """Only the cast column's data is rewritten: a new file per fragment, the old files keep
+    their bytes with the field id as a tombstone; pylance reads the result and ours equals
+    pylance's own alteration."""
+    tables = {}
+    for lib in (lance, lance_core):
+        uri = str(tmp_path / f"{lib.__name__}.lance")
+        _make(uri)
+        old_files = {f.fragment_id: [d.path for d in f.data_files()] for f in lance.dataset(uri).get_fragments()}
+        lib.dataset(uri).alter_columns(dict(alteration))
+        ref = lance.dataset(uri)
+        tables[lib.__name__] = (ref.schema, ref.to_table())
+        assert_same(lance_core.dataset(uri).to_table(), ref.to_table(), f"{lib.__name__} after the cast")
+        if lib is lance_core:
+            for f in ref.get_fragments():
+                paths = [d.path for d in f.data_files()]
+                # the first file (a, b, s, l) is kept as it was; a new one holds the cast column
+                assert paths[0] == old_files[f.fragment_id][0] and paths[-1] not in old_files[f.fragment_id]
+        # the version before keeps the old type
+        assert lance_core.dataset(uri, version=1).schema == lance.dataset(uri, version=1).schema
+    assert tables["lance_core"][0] == tables["lance"][0]
+    assert_same(tables["lance_core"][1], tables["lance"][1], "same data")

@@ -341,17 +341,27 @@ class LanceDataset:
             unknown = set(a) - {"path", "name", "nullable", "data_type"}
             if unknown:
                 raise InvalidInputError(f"unknown alteration keys {sorted(unknown)} (path, name, nullable, data_type)")
-            if a.get("data_type") is not None:
-                from .errors import UnsupportedFeatureError
-
-                raise UnsupportedFeatureError(f"{self.uri}: changing the type of {a['path']} (data_type) "
-                                              "is not supported yet")
             nullable = a.get("nullable")
             if nullable is False and self.count_rows(filter=f"{a['path']} IS NULL") > 0:
                 raise InvalidInputError(f"{self.uri}: column {a['path']} holds nulls; it cannot be made "
                                         "non-nullable")
             changes.append((a["path"], a.get("name"), None if nullable is None else bool(nullable)))
-        self._ds = self._ds.alter_columns(changes)
+        # Casts first, a version each (only the cast column's data is rewritten), then the
+        # renames and nullability in one metadata-only version.
+        for a in alterations:
+            if a.get("data_type") is not None:
+                to = a["data_type"]
+                if not isinstance(to, pa.DataType):
+                    raise InvalidInputError(f"data_type must be a pyarrow.DataType, got {to!r}")
+                if "." in a["path"]:
+                    from .errors import UnsupportedFeatureError
+
+                    raise UnsupportedFeatureError(f"{self.uri}: changing the type of a nested field ({a['path']})")
+                if a["path"] not in self.schema.names or self.schema.field(a["path"]).type != to:
+                    self._ds = self._ds.change_column_type(a["path"], pa.schema([pa.field(a["path"], to)]))
+        changes = [c for c in changes if c[1] is not None or c[2] is not None]
+        if changes:
+            self._ds = self._ds.alter_columns(changes)
 
     def cleanup_old_versions(self, older_than: Optional[timedelta] = None, retain_versions: Optional[int] = None,
                              *, delete_unverified: bool = False, error_if_tagged_old_versions: bool = True,

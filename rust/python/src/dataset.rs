@@ -466,6 +466,27 @@ impl PyDataset {
         })
     }
 
+    /// Cast top-level column `name` to the type of the only field of `schema` (an Arrow
+    /// schema); only that column's data is rewritten. Returns the new version.
+    fn change_column_type(
+        &self,
+        py: Python<'_>,
+        name: String,
+        schema: Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let schema = crate::arrow_import::import_schema(&schema)?;
+            let to = schema.field(0).data_type().clone();
+            let ds = self.inner.clone();
+            Ok(PyDataset::from(
+                block_on(py, async move {
+                    lance_core::write::columns::change_column_type(&ds, &name, &to).await
+                })
+                .py()?,
+            ))
+        })
+    }
+
     /// Drop columns (nested ones by dotted path); metadata only. Returns the new version.
     fn drop_columns(&self, py: Python<'_>, paths: Vec<String>) -> PyResult<Self> {
         guard(|| {

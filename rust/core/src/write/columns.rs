@@ -140,3 +140,106 @@ where
     fragment.files.push(writer.finish(added).await?);
     Ok(fragment)
 }
+
+/// Change the type of top-level column `name` to `to` (a cast; values that do not fit are
+/// an error): every fragment gets a new data file with the cast column under the same field
+/// id, and its older files mark that id as a tombstone (-2), so no other column is
+/// rewritten; one `Merge` commit. Columns with children (structs, lists) are not supported.
+pub async fn change_column_type(
+    ds: &Dataset,
+    name: &str,
+    to: &arrow_schema::DataType,
+) -> Result<Dataset> {
+    use std::sync::Arc;
+
+    use crate::scan::{scan, ScanOptions};
+    use crate::table::commit::Operation;
+    let field = ds.schema.field(name).cloned().ok_or_else(|| {
+        Error::invalid(format!(
+            "{}: column {name} does not exist in the dataset",
+            ds.uri()
+        ))
+    })?;
+    let nested = |dt: &arrow_schema::DataType| dt.is_nested();
+    if !field.children.is_empty() || nested(to) {
+        return Err(Error::unsupported(
+            ds.uri(),
+            format!("changing the type of {name} to or from a nested type"),
+        ));
+    }
+    let mut changed = field.clone();
+    changed.logical_type = crate::table::schema::logical_type_of(to, None)?;
+    let added = LanceSchema {
+        fields: vec![changed.clone()],
+        metadata: Default::default(),
+    };
+    let ds_arc = Arc::new(ds.clone());
+    let storage = crate::storage::Storage::open(ds.uri(), ds.storage_options())?;
+    let mut fragments = Vec::with_capacity(ds.fragments().len());
+    let result: Result<()> = async {
+        for frag in ds.fragments() {
+            let options = ScanOptions {
+                columns: Some(vec![name.to_string()]),
+                fragment_ids: Some(vec![frag.id]),
+                include_deleted: true,
+                late_materialization: false,
+                ..Default::default()
+            };
+            let s = scan(ds_arc.clone(), options)?;
+            let target = to.clone();
+            let column = name.to_string();
+            let cast = s.batches.map(move |b| {
+                let b = b?;
+                let opts = arrow_cast::CastOptions {
+                    safe: false,
+                    ..Default::default()
+                };
+                let values =
+                    arrow_cast::cast_with_options(b.column(0), &target, &opts).map_err(|e| {
+                        Error::invalid(format!(
+                            "column {column}: its values cannot all be cast to {target}: {e}"
+                        ))
+                    })?;
+                let schema = Arc::new(Schema::new(vec![arrow_schema::Field::new(
+                    &column,
+                    target.clone(),
+                    true,
+                )]));
+                Ok(RecordBatch::try_new(schema, vec![values])?)
+            });
+            let mut f = write_columns(ds, frag.id, &added, Box::pin(cast), "").await?;
+            // The older files keep their bytes; the field id now lives in the new file only.
+            let last = f.files.len() - 1;
+            for file in &mut f.files[..last] {
+                for id in file.fields.iter_mut().filter(|id| **id == field.id) {
+                    *id = -2;
+                }
+            }
+            fragments.push(f);
+        }
+        Ok(())
+    }
+    .await;
+    if let Err(e) = result {
+        for f in &fragments {
+            if let Some(file) = f.files.last() {
+                let _ = storage
+                    .delete(&storage.path(&format!("data/{}", file.path)))
+                    .await;
+            }
+        }
+        return Err(e);
+    }
+    let mut schema = (*ds.schema).clone();
+    if let Some(slot) = schema.fields.iter_mut().find(|f| f.id == field.id) {
+        *slot = changed;
+    }
+    let op = Operation::Merge { fragments, schema };
+    super::commit_operation(
+        ds.uri(),
+        op,
+        Some(ds.version()),
+        ds.storage_options().clone(),
+    )
+    .await
+}
