@@ -124,3 +124,30 @@ def test_compaction_with_a_scalar_index_keeps_queries_right(tmp_path):
             covered = set(after.list_indices()[0]["fragment_ids"])
             assert covered.isdisjoint({f.fragment_id for f in after.get_fragments()})
     assert out["lance_core"] == out["lance"] == (32, 6)
+
+
+def test_each_library_maintains_what_the_other_wrote(tmp_path):
+    """pylance compacts and cleans up a dataset lance_core wrote and compacted; lance_core
+    compacts and cleans up one pylance wrote; both read every result the same."""
+    from datetime import timedelta
+
+    ours = str(tmp_path / "ours.lance")
+    for i in range(12):
+        t = pa.table({"id": pa.array(range(i * 300, (i + 1) * 300)), "s": [f"r{i}"] * 300})
+        lance_core.write_dataset(t, ours, mode="append" if i else "create", enable_stable_row_ids=True)
+    lance_core.dataset(ours).delete("id % 6 = 0")
+    lance_core.dataset(ours).optimize.compact_files(target_rows_per_fragment=1000)
+    lance_core.write_dataset(pa.table({"id": [10_000], "s": ["x"]}), ours, mode="append")
+    lance.dataset(ours).optimize.compact_files(target_rows_per_fragment=2000)
+    lance.dataset(ours).cleanup_old_versions(older_than=timedelta(0))
+    assert_same(lance_core.dataset(ours).to_table(with_row_id=True), lance.dataset(ours).to_table(with_row_id=True),
+                "pylance maintained ours")
+
+    theirs = str(tmp_path / "theirs.lance")
+    _build(theirs, True)
+    lance.dataset(theirs).optimize.compact_files(target_rows_per_fragment=4000)
+    lance_core.dataset(theirs).optimize.compact_files(target_rows_per_fragment=9000)
+    lance_core.dataset(theirs).cleanup_old_versions(older_than=timedelta(0))
+    assert len(lance.dataset(theirs).versions()) == 1
+    assert_same(lance.dataset(theirs).to_table(with_row_id=True), lance_core.dataset(theirs).to_table(with_row_id=True),
+                "we maintained theirs")
