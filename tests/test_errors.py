@@ -254,3 +254,28 @@ def test_errors_read_as_sentences(tmp_path):
         lance_core.dataset(str(tmp_path / "t.lance")).to_table(filter="s = 'abc' AND id > 'x'")
     message = str(e.value)
     assert "String(" not in message and "Int(" not in message and "the string 'x'" in message
+
+
+def test_data_file_paths_in_a_manifest_cannot_leave_the_dataset(tmp_path):
+    """A manifest (here committed through the API) naming a data file `../../x` must not make
+    a reader open a file outside the dataset, even when such a file exists and is valid."""
+    import shutil
+
+    from lance_core import FragmentMetadata, LanceOperation, commit
+
+    uri = tmp_path / "inner" / "ds.lance"
+    uri.parent.mkdir()
+    lance_core.write_dataset(pa.table({"x": [1, 2, 3]}), str(uri))
+    frag = lance_core.dataset(str(uri)).get_fragment(0).metadata()
+    name = frag.files[0]
+    evil = "../../" + name[6:]                      # same length: the protobuf stays valid
+    shutil.copy(uri / "data" / name, tmp_path / name[6:])   # a valid file where `evil` points
+    crafted = FragmentMetadata(frag.data.replace(name.encode(), evil.encode()))
+    assert crafted.files == [evil]
+    commit(str(uri), LanceOperation.Append([crafted]), read_version=1)
+    # The `..` stay inside the data directory as literal names: the file is not found there,
+    # and the valid file outside is never opened.
+    with pytest.raises(lance_core.DatasetNotFoundError, match="not found") as e:
+        lance_core.dataset(str(uri)).to_table()
+    assert str(e.value).startswith(str(uri / "data") + "/")
+    assert lance_core.dataset(str(uri), version=1).to_table().num_rows == 3
