@@ -9,14 +9,13 @@ use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
-use prost::Message;
 
 use super::deletion::deletion_file_name;
 use super::manifest::{decode_manifest, timestamp_nanos};
 use super::tags::list_tags;
 use super::versions::{list_manifests, ManifestLocation};
 use crate::error::{Error, Result};
-use crate::proto::table::{IndexSection, Manifest};
+use crate::proto::table::Manifest;
 use crate::storage::Storage;
 
 /// Requests in flight at once (manifest reads, deletes).
@@ -79,12 +78,9 @@ impl<'a> Refs<'a> {
         if !m.transaction_file.is_empty() {
             self.transactions.insert(&m.transaction_file);
         }
-        // Index directories, from the index section of the manifest file.
-        if let Some(section) = m.index_section.and_then(|pos| {
-            let pos = pos as usize;
-            let len = u32::from_le_bytes(bytes.get(pos..pos + 4)?.try_into().ok()?) as usize;
-            IndexSection::decode(bytes.get(pos + 4..pos + 4 + len)?).ok()
-        }) {
+        // Index directories, from the index section of the manifest file (an unreadable
+        // section keeps nothing of its own; the manifest was read whole above).
+        if let Ok(Some(section)) = super::manifest::index_section(m, bytes, "") {
             for index in section.indices.iter().filter(|i| i.base_id.is_none()) {
                 if let Some(uuid) = index
                     .uuid

@@ -689,20 +689,13 @@ fn without_fragments_in_indices(
     bytes: Bytes,
     gone: &HashSet<u32>,
 ) -> Result<(Option<Manifest>, Bytes)> {
-    use crate::proto::table::IndexSection;
     let Some(mut m) = base else {
         return Ok((None, bytes));
     };
-    let Some(pos) = m.index_section.map(|p| p as usize) else {
+    let Some(mut section) = super::manifest::index_section(&m, &bytes, "the latest manifest")?
+    else {
         return Ok((Some(m), bytes));
     };
-    let section = bytes
-        .get(pos..pos + 4)
-        .map(|b| u32::from_le_bytes(b.try_into().unwrap_or_default()) as usize)
-        .and_then(|len| bytes.get(pos + 4..pos + 4 + len))
-        .and_then(|b| IndexSection::decode(b).ok())
-        .ok_or_else(|| Error::corrupt("", "the latest manifest's index section cannot be read"))?;
-    let mut section = section;
     for index in section.indices.iter_mut() {
         if index.fragment_bitmap.is_empty() {
             continue;

@@ -50,21 +50,16 @@ pub struct CompactionMetrics {
 
 /// Which fragments each index of `ds` covers (from its manifest file's index section).
 async fn index_coverage(ds: &Dataset) -> Result<Vec<roaring::RoaringBitmap>> {
-    use crate::proto::table::IndexSection;
-    use prost::Message;
-    let Some(pos) = ds.manifest.index_section.map(|p| p as usize) else {
+    if ds.manifest.index_section.is_none() {
         return Ok(vec![]);
-    };
+    }
     let storage = Storage::open(ds.uri(), ds.storage_options())?;
     let loc = crate::table::versions::locate_version(&storage, ds.version()).await?;
     let bytes = storage.get(&loc.path).await?;
     let name = storage.display(&loc.path);
-    let section = bytes
-        .get(pos..pos + 4)
-        .map(|b| u32::from_le_bytes(b.try_into().unwrap_or_default()) as usize)
-        .and_then(|len| bytes.get(pos + 4..pos + 4 + len))
-        .and_then(|b| IndexSection::decode(b).ok())
-        .ok_or_else(|| Error::corrupt(&name, "the index section cannot be read"))?;
+    let Some(section) = crate::table::manifest::index_section(&ds.manifest, &bytes, &name)? else {
+        return Ok(vec![]);
+    };
     section
         .indices
         .iter()

@@ -350,23 +350,27 @@ impl PagePlan {
         Some(r.start as u64..r.end as u64)
     }
 
+    /// The buffers unit `i` decodes from: a unit read on its own (`select`) has its bytes in
+    /// place of the bulk buffer.
+    fn unit_buffers(&self, i: usize) -> std::borrow::Cow<'_, [Bytes]> {
+        match &self.parts {
+            Some((index, parts)) => {
+                let mut b = self.buffers.clone();
+                b[*index] = parts[i].clone();
+                std::borrow::Cow::Owned(b)
+            }
+            None => std::borrow::Cow::Borrowed(&self.buffers),
+        }
+    }
+
     /// Rows `rows` (increasing, relative to the unit) of unit `i`, decoding only their
     /// values where the layout allows it; None when it does not (decode the unit).
     pub fn decode_unit_rows(&self, i: usize, rows: &[usize]) -> Result<Option<DecodedPage>> {
         let PlanKind::MiniBlock(p) = &self.kind else {
             return Ok(None);
         };
-        let own;
-        let buffers = match &self.parts {
-            Some((index, parts)) => {
-                let mut b = self.buffers.clone();
-                b[*index] = parts[i].clone();
-                own = b;
-                &own
-            }
-            None => &self.buffers,
-        };
-        p.decode_selected(buffers, i, rows, &self.leaf_type)
+        let buffers = self.unit_buffers(i);
+        p.decode_selected(&buffers, i, rows, &self.leaf_type)
     }
 
     /// For pages of plain fixed-width values: the width of a value and where the values
@@ -416,20 +420,10 @@ impl PagePlan {
             .unit_rows
             .get(i)
             .ok_or_else(|| corrupt(format!("page has no unit {i}")))?;
-        // A unit read on its own decodes from its bytes in place of the bulk buffer.
-        let own;
-        let buffers = match &self.parts {
-            Some((index, parts)) => {
-                let mut b = self.buffers.clone();
-                b[*index] = parts[i].clone();
-                own = b;
-                &own
-            }
-            None => &self.buffers,
-        };
+        let buffers = self.unit_buffers(i);
         match &self.kind {
-            PlanKind::MiniBlock(p) => p.decode(buffers, i, rows, &self.leaf_type),
-            PlanKind::FullZip(p) => p.decode(buffers, i, rows, &self.leaf_type),
+            PlanKind::MiniBlock(p) => p.decode(&buffers, i, rows, &self.leaf_type),
+            PlanKind::FullZip(p) => p.decode(&buffers, i, rows, &self.leaf_type),
             PlanKind::Constant(p) => p.decode(i, rows, &self.leaf_type),
             PlanKind::Whole(layout) => match layout.layout.as_ref() {
                 Some(PbLayout::BlobLayout(b)) => {
