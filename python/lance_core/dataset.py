@@ -331,9 +331,11 @@ class LanceDataset:
         self._ds = self._ds.drop_columns(list(columns))
 
     def alter_columns(self, *alterations: Dict[str, Any]) -> None:
-        """Change columns without rewriting data, as pylance's `alter_columns`: each
-        alteration is a dict with `path` (nested with dots) and any of `name` (rename) and
-        `nullable`. A column is made non-nullable only if it holds no nulls."""
+        """Change columns, as pylance's `alter_columns`: each alteration is a dict with
+        `path` (nested with dots, through lists by their child's name: `tags.item.x`) and any
+        of `name` (rename), `nullable` and `data_type`. Renames and nullability rewrite no
+        data; a column is made non-nullable only if it holds no nulls. A `data_type` casts
+        (within a type family, as pylance allows) and rewrites only that column's data."""
         changes = []
         for a in alterations:
             if not isinstance(a, dict) or not isinstance(a.get("path"), str):
@@ -345,22 +347,13 @@ class LanceDataset:
             if nullable is False and self.count_rows(filter=f"{a['path']} IS NULL") > 0:
                 raise InvalidInputError(f"{self.uri}: column {a['path']} holds nulls; it cannot be made "
                                         "non-nullable")
-            changes.append((a["path"], a.get("name"), None if nullable is None else bool(nullable)))
-        # Casts first, a version each (only the cast column's data is rewritten), then the
-        # renames and nullability in one metadata-only version.
-        for a in alterations:
-            if a.get("data_type") is not None:
-                to = a["data_type"]
-                if not isinstance(to, pa.DataType):
-                    raise InvalidInputError(f"data_type must be a pyarrow.DataType, got {to!r}")
-                if "." in a["path"]:
-                    from .errors import UnsupportedFeatureError
-
-                    raise UnsupportedFeatureError(f"{self.uri}: changing the type of a nested field ({a['path']})")
-                if a["path"] not in self.schema.names or self.schema.field(a["path"]).type != to:
-                    self._ds = self._ds.change_column_type(a["path"], pa.schema([pa.field(a["path"], to)]))
-        changes = [c for c in changes if c[1] is not None or c[2] is not None]
-        if changes:
+            to = a.get("data_type")
+            if to is not None and not isinstance(to, pa.DataType):
+                raise InvalidInputError(f"data_type must be a pyarrow.DataType, got {to!r}")
+            changes.append((a["path"], a.get("name"), None if nullable is None else bool(nullable),
+                            None if to is None else pa.schema([pa.field("x", to)])))
+        # One version: renames and nullability rewrite no data, a cast only its column's.
+        if any(c[1] is not None or c[2] is not None or c[3] is not None for c in changes):
             self._ds = self._ds.alter_columns(changes)
 
     def cleanup_old_versions(self, older_than: Optional[timedelta] = None, retain_versions: Optional[int] = None,

@@ -70,6 +70,15 @@ impl PyDataset {
     }
 }
 
+/// One alteration from Python: path, new name, nullable, and an Arrow schema whose only
+/// field has the new type.
+type PyAlteration<'py> = (
+    String,
+    Option<String>,
+    Option<bool>,
+    Option<Bound<'py, PyAny>>,
+);
+
 #[pymethods]
 impl PyDataset {
     #[staticmethod]
@@ -466,27 +475,6 @@ impl PyDataset {
         })
     }
 
-    /// Cast top-level column `name` to the type of the only field of `schema` (an Arrow
-    /// schema); only that column's data is rewritten. Returns the new version.
-    fn change_column_type(
-        &self,
-        py: Python<'_>,
-        name: String,
-        schema: Bound<'_, PyAny>,
-    ) -> PyResult<Self> {
-        guard(|| {
-            let schema = crate::arrow_import::import_schema(&schema)?;
-            let to = schema.field(0).data_type().clone();
-            let ds = self.inner.clone();
-            Ok(PyDataset::from(
-                block_on(py, async move {
-                    lance_core::write::columns::change_column_type(&ds, &name, &to).await
-                })
-                .py()?,
-            ))
-        })
-    }
-
     /// Drop columns (nested ones by dotted path); metadata only. Returns the new version.
     fn drop_columns(&self, py: Python<'_>, paths: Vec<String>) -> PyResult<Self> {
         guard(|| {
@@ -496,22 +484,32 @@ impl PyDataset {
         })
     }
 
-    /// Rename columns or change their nullability: (path, new name, nullable) each.
-    fn alter_columns(
-        &self,
-        py: Python<'_>,
-        alterations: Vec<(String, Option<String>, Option<bool>)>,
-    ) -> PyResult<Self> {
+    /// Rename columns, change their nullability or type: (path, new name, nullable, an
+    /// Arrow schema whose only field has the new type) each. Returns the new version.
+    fn alter_columns(&self, py: Python<'_>, alterations: Vec<PyAlteration<'_>>) -> PyResult<Self> {
         use lance_core::write::Alteration;
         guard(|| {
-            let alterations: Vec<Alteration> = alterations
+            let alterations = alterations
                 .into_iter()
-                .map(|(path, name, nullable)| Alteration {
-                    path,
-                    name,
-                    nullable,
+                .map(|(path, name, nullable, schema)| {
+                    // A new type comes as the only field of an Arrow schema.
+                    let data_type = match schema {
+                        None => None,
+                        Some(s) => Some(
+                            crate::arrow_import::import_schema(&s)?
+                                .field(0)
+                                .data_type()
+                                .clone(),
+                        ),
+                    };
+                    Ok::<_, PyErr>(Alteration {
+                        path,
+                        name,
+                        nullable,
+                        data_type,
+                    })
                 })
-                .collect();
+                .collect::<Result<Vec<_>, _>>()?;
             Ok(PyDataset::from(
                 block_on(
                     py,

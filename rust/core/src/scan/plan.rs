@@ -507,6 +507,44 @@ fn as_struct(a: &ArrayRef) -> Result<&StructArray> {
 
 /// Each leaf's list array has the same lists (they share the levels); take offsets and
 /// validity from the first and the items of every leaf, rebased to start at 0.
+/// The items of a list leaf (`values`, under `offsets`) arranged under the offsets of the
+/// list's first leaf (`lead`, rebased to 0). Leaves in different data files agree on every
+/// live row, but a file written later may hold a deleted row as a null list where an older
+/// one kept its items (pylance's data evolution does), and those rows are only dropped
+/// after assembly: pad or cut such rows so that every leaf has the same shape.
+fn align_items<O: OffsetSizeTrait>(
+    lead: &OffsetBuffer<O>,
+    offsets: &OffsetBuffer<O>,
+    values: ArrayRef,
+) -> Result<ArrayRef> {
+    let base = offsets[0];
+    if lead.len() == offsets.len()
+        && lead
+            .iter()
+            .zip(offsets.iter())
+            .all(|(&a, &b)| a == b - base)
+    {
+        return Ok(values);
+    }
+    if lead.len() != offsets.len() {
+        return Err(corrupt(format!(
+            "the leaves of a list column hold {} and {} rows",
+            lead.len() - 1,
+            offsets.len() - 1
+        )));
+    }
+    let mut indices =
+        arrow_array::builder::UInt64Builder::with_capacity(lead[lead.len() - 1].as_usize());
+    for (want, have) in lead.windows(2).zip(offsets.windows(2)) {
+        let (want, at) = ((want[1] - want[0]).as_usize(), (have[0] - base).as_usize());
+        let have = (have[1] - have[0]).as_usize();
+        for k in 0..want {
+            indices.append_option((k < have).then_some((at + k) as u64));
+        }
+    }
+    Ok(arrow_select::take::take(&values, &indices.finish(), None)?)
+}
+
 fn rebuild_list<O: OffsetSizeTrait>(
     field: &FieldRef,
     child: &FieldPlan,
@@ -522,10 +560,14 @@ fn rebuild_list<O: OffsetSizeTrait>(
         let offsets = list.offsets();
         let start = offsets[0].as_usize();
         let end = offsets[offsets.len() - 1].as_usize();
-        parts.push((leaf, list.values().slice(start, end - start)));
-        if first.is_none() {
-            let rebased: Vec<O> = offsets.iter().map(|&o| o - offsets[0]).collect();
-            first = Some((OffsetBuffer::new(rebased.into()), list.nulls().cloned()));
+        let values = list.values().slice(start, end - start);
+        match &first {
+            None => {
+                let rebased: Vec<O> = offsets.iter().map(|&o| o - offsets[0]).collect();
+                first = Some((OffsetBuffer::new(rebased.into()), list.nulls().cloned()));
+                parts.push((leaf, values));
+            }
+            Some((lead, _)) => parts.push((leaf, align_items(lead, offsets, values)?)),
         }
     }
     let (offsets, nulls) = first.unwrap();
@@ -538,4 +580,31 @@ fn rebuild_list<O: OffsetSizeTrait>(
     Ok(Arc::new(GenericListArray::<O>::try_new(
         item_field, offsets, values, nulls,
     )?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Int32Array;
+
+    #[test]
+    fn list_leaves_from_two_files_agree_after_alignment() {
+        // Row 1 is deleted: one file kept its two items, the other holds it as empty.
+        let lead = OffsetBuffer::<i32>::new(vec![0, 1, 1, 3].into());
+        let other = OffsetBuffer::<i32>::new(vec![5, 6, 8, 10].into());
+        let values: ArrayRef = Arc::new(Int32Array::from(vec![10, 11, 12, 13, 14]));
+        let aligned = align_items(&lead, &other, values).unwrap();
+        let aligned = aligned.as_any().downcast_ref::<Int32Array>().unwrap();
+        assert_eq!(aligned.iter().collect::<Vec<_>>(), [Some(10), Some(13), Some(14)]);
+        // and the other way round: missing items are padded with nulls
+        let values: ArrayRef = Arc::new(Int32Array::from(vec![1, 2, 3]));
+        let aligned = align_items(&other, &lead, values).unwrap();
+        let aligned = aligned.as_any().downcast_ref::<Int32Array>().unwrap();
+        assert_eq!(
+            aligned.iter().collect::<Vec<_>>(),
+            [Some(1), None, None, Some(2), Some(3)]
+        );
+        let short = OffsetBuffer::<i32>::new(vec![0, 1].into());
+        assert!(align_items(&lead, &short, Arc::new(Int32Array::from(vec![1]))).is_err());
+    }
 }

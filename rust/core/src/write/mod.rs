@@ -2,6 +2,7 @@
 //!
 //! `write_fragments` writes data files without committing (what each Spark task does);
 //! `write_dataset` also commits them (create, append or overwrite).
+pub mod column_type;
 pub mod columns;
 pub mod compact;
 mod delete;

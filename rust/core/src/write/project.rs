@@ -10,12 +10,13 @@ use crate::proto::file::Field;
 use crate::table::commit::Operation;
 
 /// One change to a column, as pylance's alteration dicts: `path` (nested with dots), a new
-/// `name`, a new `nullable`.
+/// `name`, a new `nullable`, a new `data_type` (a cast; see `column_type`).
 #[derive(Clone, Debug, Default)]
 pub struct Alteration {
     pub path: String,
     pub name: Option<String>,
     pub nullable: Option<bool>,
+    pub data_type: Option<arrow_schema::DataType>,
 }
 
 /// The id of the field at `path` (`a.b.c`: child `c` of `b` of top-level `a`).
@@ -84,14 +85,47 @@ pub async fn drop_columns(ds: &Dataset, paths: &[String]) -> Result<Dataset> {
     .await
 }
 
-/// Rename columns or change their nullability. Making a column non-nullable is the
-/// caller's to check against the data (it has the scan); here it only marks the commit as
-/// one that appends made meanwhile conflict with.
+/// Rename columns, change their nullability or their types, in one version. Without a type
+/// change no data is rewritten (a `Project`); with one, only the cast columns' data is (a
+/// `Merge`). Making a column non-nullable is the caller's to check against the data (it
+/// has the scan); here it only marks the commit as one that appends made meanwhile
+/// conflict with.
 pub async fn alter_columns(ds: &Dataset, alterations: &[Alteration]) -> Result<Dataset> {
+    if alterations.iter().any(|a| a.data_type.is_some()) {
+        return super::column_type::alter_with_casts(ds, alterations).await;
+    }
+    rename_only(ds, alterations).await
+}
+
+/// The alterations' renames and nullability, a metadata-only version (their data types
+/// are ignored).
+pub(super) async fn rename_only(ds: &Dataset, alterations: &[Alteration]) -> Result<Dataset> {
     let mut fields = ds.manifest.fields.clone();
+    let tightens = rename_and_relax(ds, &mut fields, alterations)?;
+    let op = Operation::Project { fields, tightens };
+    commit_operation(
+        ds.uri(),
+        op,
+        Some(ds.version()),
+        ds.storage_options().clone(),
+    )
+    .await
+}
+
+/// Apply the alterations' new names and nullability to `fields` (a manifest's field list).
+/// Returns whether a column was made non-nullable.
+pub(super) fn rename_and_relax(
+    ds: &Dataset,
+    fields: &mut [Field],
+    alterations: &[Alteration],
+) -> Result<bool> {
+    // Every path names a field of the schema as it was, whatever else is renamed.
+    let ids = alterations
+        .iter()
+        .map(|a| field_id(fields, ds, &a.path))
+        .collect::<Result<Vec<_>>>()?;
     let mut tightens = false;
-    for a in alterations {
-        let id = field_id(&fields, ds, &a.path)?;
+    for (a, id) in alterations.iter().zip(ids) {
         let i = fields.iter().position(|f| f.id == id).expect("found above");
         if let Some(name) = &a.name {
             if name.is_empty() || name.contains('.') {
@@ -118,12 +152,5 @@ pub async fn alter_columns(ds: &Dataset, alterations: &[Alteration]) -> Result<D
             fields[i].nullable = nullable;
         }
     }
-    let op = Operation::Project { fields, tightens };
-    commit_operation(
-        ds.uri(),
-        op,
-        Some(ds.version()),
-        ds.storage_options().clone(),
-    )
-    .await
+    Ok(tightens)
 }
