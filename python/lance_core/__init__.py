@@ -24,6 +24,7 @@ from .errors import (
     CorruptFileError,
     DatasetNotFoundError,
     InvalidInputError,
+    CommitConflictError,
     LanceError,
     LanceIOError,
     UnsupportedFeatureError,
@@ -53,5 +54,6 @@ __all__ = [
     "CorruptFileError",
     "UnsupportedFeatureError",
     "InvalidInputError",
+    "CommitConflictError",
     "LanceIOError",
 ]

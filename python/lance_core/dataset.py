@@ -410,6 +410,28 @@ class LanceDataset:
         committing a new version; this object moves to it, as in pylance."""
         self._ds = self._ds.delete(predicate)
 
+    def update(self, updates: Dict[str, str], where: Optional[str] = None, *, conflict_retries: int = 10,
+               **kwargs: Any) -> Dict[str, int]:
+        """Set columns on the rows matching `where` (all rows when None), as pylance's
+        `update`: `updates` maps column names (nested fields with dots) to SQL value
+        expressions over the old row ("x * 2", "upper(name)", "CASE WHEN ... END"). The
+        rows are rewritten into new fragments and deleted where they were, in one version;
+        this object moves to it. A concurrent commit to the same fragments makes it re-run
+        against the new version, up to `conflict_retries` times. Returns
+        `{"num_rows_updated": n}`."""
+        unknown = set(kwargs) - {"retry_timeout", "data_storage_version"}
+        if unknown:
+            raise TypeError(f"update() got unexpected arguments {sorted(unknown)}")
+        if not isinstance(updates, dict) or not updates:
+            raise InvalidInputError("updates must be a non-empty dict of column name -> SQL expression")
+        for k, v in updates.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise InvalidInputError(f"updates maps column names to SQL expressions (strings), got {k!r}: {v!r}")
+        if where is not None and not isinstance(where, str):
+            raise InvalidInputError("where must be a SQL string")
+        self._ds, n = self._ds.update(list(updates.items()), where, int(conflict_retries))
+        return {"num_rows_updated": n}
+
     def get_fragments(self) -> List[LanceFragment]:
         return [LanceFragment(self, f) for f in self._ds.fragments()]
 

@@ -26,6 +26,11 @@ class InvalidInputError(LanceError, ValueError):
     """An argument is invalid (an unknown column, a bad version, ...)."""
 
 
+class CommitConflictError(InvalidInputError):
+    """Another writer committed a change this one cannot be applied on top of; re-read the
+    dataset and try again (update and merge_insert retry by themselves)."""
+
+
 class LanceIOError(LanceError, OSError):
     """The storage backend failed (permissions, network, ...)."""
 
@@ -36,5 +41,6 @@ __all__ = [
     "CorruptFileError",
     "UnsupportedFeatureError",
     "InvalidInputError",
+    "CommitConflictError",
     "LanceIOError",
 ]

@@ -20,6 +20,11 @@ pub enum Error {
     /// The caller asked for something invalid (unknown column, bad argument).
     #[error("{0}")]
     InvalidInput(String),
+    /// Another writer committed first, and this operation cannot be applied on top of its
+    /// change (it touched the same rows, or changed the table under us). Re-running the
+    /// operation against the new version may succeed.
+    #[error("{0}")]
+    Conflict(String),
     /// The object store failed (permissions, network, ...).
     #[error("{path}: I/O error: {message}")]
     Io { path: String, message: String },

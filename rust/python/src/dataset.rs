@@ -520,6 +520,27 @@ impl PyDataset {
         })
     }
 
+    /// Set columns (path, SQL value) on the rows matching `predicate`; re-runs up to
+    /// `retries` times when a concurrent commit changed the same fragments. Returns the new
+    /// version and the number of rows updated.
+    #[pyo3(signature = (updates, predicate=None, retries=10))]
+    fn update(
+        &self,
+        py: Python<'_>,
+        updates: Vec<(String, String)>,
+        predicate: Option<String>,
+        retries: u32,
+    ) -> PyResult<(Self, u64)> {
+        guard(|| {
+            let ds = self.inner.clone();
+            let (new, count) = block_on(py, async move {
+                lance_core::write::update(&ds, &updates, predicate.as_deref(), retries).await
+            })
+            .py()?;
+            Ok((PyDataset::from(new), count))
+        })
+    }
+
     fn delete(&self, py: Python<'_>, predicate: String) -> PyResult<Self> {
         guard(|| {
             Ok(PyDataset::from(

@@ -595,7 +595,10 @@ mod tests {
         let values: ArrayRef = Arc::new(Int32Array::from(vec![10, 11, 12, 13, 14]));
         let aligned = align_items(&lead, &other, values).unwrap();
         let aligned = aligned.as_any().downcast_ref::<Int32Array>().unwrap();
-        assert_eq!(aligned.iter().collect::<Vec<_>>(), [Some(10), Some(13), Some(14)]);
+        assert_eq!(
+            aligned.iter().collect::<Vec<_>>(),
+            [Some(10), Some(13), Some(14)]
+        );
         // and the other way round: missing items are padded with nulls
         let values: ArrayRef = Arc::new(Int32Array::from(vec![1, 2, 3]));
         let aligned = align_items(&other, &lead, values).unwrap();

@@ -68,6 +68,17 @@ pub enum Operation {
     Rewrite {
         groups: Vec<(Vec<DataFragment>, Vec<DataFragment>)>,
     },
+    /// Rows changed in place (update, merge_insert): the old copies deleted from their
+    /// fragments (new deletion files; a fragment left empty is removed), the new rows in
+    /// new fragments (ids assigned at commit). A new fragment whose row-id sequence is
+    /// given holds moved rows, which keep their stable row ids; one without gets fresh ids.
+    Update {
+        updated: Vec<DataFragment>,
+        removed_ids: Vec<u64>,
+        new_fragments: Vec<DataFragment>,
+        /// The columns whose values changed (pylance's `fields_for_preserving_frag_bitmap`).
+        fields_changed: Vec<u32>,
+    },
 }
 
 impl Operation {
@@ -112,6 +123,19 @@ impl Operation {
                     .collect(),
                 ..Default::default()
             }),
+            Operation::Update {
+                updated,
+                removed_ids,
+                new_fragments,
+                fields_changed,
+            } => PbOp::Update(txn::Update {
+                removed_fragment_ids: removed_ids.clone(),
+                updated_fragments: updated.clone(),
+                new_fragments: new_fragments.clone(),
+                fields_modified: vec![],
+                fields_for_preserving_frag_bitmap: fields_changed.clone(),
+                update_mode: txn::UpdateMode::RewriteRows as i32,
+            }),
         }
     }
 
@@ -124,12 +148,17 @@ impl Operation {
                 .collect(),
             Operation::Delete {
                 updated,
-                deleted_ids,
+                deleted_ids: removed,
+                ..
+            }
+            | Operation::Update {
+                updated,
+                removed_ids: removed,
                 ..
             } => updated
                 .iter()
                 .map(|f| f.id)
-                .chain(deleted_ids.iter().copied())
+                .chain(removed.iter().copied())
                 .collect(),
             _ => HashSet::new(),
         }
@@ -242,6 +271,28 @@ fn conflicts(ours: &Operation, theirs: Option<&PbOp>) -> Option<String> {
             PbOp::CreateIndex(_) | PbOp::UpdateConfig(_) | PbOp::ReserveFragments(_)
         ))
         .then(|| format!("a concurrent {} committed first", op_name(theirs))),
+        // Rows rewritten elsewhere or appended meanwhile are fine; the same fragments
+        // changed, or the schema the new rows were written with, are not.
+        Operation::Update { .. } => {
+            if replaces_table
+                || matches!(
+                    theirs,
+                    PbOp::Merge(_) | PbOp::Project(_) | PbOp::DataReplacement(_)
+                )
+            {
+                return Some(format!(
+                    "a concurrent {} changed the table",
+                    op_name(theirs)
+                ));
+            }
+            match touched_by(theirs) {
+                Some(t) if !t.is_disjoint(&ours.touched()) => Some(format!(
+                    "a concurrent {} changed the same fragments",
+                    op_name(theirs)
+                )),
+                _ => None,
+            }
+        }
         Operation::Delete { .. } => {
             if replaces_table || matches!(theirs, PbOp::Merge(_)) {
                 return Some(format!(
@@ -341,7 +392,7 @@ pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> R
                 if let Some(why) =
                     conflicts(&op, theirs.as_ref().and_then(|t| t.operation.as_ref()))
                 {
-                    return Err(Error::invalid(format!(
+                    return Err(Error::Conflict(format!(
                         "{}: commit conflict at version {v}: {why}; re-read the dataset and try again",
                         storage.uri()
                     )));
@@ -433,7 +484,7 @@ fn next_manifest(
             let mut f = f.clone();
             f.id = next_id;
             next_id += 1;
-            if stable(m) {
+            if stable(m) && f.row_id_sequence.is_none() {
                 let seq = RowIdSequence {
                     segments: vec![U64Segment {
                         segment: Some(u64_segment::Segment::Range(u64_segment::Range {
@@ -478,6 +529,11 @@ fn next_manifest(
             updated,
             deleted_ids,
             ..
+        }
+        | Operation::Update {
+            updated,
+            removed_ids: deleted_ids,
+            ..
         } => {
             for f in updated {
                 let slot = m
@@ -494,6 +550,9 @@ fn next_manifest(
                 *slot = f.clone();
             }
             m.fragments.retain(|f| !deleted_ids.contains(&f.id));
+            if let Operation::Update { new_fragments, .. } = op {
+                assign(&mut m, new_fragments);
+            }
         }
         Operation::Merge { fragments, schema } => {
             let mut by_id: std::collections::HashMap<u64, &DataFragment> =

@@ -10,10 +10,13 @@ mod file;
 pub mod leaves;
 mod project;
 mod restore;
+pub mod rows;
+pub mod update;
 
 pub use delete::delete;
 pub use project::{alter_columns, drop_columns, Alteration};
 pub use restore::restore;
+pub use update::update;
 
 use std::sync::Arc;
 

@@ -1,0 +1,161 @@
+//! Row-level changes, shared by delete, update and merge_insert: rows of the read version
+//! leave their fragments through new deletion files, and changed or inserted rows go into
+//! new fragments, where moved rows keep their stable row ids.
+use std::collections::BTreeMap;
+
+use arrow_array::RecordBatch;
+use futures::{Stream, StreamExt, TryStreamExt};
+use roaring::RoaringBitmap;
+
+use super::{conform, writable_version, write_fragments, WriteOptions};
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::proto::table::data_fragment::RowIdSequence as RowIdSeq;
+use crate::proto::table::{DataFragment, DeletionFile};
+use crate::storage::Storage;
+use crate::table::deletion::{deletion_file_name, encode_deletions};
+
+/// Row offsets to delete, by fragment id.
+pub type RowsByFragment = BTreeMap<u64, RoaringBitmap>;
+
+/// Add the row address `addr` (fragment id in the high 32 bits) to `rows`.
+pub fn add_address(rows: &mut RowsByFragment, addr: u64) {
+    rows.entry(addr >> 32)
+        .or_default()
+        .insert((addr & 0xFFFF_FFFF) as u32);
+}
+
+/// The fragments of the read version after deleting `rows`: those given a new deletion
+/// file (written here) and the ids of those left with no row.
+pub struct Removal {
+    pub updated: Vec<DataFragment>,
+    pub removed_ids: Vec<u64>,
+}
+
+/// Write a deletion file per fragment of `rows`, merged with its existing deletions.
+pub async fn delete_rows(ds: &Dataset, rows: &RowsByFragment) -> Result<Removal> {
+    let storage = Storage::open(ds.uri(), ds.storage_options())?;
+    let work: Vec<_> = rows
+        .iter()
+        .filter(|(_, r)| !r.is_empty())
+        .map(|(&id, hits)| delete_in_fragment(ds, &storage, id, hits.clone()))
+        .collect();
+    // Deletion files are small: write several at once.
+    let done: Vec<(u64, Option<DataFragment>)> = futures::stream::iter(work)
+        .buffered(16)
+        .try_collect()
+        .await?;
+    let mut removal = Removal {
+        updated: vec![],
+        removed_ids: vec![],
+    };
+    for (id, f) in done {
+        match f {
+            Some(f) => removal.updated.push(f),
+            None => removal.removed_ids.push(id),
+        }
+    }
+    Ok(removal)
+}
+
+/// Fragment `id` with `hits` deleted too: with a new deletion file, or None when no row
+/// is left.
+async fn delete_in_fragment(
+    ds: &Dataset,
+    storage: &Storage,
+    id: u64,
+    hits: RoaringBitmap,
+) -> Result<(u64, Option<DataFragment>)> {
+    let read_version = ds.version();
+    let frag = ds.fragment(id).ok_or_else(|| {
+        Error::invalid(format!(
+            "{}: version {read_version} has no fragment {id}",
+            ds.uri()
+        ))
+    })?;
+    let mut all = ds
+        .deletions(frag)
+        .await?
+        .map(|d| (*d).clone())
+        .unwrap_or_default();
+    all |= hits;
+    if all.len() >= ds.physical_rows(frag).await? {
+        return Ok((id, None));
+    }
+    if frag
+        .deletion_file
+        .as_ref()
+        .is_some_and(|d| d.base_id.is_some())
+    {
+        return Err(Error::unsupported(
+            ds.uri(),
+            "deleting from fragments whose deletions live under another base path",
+        ));
+    }
+    let (kind, bytes) = encode_deletions(&all)?;
+    let file = DeletionFile {
+        file_type: kind as i32,
+        read_version,
+        id: rand_id(),
+        num_deleted_rows: all.len(),
+        base_id: None,
+    };
+    let name = deletion_file_name(id, &file);
+    storage
+        .put(&storage.path(&format!("_deletions/{name}")), bytes)
+        .await?;
+    let mut f = frag.clone();
+    f.deletion_file = Some(file);
+    Ok((id, Some(f)))
+}
+
+/// A random id for a deletion file name (collisions between concurrent writers must not happen).
+fn rand_id() -> u64 {
+    let u = uuid::Uuid::new_v4();
+    u64::from_le_bytes(u.as_bytes()[..8].try_into().unwrap()) >> 1
+}
+
+/// Write `batches` (rows of the dataset's schema) as new fragments of `ds`, not committed.
+pub async fn write_rows<S>(ds: &Dataset, batches: S) -> Result<Vec<DataFragment>>
+where
+    S: Stream<Item = Result<RecordBatch>> + Unpin + Send,
+{
+    let storage = Storage::open(ds.uri(), ds.storage_options())?;
+    let version = writable_version(&ds.data_storage_version(), ds.uri())?;
+    let target = ds.arrow_schema.clone();
+    let stream = batches.map(move |b| b.and_then(|b| conform(b, &target)));
+    let opts = WriteOptions {
+        storage_options: ds.storage_options().clone(),
+        ..Default::default()
+    };
+    write_fragments(&storage, &ds.schema, version, Box::pin(stream), &opts).await
+}
+
+/// Give new fragments holding moved rows those rows' stable ids (`ids`, in row order over
+/// the fragments).
+pub fn attach_row_ids(fragments: &mut [DataFragment], ids: &[u64], uri: &str) -> Result<()> {
+    let mut at = 0usize;
+    for f in fragments {
+        let n = f.physical_rows as usize;
+        let slice = ids
+            .get(at..at + n)
+            .ok_or_else(|| Error::corrupt(uri, "fewer row ids than rows were moved"))?;
+        f.row_id_sequence = Some(RowIdSeq::InlineRowIds(
+            crate::table::rowids::encode_row_ids(slice),
+        ));
+        at += n;
+    }
+    Ok(())
+}
+
+/// Remove data files written for a change that is not committed.
+pub async fn discard(ds: &Dataset, fragments: &[DataFragment]) {
+    let Ok(storage) = Storage::open(ds.uri(), ds.storage_options()) else {
+        return;
+    };
+    for f in fragments.iter().flat_map(|f| f.files.iter()) {
+        let _ = storage
+            .delete(&storage.path(&format!("data/{}", f.path)))
+            .await;
+    }
+}

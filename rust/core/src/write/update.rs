@@ -1,0 +1,268 @@
+//! `update`: rows matching a predicate get new values from SQL expressions. As pylance
+//! does it, the changed rows are written whole into new fragments and deleted where they
+//! were (an `Update` transaction); with stable row ids they keep their ids.
+use std::sync::{Arc, Mutex};
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
+use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use futures::StreamExt;
+
+use super::rows::{add_address, attach_row_ids, delete_rows, discard, write_rows, RowsByFragment};
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::expr::{bind, evaluate, parse, parse_expression, Expr};
+use crate::scan::{scan, ScanOptions, ROW_ADDRESS, ROW_ID};
+use crate::table::commit::Operation;
+use crate::table::schema::LanceField;
+
+/// One column's new value: the path of the column (nested fields with dots) and the
+/// expression giving it.
+#[derive(Clone, Debug)]
+struct Assignment {
+    path: Vec<String>,
+    field_id: i32,
+    expr: Expr,
+}
+
+/// Resolve `path` (dot-separated) to a field of the dataset, through structs only.
+fn field_at<'a>(ds: &'a Dataset, path: &str) -> Result<(&'a LanceField, Vec<String>)> {
+    let parts: Vec<String> = path.split('.').map(str::to_string).collect();
+    let missing = || {
+        Error::invalid(format!(
+            "{}: cannot update column '{path}': the dataset has no such column",
+            ds.uri()
+        ))
+    };
+    let mut field = ds.schema.field(&parts[0]).ok_or_else(missing)?;
+    for part in &parts[1..] {
+        if field.logical_type != "struct" {
+            return Err(missing());
+        }
+        field = field
+            .children
+            .iter()
+            .find(|c| &c.name == part)
+            .ok_or_else(missing)?;
+    }
+    Ok((field, parts))
+}
+
+/// `array` (the values of the field at `path` below a batch column) with the field at the
+/// rest of `path` replaced by `value`; structs keep their validity.
+fn replace_in(array: &ArrayRef, path: &[String], value: ArrayRef) -> Result<ArrayRef> {
+    let Some((name, rest)) = path.split_first() else {
+        return Ok(value);
+    };
+    let s = array
+        .as_any()
+        .downcast_ref::<StructArray>()
+        .ok_or_else(|| Error::invalid(format!("{name}: not a field of a struct")))?;
+    let (fields, mut columns, nulls) = s.clone().into_parts();
+    let i = fields
+        .iter()
+        .position(|f| f.name() == name)
+        .ok_or_else(|| Error::invalid(format!("no field {name}")))?;
+    columns[i] = replace_in(&columns[i], rest, value)?;
+    Ok(Arc::new(StructArray::try_new(fields, columns, nulls)?))
+}
+
+/// What the batches of a changing scan yield besides the new rows.
+#[derive(Default)]
+struct Seen {
+    rows: RowsByFragment,
+    row_ids: Vec<u64>,
+    count: u64,
+}
+
+/// Apply `assignments` to `batch` (dataset columns, then `_rowid` when stable, then
+/// `_rowaddr`); returns the rows with their new values, in the dataset's schema.
+fn apply(
+    batch: RecordBatch,
+    assignments: &[Assignment],
+    target: &SchemaRef,
+    seen: &Mutex<Seen>,
+) -> Result<RecordBatch> {
+    let schema = batch.schema();
+    {
+        let mut seen = seen.lock().unwrap();
+        let addrs = batch
+            .column_by_name(ROW_ADDRESS)
+            .expect("scanned with row addresses")
+            .as_primitive::<UInt64Type>();
+        for &a in addrs.values() {
+            add_address(&mut seen.rows, a);
+        }
+        if let Some(ids) = batch.column_by_name(ROW_ID) {
+            let ids = ids.as_primitive::<UInt64Type>().values().to_vec();
+            seen.row_ids.extend(ids);
+        }
+        seen.count += batch.num_rows() as u64;
+    }
+    let mut columns: Vec<ArrayRef> = target
+        .fields()
+        .iter()
+        .map(|f| batch.column_by_name(f.name()).cloned().expect("scanned"))
+        .collect();
+    // Every expression sees the old values, whatever else is assigned.
+    let values = assignments
+        .iter()
+        .map(|a| {
+            let bound = bind(&a.expr, &schema)?;
+            evaluate(&bound, &batch)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    for (a, value) in assignments.iter().zip(values) {
+        let top = target.index_of(&a.path[0]).expect("resolved");
+        let want = field_type(target.field(top), &a.path[1..]);
+        let (want_type, nullable) = (want.data_type(), want.is_nullable());
+        let column = a.path.join(".");
+        let value = if value.data_type() == want_type {
+            value
+        } else {
+            let opts = arrow_cast::CastOptions {
+                safe: false,
+                ..Default::default()
+            };
+            arrow_cast::cast_with_options(&value, want_type, &opts).map_err(|e| {
+                Error::invalid(format!(
+                    "column {column}: the new values ({}) cannot all be stored as {want_type}: {e}",
+                    value.data_type()
+                ))
+            })?
+        };
+        if !nullable && value.null_count() > 0 {
+            return Err(Error::invalid(format!(
+                "column {column} is not nullable, but its new values hold nulls"
+            )));
+        }
+        columns[top] = replace_in(&columns[top], &a.path[1..], value)?;
+    }
+    Ok(RecordBatch::try_new(target.clone(), columns)?)
+}
+
+/// The Arrow field at `path` below `field` (struct children by name).
+fn field_type<'a>(field: &'a Field, path: &[String]) -> &'a Field {
+    match (path.split_first(), field.data_type()) {
+        (None, _) => field,
+        (Some((name, rest)), DataType::Struct(children)) => {
+            let child = children
+                .iter()
+                .find(|c| c.name() == name)
+                .expect("resolved");
+            field_type(child, rest)
+        }
+        _ => field,
+    }
+}
+
+/// Set the columns of `updates` (column path, SQL value expression) on the rows matching
+/// `predicate` (all rows when None). A commit that loses to one touching the same
+/// fragments is re-run against the new version, up to `retries` times. Returns the
+/// dataset at the new version and the number of rows updated.
+pub async fn update(
+    ds: &Dataset,
+    updates: &[(String, String)],
+    predicate: Option<&str>,
+    retries: u32,
+) -> Result<(Dataset, u64)> {
+    if updates.is_empty() {
+        return Err(Error::invalid(format!(
+            "{}: no columns to update",
+            ds.uri()
+        )));
+    }
+    let filter = predicate.map(parse).transpose()?;
+    let mut ds = ds.clone();
+    let mut attempt = 0;
+    loop {
+        let mut assignments = Vec::with_capacity(updates.len());
+        for (path, sql) in updates {
+            let (field, parts) = field_at(&ds, path)?;
+            assignments.push(Assignment {
+                path: parts,
+                field_id: field.id,
+                expr: parse_expression(sql)?,
+            });
+        }
+        match update_once(&ds, &assignments, filter.as_ref(), predicate).await {
+            Err(Error::Conflict(msg)) if attempt < retries => {
+                attempt += 1;
+                let _ = msg;
+                ds = Dataset::open(ds.uri(), None, ds.storage_options().clone()).await?;
+            }
+            Err(Error::Conflict(msg)) => {
+                return Err(Error::Conflict(format!(
+                    "{msg} (gave up after {attempt} retries)"
+                )))
+            }
+            other => return other,
+        }
+    }
+}
+
+async fn update_once(
+    ds: &Dataset,
+    assignments: &[Assignment],
+    filter: Option<&Expr>,
+    predicate: Option<&str>,
+) -> Result<(Dataset, u64)> {
+    let stable = ds.has_stable_row_ids();
+    let options = ScanOptions {
+        filter: filter.cloned(),
+        with_row_address: true,
+        with_row_id: stable,
+        batch_size: 16 * 1024,
+        ..Default::default()
+    };
+    let s = scan(Arc::new(ds.clone()), options)?;
+    let target: SchemaRef = Arc::new(Schema::new(ds.arrow_schema.fields().clone()));
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let (assignments_owned, seen_in) = (assignments.to_vec(), seen.clone());
+    let changed = s
+        .batches
+        .map(move |b| b.and_then(|b| apply(b, &assignments_owned, &target, &seen_in)));
+    let mut fragments = write_rows(ds, Box::pin(changed)).await.map_err(|e| {
+        // Name the predicate when it is what failed.
+        match (e, predicate) {
+            (Error::InvalidInput(m), Some(p)) if !m.contains(ds.uri()) => {
+                Error::invalid(format!("{}: update where '{p}': {m}", ds.uri()))
+            }
+            (Error::InvalidInput(m), None) if !m.contains(ds.uri()) => {
+                Error::invalid(format!("{}: update: {m}", ds.uri()))
+            }
+            (e, _) => e,
+        }
+    })?;
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    let committed = async {
+        if stable {
+            attach_row_ids(&mut fragments, &seen.row_ids, ds.uri())?;
+        }
+        let removal = delete_rows(ds, &seen.rows).await?;
+        let mut fields_changed: Vec<u32> = assignments.iter().map(|a| a.field_id as u32).collect();
+        fields_changed.dedup();
+        let op = Operation::Update {
+            updated: removal.updated,
+            removed_ids: removal.removed_ids,
+            new_fragments: fragments.clone(),
+            fields_changed,
+        };
+        super::commit_operation(
+            ds.uri(),
+            op,
+            Some(ds.version()),
+            ds.storage_options().clone(),
+        )
+        .await
+    }
+    .await;
+    match committed {
+        Ok(new) => Ok((new, seen.count)),
+        Err(e) => {
+            discard(ds, &fragments).await;
+            Err(e)
+        }
+    }
+}
