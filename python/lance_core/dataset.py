@@ -432,6 +432,15 @@ class LanceDataset:
         self._ds, n = self._ds.update(list(updates.items()), where, int(conflict_retries))
         return {"num_rows_updated": n}
 
+    def merge_insert(self, on: Union[str, List[str]]) -> "MergeInsertBuilder":
+        """Upsert, as pylance's `merge_insert`: match source rows to this table's rows on
+        the key column(s) `on`, then say what to do with the builder's clauses and
+        `execute(data)`, e.g. `ds.merge_insert("id").when_matched_update_all()
+        .when_not_matched_insert_all().execute(table)`."""
+        from .merge import MergeInsertBuilder
+
+        return MergeInsertBuilder(self, on)
+
     def get_fragments(self) -> List[LanceFragment]:
         return [LanceFragment(self, f) for f in self._ds.fragments()]
 

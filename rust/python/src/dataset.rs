@@ -541,6 +541,63 @@ impl PyDataset {
         })
     }
 
+    /// Merge the rows of `data` (an Arrow stream) on the key columns `on`. `when_matched`
+    /// is "nothing", "update", "delete" or "fail" (`condition` for "update"); `by_source`
+    /// deletes unmatched table rows: None keeps them, "" deletes all, else a predicate.
+    /// Returns the new version and the inserted, updated and deleted counts.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (data, on, when_matched, condition, insert, by_source, retries))]
+    fn merge_insert(
+        &self,
+        py: Python<'_>,
+        data: Bound<'_, PyAny>,
+        on: Vec<String>,
+        when_matched: &str,
+        condition: Option<String>,
+        insert: bool,
+        by_source: Option<String>,
+        retries: u32,
+    ) -> PyResult<(Self, (u64, u64, u64))> {
+        use lance_core::write::merge_insert::{merge_insert, MergeInsert, WhenMatched};
+        guard(|| {
+            let when_matched = match when_matched {
+                "nothing" => WhenMatched::DoNothing,
+                "update" => WhenMatched::UpdateAll { condition },
+                "delete" => WhenMatched::Delete,
+                "fail" => WhenMatched::Fail,
+                other => {
+                    return Err(crate::errors::raise(
+                        py,
+                        "InvalidInputError",
+                        format!("unknown when_matched action {other:?}"),
+                    ))
+                }
+            };
+            let params = MergeInsert {
+                on,
+                when_matched,
+                insert_not_matched: insert,
+                delete_not_matched_by_source: by_source
+                    .map(|p| (!p.trim().is_empty()).then_some(p)),
+                conflict_retries: retries,
+            };
+            let reader = crate::arrow_import::import_stream(&data)?;
+            let schema = reader.schema();
+            let batches = crate::arrow_import::batch_stream(reader);
+            let ds = self.inner.clone();
+            let (new, stats) = block_on(py, async move {
+                use futures::TryStreamExt;
+                let source: Vec<_> = batches.try_collect().await?;
+                merge_insert(&ds, source, schema, &params).await
+            })
+            .py()?;
+            Ok((
+                PyDataset::from(new),
+                (stats.inserted, stats.updated, stats.deleted),
+            ))
+        })
+    }
+
     fn delete(&self, py: Python<'_>, predicate: String) -> PyResult<Self> {
         guard(|| {
             Ok(PyDataset::from(

@@ -8,6 +8,7 @@ pub mod compact;
 mod delete;
 mod file;
 pub mod leaves;
+pub mod merge_insert;
 mod project;
 mod restore;
 pub mod rows;
@@ -194,7 +195,7 @@ pub fn check_append_schema(dataset: &Schema, incoming: &Schema, uri: &str) -> Re
 }
 
 /// Types equal up to field names and nullability of nested fields.
-fn types_match(a: &arrow_schema::DataType, b: &arrow_schema::DataType) -> bool {
+pub(crate) fn types_match(a: &arrow_schema::DataType, b: &arrow_schema::DataType) -> bool {
     use arrow_schema::DataType::*;
     match (a, b) {
         (Struct(x), Struct(y)) => {
@@ -216,7 +217,7 @@ fn types_match(a: &arrow_schema::DataType, b: &arrow_schema::DataType) -> bool {
 
 /// Give array data `target`, a type equal to its own up to the names and nullability of
 /// nested fields; the buffers are kept.
-fn retype(
+pub(crate) fn retype(
     data: arrow_data::ArrayData,
     target: &arrow_schema::DataType,
 ) -> Result<arrow_data::ArrayData> {

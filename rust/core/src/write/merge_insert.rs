@@ -1,0 +1,522 @@
+//! `merge_insert` (upsert): source rows are matched to the table's rows on key columns.
+//! Matched rows are updated (written anew, deleted where they were) or deleted, source
+//! rows without a match are inserted, table rows without a match may be deleted; one
+//! `Update` transaction, as pylance writes it.
+//!
+//! The source is held in memory and its keys hashed (arrow's row format, so any key types
+//! and several key columns hash alike); the table is scanned for its key columns only, and
+//! whole table rows are taken only where a condition or a partial source needs them.
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StructArray, UInt32Array};
+use arrow_row::{RowConverter, SortField};
+use arrow_schema::{Field, Schema, SchemaRef};
+use futures::TryStreamExt;
+
+use super::rows::{add_address, attach_row_ids, delete_rows, discard, write_rows, RowsByFragment};
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::expr::{bind_filter, evaluate_filter, parse, Expr};
+use crate::proto::table::DataFragment;
+use crate::scan::take::take;
+use crate::scan::{scan, Projection, ScanOptions, ROW_ADDRESS, ROW_ID};
+use crate::table::commit::Operation;
+
+/// What happens to a table row whose key a source row has.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WhenMatched {
+    /// Keep the table row (and do not insert the source row).
+    DoNothing,
+    /// Replace the table row with the source row, where `condition` (SQL over `source.x`
+    /// and `target.x`) holds, or always.
+    UpdateAll {
+        condition: Option<String>,
+    },
+    Delete,
+    /// A match is an error.
+    Fail,
+}
+
+/// The clauses of a merge, as pylance's builder sets them.
+#[derive(Clone, Debug)]
+pub struct MergeInsert {
+    pub on: Vec<String>,
+    pub when_matched: WhenMatched,
+    pub insert_not_matched: bool,
+    /// Delete table rows no source row matches: None keeps them; Some(None) deletes all of
+    /// them; Some(Some(sql)) those where `sql` holds.
+    pub delete_not_matched_by_source: Option<Option<String>>,
+    pub conflict_retries: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MergeStats {
+    pub inserted: u64,
+    pub updated: u64,
+    pub deleted: u64,
+}
+
+/// Run the merge of `source` (batches of one schema) into `ds`. A commit that loses to
+/// one touching the same fragments re-runs the match against the new version, up to
+/// `conflict_retries` times. Returns the dataset at the new version and the counts.
+pub async fn merge_insert(
+    ds: &Dataset,
+    source: Vec<RecordBatch>,
+    source_schema: SchemaRef,
+    params: &MergeInsert,
+) -> Result<(Dataset, MergeStats)> {
+    let changes_nothing = params.when_matched == WhenMatched::DoNothing
+        && !params.insert_not_matched
+        && params.delete_not_matched_by_source.is_none();
+    if changes_nothing {
+        return Err(Error::invalid(format!(
+            "{}: merge_insert has no clause that changes the table (when_matched_update_all, \
+             when_matched_delete, when_not_matched_insert_all, when_not_matched_by_source_delete)",
+            ds.uri()
+        )));
+    }
+    if params.on.is_empty() {
+        return Err(Error::invalid(format!(
+            "{}: merge_insert needs at least one key column",
+            ds.uri()
+        )));
+    }
+    let source = arrow_select::concat::concat_batches(&source_schema, &source)?;
+    let mut ds = ds.clone();
+    let mut attempt = 0;
+    loop {
+        match merge_once(&ds, &source, params).await {
+            Err(Error::Conflict(_)) if attempt < params.conflict_retries => {
+                attempt += 1;
+                ds = Dataset::open(ds.uri(), None, ds.storage_options().clone()).await?;
+            }
+            Err(Error::Conflict(msg)) => {
+                return Err(Error::Conflict(format!(
+                    "{msg} (gave up after {attempt} retries)"
+                )))
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The source, checked against the table and cast to its types.
+struct Source {
+    batch: RecordBatch,
+    /// The source's keys in row format, and the first source row of each non-null key.
+    first_of_key: HashMap<Box<[u8]>, u32>,
+    /// Source rows whose key another source row also has.
+    duplicate: Vec<bool>,
+    converter: RowConverter,
+}
+
+fn prepare_source(ds: &Dataset, source: &RecordBatch, on: &[String]) -> Result<Source> {
+    let uri = ds.uri();
+    let target = &ds.arrow_schema;
+    let mut fields = Vec::with_capacity(source.num_columns());
+    let mut columns = Vec::with_capacity(source.num_columns());
+    for (f, c) in source.schema().fields().iter().zip(source.columns()) {
+        let t = target.field_with_name(f.name()).map_err(|_| {
+            Error::invalid(format!(
+                "{uri}: merge_insert: the source has column '{}', which the table does not",
+                f.name()
+            ))
+        })?;
+        let c = if c.data_type() == t.data_type() {
+            c.clone()
+        } else if super::types_match(t.data_type(), c.data_type()) {
+            arrow_array::make_array(super::retype(c.to_data(), t.data_type())?)
+        } else {
+            return Err(Error::invalid(format!(
+                "{uri}: merge_insert: column '{}' is {} in the table but {} in the source",
+                f.name(),
+                t.data_type(),
+                c.data_type()
+            )));
+        };
+        fields.push(Arc::new(Field::new(f.name(), t.data_type().clone(), true)));
+        columns.push(c);
+    }
+    let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(source.num_rows()));
+    let batch = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &opts)?;
+    let mut key_columns = Vec::with_capacity(on.len());
+    for k in on {
+        if target.field_with_name(k).is_err() {
+            return Err(Error::invalid(format!(
+                "{uri}: merge_insert key column '{k}' does not exist in the table"
+            )));
+        }
+        key_columns.push(batch.column_by_name(k).cloned().ok_or_else(|| {
+            Error::invalid(format!(
+                "{uri}: merge_insert: the source has no key column '{k}'"
+            ))
+        })?);
+    }
+    let converter = RowConverter::new(
+        key_columns
+            .iter()
+            .map(|c| SortField::new(c.data_type().clone()))
+            .collect(),
+    )?;
+    let keys = converter.convert_columns(&key_columns)?;
+    let null_key = any_null(&key_columns, batch.num_rows());
+    let mut first_of_key: HashMap<Box<[u8]>, u32> = HashMap::with_capacity(batch.num_rows());
+    let mut duplicate = vec![false; batch.num_rows()];
+    for i in 0..batch.num_rows() {
+        if null_key[i] {
+            continue; // a null key matches nothing
+        }
+        match first_of_key.entry(keys.row(i).as_ref().into()) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(i as u32);
+            }
+            std::collections::hash_map::Entry::Occupied(e) => {
+                duplicate[i] = true;
+                duplicate[*e.get() as usize] = true;
+            }
+        }
+    }
+    Ok(Source {
+        batch,
+
+        first_of_key,
+        duplicate,
+        converter,
+    })
+}
+
+/// Whether any of `columns` is null, per row.
+fn any_null(columns: &[ArrayRef], rows: usize) -> Vec<bool> {
+    let mut out = vec![false; rows];
+    for c in columns {
+        if let Some(n) = c.logical_nulls() {
+            for (o, valid) in out.iter_mut().zip(n.iter()) {
+                *o |= !valid;
+            }
+        }
+    }
+    out
+}
+
+/// The matches of one pass over the table.
+#[derive(Default)]
+struct Matches {
+    /// (table row address, its stable row id or 0, source row).
+    pairs: Vec<(u64, u64, u32)>,
+    /// Table rows no source row matched, to delete.
+    unmatched_to_delete: Vec<u64>,
+    /// Source rows that matched a table row.
+    matched_source: Vec<bool>,
+}
+
+async fn find_matches(
+    ds: &Arc<Dataset>,
+    src: &Source,
+    params: &MergeInsert,
+    by_source: Option<&Expr>,
+) -> Result<Matches> {
+    let stable = ds.has_stable_row_ids();
+    let mut columns = params.on.clone();
+    if let Some(e) = by_source {
+        for c in e.columns() {
+            let top = c.split('.').next().unwrap_or(&c).to_string();
+            if !columns.contains(&top) {
+                columns.push(top);
+            }
+        }
+    }
+    let options = ScanOptions {
+        columns: Some(columns),
+        with_row_address: true,
+        with_row_id: stable,
+        batch_size: 64 * 1024,
+        ..Default::default()
+    };
+    let s = scan(ds.clone(), options)?;
+    let mut batches = s.batches;
+    let mut m = Matches {
+        matched_source: vec![false; src.batch.num_rows()],
+        ..Default::default()
+    };
+    let want_unmatched = params.delete_not_matched_by_source.is_some();
+    let mut bound_by_source = None;
+    while let Some(b) = batches.try_next().await? {
+        let keys: Vec<ArrayRef> = params
+            .on
+            .iter()
+            .map(|k| b.column_by_name(k).cloned().expect("scanned"))
+            .collect();
+        let rows = src.converter.convert_columns(&keys)?;
+        let null_key = any_null(&keys, b.num_rows());
+        let addrs = b
+            .column_by_name(ROW_ADDRESS)
+            .expect("scanned")
+            .as_primitive::<UInt64Type>()
+            .clone();
+        let ids = b
+            .column_by_name(ROW_ID)
+            .map(|c| c.as_primitive::<UInt64Type>().clone());
+        let mut unmatched = vec![];
+        for (i, &null) in null_key.iter().enumerate() {
+            let hit = if null {
+                None
+            } else {
+                src.first_of_key.get(rows.row(i).as_ref())
+            };
+            match hit {
+                Some(&j) => {
+                    if src.duplicate[j as usize] && params.when_matched != WhenMatched::DoNothing {
+                        return Err(Error::invalid(format!(
+                            "{}: merge_insert: several source rows have the key of one table row \
+                             ({}); each table row may match at most one source row",
+                            ds.uri(),
+                            describe_key(src, j as usize, &params.on)
+                        )));
+                    }
+                    m.matched_source[j as usize] = true;
+                    let id = ids.as_ref().map_or(0, |ids| ids.value(i));
+                    m.pairs.push((addrs.value(i), id, j));
+                }
+                None if want_unmatched => unmatched.push(i as u32),
+                None => {}
+            }
+        }
+        if !unmatched.is_empty() {
+            let keep = match by_source {
+                None => None,
+                Some(e) => {
+                    let bound = match &bound_by_source {
+                        Some(b) => b,
+                        None => bound_by_source.insert(bind_filter(e, &b.schema())?),
+                    };
+                    Some(evaluate_filter(bound, &b)?)
+                }
+            };
+            for i in unmatched {
+                if keep
+                    .as_ref()
+                    .is_none_or(|k| k.is_valid(i as usize) && k.value(i as usize))
+                {
+                    m.unmatched_to_delete.push(addrs.value(i as usize));
+                }
+            }
+        }
+    }
+    Ok(m)
+}
+
+/// The key of source row `i`, for errors ("id = 1").
+fn describe_key(src: &Source, i: usize, on: &[String]) -> String {
+    on.iter()
+        .map(|k| {
+            let c = src.batch.column_by_name(k).expect("checked");
+            let v = arrow_cast::display::array_value_to_string(c, i).unwrap_or_default();
+            format!("{k} = {v}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Rows `indices` of `batch`.
+fn take_rows(batch: &RecordBatch, indices: &[u32]) -> Result<RecordBatch> {
+    let idx = UInt32Array::from(indices.to_vec());
+    Ok(arrow_select::take::take_record_batch(batch, &idx)?)
+}
+
+/// Source rows shaped as table rows: the table's columns, `fill` supplying those the
+/// source lacks (the matched table rows, or nulls for inserts).
+fn as_table_rows(
+    ds: &Dataset,
+    source: &RecordBatch,
+    fill: Option<&RecordBatch>,
+) -> Result<RecordBatch> {
+    let target = Arc::new(Schema::new(ds.arrow_schema.fields().clone()));
+    let columns = target
+        .fields()
+        .iter()
+        .map(|f| match source.column_by_name(f.name()) {
+            Some(c) => Ok(c.clone()),
+            None => match fill.and_then(|t| t.column_by_name(f.name())) {
+                Some(c) => Ok(c.clone()),
+                None if f.is_nullable() => Ok(arrow_array::new_null_array(
+                    f.data_type(),
+                    source.num_rows(),
+                )),
+                None => Err(Error::invalid(format!(
+                    "{}: merge_insert: the source has no column '{}', which is not nullable, \
+                     so rows cannot be inserted without it",
+                    ds.uri(),
+                    f.name()
+                ))),
+            },
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(source.num_rows()));
+    Ok(RecordBatch::try_new_with_options(target, columns, &opts)?)
+}
+
+/// Which matched pairs satisfy `condition`, evaluated over `target.*` and `source.*`.
+fn condition_holds(
+    condition: &Expr,
+    table_rows: &RecordBatch,
+    source_rows: &RecordBatch,
+) -> Result<BooleanArray> {
+    let as_struct = |b: &RecordBatch| -> ArrayRef { Arc::new(StructArray::from(b.clone())) };
+    let (t, s) = (as_struct(table_rows), as_struct(source_rows));
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("target", t.data_type().clone(), false),
+        Field::new("source", s.data_type().clone(), false),
+    ]));
+    let both = RecordBatch::try_new(schema.clone(), vec![t, s])?;
+    let bound = bind_filter(condition, &schema)?;
+    evaluate_filter(&bound, &both)
+}
+
+async fn merge_once(
+    ds: &Dataset,
+    source: &RecordBatch,
+    params: &MergeInsert,
+) -> Result<(Dataset, MergeStats)> {
+    let ds_arc = Arc::new(ds.clone());
+    let src = prepare_source(ds, source, &params.on)?;
+    let by_source = match &params.delete_not_matched_by_source {
+        Some(Some(sql)) => Some(parse(sql)?),
+        _ => None,
+    };
+    let condition = match &params.when_matched {
+        WhenMatched::UpdateAll {
+            condition: Some(sql),
+        } => Some(parse(sql)?),
+        _ => None,
+    };
+    let m = find_matches(&ds_arc, &src, params, by_source.as_ref()).await?;
+    let mut stats = MergeStats::default();
+    let mut to_delete = RowsByFragment::new();
+    for &a in &m.unmatched_to_delete {
+        add_address(&mut to_delete, a);
+    }
+    stats.deleted += m.unmatched_to_delete.len() as u64;
+
+    // Matched rows.
+    let mut updated_rows: Option<(RecordBatch, Vec<u64>)> = None;
+    match &params.when_matched {
+        WhenMatched::DoNothing => {}
+        WhenMatched::Fail if !m.pairs.is_empty() => {
+            let j = m.pairs[0].2 as usize;
+            return Err(Error::invalid(format!(
+                "{}: merge_insert: a source row matches a table row ({}) and when_matched_fail is set",
+                ds.uri(),
+                describe_key(&src, j, &params.on)
+            )));
+        }
+        WhenMatched::Fail => {}
+        WhenMatched::Delete => {
+            for &(a, _, _) in &m.pairs {
+                add_address(&mut to_delete, a);
+            }
+            stats.deleted += m.pairs.len() as u64;
+        }
+        WhenMatched::UpdateAll { .. } => {
+            let mut pairs = m.pairs.clone();
+            let partial = src.batch.num_columns() < ds.arrow_schema.fields().len();
+            let mut table_rows = None;
+            if partial || condition.is_some() {
+                // The whole table rows of the matches, in the order of `pairs`.
+                let addrs: Vec<u64> = pairs.iter().map(|p| p.0).collect();
+                let projection = Projection::default();
+                let rows = take(ds_arc.clone(), &addrs, &projection).await?;
+                let srcs: Vec<u32> = pairs.iter().map(|p| p.2).collect();
+                let source_rows = take_rows(&src.batch, &srcs)?;
+                let (rows, kept) = match &condition {
+                    Some(c) => {
+                        let holds = condition_holds(c, &rows, &source_rows)?;
+                        let kept: Vec<bool> = (0..holds.len())
+                            .map(|i| holds.is_valid(i) && holds.value(i))
+                            .collect();
+                        let mask = BooleanArray::from(kept.clone());
+                        (
+                            arrow_select::filter::filter_record_batch(&rows, &mask)?,
+                            Some(kept),
+                        )
+                    }
+                    None => (rows, None),
+                };
+                if let Some(kept) = kept {
+                    pairs = pairs
+                        .into_iter()
+                        .zip(kept)
+                        .filter_map(|(p, k)| k.then_some(p))
+                        .collect();
+                }
+                table_rows = Some(rows);
+            }
+            let srcs: Vec<u32> = pairs.iter().map(|p| p.2).collect();
+            let new_rows = as_table_rows(ds, &take_rows(&src.batch, &srcs)?, table_rows.as_ref())?;
+            for &(a, _, _) in &pairs {
+                add_address(&mut to_delete, a);
+            }
+            stats.updated = pairs.len() as u64;
+            updated_rows = Some((new_rows, pairs.iter().map(|p| p.1).collect()));
+        }
+    }
+
+    // Source rows without a match.
+    let inserted_rows = if params.insert_not_matched {
+        let rows: Vec<u32> = (0..src.batch.num_rows() as u32)
+            .filter(|&i| !m.matched_source[i as usize])
+            .collect();
+        stats.inserted = rows.len() as u64;
+        (!rows.is_empty())
+            .then(|| as_table_rows(ds, &take_rows(&src.batch, &rows)?, None))
+            .transpose()?
+    } else {
+        None
+    };
+
+    let mut written: Vec<DataFragment> = vec![];
+    let result = async {
+        if let Some((rows, ids)) = updated_rows.filter(|(r, _)| r.num_rows() > 0) {
+            let mut frags = write_rows(ds, Box::pin(futures::stream::iter([Ok(rows)]))).await?;
+            if ds.has_stable_row_ids() {
+                attach_row_ids(&mut frags, &ids, ds.uri())?;
+            }
+            written.extend(frags);
+        }
+        if let Some(rows) = inserted_rows {
+            // Inserted rows get fresh row ids when committed.
+            let frags = write_rows(ds, Box::pin(futures::stream::iter([Ok(rows)]))).await?;
+            written.extend(frags);
+        }
+        let removal = delete_rows(ds, &to_delete).await?;
+        let fields_changed = ds
+            .schema
+            .field_ids()
+            .into_iter()
+            .map(|i| i as u32)
+            .collect();
+        let op = Operation::Update {
+            updated: removal.updated,
+            removed_ids: removal.removed_ids,
+            new_fragments: written.clone(),
+            fields_changed,
+        };
+        super::commit_operation(
+            ds.uri(),
+            op,
+            Some(ds.version()),
+            ds.storage_options().clone(),
+        )
+        .await
+    }
+    .await;
+    match result {
+        Ok(new) => Ok((new, stats)),
+        Err(e) => {
+            discard(ds, &written).await;
+            Err(e)
+        }
+    }
+}
