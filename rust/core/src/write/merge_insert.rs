@@ -12,7 +12,8 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StructArray, UInt32Array};
-use arrow_row::{RowConverter, SortField};
+use arrow_row::{Row, RowConverter, Rows, SortField};
+use std::hash::BuildHasher;
 use arrow_schema::{Field, Schema, SchemaRef};
 use futures::TryStreamExt;
 
@@ -106,8 +107,11 @@ pub async fn merge_insert(
 /// The source, checked against the table and cast to its types.
 struct Source {
     batch: RecordBatch,
-    /// The source's keys in row format, and the first source row of each non-null key.
-    first_of_key: HashMap<Box<[u8]>, u32>,
+    /// The source's keys in row format.
+    keys: Rows,
+    /// Source rows by the hash of their (non-null) key: the first row of each key, and
+    /// any other key of the same hash after it.
+    by_hash: HashMap<u64, Vec<u32>>,
     /// Source rows whose key another source row also has.
     duplicate: Vec<bool>,
     converter: RowConverter,
@@ -163,29 +167,45 @@ fn prepare_source(ds: &Dataset, source: &RecordBatch, on: &[String]) -> Result<S
     )?;
     let keys = converter.convert_columns(&key_columns)?;
     let null_key = any_null(&key_columns, batch.num_rows());
-    let mut first_of_key: HashMap<Box<[u8]>, u32> = HashMap::with_capacity(batch.num_rows());
+    let mut by_hash: HashMap<u64, Vec<u32>> = HashMap::with_capacity(batch.num_rows());
     let mut duplicate = vec![false; batch.num_rows()];
-    for i in 0..batch.num_rows() {
-        if null_key[i] {
+    for (i, &null) in null_key.iter().enumerate() {
+        if null {
             continue; // a null key matches nothing
         }
-        match first_of_key.entry(keys.row(i).as_ref().into()) {
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(i as u32);
-            }
-            std::collections::hash_map::Entry::Occupied(e) => {
+        let row = keys.row(i);
+        let rows = by_hash.entry(hash_key(row)).or_default();
+        match rows.iter().find(|&&j| keys.row(j as usize) == row) {
+            Some(&first) => {
                 duplicate[i] = true;
-                duplicate[*e.get() as usize] = true;
+                duplicate[first as usize] = true;
             }
+            None => rows.push(i as u32),
         }
     }
     Ok(Source {
         batch,
-
-        first_of_key,
+        keys,
+        by_hash,
         duplicate,
         converter,
     })
+}
+
+/// The hash of a key in row format (equal keys have equal bytes).
+fn hash_key(row: Row<'_>) -> u64 {
+    foldhash::fast::FixedState::with_seed(0x5eed).hash_one(row.as_ref())
+}
+
+impl Source {
+    /// The first source row whose key is `row`.
+    fn lookup(&self, row: Row<'_>) -> Option<u32> {
+        let candidates = self.by_hash.get(&hash_key(row))?;
+        candidates
+            .iter()
+            .copied()
+            .find(|&j| self.keys.row(j as usize) == row)
+    }
 }
 
 /// Whether any of `columns` is null, per row.
@@ -261,13 +281,9 @@ async fn find_matches(
             .map(|c| c.as_primitive::<UInt64Type>().clone());
         let mut unmatched = vec![];
         for (i, &null) in null_key.iter().enumerate() {
-            let hit = if null {
-                None
-            } else {
-                src.first_of_key.get(rows.row(i).as_ref())
-            };
+            let hit = if null { None } else { src.lookup(rows.row(i)) };
             match hit {
-                Some(&j) => {
+                Some(j) => {
                     if src.duplicate[j as usize] && params.when_matched != WhenMatched::DoNothing {
                         return Err(Error::invalid(format!(
                             "{}: merge_insert: several source rows have the key of one table row \
