@@ -2,7 +2,9 @@
 //! any data is read. Columns are resolved to positions, every literal takes the type of
 //! what it meets (`a + 1` on an int32 column stays int32, as in pylance), two columns of
 //! different types meet in a common type, and what cannot meet is refused with an error
-//! that names the column and both types (`s > 10` on a string column).
+//! that names the column and both types (`s > 10` on a string column). The values a
+//! CASE or COALESCE chooses among meet in one type the same way, and each function
+//! checks its arguments here (`lower(a)` on an int column is refused before any read).
 use std::sync::Arc;
 
 use arrow_array::{new_empty_array, new_null_array, ArrayRef, BooleanArray, StringArray};
@@ -10,7 +12,7 @@ use arrow_cast::{can_cast_types, cast_with_options, CastOptions};
 use arrow_schema::{DataType, Schema, TimeUnit};
 
 use super::parse::describe;
-use super::{ArithOp, CmpOp, Expr, Literal, TypedKind};
+use super::{ArithOp, CmpOp, Expr, Function, Literal, TypedKind};
 use crate::error::{Error, Result};
 
 /// An expression ready to run: its nodes and the type and nullability of its result.
@@ -72,6 +74,18 @@ pub(super) enum Node {
     Index {
         input: Box<Bound>,
         index: Box<Bound>,
+    },
+    /// The value of the first branch whose condition is TRUE, else `otherwise`, else NULL
+    /// (a simple CASE's conditions are `operand = value` comparisons). All values are of
+    /// the node's type.
+    Case {
+        branches: Vec<(Bound, Bound)>,
+        otherwise: Option<Box<Bound>>,
+    },
+    /// A function on arguments of the types it takes (checked and converted here).
+    Call {
+        function: Function,
+        args: Vec<Bound>,
     },
 }
 
@@ -623,7 +637,282 @@ impl<'a> Binder<'a> {
                     nullable,
                 )
             }
+            Expr::Case {
+                operand,
+                branches,
+                otherwise,
+            } => self.case(operand.as_deref(), branches, otherwise.as_deref())?,
+            Expr::Call { function, args } => self.call(*function, args)?,
         })
+    }
+
+    fn case(
+        &self,
+        operand: Option<&Expr>,
+        branches: &[(Expr, Expr)],
+        otherwise: Option<&Expr>,
+    ) -> Result<Bound> {
+        if branches.is_empty() {
+            return Err(self.error("CASE needs at least one WHEN"));
+        }
+        let conditions = branches
+            .iter()
+            .map(|(when, _)| match operand {
+                // `CASE x WHEN v` is `x = v`: NULL (so not taken) when either is NULL.
+                Some(x) => self.boolean(&Expr::cmp(CmpOp::Eq, x.clone(), when.clone())),
+                None => self.boolean(when),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let results: Vec<&Expr> = branches.iter().map(|(_, v)| v).chain(otherwise).collect();
+        let (values, dt) = self.one_type(&results, "CASE")?;
+        let nullable = otherwise.is_none() || values.iter().any(|v| v.nullable);
+        let mut values = values.into_iter();
+        let branches = conditions.into_iter().zip(values.by_ref()).collect();
+        let otherwise = values.next().map(Box::new);
+        Ok(self.node(
+            Node::Case {
+                branches,
+                otherwise,
+            },
+            dt,
+            nullable,
+        ))
+    }
+
+    /// Values of which one is chosen (CASE's results, COALESCE's arguments) in one type:
+    /// the values that are not literals meet in their common type, and the literals take
+    /// it as they take a column's type (`coalesce(a, 0)` keeps an int32 column int32).
+    fn one_type(&self, exprs: &[&Expr], what: &str) -> Result<(Vec<Bound>, DataType)> {
+        let differ = |a: &Expr, t: &DataType, b: &Expr, u: Option<&DataType>| {
+            let u = u.map(|u| format!(" ({u})")).unwrap_or_default();
+            self.error(format!(
+                "{what} cannot give {} ({t}) and {}{u} one type",
+                side(a),
+                side(b)
+            ))
+        };
+        let mut bound = Vec::with_capacity(exprs.len());
+        // The type so far and the first value of it, for errors.
+        let mut to: Option<(DataType, &Expr)> = None;
+        for &e in exprs {
+            if let Expr::Literal(_) = e {
+                bound.push(None);
+                continue;
+            }
+            let b = self.bind(e)?;
+            to = Some(match to {
+                None => (value_type(&b.data_type).clone(), e),
+                Some((t, first)) => {
+                    // Unlike a comparison, a result does not turn strings into numbers or
+                    // dates (which would fail on rows that hold other text): as PostgreSQL.
+                    let u = value_type(&b.data_type);
+                    let null = t == DataType::Null || *u == DataType::Null;
+                    let common = common_type(&t, u)
+                        .filter(|_| null || is_string(&t) == is_string(u))
+                        .ok_or_else(|| differ(first, &t, e, Some(&b.data_type)))?;
+                    (common, first)
+                }
+            });
+            bound.push(Some(b));
+        }
+        let literals = exprs.iter().filter_map(|e| match e {
+            Expr::Literal(l) => Some((*e, l)),
+            _ => None,
+        });
+        // Only literals (or only NULL values): the first literal that is not NULL sets
+        // the type.
+        if to.as_ref().is_none_or(|(t, _)| *t == DataType::Null) {
+            if let Some((e, l)) = literals.clone().find(|(_, l)| **l != Literal::Null) {
+                let a = natural(l).map_err(|e| self.error(e))?;
+                to = Some((a.data_type().clone(), e));
+            }
+        }
+        let (mut t, first) = to.unwrap_or((DataType::Null, exprs[0]));
+        'widen: loop {
+            for (e, l) in literals.clone() {
+                match meets(l, &t) {
+                    Meets::As(_) => {}
+                    // A literal that needs a wider type (1.5 against integers): all move.
+                    Meets::Widen(wider) if wider != t => {
+                        t = wider;
+                        continue 'widen;
+                    }
+                    _ => return Err(differ(first, &t, e, None)),
+                }
+            }
+            break;
+        }
+        let values = exprs
+            .iter()
+            .zip(bound)
+            .map(|(e, b)| match (e, b) {
+                (_, Some(b)) => self.cast(b, t.clone()),
+                (Expr::Literal(l), None) => match meets(l, &t) {
+                    Meets::As(a) => Ok(self.scalar(a)),
+                    _ => Err(differ(first, &t, e, None)),
+                },
+                (_, None) => unreachable!("only literals are bound late"),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok((values, t))
+    }
+
+    fn call(&self, function: Function, args: &[Expr]) -> Result<Bound> {
+        let name = function.name();
+        let (min, max) = function.arity();
+        if args.len() < min || max.is_some_and(|m| args.len() > m) {
+            let takes = match max {
+                Some(m) if m == min => format!("{min}"),
+                Some(m) if m == min + 1 => format!("{min} or {m}"),
+                Some(m) => format!("{min} to {m}"),
+                None => format!("at least {min}"),
+            };
+            let plural = if max.unwrap_or(min) == 1 { "" } else { "s" };
+            return Err(self.error(format!(
+                "{name} takes {takes} argument{plural}, not {}",
+                args.len()
+            )));
+        }
+        let any_nullable = |bs: &[Bound]| bs.iter().any(|b| b.nullable);
+        let (args, dt, nullable) = match function {
+            Function::Coalesce => {
+                let exprs: Vec<&Expr> = args.iter().collect();
+                let (values, dt) = self.one_type(&exprs, "coalesce")?;
+                let nullable = values.iter().all(|v| v.nullable);
+                (values, dt, nullable)
+            }
+            Function::NullIf => {
+                let (l, r) = self.pair(&args[0], &args[1], "compare")?;
+                check_cmp(&l.data_type, &r.data_type).map_err(|m| {
+                    self.error(format!(
+                        "nullif cannot compare {} with {}: {m}",
+                        side(&args[0]),
+                        side(&args[1])
+                    ))
+                })?;
+                let dt = l.data_type.clone();
+                (vec![l, r], dt, true)
+            }
+            Function::Lower
+            | Function::Upper
+            | Function::Trim
+            | Function::Ltrim
+            | Function::Rtrim => {
+                let s = self.string_arg(function, &args[0])?;
+                let dt = s.data_type.clone();
+                let mut values = vec![s];
+                if let Some(chars) = args.get(1) {
+                    values.push(self.cast(self.string_arg(function, chars)?, dt.clone())?);
+                }
+                let nullable = any_nullable(&values);
+                (values, dt, nullable)
+            }
+            Function::Length => {
+                let s = self.string_arg(function, &args[0])?;
+                // As DataFusion's character_length: int32 counts for Utf8, int64 for
+                // LargeUtf8.
+                let dt = match s.data_type {
+                    DataType::LargeUtf8 => DataType::Int64,
+                    _ => DataType::Int32,
+                };
+                let nullable = s.nullable;
+                (vec![s], dt, nullable)
+            }
+            Function::Substr => {
+                let s = self.string_arg(function, &args[0])?;
+                let dt = s.data_type.clone();
+                let mut values = vec![s, self.integer_arg(function, &args[1], "start")?];
+                if let Some(count) = args.get(2) {
+                    values.push(self.integer_arg(function, count, "count")?);
+                }
+                let nullable = any_nullable(&values);
+                (values, dt, nullable)
+            }
+            Function::Concat => {
+                let values = args
+                    .iter()
+                    .map(|a| {
+                        let b = self.plain(self.bind(a)?)?;
+                        if can_cast_types(&b.data_type, &DataType::Utf8) {
+                            Ok(b)
+                        } else {
+                            Err(self.error(format!(
+                                "concat cannot convert {} ({}) to a string",
+                                side(a),
+                                b.data_type
+                            )))
+                        }
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let dt = if values.iter().any(|v| v.data_type == DataType::LargeUtf8) {
+                    DataType::LargeUtf8
+                } else {
+                    DataType::Utf8
+                };
+                let values = values
+                    .into_iter()
+                    .map(|v| self.cast(v, dt.clone()))
+                    .collect::<Result<Vec<_>>>()?;
+                // NULL arguments count as empty strings, so the result is never NULL.
+                (values, dt, false)
+            }
+            Function::Abs | Function::Round => {
+                let x = self.plain(self.bind(&args[0])?)?;
+                if !is_numeric(&x.data_type) && x.data_type != DataType::Null {
+                    return Err(self.error(format!(
+                        "{name} needs a number, but {} is {}",
+                        side(&args[0]),
+                        x.data_type
+                    )));
+                }
+                let dt = match (function, &x.data_type) {
+                    // Rounding is done on doubles (float32 stays float32).
+                    (Function::Round, DataType::Float32) => DataType::Float32,
+                    (Function::Round, _) => DataType::Float64,
+                    (_, DataType::Null) => DataType::Int64,
+                    (_, dt) => dt.clone(),
+                };
+                let mut values = vec![self.cast(x, dt.clone())?];
+                if let Some(digits) = args.get(1) {
+                    values.push(self.integer_arg(function, digits, "number of digits")?);
+                }
+                let nullable = any_nullable(&values);
+                (values, dt, nullable)
+            }
+        };
+        Ok(self.node(Node::Call { function, args }, dt, nullable))
+    }
+
+    /// An argument that must be a string, as Utf8 or LargeUtf8 (a view or a dictionary
+    /// is read as its values, NULL as a Utf8 NULL).
+    fn string_arg(&self, function: Function, e: &Expr) -> Result<Bound> {
+        let b = self.bind(e)?;
+        let to = match value_type(&b.data_type) {
+            DataType::Utf8 | DataType::Utf8View | DataType::Null => DataType::Utf8,
+            DataType::LargeUtf8 => DataType::LargeUtf8,
+            other => {
+                return Err(self.error(format!(
+                    "{} needs a string, but {} is {other}",
+                    function.name(),
+                    side(e)
+                )))
+            }
+        };
+        self.cast(b, to)
+    }
+
+    /// An argument that must be an integer (`what` it is, for errors), as int64.
+    fn integer_arg(&self, function: Function, e: &Expr, what: &str) -> Result<Bound> {
+        let b = self.bind(e)?;
+        let dt = value_type(&b.data_type);
+        if !dt.is_integer() && *dt != DataType::Null {
+            return Err(self.error(format!(
+                "{} needs an integer {what}, but {} is {dt}",
+                function.name(),
+                side(e)
+            )));
+        }
+        self.cast(b, DataType::Int64)
     }
 
     /// A column or a field inside struct columns, by name (exact, else ignoring case). A

@@ -1,19 +1,24 @@
 //! Running a bound expression on a record batch with arrow's kernels, in SQL's
 //! three-valued logic (a comparison with NULL is NULL; filters keep only TRUE rows).
 //! Constants stay one-value scalars until a kernel needs them as long as the batch.
+//! CASE and COALESCE run a value only on the rows that take it when it could fail on the
+//! others (`CASE WHEN b <> 0 THEN a / b END` does not divide by zero).
 use std::sync::Arc;
 
-use arrow_arith::boolean::{and_kleene, is_not_null, is_null, not, or_kleene};
+use arrow_arith::boolean::{and, and_kleene, and_not, is_not_null, is_null, not, or_kleene};
 use arrow_array::cast::AsArray;
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, Datum, Int64Array, OffsetSizeTrait, RecordBatch, Scalar,
-    UInt64Array,
+    new_null_array, Array, ArrayRef, BooleanArray, Datum, Int64Array, OffsetSizeTrait, RecordBatch,
+    Scalar, UInt32Array, UInt64Array,
 };
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_schema::{ArrowError, DataType};
+use arrow_select::filter::filter_record_batch;
+use arrow_select::zip::zip;
 
 use super::bind::{Bound, Node};
-use super::{ArithOp, CmpOp};
+use super::functions::{self, Arg};
+use super::{ArithOp, CmpOp, Function};
 use crate::error::{Error, Result};
 
 /// A value during evaluation: one per row, or one for every row.
@@ -188,7 +193,182 @@ fn eval(b: &Bound, batch: &RecordBatch) -> std::result::Result<Val, ArrowError> 
             let index = eval(index, batch)?.into_array(rows)?;
             Val::Array(list_element(&list, index.as_primitive())?)
         }
+        Node::Case {
+            branches,
+            otherwise,
+        } => {
+            let mut out = new_null_array(&b.data_type, rows);
+            // The rows no branch has taken yet: each condition is run on those only.
+            let mut left = BooleanArray::from(vec![true; rows]);
+            for (when, then) in branches {
+                if left.true_count() == 0 {
+                    break;
+                }
+                let hit = eval_selected(when, batch, &left)?.into_array(rows)?;
+                // NULL is not TRUE.
+                let hit = and(&left, &only_true(hit.as_boolean()))?;
+                if hit.true_count() == 0 {
+                    continue;
+                }
+                let v = eval_selected(then, batch, &hit)?;
+                out = zip(&hit, v.datum().as_ref(), &out)?;
+                left = and_not(&left, &hit)?;
+            }
+            if let Some(e) = otherwise.as_deref().filter(|_| left.true_count() > 0) {
+                let v = eval_selected(e, batch, &left)?;
+                out = zip(&left, v.datum().as_ref(), &out)?;
+            }
+            Val::Array(out)
+        }
+        Node::Call {
+            function: Function::Coalesce,
+            args,
+        } => {
+            let mut out = eval(&args[0], batch)?;
+            for next in &args[1..] {
+                out = match out {
+                    Val::Scalar(s) if s.is_valid(0) => return Ok(Val::Scalar(s)),
+                    // A NULL constant: the next value for every row.
+                    Val::Scalar(_) => eval(next, batch)?,
+                    Val::Array(a) if a.logical_null_count() == 0 => return Ok(Val::Array(a)),
+                    Val::Array(a) => {
+                        let missing = is_null(&a)?;
+                        let v = eval_selected(next, batch, &missing)?;
+                        let out = zip(&missing, v.datum().as_ref(), &a)?;
+                        Val::Array(out)
+                    }
+                };
+            }
+            out
+        }
+        Node::Call {
+            function: Function::NullIf,
+            args,
+        } => {
+            let (x, y) = (eval(&args[0], batch)?, eval(&args[1], batch)?);
+            let both_scalar = matches!((&x, &y), (Val::Scalar(_), Val::Scalar(_)));
+            let same = compare(CmpOp::Eq, x.datum().as_ref(), y.datum().as_ref())?;
+            let same = only_true(&same);
+            let x = match x {
+                Val::Scalar(s) if both_scalar => s,
+                x => x.into_array(rows)?,
+            };
+            let out = arrow_select::nullif::nullif(&x, &same)?;
+            if both_scalar {
+                Val::Scalar(out)
+            } else {
+                Val::Array(out)
+            }
+        }
+        Node::Call { function, args } => {
+            let args = args
+                .iter()
+                .map(|a| {
+                    Ok(match eval(a, batch)? {
+                        Val::Scalar(values) => Arg {
+                            values,
+                            scalar: true,
+                        },
+                        Val::Array(values) => Arg {
+                            values,
+                            scalar: false,
+                        },
+                    })
+                })
+                .collect::<std::result::Result<Vec<_>, ArrowError>>()?;
+            // Constants in, a constant out.
+            if args.iter().all(|a| a.scalar) {
+                Val::Scalar(functions::call(*function, &args, 1, &b.data_type)?)
+            } else {
+                Val::Array(functions::call(*function, &args, rows, &b.data_type)?)
+            }
+        }
     })
+}
+
+/// TRUE where `a` is TRUE, FALSE where it is FALSE or NULL.
+fn only_true(a: &BooleanArray) -> BooleanArray {
+    match a.nulls() {
+        Some(valid) => BooleanArray::new(a.values() & valid.inner(), None),
+        None => BooleanArray::new(a.values().clone(), None),
+    }
+}
+
+/// `b` for the rows `selected` (a mask without NULLs) picks; other rows are NULL, or
+/// whatever `b` gives there when it cannot fail. An expression that could fail is run on
+/// the selected rows only: a CASE branch must not fail on rows another branch takes.
+fn eval_selected(
+    b: &Bound,
+    batch: &RecordBatch,
+    selected: &BooleanArray,
+) -> std::result::Result<Val, ArrowError> {
+    let rows = batch.num_rows();
+    let count = selected.true_count();
+    if count == rows || !may_fail(b) {
+        return eval(b, batch);
+    }
+    if count == 0 {
+        return Ok(Val::Scalar(new_null_array(&b.data_type, 1)));
+    }
+    let part = filter_record_batch(batch, selected)?;
+    Ok(match eval(b, &part)? {
+        Val::Scalar(s) => Val::Scalar(s),
+        Val::Array(a) => {
+            // Back to the batch's rows: row r takes the next value when selected.
+            let mut next = 0u32;
+            let at: UInt32Array = selected
+                .values()
+                .iter()
+                .map(|s| {
+                    s.then(|| {
+                        next += 1;
+                        next - 1
+                    })
+                })
+                .collect();
+            Val::Array(arrow_select::take::take(&a, &at, None)?)
+        }
+    })
+}
+
+/// Whether `b` could fail on some values: a division (by zero), a strict cast (of a
+/// value that does not convert), substr with a count (a negative one).
+fn may_fail(b: &Bound) -> bool {
+    match &b.node {
+        Node::Column { .. } | Node::Scalar(_) => false,
+        Node::Cast { input, safe } => !safe || may_fail(input),
+        Node::Arith {
+            op: ArithOp::Div | ArithOp::Rem,
+            ..
+        } => true,
+        Node::Call {
+            function: Function::Substr,
+            args,
+        } if args.len() == 3 => true,
+        Node::Cmp { left, right, .. }
+        | Node::Arith { left, right, .. }
+        | Node::And(left, right)
+        | Node::Or(left, right)
+        | Node::Index {
+            input: left,
+            index: right,
+        } => may_fail(left) || may_fail(right),
+        Node::Not(x)
+        | Node::IsNull { input: x, .. }
+        | Node::InList { input: x, .. }
+        | Node::Like { input: x, .. }
+        | Node::Negative(x)
+        | Node::Field { input: x, .. } => may_fail(x),
+        Node::Case {
+            branches,
+            otherwise,
+        } => branches
+            .iter()
+            .flat_map(|(w, v)| [w, v])
+            .chain(otherwise.as_deref())
+            .any(may_fail),
+        Node::Call { args, .. } => args.iter().any(may_fail),
+    }
 }
 
 fn compare(
@@ -302,7 +482,9 @@ fn list_element(
 mod tests {
     use super::*;
     use crate::expr::{bind, bind_filter, parse, parse_expression};
-    use arrow_array::{Float64Array, Int32Array, ListArray, StringArray, StructArray, UInt8Array};
+    use arrow_array::{
+        Float64Array, Int32Array, LargeStringArray, ListArray, StringArray, StructArray, UInt8Array,
+    };
     use arrow_schema::{Field, Fields};
 
     fn batch() -> RecordBatch {
@@ -348,6 +530,16 @@ mod tests {
             ("u", Arc::new(UInt8Array::from(vec![1, 2, 3, 255]))),
             ("st", Arc::new(st)),
             ("l", Arc::new(list)),
+            (
+                "ls",
+                Arc::new(LargeStringArray::from(vec![
+                    Some("p"),
+                    None,
+                    Some("q"),
+                    Some("r"),
+                ])),
+            ),
+            ("z", Arc::new(Int32Array::from(vec![0, 1, 0, 2]))),
         ])
         .unwrap()
     }
@@ -484,6 +676,187 @@ mod tests {
             rows("NOT (a > 1)"),
             vec![Some(true), Some(false), Some(false), None]
         );
+    }
+
+    /// `sql` gives exactly `expected` (type, values and NULLs).
+    fn gives(sql: &str, expected: impl Array + 'static) {
+        assert_eq!(value(sql).as_ref(), &expected as &dyn Array, "{sql}");
+    }
+
+    #[test]
+    fn case_takes_the_first_true_branch() {
+        // a: 1, 2, 3, NULL
+        gives(
+            "CASE WHEN a > 1 THEN 'big' WHEN a = 1 THEN 'one' END",
+            StringArray::from(vec![Some("one"), Some("big"), Some("big"), None]),
+        );
+        gives(
+            "CASE WHEN a >= 1 THEN 'first' WHEN a >= 2 THEN 'second' ELSE 'none' END",
+            StringArray::from(vec!["first", "first", "first", "none"]),
+        );
+        // A NULL condition is not TRUE: the NULL row takes ELSE. The literal takes a's type.
+        gives(
+            "CASE WHEN a > 2 THEN a ELSE 0 END",
+            Int32Array::from(vec![0, 0, 3, 0]),
+        );
+        // Results meet in their common type (a is int32, b double); a fraction widens.
+        gives(
+            "CASE WHEN a > 1 THEN a ELSE b END",
+            Float64Array::from(vec![1.5, 2.0, 3.0, 4.0]),
+        );
+        gives(
+            "CASE WHEN a > 1 THEN a ELSE 0.5 END",
+            Float64Array::from(vec![0.5, 2.0, 3.0, 0.5]),
+        );
+        gives(
+            "CASE WHEN a = 1 THEN ls ELSE 'other' END",
+            LargeStringArray::from(vec!["p", "other", "other", "other"]),
+        );
+        gives(
+            "CASE WHEN a = 1 THEN ls WHEN a = 2 THEN s END",
+            LargeStringArray::from(vec![Some("p"), Some("15"), None, None]),
+        );
+        gives(
+            "CASE WHEN a = 1 THEN 1 ELSE NULL END",
+            Int64Array::from(vec![Some(1), None, None, None]),
+        );
+        let nulls = value("CASE WHEN a > 1 THEN NULL END");
+        assert_eq!(
+            (nulls.data_type(), nulls.logical_null_count()),
+            (&DataType::Null, 4)
+        );
+        gives(
+            "CASE WHEN TRUE THEN s END",
+            StringArray::from(vec![Some("x"), Some("15"), Some("abc"), None]),
+        );
+        // Nested, and as a filter.
+        gives(
+            "CASE WHEN a > 1 THEN CASE WHEN a > 2 THEN 'c' ELSE 'b' END ELSE 'a' END",
+            StringArray::from(vec!["a", "b", "c", "a"]),
+        );
+        assert_eq!(
+            rows("CASE WHEN a > 1 THEN s = 'abc' ELSE b > 1 END"),
+            vec![Some(true), Some(false), Some(true), Some(true)]
+        );
+        assert_eq!(
+            rows("CASE WHEN a > 1 THEN s = 'abc' END"),
+            vec![None, Some(false), Some(true), None]
+        );
+    }
+
+    #[test]
+    fn simple_case_compares_its_operand() {
+        gives(
+            "CASE a WHEN 1 THEN 'x' WHEN 2 THEN 'y' ELSE 'z' END",
+            StringArray::from(vec!["x", "y", "z", "z"]),
+        );
+        // NULL equals nothing, not even NULL.
+        gives(
+            "CASE a WHEN NULL THEN 1 ELSE 2 END",
+            Int64Array::from(vec![2, 2, 2, 2]),
+        );
+        gives(
+            "CASE s WHEN 'abc' THEN ls WHEN 'x' THEN 'first' END",
+            LargeStringArray::from(vec![Some("first"), None, Some("q"), None]),
+        );
+        gives(
+            "CASE a % 2 WHEN 0 THEN 'even' ELSE 'odd' END",
+            StringArray::from(vec!["odd", "even", "odd", "odd"]),
+        );
+    }
+
+    #[test]
+    fn case_runs_a_branch_only_on_its_rows() {
+        // z: 0, 1, 0, 2. Unguarded, the division fails.
+        let b = batch();
+        let bound = bind(&parse_expression("a / z").unwrap(), &b.schema()).unwrap();
+        assert!(evaluate(&bound, &b)
+            .unwrap_err()
+            .to_string()
+            .contains("Divide by zero"));
+        gives(
+            "CASE WHEN z <> 0 THEN a / z ELSE -1 END",
+            Int32Array::from(vec![Some(-1), Some(2), Some(-1), None]),
+        );
+        gives(
+            "CASE WHEN z = 0 THEN 0 WHEN a / z > 1 THEN 1 ELSE 2 END",
+            Int64Array::from(vec![0, 1, 0, 2]),
+        );
+        gives(
+            "CASE WHEN z = 0 THEN NULL ELSE CAST(a / z AS STRING) END",
+            StringArray::from(vec![None, Some("2"), None, None]),
+        );
+        gives(
+            "CASE z WHEN 0 THEN 0.0 ELSE b / z END",
+            Float64Array::from(vec![Some(0.0), Some(2.5), Some(0.0), Some(2.0)]),
+        );
+    }
+
+    #[test]
+    fn case_errors() {
+        let b = batch();
+        let refused = |sql: &str| {
+            bind(&parse_expression(sql).unwrap(), &b.schema())
+                .unwrap_err()
+                .to_string()
+        };
+        for (sql, message) in [
+            (
+                "CASE WHEN a THEN 1 END",
+                "column 'a' is Int32, not a boolean",
+            ),
+            (
+                "CASE WHEN a > 1 THEN a ELSE 'x' END",
+                "CASE cannot give column 'a' (Int32) and the string 'x' one type",
+            ),
+            (
+                "CASE WHEN a > 1 THEN a ELSE s END",
+                "CASE cannot give column 'a' (Int32) and column 's' (Utf8) one type",
+            ),
+            (
+                "CASE WHEN a > 1 THEN s ELSE l END",
+                "CASE cannot give column 's'",
+            ),
+            (
+                "CASE s WHEN 1 THEN 2 END",
+                "cannot compare column 's' of type Utf8 with the integer 1",
+            ),
+            ("CASE WHEN a > 1 THEN 1 ELSE 'x' END", "the string 'x'"),
+            (
+                "CASE WHEN zz THEN 1 END",
+                "it refers to 'zz', which is not a column",
+            ),
+            (
+                "CASE WHEN a > 1 THEN zz END",
+                "it refers to 'zz', which is not a column",
+            ),
+        ] {
+            let e = refused(sql);
+            assert!(
+                e.starts_with("cannot use expression 'CASE ") && e.contains(message),
+                "{sql}: {e}"
+            );
+        }
+        assert!(parse_expression("CASE WHEN a THEN 1").is_err());
+    }
+
+    #[test]
+    fn case_columns_and_text() {
+        let e =
+            parse_expression("CASE k WHEN 1 THEN lower(s) WHEN x.y THEN 2 ELSE concat(t, 'x') END")
+                .unwrap();
+        assert_eq!(
+            e.columns().into_iter().collect::<Vec<_>>(),
+            vec!["k", "s", "t", "x"]
+        );
+        for sql in [
+            "CASE WHEN a > 1 THEN 'big' WHEN a IS NULL THEN NULL ELSE s END",
+            "CASE a WHEN 1 THEN 2 END + 1",
+            "CASE WHEN CASE WHEN a > 1 THEN TRUE END THEN 1 END",
+        ] {
+            let e = parse_expression(sql).unwrap();
+            assert_eq!(parse_expression(&e.to_string()).unwrap(), e, "{sql} -> {e}");
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Expressions: one language for every expression lance_core evaluates — `filter=` on
-//! scans, `delete(predicate)`, Spark's pushed filters and projections given as SQL
-//! (`columns={"x": "a * 2"}`).
+//! scans, `delete(predicate)`, Spark's pushed filters, projections given as SQL
+//! (`columns={"x": "a * 2"}`) and new values of updated columns.
 //!
 //! Three steps: `parse` turns SQL text into an `Expr` (untyped, as written); `bind`
 //! checks it against the schema of the batches it will see — resolving columns, giving
@@ -9,6 +9,7 @@
 //! record batch with arrow's kernels.
 mod bind;
 mod eval;
+mod functions;
 mod parse;
 
 use std::collections::BTreeSet;
@@ -71,6 +72,97 @@ pub enum ArithOp {
     Rem,
 }
 
+/// The functions an expression can call. Names are matched ignoring case; some have a
+/// second name (`substring`, `char_length`, `btrim`), as in DataFusion and PostgreSQL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Function {
+    /// `coalesce(a, b, ...)`: the first argument that is not NULL.
+    Coalesce,
+    /// `nullif(a, b)`: NULL where `a = b`, else `a`.
+    NullIf,
+    Lower,
+    Upper,
+    /// `concat(a, b, ...)`: NULL arguments count as empty strings, others are converted
+    /// to strings; the result is never NULL.
+    Concat,
+    /// `substr(s, start[, count])`: characters from `start` (from 1; before 1 counts
+    /// toward `count`), as in PostgreSQL.
+    Substr,
+    /// `trim(s[, characters])`: removes spaces (or any of `characters`) from both ends.
+    Trim,
+    Ltrim,
+    Rtrim,
+    /// `length(s)`: characters, not bytes.
+    Length,
+    Abs,
+    /// `round(x[, digits])`: halves away from zero.
+    Round,
+}
+
+impl Function {
+    /// Every function by each of its names.
+    const NAMES: [(&'static str, Function); 16] = [
+        ("abs", Function::Abs),
+        ("btrim", Function::Trim),
+        ("char_length", Function::Length),
+        ("character_length", Function::Length),
+        ("coalesce", Function::Coalesce),
+        ("concat", Function::Concat),
+        ("length", Function::Length),
+        ("lower", Function::Lower),
+        ("ltrim", Function::Ltrim),
+        ("nullif", Function::NullIf),
+        ("round", Function::Round),
+        ("rtrim", Function::Rtrim),
+        ("substr", Function::Substr),
+        ("substring", Function::Substr),
+        ("trim", Function::Trim),
+        ("upper", Function::Upper),
+    ];
+
+    /// The function called `name` (any case).
+    pub fn from_name(name: &str) -> Option<Function> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, f)| *f)
+    }
+
+    /// All names, for an error about an unknown one.
+    pub fn known() -> String {
+        Self::NAMES.map(|(n, _)| n).join(", ")
+    }
+
+    /// The name it is printed with.
+    pub fn name(self) -> &'static str {
+        match self {
+            Function::Coalesce => "coalesce",
+            Function::NullIf => "nullif",
+            Function::Lower => "lower",
+            Function::Upper => "upper",
+            Function::Concat => "concat",
+            Function::Substr => "substr",
+            Function::Trim => "trim",
+            Function::Ltrim => "ltrim",
+            Function::Rtrim => "rtrim",
+            Function::Length => "length",
+            Function::Abs => "abs",
+            Function::Round => "round",
+        }
+    }
+
+    /// How many arguments it takes: at least, at most (None: any number more).
+    pub fn arity(self) -> (usize, Option<usize>) {
+        match self {
+            Function::Coalesce | Function::Concat => (1, None),
+            Function::NullIf => (2, Some(2)),
+            Function::Lower | Function::Upper | Function::Length | Function::Abs => (1, Some(1)),
+            Function::Substr => (2, Some(3)),
+            Function::Trim | Function::Ltrim | Function::Rtrim | Function::Round => (1, Some(2)),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Expr {
     /// A column, or a field inside struct columns (`s.x`).
@@ -122,6 +214,19 @@ pub enum Expr {
         expr: Box<Expr>,
         to: DataType,
         safe: bool,
+    },
+    /// `CASE [operand] WHEN w THEN v ... [ELSE e] END`: the value of the first branch
+    /// whose condition is TRUE (with an operand: whose `w` equals it), else `e`, else
+    /// NULL.
+    Case {
+        operand: Option<Box<Expr>>,
+        branches: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
+    /// A function call: `lower(s)`, `coalesce(a, 0)`.
+    Call {
+        function: Function,
+        args: Vec<Expr>,
     },
 }
 
@@ -181,6 +286,22 @@ impl Expr {
             | Expr::Like { expr: e, .. }
             | Expr::Field { expr: e, .. }
             | Expr::Cast { expr: e, .. } => e.visit_columns(f),
+            Expr::Case {
+                operand,
+                branches,
+                otherwise,
+            } => {
+                let values = branches.iter().flat_map(|(w, v)| [w, v]);
+                for e in operand
+                    .iter()
+                    .map(|e| &**e)
+                    .chain(values)
+                    .chain(otherwise.as_deref())
+                {
+                    e.visit_columns(f);
+                }
+            }
+            Expr::Call { args, .. } => args.iter().for_each(|a| a.visit_columns(f)),
         }
     }
 }
@@ -308,6 +429,27 @@ impl std::fmt::Display for Expr {
             Expr::Cast { expr, to, safe } => {
                 let kind = if *safe { "TRY_CAST" } else { "CAST" };
                 write!(f, "{kind}({expr} AS {to})")
+            }
+            Expr::Case {
+                operand,
+                branches,
+                otherwise,
+            } => {
+                write!(f, "CASE")?;
+                if let Some(x) = operand {
+                    write!(f, " {x}")?;
+                }
+                for (w, v) in branches {
+                    write!(f, " WHEN {w} THEN {v}")?;
+                }
+                if let Some(e) = otherwise {
+                    write!(f, " ELSE {e}")?;
+                }
+                write!(f, " END")
+            }
+            Expr::Call { function, args } => {
+                let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+                write!(f, "{}({})", function.name(), args.join(", "))
             }
         }
     }

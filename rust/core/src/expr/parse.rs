@@ -2,14 +2,16 @@
 //! one table holds: comparisons, AND/OR/NOT, IN, BETWEEN, IS [NOT] NULL, [NOT] LIKE /
 //! ILIKE, arithmetic, CAST / TRY_CAST / `::`, literals (numbers, strings, booleans, NULL,
 //! DATE/TIMESTAMP/TIME '...', X'..' bytes), column references (dotted for fields of
-//! structs), struct fields by subscript (`s['x']`) and list elements (`l[1]`, from 1).
+//! structs), struct fields by subscript (`s['x']`) and list elements (`l[1]`, from 1),
+//! CASE, and calls of the functions `Function` lists (with SQL's own spellings
+//! `SUBSTRING(s FROM a FOR n)` and `TRIM(LEADING 'x' FROM s)`).
 use arrow_schema::{DataType, TimeUnit};
 use sqlparser::ast::{self, BinaryOperator, UnaryOperator, Value};
 use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
-use super::{ArithOp, CmpOp, Expr, Literal, TypedKind};
+use super::{ArithOp, CmpOp, Expr, Function, Literal, TypedKind};
 use crate::error::{Error, Result};
 
 /// The text being parsed, and what it is for ("filter", "expression"), for errors.
@@ -294,8 +296,112 @@ fn convert(e: &ast::Expr, text: Source<'_>) -> Result<Expr> {
             })?,
             safe: matches!(kind, ast::CastKind::TryCast | ast::CastKind::SafeCast),
         },
+        E::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            let boxed = |e: &Option<Box<ast::Expr>>| -> Result<Option<Box<Expr>>> {
+                Ok(match e {
+                    Some(e) => Some(Box::new(convert(e, text)?)),
+                    None => None,
+                })
+            };
+            Expr::Case {
+                operand: boxed(operand)?,
+                branches: conditions
+                    .iter()
+                    .map(|c| Ok((convert(&c.condition, text)?, convert(&c.result, text)?)))
+                    .collect::<Result<_>>()?,
+                otherwise: boxed(else_result)?,
+            }
+        }
+        E::Function(call) => function(call, text)?,
+        // sqlparser reads every spelling of substr/substring itself.
+        E::Substring {
+            expr,
+            substring_from,
+            substring_for,
+            ..
+        } => {
+            let mut args = vec![convert(expr, text)?];
+            match (substring_from, substring_for) {
+                (Some(from), _) => args.push(convert(from, text)?),
+                // `SUBSTRING(s FOR n)` starts at 1.
+                (None, Some(_)) => args.push(Expr::Literal(Literal::Int(1))),
+                // `substr(s)`: binding says what is missing.
+                (None, None) => {}
+            }
+            if let Some(count) = substring_for {
+                args.push(convert(count, text)?);
+            }
+            Expr::Call {
+                function: Function::Substr,
+                args,
+            }
+        }
+        // And every spelling of trim: TRIM(s), TRIM(s, 'x'), TRIM([BOTH|LEADING|TRAILING]
+        // ['x'] FROM s).
+        E::Trim {
+            expr,
+            trim_where,
+            trim_what,
+            trim_characters,
+        } => {
+            let function = match trim_where {
+                None | Some(ast::TrimWhereField::Both) => Function::Trim,
+                Some(ast::TrimWhereField::Leading) => Function::Ltrim,
+                Some(ast::TrimWhereField::Trailing) => Function::Rtrim,
+            };
+            let mut args = vec![convert(expr, text)?];
+            match (trim_what, trim_characters.as_deref()) {
+                (Some(what), _) => args.push(convert(what, text)?),
+                (None, Some([chars])) => args.push(convert(chars, text)?),
+                (None, Some(_)) => return Err(bad(text, "TRIM takes one string of characters")),
+                (None, None) => {}
+            }
+            Expr::Call { function, args }
+        }
         other => return Err(bad(text, format!("unsupported expression '{other}'"))),
     })
+}
+
+/// A call of a function `Function` knows, with plain arguments (no DISTINCT, OVER, ...).
+fn function(call: &ast::Function, text: Source<'_>) -> Result<Expr> {
+    let name = call.name.to_string();
+    let function = match &call.name.0[..] {
+        [ast::ObjectNamePart::Identifier(id)] => Function::from_name(&id.value),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        bad(
+            text,
+            format!("unknown function '{name}' (known: {})", Function::known()),
+        )
+    })?;
+    let unsupported = || bad(text, format!("unsupported call of {name}: '{call}'"));
+    let plain = call.filter.is_none()
+        && call.over.is_none()
+        && call.within_group.is_empty()
+        && call.null_treatment.is_none()
+        && !call.uses_odbc_syntax
+        && matches!(call.parameters, ast::FunctionArguments::None);
+    let ast::FunctionArguments::List(list) = &call.args else {
+        return Err(unsupported());
+    };
+    if !plain || list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+        return Err(unsupported());
+    }
+    let args = list
+        .args
+        .iter()
+        .map(|a| match a {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => convert(e, text),
+            _ => Err(unsupported()),
+        })
+        .collect::<Result<_>>()?;
+    Ok(Expr::Call { function, args })
 }
 
 /// How an error names a literal.
