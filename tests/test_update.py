@@ -38,6 +38,8 @@ UPDATES = [
     ({"name": "'renamed'", "small": "small + id"}, "name IS NULL OR id < 3"),
     ({"x": "NULL", "ts": "ts"}, None),
     ({"small": "CAST(x AS INT)", "id": "id + 1000"}, "x BETWEEN 3 AND 9"),
+    ({"name": "concat(name, '_', CAST(id AS STRING))", "small": "abs(small - 50)"}, "id % 2 = 0"),
+    ({"name": "upper(name)"}, "name LIKE 'n1%'"),
     ({"x": "-x"}, "id > 1000"),                      # no row matches: still a version
 ]
 
@@ -88,6 +90,29 @@ def test_nested_field_update_and_functions(tmp_uri):
             assert a == b
 
 
+def test_update_with_case_coalesce_and_string_functions(tmp_uri):
+    """The SQL users reach for in updates (pylance 14 refuses CASE, substr and trim):
+    checked against the same values computed in Python."""
+    _make(tmp_uri, "2.2", False)
+    ds = lance_core.dataset(tmp_uri)
+    before = {r["id"]: r for r in ds.to_table().to_pylist()}
+    res = ds.update({
+        "x": "CASE WHEN x > 10 THEN x * 2 WHEN x > 5 THEN 0 ELSE -x END",
+        "name": "coalesce(lower(name), substr(trim(concat('  ', CAST(id AS STRING), 'xyz  ')), 2, 3))",
+        "small": "CASE small WHEN 7 THEN 700 ELSE small END",
+    }, where="id < 25")
+    after = {r["id"]: r for r in lance.dataset(tmp_uri).to_table().to_pylist()}
+    assert res == {"num_rows_updated": sum(1 for i in before if i < 25)}
+    for i, b in before.items():
+        a = after[i]
+        if i >= 25:
+            assert a == b
+            continue
+        assert a["x"] == (b["x"] * 2 if b["x"] > 10 else 0 if b["x"] > 5 else -b["x"])
+        assert a["name"] == (b["name"].lower() if b["name"] is not None else f"{i}xyz"[1:4])
+        assert a["small"] == (700 if b["small"] == 7 else b["small"])
+
+
 def test_update_errors_name_what_is_wrong(tmp_uri):
     _make(tmp_uri, "2.2", False)
     ds = lance_core.dataset(tmp_uri)
@@ -100,6 +125,8 @@ def test_update_errors_name_what_is_wrong(tmp_uri):
         (lambda: ds.update({"x": "1"}, where="zz > 1"), "zz"),
         (lambda: ds.update({"small": "'abc'"}), "column small"),
         (lambda: ds.update({}), "non-empty dict"),
+        (lambda: ds.update({"name": "foo(name)"}), "unknown function 'foo'"),
+        (lambda: ds.update({"name": "substr(name)"}), "substr takes 2 or 3 arguments"),
     ]:
         with pytest.raises(lance_core.LanceError, match=match):
             call()

@@ -13,9 +13,9 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, StructArray, UInt32Array};
 use arrow_row::{Row, RowConverter, Rows, SortField};
-use std::hash::BuildHasher;
 use arrow_schema::{Field, Schema, SchemaRef};
 use futures::TryStreamExt;
+use std::hash::BuildHasher;
 
 use super::rows::{add_address, attach_row_ids, delete_rows, discard, write_rows, RowsByFragment};
 use crate::dataset::Dataset;
