@@ -374,6 +374,19 @@ fn as_table_rows(
     Ok(RecordBatch::try_new_with_options(target, columns, &opts)?)
 }
 
+/// `batch` as a stream of slices of 64K rows, so that the writer encodes while it is fed.
+fn in_chunks(
+    batch: RecordBatch,
+) -> std::pin::Pin<Box<dyn futures::Stream<Item = Result<RecordBatch>> + Send>> {
+    const CHUNK: usize = 64 * 1024;
+    let n = batch.num_rows();
+    let slices: Vec<Result<RecordBatch>> = (0..n)
+        .step_by(CHUNK)
+        .map(|o| Ok(batch.slice(o, CHUNK.min(n - o))))
+        .collect();
+    Box::pin(futures::stream::iter(slices))
+}
+
 /// Which matched pairs satisfy `condition`, evaluated over `target.*` and `source.*`.
 fn condition_holds(
     condition: &Expr,
@@ -492,21 +505,40 @@ async fn merge_once(
         None
     };
 
-    let mut written: Vec<DataFragment> = vec![];
-    let result = async {
-        if let Some((rows, ids)) = updated_rows.filter(|(r, _)| r.num_rows() > 0) {
-            let mut frags = write_rows(ds, Box::pin(futures::stream::iter([Ok(rows)]))).await?;
-            if ds.has_stable_row_ids() {
-                attach_row_ids(&mut frags, &ids, ds.uri())?;
+    // The updated rows, the inserted rows and the deletion files are written at once.
+    let stable = ds.has_stable_row_ids();
+    let write_updated = async {
+        match updated_rows.filter(|(r, _)| r.num_rows() > 0) {
+            None => Ok(vec![]),
+            Some((rows, ids)) => {
+                let mut frags = write_rows(ds, in_chunks(rows)).await?;
+                if stable {
+                    attach_row_ids(&mut frags, &ids, ds.uri())?;
+                }
+                Ok(frags)
             }
-            written.extend(frags);
         }
-        if let Some(rows) = inserted_rows {
-            // Inserted rows get fresh row ids when committed.
-            let frags = write_rows(ds, Box::pin(futures::stream::iter([Ok(rows)]))).await?;
-            written.extend(frags);
+    };
+    // Inserted rows get fresh row ids when committed.
+    let write_inserted = async {
+        match inserted_rows {
+            None => Ok(vec![]),
+            Some(rows) => write_rows(ds, in_chunks(rows)).await,
         }
-        let removal = delete_rows(ds, &to_delete).await?;
+    };
+    let (updated, inserted, removal) = futures::join!(
+        write_updated,
+        write_inserted,
+        delete_rows(ds, &to_delete)
+    );
+    let mut written: Vec<DataFragment> = vec![];
+    for part in [&updated, &inserted] {
+        if let Ok(frags) = part {
+            written.extend(frags.iter().cloned());
+        }
+    }
+    let result = async {
+        let (_, _, removal) = (updated?, inserted?, removal?);
         let fields_changed = ds
             .schema
             .field_ids()
