@@ -109,9 +109,10 @@ struct Source {
     batch: RecordBatch,
     /// The source's keys in row format.
     keys: Rows,
-    /// Source rows by the hash of their (non-null) key: the first row of each key, and
-    /// any other key of the same hash after it.
-    by_hash: HashMap<u64, Vec<u32>>,
+    /// The first source row of each (non-null) key, by the key's hash; keys whose hash
+    /// another key already has (rare) are in `collided`.
+    by_hash: HashMap<u64, u32, foldhash::fast::FixedState>,
+    collided: HashMap<u64, Vec<u32>>,
     /// Source rows whose key another source row also has.
     duplicate: Vec<bool>,
     converter: RowConverter,
@@ -167,26 +168,39 @@ fn prepare_source(ds: &Dataset, source: &RecordBatch, on: &[String]) -> Result<S
     )?;
     let keys = converter.convert_columns(&key_columns)?;
     let null_key = any_null(&key_columns, batch.num_rows());
-    let mut by_hash: HashMap<u64, Vec<u32>> = HashMap::with_capacity(batch.num_rows());
+    let mut by_hash: HashMap<u64, u32, _> =
+        HashMap::with_capacity_and_hasher(batch.num_rows(), foldhash::fast::FixedState::default());
+    let mut collided: HashMap<u64, Vec<u32>> = HashMap::new();
     let mut duplicate = vec![false; batch.num_rows()];
     for (i, &null) in null_key.iter().enumerate() {
         if null {
             continue; // a null key matches nothing
         }
         let row = keys.row(i);
-        let rows = by_hash.entry(hash_key(row)).or_default();
-        match rows.iter().find(|&&j| keys.row(j as usize) == row) {
-            Some(&first) => {
-                duplicate[i] = true;
-                duplicate[first as usize] = true;
+        let h = hash_key(row);
+        let first = match by_hash.entry(h) {
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(i as u32);
+                continue;
             }
-            None => rows.push(i as u32),
+            std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+        };
+        let same = std::iter::once(first)
+            .chain(collided.get(&h).into_iter().flatten().copied())
+            .find(|&j| keys.row(j as usize) == row);
+        match same {
+            Some(j) => {
+                duplicate[i] = true;
+                duplicate[j as usize] = true;
+            }
+            None => collided.entry(h).or_default().push(i as u32),
         }
     }
     Ok(Source {
         batch,
         keys,
         by_hash,
+        collided,
         duplicate,
         converter,
     })
@@ -200,10 +214,10 @@ fn hash_key(row: Row<'_>) -> u64 {
 impl Source {
     /// The first source row whose key is `row`.
     fn lookup(&self, row: Row<'_>) -> Option<u32> {
-        let candidates = self.by_hash.get(&hash_key(row))?;
-        candidates
-            .iter()
-            .copied()
+        let h = hash_key(row);
+        let first = *self.by_hash.get(&h)?;
+        std::iter::once(first)
+            .chain(self.collided.get(&h).into_iter().flatten().copied())
             .find(|&j| self.keys.row(j as usize) == row)
     }
 }
@@ -280,8 +294,22 @@ async fn find_matches(
             .column_by_name(ROW_ID)
             .map(|c| c.as_primitive::<UInt64Type>().clone());
         let mut unmatched = vec![];
-        for (i, &null) in null_key.iter().enumerate() {
-            let hit = if null { None } else { src.lookup(rows.row(i)) };
+        // Look the batch's keys up on the CPU pool, in slices.
+        let hits: Vec<Option<u32>> = {
+            use rayon::prelude::*;
+            (0..b.num_rows())
+                .into_par_iter()
+                .with_min_len(4096)
+                .map(|i| {
+                    if null_key[i] {
+                        None
+                    } else {
+                        src.lookup(rows.row(i))
+                    }
+                })
+                .collect()
+        };
+        for (i, hit) in hits.into_iter().enumerate() {
             match hit {
                 Some(j) => {
                     if src.duplicate[j as usize] && params.when_matched != WhenMatched::DoNothing {
@@ -526,11 +554,8 @@ async fn merge_once(
             Some(rows) => write_rows(ds, in_chunks(rows)).await,
         }
     };
-    let (updated, inserted, removal) = futures::join!(
-        write_updated,
-        write_inserted,
-        delete_rows(ds, &to_delete)
-    );
+    let (updated, inserted, removal) =
+        futures::join!(write_updated, write_inserted, delete_rows(ds, &to_delete));
     let mut written: Vec<DataFragment> = vec![];
     for part in [&updated, &inserted] {
         if let Ok(frags) = part {
