@@ -557,10 +557,8 @@ async fn merge_once(
     let (updated, inserted, removal) =
         futures::join!(write_updated, write_inserted, delete_rows(ds, &to_delete));
     let mut written: Vec<DataFragment> = vec![];
-    for part in [&updated, &inserted] {
-        if let Ok(frags) = part {
-            written.extend(frags.iter().cloned());
-        }
+    for frags in [&updated, &inserted].into_iter().flatten() {
+        written.extend(frags.iter().cloned());
     }
     let result = async {
         let (_, _, removal) = (updated?, inserted?, removal?);
