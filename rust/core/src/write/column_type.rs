@@ -374,11 +374,5 @@ pub async fn alter_with_casts(ds: &Dataset, alterations: &[Alteration]) -> Resul
             return Err(e);
         }
     };
-    super::commit_operation(
-        ds.uri(),
-        Operation::Merge { fragments, schema },
-        Some(ds.version()),
-        ds.storage_options().clone(),
-    )
-    .await
+    super::commit_on(ds, Operation::Merge { fragments, schema }).await
 }

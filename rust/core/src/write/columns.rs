@@ -65,13 +65,7 @@ pub async fn add_null_columns(ds: &Dataset, new: &Schema) -> Result<Dataset> {
         fields,
         tightens: false,
     };
-    super::commit_operation(
-        ds.uri(),
-        op,
-        Some(ds.version()),
-        ds.storage_options().clone(),
-    )
-    .await
+    super::commit_on(ds, op).await
 }
 
 /// The dataset's schema with the `added` columns at the end.

@@ -8,7 +8,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
 use futures::StreamExt;
 
-use super::{commit_operation, writable_version, write_fragments, WriteOptions};
+use super::{commit_on, writable_version, write_fragments, WriteOptions};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::proto::table::data_fragment::RowIdSequence as RowIdSeq;
@@ -310,13 +310,7 @@ pub async fn commit_compaction(
         None if groups.is_empty() => return Ok((ds.clone(), metrics)),
         None => {
             let op = Operation::Rewrite { groups };
-            commit_operation(
-                ds.uri(),
-                op,
-                Some(ds.version()),
-                ds.storage_options().clone(),
-            )
-            .await
+            commit_on(ds, op).await
         }
     };
     match outcome {

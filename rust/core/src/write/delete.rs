@@ -7,7 +7,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
 use futures::TryStreamExt;
 
-use super::commit_operation;
+use super::commit_on;
 use super::rows::{add_address, delete_rows, RowsByFragment};
 use crate::dataset::Dataset;
 use crate::error::Result;
@@ -49,11 +49,5 @@ pub async fn delete(ds: &Dataset, predicate: &str) -> Result<Dataset> {
         deleted_ids: removal.removed_ids,
         predicate: predicate.to_string(),
     };
-    commit_operation(
-        ds.uri(),
-        op,
-        Some(ds.version()),
-        ds.storage_options().clone(),
-    )
-    .await
+    commit_on(&ds, op).await
 }

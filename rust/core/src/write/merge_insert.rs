@@ -86,22 +86,11 @@ pub async fn merge_insert(
         )));
     }
     let source = arrow_select::concat::concat_batches(&source_schema, &source)?;
-    let mut ds = ds.clone();
-    let mut attempt = 0;
-    loop {
-        match merge_once(&ds, &source, params).await {
-            Err(Error::Conflict(_)) if attempt < params.conflict_retries => {
-                attempt += 1;
-                ds = Dataset::open(ds.uri(), None, ds.storage_options().clone()).await?;
-            }
-            Err(Error::Conflict(msg)) => {
-                return Err(Error::Conflict(format!(
-                    "{msg} (gave up after {attempt} retries)"
-                )))
-            }
-            other => return other,
-        }
-    }
+    super::with_conflict_retries(ds, params.conflict_retries, |ds| {
+        let source = &source;
+        async move { merge_once(&ds, source, params).await }
+    })
+    .await
 }
 
 /// The source, checked against the table and cast to its types.
@@ -574,13 +563,7 @@ async fn merge_once(
             new_fragments: written.clone(),
             fields_changed,
         };
-        super::commit_operation(
-            ds.uri(),
-            op,
-            Some(ds.version()),
-            ds.storage_options().clone(),
-        )
-        .await
+        super::commit_on(ds, op).await
     }
     .await;
     match result {

@@ -425,6 +425,46 @@ where
     write_prepared(&p, batches, &opts).await
 }
 
+/// Commit `op`, prepared against `ds`'s version; returns the dataset at the new version.
+pub async fn commit_on(ds: &Dataset, op: Operation) -> Result<Dataset> {
+    commit_operation(
+        ds.uri(),
+        op,
+        Some(ds.version()),
+        ds.storage_options().clone(),
+    )
+    .await
+}
+
+/// Run `attempt` on `ds`, and again on the latest version each time its commit loses to
+/// one it cannot be applied over (up to `retries` times), as update and merge_insert do.
+pub async fn with_conflict_retries<T, F, Fut>(
+    ds: &Dataset,
+    retries: u32,
+    mut attempt: F,
+) -> Result<T>
+where
+    F: FnMut(Dataset) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut ds = ds.clone();
+    let mut tries = 0;
+    loop {
+        match attempt(ds.clone()).await {
+            Err(Error::Conflict(_)) if tries < retries => {
+                tries += 1;
+                ds = Dataset::open(ds.uri(), None, ds.storage_options().clone()).await?;
+            }
+            Err(Error::Conflict(msg)) => {
+                return Err(Error::Conflict(format!(
+                    "{msg} (gave up after {tries} retries)"
+                )))
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Commit an operation prepared elsewhere (e.g. fragments from `write_uncommitted`).
 pub async fn commit_operation(
     uri: &str,

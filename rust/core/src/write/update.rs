@@ -174,32 +174,22 @@ pub async fn update(
         )));
     }
     let filter = predicate.map(parse).transpose()?;
-    let mut ds = ds.clone();
-    let mut attempt = 0;
-    loop {
-        let mut assignments = Vec::with_capacity(updates.len());
-        for (path, sql) in updates {
-            let (field, parts) = field_at(&ds, path)?;
-            assignments.push(Assignment {
-                path: parts,
-                field_id: field.id,
-                expr: parse_expression(sql)?,
-            });
-        }
-        match update_once(&ds, &assignments, filter.as_ref(), predicate).await {
-            Err(Error::Conflict(msg)) if attempt < retries => {
-                attempt += 1;
-                let _ = msg;
-                ds = Dataset::open(ds.uri(), None, ds.storage_options().clone()).await?;
+    super::with_conflict_retries(ds, retries, |ds| {
+        let filter = filter.clone();
+        async move {
+            let mut assignments = Vec::with_capacity(updates.len());
+            for (path, sql) in updates {
+                let (field, parts) = field_at(&ds, path)?;
+                assignments.push(Assignment {
+                    path: parts,
+                    field_id: field.id,
+                    expr: parse_expression(sql)?,
+                });
             }
-            Err(Error::Conflict(msg)) => {
-                return Err(Error::Conflict(format!(
-                    "{msg} (gave up after {attempt} retries)"
-                )))
-            }
-            other => return other,
+            update_once(&ds, &assignments, filter.as_ref(), predicate).await
         }
-    }
+    })
+    .await
 }
 
 async fn update_once(
@@ -249,13 +239,7 @@ async fn update_once(
             new_fragments: fragments.clone(),
             fields_changed,
         };
-        super::commit_operation(
-            ds.uri(),
-            op,
-            Some(ds.version()),
-            ds.storage_options().clone(),
-        )
-        .await
+        super::commit_on(ds, op).await
     }
     .await;
     match committed {
