@@ -70,6 +70,17 @@ impl PyDataset {
     }
 }
 
+/// Compaction metrics as Python gets them: fragments removed and added, files removed and
+/// added.
+fn metrics_tuple(m: &lance_core::write::compact::CompactionMetrics) -> (u64, u64, u64, u64) {
+    (
+        m.fragments_removed,
+        m.fragments_added,
+        m.files_removed,
+        m.files_added,
+    )
+}
+
 /// One alteration from Python: path, new name, nullable, and an Arrow schema whose only
 /// field has the new type.
 type PyAlteration<'py> = (
@@ -352,15 +363,7 @@ impl PyDataset {
             }
             let ds = self.inner.clone();
             let (new, m) = block_on(py, async move { compact_files(&ds, &opts).await }).py()?;
-            Ok((
-                PyDataset::from(new),
-                (
-                    m.fragments_removed,
-                    m.fragments_added,
-                    m.files_removed,
-                    m.files_added,
-                ),
-            ))
+            Ok((PyDataset::from(new), metrics_tuple(&m)))
         })
     }
 
@@ -449,15 +452,7 @@ impl PyDataset {
                 lance_core::write::compact::commit_compaction(&ds, decoded).await
             })
             .py()?;
-            Ok((
-                PyDataset::from(new),
-                (
-                    m.fragments_removed,
-                    m.fragments_added,
-                    m.files_removed,
-                    m.files_added,
-                ),
-            ))
+            Ok((PyDataset::from(new), metrics_tuple(&m)))
         })
     }
 
