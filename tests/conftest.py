@@ -42,3 +42,28 @@ def assert_reads_like_pylance(path: str, **scan) -> pa.Table:
 @pytest.fixture
 def tmp_uri(tmp_path):
     return str(tmp_path / "ds.lance")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] SparkSession for every Spark test module (starting one takes seconds)."""
+    import os
+    import sys
+
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    from lance_core.spark import LanceDataSource
+
+    # Spark's Python workers must run this interpreter (the one lance_core is installed in),
+    # not whatever `python3` is first on PATH.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (SparkSession.builder.master("local[2]").appName("lance_core-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    session.dataSource.register(LanceDataSource)
+    yield session
+    session.stop()

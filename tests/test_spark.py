@@ -4,7 +4,6 @@ against datasets pylance writes and reads."""
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 import lance
@@ -20,22 +19,6 @@ pyspark = pytest.importorskip("pyspark")
 from pyspark.sql import SparkSession  # noqa: E402
 
 from lance_core.spark import LanceDataSource, add_columns, read_fragments  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def spark():
-    # Spark's Python workers must run this interpreter (the one lance_core is installed in),
-    # not whatever `python3` is first on PATH.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (SparkSession.builder.master("local[2]").appName("lance_core-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(LanceDataSource)
-    yield session
-    session.stop()
 
 
 def _scan_rows(df) -> int:

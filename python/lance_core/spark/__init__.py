@@ -1,4 +1,5 @@
-"""Spark integration: the `lance` data source and `mapInArrow` pipeline helpers.
+"""Spark integration: the `lance` data source, `mapInArrow` pipeline helpers, and
+distributed `update` and `merge_insert`.
 
     from lance_core.spark import LanceDataSource
     spark.dataSource.register(LanceDataSource)
@@ -14,10 +15,11 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 from .datasource import LanceDataSource, LancePartition, LanceReader, LanceWriter
 from .pipeline import add_columns, compact, read_fragments
+from .row_changes import SparkMergeInsert, merge_insert, update
 from .types import spark_schema
 
-__all__ = ["LanceDataSource", "LancePartition", "LanceReader", "LanceWriter", "add_columns", "compact", "read_fragments",
-           "spark_schema", "register"]
+__all__ = ["LanceDataSource", "LancePartition", "LanceReader", "LanceWriter", "SparkMergeInsert", "add_columns",
+           "compact", "merge_insert", "read_fragments", "spark_schema", "register", "update"]
 
 
 def register(spark) -> None:

@@ -156,11 +156,12 @@ def _convert(arr: pa.Array, src: pa.Field, dst: pa.DataType, path: str, to_lance
         bad = pc.and_(pc.not_equal(lengths, dst.list_size), arr.is_valid())
         if pc.any(bad).as_py():
             raise InvalidInputError(f"column '{path}': every list must have {dst.list_size} items")
-        # Null lists may hold any number of items: take each list's first list_size items.
-        starts = offsets.slice(0, len(arr)).to_numpy(zero_copy_only=False)
-        idx = (starts[:, None] + np.arange(dst.list_size)[None, :]).reshape(-1)
         values = _convert(values, t.value_field, dst.value_type, f"{path}.item", to_lance)
-        values = values.take(pa.array(np.minimum(idx, max(len(values) - 1, 0)))) if len(values) else values
+        if len(values) != len(arr) * dst.list_size or not pc.all(pc.equal(lengths, dst.list_size)).as_py():
+            # Null lists may hold any number of items: take each list's first list_size items.
+            starts = offsets.slice(0, len(arr)).to_numpy(zero_copy_only=False)
+            idx = (starts[:, None] + np.arange(dst.list_size)[None, :]).reshape(-1)
+            values = values.take(pa.array(np.minimum(idx, max(len(values) - 1, 0)))) if len(values) else values
         return pa.FixedSizeListArray.from_arrays(values, type=dst, mask=_null_mask(arr))
     try:
         return pc.cast(arr, dst, safe=True)

@@ -18,7 +18,7 @@ type VersionRow = (u64, i64, HashMap<String, String>);
 
 #[pyclass(name = "_Dataset", module = "lance_core._lance_core", frozen)]
 pub struct PyDataset {
-    inner: Arc<Dataset>,
+    pub(crate) inner: Arc<Dataset>,
 }
 
 /// Named SQL expressions from Python, parsed.
@@ -121,6 +121,12 @@ impl PyDataset {
     #[getter]
     fn version(&self) -> u64 {
         self.inner.version()
+    }
+
+    /// Whether rows have stable ids (kept when rows move, as by update or compaction).
+    #[getter]
+    fn has_stable_row_ids(&self) -> bool {
+        self.inner.has_stable_row_ids()
     }
 
     #[getter]
@@ -553,29 +559,17 @@ impl PyDataset {
         by_source: Option<String>,
         retries: u32,
     ) -> PyResult<(Self, (u64, u64, u64))> {
-        use lance_core::write::merge_insert::{merge_insert, MergeInsert, WhenMatched};
+        use lance_core::write::merge_insert::merge_insert;
         guard(|| {
-            let when_matched = match when_matched {
-                "nothing" => WhenMatched::DoNothing,
-                "update" => WhenMatched::UpdateAll { condition },
-                "delete" => WhenMatched::Delete,
-                "fail" => WhenMatched::Fail,
-                other => {
-                    return Err(crate::errors::raise(
-                        py,
-                        "InvalidInputError",
-                        format!("unknown when_matched action {other:?}"),
-                    ))
-                }
-            };
-            let params = MergeInsert {
+            let params = crate::row_changes::merge_params(
+                py,
                 on,
                 when_matched,
-                insert_not_matched: insert,
-                delete_not_matched_by_source: by_source
-                    .map(|p| (!p.trim().is_empty()).then_some(p)),
-                conflict_retries: retries,
-            };
+                condition,
+                insert,
+                by_source,
+                retries,
+            )?;
             let reader = crate::arrow_import::import_stream(&data)?;
             let schema = reader.schema();
             let batches = crate::arrow_import::batch_stream(reader);

@@ -1,6 +1,7 @@
 //! Python bindings of lance-core (`lance_core._lance_core`). Each file holds one concern:
 //! `dataset` the dataset class (scans, deletes, new columns), `write` new data files,
-//! `commit` new versions, `files` job files beside the table, `arrow_export` and
+//! `commit` new versions, `files` job files beside the table, `row_changes` the
+//! pieces of distributed updates and merges, `arrow_export` and
 //! `arrow_import` the zero-copy hand-over of Arrow data each way, `errors` the mapping of
 //! errors and panics to exceptions, `runtime` the async runtime.
 mod arrow_export;
@@ -9,6 +10,7 @@ mod commit;
 mod dataset;
 mod errors;
 mod files;
+mod row_changes;
 mod runtime;
 mod write;
 
@@ -36,6 +38,16 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::_put_object, m)?)?;
     m.add_function(wrap_pyfunction!(files::_object_exists, m)?)?;
     m.add_function(wrap_pyfunction!(files::_list_data_files, m)?)?;
+    m.add_function(wrap_pyfunction!(row_changes::_update_part, m)?)?;
+    m.add_function(wrap_pyfunction!(row_changes::_merge_part, m)?)?;
+    m.add_function(wrap_pyfunction!(row_changes::_commit_row_changes, m)?)?;
+    {
+        use lance_core::write::merge_insert as mi;
+        m.add("MERGE_JOINED_ADDRESS", mi::JOINED_ADDRESS)?;
+        m.add("MERGE_JOINED_ROW_ID", mi::JOINED_ROW_ID)?;
+        m.add("MERGE_JOINED_FROM_SOURCE", mi::JOINED_FROM_SOURCE)?;
+        m.add("MERGE_JOINED_BY_SOURCE", mi::JOINED_BY_SOURCE)?;
+    }
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -8,7 +8,7 @@ use arrow_array::types::UInt64Type;
 use futures::TryStreamExt;
 
 use super::commit_on;
-use super::rows::{add_address, delete_rows, RowsByFragment};
+use super::rows::{add_address, delete_rows, discard_removal, RowsByFragment};
 use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::scan::{scan, ScanOptions};
@@ -45,9 +45,13 @@ pub async fn delete(ds: &Dataset, predicate: &str) -> Result<Dataset> {
     let rows = matching_rows(&ds, &expr).await?;
     let removal = delete_rows(&ds, &rows).await?;
     let op = Operation::Delete {
-        updated: removal.updated,
-        deleted_ids: removal.removed_ids,
+        updated: removal.updated.clone(),
+        deleted_ids: removal.removed_ids.clone(),
         predicate: predicate.to_string(),
     };
-    commit_on(&ds, op).await
+    let committed = commit_on(&ds, op).await;
+    if committed.is_err() {
+        discard_removal(&ds, &removal).await;
+    }
+    committed
 }

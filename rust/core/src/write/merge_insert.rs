@@ -17,14 +17,16 @@ use arrow_schema::{Field, Schema, SchemaRef};
 use futures::TryStreamExt;
 use std::hash::BuildHasher;
 
-use super::rows::{add_address, attach_row_ids, delete_rows, discard, write_rows, RowsByFragment};
+use super::rows::{
+    add_address, attach_row_ids, commit_update, delete_rows, discard, discard_removal, write_rows,
+    RowsByFragment,
+};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::expr::{bind_filter, evaluate_filter, parse, Expr};
 use crate::proto::table::DataFragment;
 use crate::scan::take::take;
 use crate::scan::{scan, Projection, ScanOptions, ROW_ADDRESS, ROW_ID};
-use crate::table::commit::Operation;
 
 /// What happens to a table row whose key a source row has.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,6 +71,17 @@ pub async fn merge_insert(
     source_schema: SchemaRef,
     params: &MergeInsert,
 ) -> Result<(Dataset, MergeStats)> {
+    check_clauses(ds, params)?;
+    let source = arrow_select::concat::concat_batches(&source_schema, &source)?;
+    super::with_conflict_retries(ds, params.conflict_retries, |ds| {
+        let source = &source;
+        async move { merge_once(&ds, source, params).await }
+    })
+    .await
+}
+
+/// A merge must change something and have a key.
+fn check_clauses(ds: &Dataset, params: &MergeInsert) -> Result<()> {
     let changes_nothing = params.when_matched == WhenMatched::DoNothing
         && !params.insert_not_matched
         && params.delete_not_matched_by_source.is_none();
@@ -85,12 +98,7 @@ pub async fn merge_insert(
             ds.uri()
         )));
     }
-    let source = arrow_select::concat::concat_batches(&source_schema, &source)?;
-    super::with_conflict_retries(ds, params.conflict_retries, |ds| {
-        let source = &source;
-        async move { merge_once(&ds, source, params).await }
-    })
-    .await
+    Ok(())
 }
 
 /// The source, checked against the table and cast to its types.
@@ -107,7 +115,9 @@ struct Source {
     converter: RowConverter,
 }
 
-fn prepare_source(ds: &Dataset, source: &RecordBatch, on: &[String]) -> Result<Source> {
+/// `source` with the table's types, checked: every column is a table column and every
+/// key column is there.
+fn conform_source(ds: &Dataset, source: &RecordBatch, on: &[String]) -> Result<RecordBatch> {
     let uri = ds.uri();
     let target = &ds.arrow_schema;
     let mut fields = Vec::with_capacity(source.num_columns());
@@ -136,19 +146,27 @@ fn prepare_source(ds: &Dataset, source: &RecordBatch, on: &[String]) -> Result<S
     }
     let opts = arrow_array::RecordBatchOptions::new().with_row_count(Some(source.num_rows()));
     let batch = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &opts)?;
-    let mut key_columns = Vec::with_capacity(on.len());
     for k in on {
         if target.field_with_name(k).is_err() {
             return Err(Error::invalid(format!(
                 "{uri}: merge_insert key column '{k}' does not exist in the table"
             )));
         }
-        key_columns.push(batch.column_by_name(k).cloned().ok_or_else(|| {
-            Error::invalid(format!(
+        if batch.column_by_name(k).is_none() {
+            return Err(Error::invalid(format!(
                 "{uri}: merge_insert: the source has no key column '{k}'"
-            ))
-        })?);
+            )));
+        }
     }
+    Ok(batch)
+}
+
+fn prepare_source(ds: &Dataset, source: &RecordBatch, on: &[String]) -> Result<Source> {
+    let batch = conform_source(ds, source, on)?;
+    let key_columns: Vec<ArrayRef> = on
+        .iter()
+        .map(|k| batch.column_by_name(k).cloned().expect("checked"))
+        .collect();
     let converter = RowConverter::new(
         key_columns
             .iter()
@@ -306,7 +324,7 @@ async fn find_matches(
                             "{}: merge_insert: several source rows have the key of one table row \
                              ({}); each table row may match at most one source row",
                             ds.uri(),
-                            describe_key(src, j as usize, &params.on)
+                            describe_key(&src.batch, j as usize, &params.on)
                         )));
                     }
                     m.matched_source[j as usize] = true;
@@ -342,10 +360,10 @@ async fn find_matches(
 }
 
 /// The key of source row `i`, for errors ("id = 1").
-fn describe_key(src: &Source, i: usize, on: &[String]) -> String {
+fn describe_key(batch: &RecordBatch, i: usize, on: &[String]) -> String {
     on.iter()
         .map(|k| {
-            let c = src.batch.column_by_name(k).expect("checked");
+            let c = batch.column_by_name(k).expect("checked");
             let v = arrow_cast::display::array_value_to_string(c, i).unwrap_or_default();
             format!("{k} = {v}")
         })
@@ -421,33 +439,45 @@ fn condition_holds(
     evaluate_filter(&bound, &both)
 }
 
-async fn merge_once(
+/// The clauses' expressions, parsed.
+fn by_source_expr(params: &MergeInsert) -> Result<Option<Expr>> {
+    match &params.delete_not_matched_by_source {
+        Some(Some(sql)) => Ok(Some(parse(sql)?)),
+        _ => Ok(None),
+    }
+}
+
+/// What a merge changes, decided but not yet written.
+struct Planned {
+    /// Matched rows in their new form, with their stable row ids (0 without).
+    updated: Option<(RecordBatch, Vec<u64>)>,
+    inserted: Option<RecordBatch>,
+    /// Addresses of table rows to delete (updated ones included).
+    to_delete: Vec<u64>,
+    stats: MergeStats,
+}
+
+/// Apply the clauses of `params` to the matches `m` of `source` (conformed source rows).
+async fn plan_changes(
     ds: &Dataset,
     source: &RecordBatch,
+    m: Matches,
     params: &MergeInsert,
-) -> Result<(Dataset, MergeStats)> {
-    let ds_arc = Arc::new(ds.clone());
-    let src = prepare_source(ds, source, &params.on)?;
-    let by_source = match &params.delete_not_matched_by_source {
-        Some(Some(sql)) => Some(parse(sql)?),
-        _ => None,
-    };
+) -> Result<Planned> {
     let condition = match &params.when_matched {
         WhenMatched::UpdateAll {
             condition: Some(sql),
         } => Some(parse(sql)?),
         _ => None,
     };
-    let m = find_matches(&ds_arc, &src, params, by_source.as_ref()).await?;
-    let mut stats = MergeStats::default();
-    let mut to_delete = RowsByFragment::new();
-    for &a in &m.unmatched_to_delete {
-        add_address(&mut to_delete, a);
-    }
-    stats.deleted += m.unmatched_to_delete.len() as u64;
+    let mut stats = MergeStats {
+        deleted: m.unmatched_to_delete.len() as u64,
+        ..Default::default()
+    };
+    let mut to_delete = m.unmatched_to_delete;
 
     // Matched rows.
-    let mut updated_rows: Option<(RecordBatch, Vec<u64>)> = None;
+    let mut updated = None;
     match &params.when_matched {
         WhenMatched::DoNothing => {}
         WhenMatched::Fail if !m.pairs.is_empty() => {
@@ -455,80 +485,83 @@ async fn merge_once(
             return Err(Error::invalid(format!(
                 "{}: merge_insert: a source row matches a table row ({}) and when_matched_fail is set",
                 ds.uri(),
-                describe_key(&src, j, &params.on)
+                describe_key(source, j, &params.on)
             )));
         }
         WhenMatched::Fail => {}
         WhenMatched::Delete => {
-            for &(a, _, _) in &m.pairs {
-                add_address(&mut to_delete, a);
-            }
+            to_delete.extend(m.pairs.iter().map(|p| p.0));
             stats.deleted += m.pairs.len() as u64;
         }
         WhenMatched::UpdateAll { .. } => {
-            let mut pairs = m.pairs.clone();
-            let partial = src.batch.num_columns() < ds.arrow_schema.fields().len();
+            let mut pairs = m.pairs;
+            let partial = source.num_columns() < ds.arrow_schema.fields().len();
             let mut table_rows = None;
             if partial || condition.is_some() {
                 // The whole table rows of the matches, in the order of `pairs`.
                 let addrs: Vec<u64> = pairs.iter().map(|p| p.0).collect();
-                let projection = Projection::default();
-                let rows = take(ds_arc.clone(), &addrs, &projection).await?;
+                let rows = take(Arc::new(ds.clone()), &addrs, &Projection::default()).await?;
                 let srcs: Vec<u32> = pairs.iter().map(|p| p.2).collect();
-                let source_rows = take_rows(&src.batch, &srcs)?;
-                let (rows, kept) = match &condition {
+                let source_rows = take_rows(source, &srcs)?;
+                let rows = match &condition {
                     Some(c) => {
                         let holds = condition_holds(c, &rows, &source_rows)?;
                         let kept: Vec<bool> = (0..holds.len())
                             .map(|i| holds.is_valid(i) && holds.value(i))
                             .collect();
                         let mask = BooleanArray::from(kept.clone());
-                        (
-                            arrow_select::filter::filter_record_batch(&rows, &mask)?,
-                            Some(kept),
-                        )
+                        pairs = pairs
+                            .into_iter()
+                            .zip(kept)
+                            .filter_map(|(p, k)| k.then_some(p))
+                            .collect();
+                        arrow_select::filter::filter_record_batch(&rows, &mask)?
                     }
-                    None => (rows, None),
+                    None => rows,
                 };
-                if let Some(kept) = kept {
-                    pairs = pairs
-                        .into_iter()
-                        .zip(kept)
-                        .filter_map(|(p, k)| k.then_some(p))
-                        .collect();
-                }
                 table_rows = Some(rows);
             }
             let srcs: Vec<u32> = pairs.iter().map(|p| p.2).collect();
-            let new_rows = as_table_rows(ds, &take_rows(&src.batch, &srcs)?, table_rows.as_ref())?;
-            for &(a, _, _) in &pairs {
-                add_address(&mut to_delete, a);
-            }
+            let new_rows = as_table_rows(ds, &take_rows(source, &srcs)?, table_rows.as_ref())?;
+            to_delete.extend(pairs.iter().map(|p| p.0));
             stats.updated = pairs.len() as u64;
-            updated_rows = Some((new_rows, pairs.iter().map(|p| p.1).collect()));
+            updated = Some((new_rows, pairs.iter().map(|p| p.1).collect()));
         }
     }
 
     // Source rows without a match.
-    let inserted_rows = if params.insert_not_matched {
-        let rows: Vec<u32> = (0..src.batch.num_rows() as u32)
+    let mut inserted = None;
+    if params.insert_not_matched {
+        let rows: Vec<u32> = (0..source.num_rows() as u32)
             .filter(|&i| !m.matched_source[i as usize])
             .collect();
         stats.inserted = rows.len() as u64;
-        (!rows.is_empty())
-            .then(|| as_table_rows(ds, &take_rows(&src.batch, &rows)?, None))
-            .transpose()?
-    } else {
-        None
-    };
+        if !rows.is_empty() {
+            inserted = Some(as_table_rows(ds, &take_rows(source, &rows)?, None)?);
+        }
+    }
+    Ok(Planned {
+        updated,
+        inserted,
+        to_delete,
+        stats,
+    })
+}
 
-    // The updated rows, the inserted rows and the deletion files are written at once.
+/// Write the updated and the inserted rows of `planned` (at once) as new fragments;
+/// updated rows keep their stable row ids, inserted ones get theirs when committed.
+async fn write_planned(
+    ds: &Dataset,
+    updated: Option<(RecordBatch, Vec<u64>)>,
+    inserted: Option<RecordBatch>,
+    file_prefix: &str,
+) -> Result<Vec<DataFragment>> {
     let stable = ds.has_stable_row_ids();
     let write_updated = async {
-        match updated_rows.filter(|(r, _)| r.num_rows() > 0) {
+        match updated.filter(|(r, _)| r.num_rows() > 0) {
             None => Ok(vec![]),
             Some((rows, ids)) => {
-                let mut frags = write_rows(ds, in_chunks(rows)).await?;
+                let mut frags = write_rows(ds, in_chunks(rows), file_prefix).await?;
                 if stable {
                     attach_row_ids(&mut frags, &ids, ds.uri())?;
                 }
@@ -536,41 +569,198 @@ async fn merge_once(
             }
         }
     };
-    // Inserted rows get fresh row ids when committed.
     let write_inserted = async {
-        match inserted_rows {
+        match inserted {
             None => Ok(vec![]),
-            Some(rows) => write_rows(ds, in_chunks(rows)).await,
+            Some(rows) => write_rows(ds, in_chunks(rows), file_prefix).await,
         }
     };
-    let (updated, inserted, removal) =
-        futures::join!(write_updated, write_inserted, delete_rows(ds, &to_delete));
-    let mut written: Vec<DataFragment> = vec![];
-    for frags in [&updated, &inserted].into_iter().flatten() {
-        written.extend(frags.iter().cloned());
-    }
-    let result = async {
-        let (_, _, removal) = (updated?, inserted?, removal?);
-        let fields_changed = ds
-            .schema
-            .field_ids()
-            .into_iter()
-            .map(|i| i as u32)
-            .collect();
-        let op = Operation::Update {
-            updated: removal.updated,
-            removed_ids: removal.removed_ids,
-            new_fragments: written.clone(),
-            fields_changed,
-        };
-        super::commit_on(ds, op).await
-    }
-    .await;
-    match result {
-        Ok(new) => Ok((new, stats)),
-        Err(e) => {
+    let (updated, inserted) = futures::join!(write_updated, write_inserted);
+    match (updated, inserted) {
+        (Ok(mut a), Ok(b)) => {
+            a.extend(b);
+            Ok(a)
+        }
+        (Ok(written), Err(e)) | (Err(e), Ok(written)) => {
             discard(ds, &written).await;
             Err(e)
         }
+        (Err(e), Err(_)) => Err(e),
     }
+}
+
+/// Every field of the table: a merge may change any column.
+fn all_fields(ds: &Dataset) -> Vec<u32> {
+    ds.schema
+        .field_ids()
+        .into_iter()
+        .map(|i| i as u32)
+        .collect()
+}
+
+async fn merge_once(
+    ds: &Dataset,
+    source: &RecordBatch,
+    params: &MergeInsert,
+) -> Result<(Dataset, MergeStats)> {
+    let src = prepare_source(ds, source, &params.on)?;
+    let by_source = by_source_expr(params)?;
+    let m = find_matches(&Arc::new(ds.clone()), &src, params, by_source.as_ref()).await?;
+    let planned = plan_changes(ds, &src.batch, m, params).await?;
+    let stats = planned.stats;
+    let mut to_delete = RowsByFragment::new();
+    for &a in &planned.to_delete {
+        add_address(&mut to_delete, a);
+    }
+    // The new fragments and the deletion files are written at once.
+    let (written, removal) = futures::join!(
+        write_planned(ds, planned.updated, planned.inserted, ""),
+        delete_rows(ds, &to_delete)
+    );
+    match (written, removal) {
+        (Ok(fragments), Ok(removal)) => {
+            let new = commit_update(ds, removal, fragments, all_fields(ds)).await?;
+            Ok((new, stats))
+        }
+        (written, removal) => {
+            if let Ok(f) = &written {
+                discard(ds, f).await;
+            }
+            if let Ok(r) = &removal {
+                discard_removal(ds, r).await;
+            }
+            Err(written.err().or(removal.err()).expect("one failed"))
+        }
+    }
+}
+
+/// Names of the columns an outside engine adds to the source rows it joined to the
+/// table (see `merge_joined`).
+pub const JOINED_ADDRESS: &str = "__merge_rowaddr";
+pub const JOINED_ROW_ID: &str = "__merge_rowid";
+pub const JOINED_FROM_SOURCE: &str = "__merge_source";
+pub const JOINED_BY_SOURCE: &str = "__merge_by_source";
+
+/// What one task of a distributed merge wrote and found, not committed.
+#[derive(Debug, Default)]
+pub struct MergePart {
+    pub fragments: Vec<DataFragment>,
+    /// Addresses of the table rows to delete (the updated ones included).
+    pub to_delete: Vec<u64>,
+    /// Addresses of every matched table row (before any condition), so the driver can
+    /// find a table row that source rows of several tasks match.
+    pub matched: Vec<u64>,
+    pub stats: MergeStats,
+}
+
+/// One task's share of a merge whose join an outside engine (Spark) did. Each row of
+/// `joined` is a source row (`JOINED_FROM_SOURCE` true; the source's columns) with the
+/// address (`JOINED_ADDRESS`, null when no table row has its key) and stable row id
+/// (`JOINED_ROW_ID`) of the table row it matched, or, when unmatched table rows may be
+/// deleted, a table row no source row matched (`JOINED_FROM_SOURCE` false or null) with
+/// whether the by-source predicate holds for it (`JOINED_BY_SOURCE`). The
+/// new rows are written (data file names starting with `file_prefix`); nothing is
+/// deleted or committed (see `rows::commit_row_changes`).
+pub async fn merge_joined(
+    ds: &Dataset,
+    joined: Vec<RecordBatch>,
+    schema: SchemaRef,
+    params: &MergeInsert,
+    file_prefix: &str,
+) -> Result<MergePart> {
+    check_clauses(ds, params)?;
+    let uri = ds.uri();
+    let joined = arrow_select::concat::concat_batches(&schema, &joined)?;
+    let column = |name: &str| {
+        joined.column_by_name(name).cloned().ok_or_else(|| {
+            Error::invalid(format!(
+                "{uri}: merge_insert: the joined rows have no column {name}"
+            ))
+        })
+    };
+    let as_u64 = |c: ArrayRef| -> Result<arrow_array::UInt64Array> {
+        let c = arrow_cast::cast(&c, &arrow_schema::DataType::UInt64)?;
+        Ok(c.as_primitive::<UInt64Type>().clone())
+    };
+    let addrs = as_u64(column(JOINED_ADDRESS)?)?;
+    let ids = match joined.column_by_name(JOINED_ROW_ID) {
+        Some(c) => Some(as_u64(c.clone())?),
+        None => None,
+    };
+    let from_source = column(JOINED_FROM_SOURCE)?;
+    let from_source = from_source.as_boolean_opt().ok_or_else(|| {
+        Error::invalid(format!(
+            "{uri}: merge_insert: {JOINED_FROM_SOURCE} must be boolean"
+        ))
+    })?;
+    let is_source = |i: usize| from_source.is_valid(i) && from_source.value(i);
+
+    // The source rows, with the source's columns only.
+    let source_rows: Vec<u32> = (0..joined.num_rows() as u32)
+        .filter(|&i| is_source(i as usize))
+        .collect();
+    let source_columns: Vec<usize> = (0..joined.num_columns())
+        .filter(|&i| !joined.schema().field(i).name().starts_with("__merge_"))
+        .collect();
+    let source = take_rows(&joined.project(&source_columns)?, &source_rows)?;
+    let source = conform_source(ds, &source, &params.on)?;
+
+    let mut m = Matches {
+        matched_source: vec![false; source.num_rows()],
+        ..Default::default()
+    };
+    for (j, &i) in source_rows.iter().enumerate() {
+        let i = i as usize;
+        if addrs.is_valid(i) {
+            let id = ids.as_ref().map_or(0, |ids| ids.value(i));
+            m.pairs.push((addrs.value(i), id, j as u32));
+            m.matched_source[j] = true;
+        }
+    }
+    let matched: Vec<u64> = m.pairs.iter().map(|p| p.0).collect();
+    if params.when_matched != WhenMatched::DoNothing && params.when_matched != WhenMatched::Fail {
+        // Two source rows of this task on one table row (across tasks the driver checks).
+        let mut sorted: Vec<(u64, u32)> = m.pairs.iter().map(|p| (p.0, p.2)).collect();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(Error::invalid(format!(
+                "{uri}: merge_insert: several source rows have the key of one table row \
+                 ({}); each table row may match at most one source row",
+                describe_key(&source, w[0].1 as usize, &params.on)
+            )));
+        }
+    }
+
+    // Table rows no source row matched, where the by-source predicate holds.
+    if params.delete_not_matched_by_source.is_some() {
+        let holds = match joined.column_by_name(JOINED_BY_SOURCE) {
+            None if by_source_expr(params)?.is_some() => {
+                return Err(Error::invalid(format!(
+                    "{uri}: merge_insert: the joined rows need {JOINED_BY_SOURCE}, the value of \
+                     the by-source predicate"
+                )))
+            }
+            None => None,
+            Some(c) => Some(c.as_boolean_opt().cloned().ok_or_else(|| {
+                Error::invalid(format!(
+                    "{uri}: merge_insert: {JOINED_BY_SOURCE} must be boolean"
+                ))
+            })?),
+        };
+        for i in 0..joined.num_rows() {
+            let deletable = holds.as_ref().is_none_or(|h| h.is_valid(i) && h.value(i));
+            if !is_source(i) && addrs.is_valid(i) && deletable {
+                m.unmatched_to_delete.push(addrs.value(i));
+            }
+        }
+    }
+
+    let planned = plan_changes(ds, &source, m, params).await?;
+    let fragments = write_planned(ds, planned.updated, planned.inserted, file_prefix).await?;
+    Ok(MergePart {
+        fragments,
+        to_delete: planned.to_delete,
+        matched,
+        stats: planned.stats,
+    })
 }

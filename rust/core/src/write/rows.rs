@@ -7,12 +7,13 @@ use arrow_array::RecordBatch;
 use futures::{Stream, StreamExt, TryStreamExt};
 use roaring::RoaringBitmap;
 
-use super::{conform, writable_version, write_fragments, WriteOptions};
+use super::{commit_on, conform, writable_version, write_fragments, WriteOptions};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::proto::table::data_fragment::RowIdSequence as RowIdSeq;
 use crate::proto::table::{DataFragment, DeletionFile};
 use crate::storage::Storage;
+use crate::table::commit::Operation;
 use crate::table::deletion::{deletion_file_name, encode_deletions};
 
 /// Row offsets to delete, by fragment id.
@@ -115,8 +116,9 @@ fn rand_id() -> u64 {
     u64::from_le_bytes(u.as_bytes()[..8].try_into().unwrap()) >> 1
 }
 
-/// Write `batches` (rows of the dataset's schema) as new fragments of `ds`, not committed.
-pub async fn write_rows<S>(ds: &Dataset, batches: S) -> Result<Vec<DataFragment>>
+/// Write `batches` (rows of the dataset's schema) as new fragments of `ds`, not committed;
+/// data file names start with `file_prefix` (a distributed job's token, or empty).
+pub async fn write_rows<S>(ds: &Dataset, batches: S, file_prefix: &str) -> Result<Vec<DataFragment>>
 where
     S: Stream<Item = Result<RecordBatch>> + Unpin + Send,
 {
@@ -126,6 +128,7 @@ where
     let stream = batches.map(move |b| b.and_then(|b| conform(b, &target)));
     let opts = WriteOptions {
         storage_options: ds.storage_options().clone(),
+        file_prefix: file_prefix.to_string(),
         ..Default::default()
     };
     write_fragments(&storage, &ds.schema, version, Box::pin(stream), &opts).await
@@ -157,5 +160,94 @@ pub async fn discard(ds: &Dataset, fragments: &[DataFragment]) {
         let _ = storage
             .delete(&storage.path(&format!("data/{}", f.path)))
             .await;
+    }
+}
+
+/// Remove the deletion files `delete_rows` wrote for a change that is not committed.
+pub async fn discard_removal(ds: &Dataset, removal: &Removal) {
+    let Ok(storage) = Storage::open(ds.uri(), ds.storage_options()) else {
+        return;
+    };
+    for f in &removal.updated {
+        if let Some(file) = &f.deletion_file {
+            let name = deletion_file_name(f.id, file);
+            let _ = storage
+                .delete(&storage.path(&format!("_deletions/{name}")))
+                .await;
+        }
+    }
+}
+
+/// Commit an `Update` of `ds`: `removal` (deletion files already written) and the new
+/// `fragments`. When the commit fails, every file written for it is removed.
+pub async fn commit_update(
+    ds: &Dataset,
+    removal: Removal,
+    fragments: Vec<DataFragment>,
+    fields_changed: Vec<u32>,
+) -> Result<Dataset> {
+    let op = Operation::Update {
+        updated: removal.updated.clone(),
+        removed_ids: removal.removed_ids.clone(),
+        new_fragments: fragments.clone(),
+        fields_changed,
+    };
+    match commit_on(ds, op).await {
+        Ok(new) => Ok(new),
+        Err(e) => {
+            discard(ds, &fragments).await;
+            discard_removal(ds, &removal).await;
+            Err(e)
+        }
+    }
+}
+
+/// Commit the rows changed by the pieces of a distributed update or merge: the new
+/// `fragments` they wrote and the `addresses` of the read version's rows they replace
+/// or delete. Fails, removing those fragments, when an address is given twice (two
+/// changes of one row) or names no row of `ds`.
+pub async fn commit_row_changes(
+    ds: &Dataset,
+    fragments: Vec<DataFragment>,
+    addresses: &[u64],
+    fields_changed: Vec<u32>,
+) -> Result<Dataset> {
+    let checked = async {
+        let mut rows = RowsByFragment::new();
+        for &a in addresses {
+            let (frag, offset) = (a >> 32, (a & 0xFFFF_FFFF) as u32);
+            let fresh = rows.entry(frag).or_default().insert(offset);
+            if !fresh {
+                return Err(Error::invalid(format!(
+                    "{}: row {offset} of fragment {frag} is changed twice; each table row may \
+                     match at most one source row",
+                    ds.uri()
+                )));
+            }
+        }
+        for (&frag, offsets) in &rows {
+            let f = ds.fragment(frag).ok_or_else(|| {
+                Error::invalid(format!(
+                    "{}: version {} has no fragment {frag}",
+                    ds.uri(),
+                    ds.version()
+                ))
+            })?;
+            if offsets.max().unwrap_or(0) as u64 >= ds.physical_rows(f).await? {
+                return Err(Error::invalid(format!(
+                    "{}: fragment {frag} has no row {}",
+                    ds.uri(),
+                    offsets.max().unwrap_or(0)
+                )));
+            }
+        }
+        delete_rows(ds, &rows).await
+    };
+    match checked.await {
+        Ok(removal) => commit_update(ds, removal, fragments, fields_changed).await,
+        Err(e) => {
+            discard(ds, &fragments).await;
+            Err(e)
+        }
     }
 }

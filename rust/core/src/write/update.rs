@@ -9,12 +9,14 @@ use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::StreamExt;
 
-use super::rows::{add_address, attach_row_ids, delete_rows, discard, write_rows, RowsByFragment};
+use super::rows::{
+    add_address, attach_row_ids, commit_update, delete_rows, discard, write_rows, RowsByFragment,
+};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::expr::{bind, evaluate, parse, parse_expression, Expr};
+use crate::proto::table::DataFragment;
 use crate::scan::{scan, ScanOptions, ROW_ADDRESS, ROW_ID};
-use crate::table::commit::Operation;
 use crate::table::schema::LanceField;
 
 /// One column's new value: the path of the column (nested fields with dots) and the
@@ -22,7 +24,6 @@ use crate::table::schema::LanceField;
 #[derive(Clone, Debug)]
 struct Assignment {
     path: Vec<String>,
-    field_id: i32,
     expr: Expr,
 }
 
@@ -157,6 +158,36 @@ fn field_type<'a>(field: &'a Field, path: &[String]) -> &'a Field {
     }
 }
 
+/// The assignments of `updates` (column path, SQL value expression), resolved on `ds`.
+fn resolve(ds: &Dataset, updates: &[(String, String)]) -> Result<Vec<Assignment>> {
+    if updates.is_empty() {
+        return Err(Error::invalid(format!(
+            "{}: no columns to update",
+            ds.uri()
+        )));
+    }
+    updates
+        .iter()
+        .map(|(path, sql)| {
+            let (_, parts) = field_at(ds, path)?;
+            Ok(Assignment {
+                path: parts,
+                expr: parse_expression(sql)?,
+            })
+        })
+        .collect()
+}
+
+/// The ids of the fields `paths` (the columns an update sets), for the transaction.
+pub fn updated_field_ids(ds: &Dataset, paths: &[String]) -> Result<Vec<u32>> {
+    let mut ids = paths
+        .iter()
+        .map(|p| Ok(field_at(ds, p)?.0.id as u32))
+        .collect::<Result<Vec<u32>>>()?;
+    ids.dedup();
+    Ok(ids)
+}
+
 /// Set the columns of `updates` (column path, SQL value expression) on the rows matching
 /// `predicate` (all rows when None). A commit that loses to one touching the same
 /// fragments is re-run against the new version, up to `retries` times. Returns the
@@ -167,42 +198,77 @@ pub async fn update(
     predicate: Option<&str>,
     retries: u32,
 ) -> Result<(Dataset, u64)> {
-    if updates.is_empty() {
-        return Err(Error::invalid(format!(
-            "{}: no columns to update",
-            ds.uri()
-        )));
-    }
+    resolve(ds, updates)?;
     let filter = predicate.map(parse).transpose()?;
     super::with_conflict_retries(ds, retries, |ds| {
         let filter = filter.clone();
         async move {
-            let mut assignments = Vec::with_capacity(updates.len());
-            for (path, sql) in updates {
-                let (field, parts) = field_at(&ds, path)?;
-                assignments.push(Assignment {
-                    path: parts,
-                    field_id: field.id,
-                    expr: parse_expression(sql)?,
-                });
-            }
-            update_once(&ds, &assignments, filter.as_ref(), predicate).await
+            let assignments = resolve(&ds, updates)?;
+            let done = rewrite(&ds, &assignments, filter.as_ref(), predicate, None, "").await?;
+            let fields_changed = updated_field_ids(&ds, &paths_of(updates))?;
+            let removal = match delete_rows(&ds, &done.rows).await {
+                Ok(r) => r,
+                Err(e) => {
+                    discard(&ds, &done.fragments).await;
+                    return Err(e);
+                }
+            };
+            let new = commit_update(&ds, removal, done.fragments, fields_changed).await?;
+            Ok((new, done.count))
         }
     })
     .await
 }
 
-async fn update_once(
+fn paths_of(updates: &[(String, String)]) -> Vec<String> {
+    updates.iter().map(|(p, _)| p.clone()).collect()
+}
+
+/// Rows rewritten with new values, not committed: the new fragments, the rows of the read
+/// version they replace, and how many.
+pub struct Rewritten {
+    pub fragments: Vec<DataFragment>,
+    pub rows: RowsByFragment,
+    pub count: u64,
+}
+
+/// One task's share of a distributed update: the rows of `fragment_ids` that match
+/// `predicate` get their new values in new fragments (data file names starting with
+/// `file_prefix`); nothing is committed (see `rows::commit_row_changes`).
+pub async fn update_fragments(
+    ds: &Dataset,
+    updates: &[(String, String)],
+    predicate: Option<&str>,
+    fragment_ids: Vec<u64>,
+    file_prefix: &str,
+) -> Result<Rewritten> {
+    let assignments = resolve(ds, updates)?;
+    let filter = predicate.map(parse).transpose()?;
+    rewrite(
+        ds,
+        &assignments,
+        filter.as_ref(),
+        predicate,
+        Some(fragment_ids),
+        file_prefix,
+    )
+    .await
+}
+
+async fn rewrite(
     ds: &Dataset,
     assignments: &[Assignment],
     filter: Option<&Expr>,
     predicate: Option<&str>,
-) -> Result<(Dataset, u64)> {
+    fragment_ids: Option<Vec<u64>>,
+    file_prefix: &str,
+) -> Result<Rewritten> {
     let stable = ds.has_stable_row_ids();
     let options = ScanOptions {
         filter: filter.cloned(),
         with_row_address: true,
         with_row_id: stable,
+        fragment_ids,
         batch_size: 16 * 1024,
         ..Default::default()
     };
@@ -213,40 +279,30 @@ async fn update_once(
     let changed = s
         .batches
         .map(move |b| b.and_then(|b| apply(b, &assignments_owned, &target, &seen_in)));
-    let mut fragments = write_rows(ds, Box::pin(changed)).await.map_err(|e| {
-        // Name the predicate when it is what failed.
-        match (e, predicate) {
-            (Error::InvalidInput(m), Some(p)) if !m.contains(ds.uri()) => {
-                Error::invalid(format!("{}: update where '{p}': {m}", ds.uri()))
+    let mut fragments = write_rows(ds, Box::pin(changed), file_prefix)
+        .await
+        .map_err(|e| {
+            // Name the predicate when it is what failed.
+            match (e, predicate) {
+                (Error::InvalidInput(m), Some(p)) if !m.contains(ds.uri()) => {
+                    Error::invalid(format!("{}: update where '{p}': {m}", ds.uri()))
+                }
+                (Error::InvalidInput(m), None) if !m.contains(ds.uri()) => {
+                    Error::invalid(format!("{}: update: {m}", ds.uri()))
+                }
+                (e, _) => e,
             }
-            (Error::InvalidInput(m), None) if !m.contains(ds.uri()) => {
-                Error::invalid(format!("{}: update: {m}", ds.uri()))
-            }
-            (e, _) => e,
-        }
-    })?;
+        })?;
     let seen = std::mem::take(&mut *seen.lock().unwrap());
-    let committed = async {
-        if stable {
-            attach_row_ids(&mut fragments, &seen.row_ids, ds.uri())?;
-        }
-        let removal = delete_rows(ds, &seen.rows).await?;
-        let mut fields_changed: Vec<u32> = assignments.iter().map(|a| a.field_id as u32).collect();
-        fields_changed.dedup();
-        let op = Operation::Update {
-            updated: removal.updated,
-            removed_ids: removal.removed_ids,
-            new_fragments: fragments.clone(),
-            fields_changed,
-        };
-        super::commit_on(ds, op).await
-    }
-    .await;
-    match committed {
-        Ok(new) => Ok((new, seen.count)),
-        Err(e) => {
+    if stable {
+        if let Err(e) = attach_row_ids(&mut fragments, &seen.row_ids, ds.uri()) {
             discard(ds, &fragments).await;
-            Err(e)
+            return Err(e);
         }
     }
+    Ok(Rewritten {
+        fragments,
+        rows: seen.rows,
+        count: seen.count,
+    })
 }

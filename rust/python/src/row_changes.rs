@@ -1,0 +1,195 @@
+//! The pieces of a distributed update or merge_insert: each task rewrites its rows into
+//! new fragments (`_update_part`, `_merge_part`) and the driver commits every task's
+//! fragments and row addresses as one `Update` (`_commit_row_changes`). Row addresses
+//! travel as little-endian u64 bytes.
+use arrow_array::RecordBatchReader;
+use lance_core::proto::table::DataFragment;
+use lance_core::write::merge_insert::{MergeInsert, WhenMatched};
+use prost::Message;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::arrow_import::{batch_stream, import_stream};
+use crate::dataset::PyDataset;
+use crate::errors::{guard, raise, IntoPyResult};
+use crate::runtime::block_on;
+use crate::write::checked_file_prefix;
+
+/// The clauses of a merge as Python passes them: `when_matched` is "nothing", "update",
+/// "delete" or "fail" (`condition` for "update"); `by_source` None keeps unmatched table
+/// rows, "" deletes them all, else those matching it.
+pub fn merge_params(
+    py: Python<'_>,
+    on: Vec<String>,
+    when_matched: &str,
+    condition: Option<String>,
+    insert: bool,
+    by_source: Option<String>,
+    retries: u32,
+) -> PyResult<MergeInsert> {
+    let when_matched = match when_matched {
+        "nothing" => WhenMatched::DoNothing,
+        "update" => WhenMatched::UpdateAll { condition },
+        "delete" => WhenMatched::Delete,
+        "fail" => WhenMatched::Fail,
+        other => {
+            return Err(raise(
+                py,
+                "InvalidInputError",
+                format!("unknown when_matched action {other:?}"),
+            ))
+        }
+    };
+    Ok(MergeInsert {
+        on,
+        when_matched,
+        insert_not_matched: insert,
+        delete_not_matched_by_source: by_source.map(|p| (!p.trim().is_empty()).then_some(p)),
+        conflict_retries: retries,
+    })
+}
+
+fn address_bytes(addresses: &[u64]) -> Vec<u8> {
+    addresses.iter().flat_map(|a| a.to_le_bytes()).collect()
+}
+
+fn encoded(fragments: &[DataFragment]) -> Vec<Vec<u8>> {
+    fragments.iter().map(|f| f.encode_to_vec()).collect()
+}
+
+/// One task of a distributed update: the rows of `fragment_ids` matching `predicate` get
+/// `updates` and are written into new fragments. Returns (new fragments, addresses of the
+/// rows they replace, number of rows).
+#[pyfunction]
+#[pyo3(signature = (ds, updates, predicate, fragment_ids, file_prefix))]
+pub fn _update_part(
+    py: Python<'_>,
+    ds: &PyDataset,
+    updates: Vec<(String, String)>,
+    predicate: Option<String>,
+    fragment_ids: Vec<u64>,
+    file_prefix: Option<String>,
+) -> PyResult<(Vec<Vec<u8>>, Vec<u8>, u64)> {
+    guard(|| {
+        let prefix = checked_file_prefix(py, file_prefix)?;
+        let inner = ds.inner.clone();
+        let done = block_on(py, async move {
+            lance_core::write::update::update_fragments(
+                &inner,
+                &updates,
+                predicate.as_deref(),
+                fragment_ids,
+                &prefix,
+            )
+            .await
+        })
+        .py()?;
+        let addresses: Vec<u64> = done
+            .rows
+            .iter()
+            .flat_map(|(&frag, offsets)| offsets.iter().map(move |o| (frag << 32) | o as u64))
+            .collect();
+        Ok((
+            encoded(&done.fragments),
+            address_bytes(&addresses),
+            done.count,
+        ))
+    })
+}
+
+/// One task of a distributed merge whose join Spark did: `data` holds the joined rows
+/// (see `merge_joined`). Returns (new fragments, addresses to delete, addresses matched,
+/// (inserted, updated, deleted)).
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (ds, data, on, when_matched, condition, insert, by_source, file_prefix))]
+pub fn _merge_part(
+    py: Python<'_>,
+    ds: &PyDataset,
+    data: Bound<'_, PyAny>,
+    on: Vec<String>,
+    when_matched: &str,
+    condition: Option<String>,
+    insert: bool,
+    by_source: Option<String>,
+    file_prefix: Option<String>,
+) -> PyResult<(Vec<Vec<u8>>, Vec<u8>, Vec<u8>, (u64, u64, u64))> {
+    guard(|| {
+        let params = merge_params(py, on, when_matched, condition, insert, by_source, 0)?;
+        let prefix = checked_file_prefix(py, file_prefix)?;
+        let reader = import_stream(&data)?;
+        let schema = reader.schema();
+        let batches = batch_stream(reader);
+        let inner = ds.inner.clone();
+        let part = block_on(py, async move {
+            use futures::TryStreamExt;
+            let joined: Vec<_> = batches.try_collect().await?;
+            lance_core::write::merge_insert::merge_joined(&inner, joined, schema, &params, &prefix)
+                .await
+        })
+        .py()?;
+        let s = part.stats;
+        Ok((
+            encoded(&part.fragments),
+            address_bytes(&part.to_delete),
+            address_bytes(&part.matched),
+            (s.inserted, s.updated, s.deleted),
+        ))
+    })
+}
+
+/// Commit the pieces of a distributed update or merge on `ds` (the version they read):
+/// their new `fragments` and the `addresses` of the rows they replace or delete, as one
+/// `Update`. `updated_columns` names the columns an update set (None: a merge, any
+/// column). On failure every file written for it is removed.
+#[pyfunction]
+#[pyo3(signature = (ds, fragments, addresses, updated_columns=None))]
+pub fn _commit_row_changes(
+    py: Python<'_>,
+    ds: &PyDataset,
+    fragments: Vec<Vec<u8>>,
+    addresses: Bound<'_, PyBytes>,
+    updated_columns: Option<Vec<String>>,
+) -> PyResult<PyDataset> {
+    guard(|| {
+        let fragments = fragments
+            .iter()
+            .map(|b| DataFragment::decode(b.as_slice()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| {
+                raise(
+                    py,
+                    "InvalidInputError",
+                    format!("bad fragment metadata: {e}"),
+                )
+            })?;
+        let bytes = addresses.as_bytes();
+        if bytes.len() % 8 != 0 {
+            return Err(raise(
+                py,
+                "InvalidInputError",
+                "row addresses must be whole little-endian u64 values".into(),
+            ));
+        }
+        let addresses: Vec<u64> = bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        let inner = ds.inner.clone();
+        let new = block_on(py, async move {
+            use lance_core::write::rows::commit_row_changes;
+            let fields = match updated_columns {
+                Some(paths) => lance_core::write::update::updated_field_ids(&inner, &paths)?,
+                None => inner
+                    .schema
+                    .field_ids()
+                    .into_iter()
+                    .map(|i| i as u32)
+                    .collect(),
+            };
+            commit_row_changes(&inner, fragments, &addresses, fields).await
+        })
+        .py()?;
+        Ok(PyDataset::from(new))
+    })
+}
