@@ -41,29 +41,39 @@ def _wait_for_tasks(spark) -> None:
         time.sleep(0.05)
 
 
-def _type_table(n=600) -> pa.Table:
+def _type_table(n=600, every=False) -> pa.Table:
     cols = primitive_columns(n)
     cols.update(nested_columns(n))
-    # Spark has no exact home for these: the nanosecond duration has sub-microsecond
-    # values and decimal256(40) more than 38 digits (tested separately below).
+    if every:
+        # Values Spark has no exact home for: sub-microsecond times (truncated) and
+        # decimals of more than 38 digits (read as text).
+        cols["timestamp_ns_sub_micro"] = pa.array([None if i % 7 == 0 else 1_700_000_000_123_456_789 + i * 1001
+                                                   for i in range(n)], pa.timestamp("ns"))
+        cols["time64_ns_sub_micro"] = pa.array([i * 1_000_003 for i in range(n)], pa.time64("ns"))
+        return pa.table(cols)
+    # Not written back by Spark as they were: the nanosecond duration has sub-microsecond
+    # values and decimal256(40) more than 38 digits.
     for name in ("duration_ns", "decimal256"):
         del cols[name]
     return pa.table(cols)
 
 
-def test_read_type_table(spark, tmp_path):
-    """Every type arrives in Spark with the values pylance reads (compared in Arrow, each
-    column cast to the type Spark gives it)."""
+def test_read_every_type(spark, tmp_path):
+    """Every type of the type table arrives in Spark, read as a whole table, with the
+    values pylance reads (compared in Arrow, each column cast as PySpark casts pandas data:
+    nanoseconds dropped)."""
     uri = str(tmp_path / "types.lance")
-    t = _type_table()
+    t = _type_table(every=True)
     lance.write_dataset(t, uri, max_rows_per_file=250)
     ref = lance.dataset(uri).to_table()
     got = spark.read.format("lance").load(uri).toArrow()
     assert got.column_names == ref.column_names
     assert got.num_rows == ref.num_rows
     for name in ref.column_names:
-        expected = pc.cast(ref.column(name), got.schema.field(name).type)
+        expected = pc.cast(ref.column(name), got.schema.field(name).type, safe=False)
         assert expected.equals(got.column(name)), name
+    assert got.schema.field("decimal256").type == pa.string()
+    assert got.column("timestamp_ns_sub_micro")[1].value == (1_700_000_000_123_456_789 + 1001) // 1000
 
 
 def test_write_type_table_read_by_pylance(spark, tmp_path):
@@ -83,17 +93,66 @@ def test_write_type_table_read_by_pylance(spark, tmp_path):
     assert lance.dataset(dst).version == 2
 
 
-def test_unrepresentable_types_raise_naming_the_column(spark, tmp_path):
-    uri = str(tmp_path / "wide.lance")
-    lance.write_dataset(pa.table({"ok": [1], "d": pa.array([1], pa.decimal256(40, 0))}), uri)
-    with pytest.raises(Exception, match="column 'd'.*38 digits"):
-        spark.read.format("lance").load(uri).schema
-    # but the column can be left out
-    assert spark.read.format("lance").option("columns", "ok").load(uri).count() == 1
-    uri2 = str(tmp_path / "ns.lance")
-    lance.write_dataset(pa.table({"t": pa.array([1, 1001], pa.timestamp("ns"))}), uri2)
-    with pytest.raises(Exception, match="column 't'.*would lose data"):
-        spark.read.format("lance").load(uri2).collect()
+def test_nanoseconds_truncated_or_refused(spark, tmp_path):
+    """A pandas datetime column (timestamp[ns]) never stops a read: nanoseconds are dropped
+    as PySpark drops them, or refused with timestamp_nanos=error, naming the column."""
+    import pandas as pd
+
+    uri = str(tmp_path / "ns.lance")
+    frame = pd.DataFrame({"id": [1, 2], "ts_ns": pd.to_datetime([1_000_000_001_001, -1_001], unit="ns")})
+    lance.write_dataset(frame, uri)
+    rows = spark.read.format("lance").load(uri).select("id", "ts_ns").toArrow()
+    assert rows.column("ts_ns").cast(pa.int64()).to_pylist() == [1_000_000_001, -1]  # toward zero, as Arrow's cast
+    assert spark.read.format("lance").load(uri).select("id").collect()[0].id == 1
+    with pytest.raises(Exception, match="column 'ts_ns'.*would lose data.*timestamp_nanos"):
+        spark.read.format("lance").option("timestamp_nanos", "error").load(uri).collect()
+    with pytest.raises(Exception, match="timestamp_nanos is 'truncate' or 'error'"):
+        spark.read.format("lance").option("timestamp_nanos", "round").load(uri).collect()
+    wide = str(tmp_path / "wide.lance")
+    lance.write_dataset(pa.table({"d": pa.array([10**39, None], pa.decimal256(40, 0))}), wide)
+    assert [r.d for r in spark.read.format("lance").load(wide).collect()] == [str(10**39), None]
+
+
+def test_reader_hooks_prune_columns_and_push_limit(tmp_path):
+    """pruneColumns (SPARK-51713) and pushLimit (SPARK-58551), called as an engine that
+    supports them would: only the required columns are read, and only the partitions that
+    hold the first rows."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    uri = str(tmp_path / "hooks.lance")
+    n = 1000
+    lance.write_dataset(pa.table({"id": pa.array(range(n), pa.int64()), "s": [f"s{i}" for i in range(n)],
+                                  "x": pa.array(np.arange(n) / 2)}), uri, max_rows_per_file=100)
+    lance.dataset(uri).delete("id < 150")  # the first fragment is gone, the second half deleted
+    source = LanceDataSource({"path": uri})
+    reader = source.reader(source.schema())
+    assert len(reader.partitions()) == 9
+    pruned = reader.pruneColumns(StructType([StructField("x", LongType()), StructField("id", LongType())]))
+    assert pruned.fieldNames() == ["id", "x"]  # the source's order, the source's types
+    assert reader.pushLimit(120) is True
+    parts = reader.partitions()
+    assert [p.fragment_id for p in parts] == [1, 2]  # 50 + 100 live rows reach 120
+    batches = [b for p in parts for b in reader.read(p)]
+    assert all(b.schema.names == ["id", "x"] for b in batches)
+    got = pa.Table.from_batches(batches)
+    assert got.num_rows <= 2 * 120 and got.column("id").to_pylist()[:120] == list(range(150, 270))
+    # With a pushed filter every partition is read, each stopping at the limit.
+    reader = source.reader(source.schema())
+    reader.predicates.append("id % 2 = 0")
+    reader.pushLimit(10)
+    assert len(reader.partitions()) == 9
+    assert all(sum(b.num_rows for b in reader.read(p)) <= 10 for p in reader.partitions())
+
+
+def test_count_from_metadata(spark, tmp_path):
+    from lance_core.spark import count
+
+    uri = str(tmp_path / "count.lance")
+    lance.write_dataset(pa.table({"id": pa.array(range(1000), pa.int64())}), uri, max_rows_per_file=300)
+    lance.dataset(uri).delete("id % 10 = 0")
+    assert count(spark, uri) == 900 == spark.read.format("lance").load(uri).count()
+    assert count(spark, uri, filter="id < 100") == 90
+    assert count(None, uri, version=1) == 1000
 
 
 def test_extension_types(spark, tmp_path):

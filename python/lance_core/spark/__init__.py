@@ -14,12 +14,12 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("lance_core.spark needs pyspark >= 4.1 (pip install 'pyspark>=4.1')") from e
 
 from .datasource import LanceDataSource, LancePartition, LanceReader, LanceWriter
-from .pipeline import add_columns, compact, read_fragments
+from .pipeline import add_columns, compact, count, read_fragments
 from .row_changes import SparkMergeInsert, merge_insert, update
 from .types import spark_schema
 
 __all__ = ["LanceDataSource", "LancePartition", "LanceReader", "LanceWriter", "SparkMergeInsert", "add_columns",
-           "compact", "merge_insert", "read_fragments", "spark_schema", "register", "update"]
+           "compact", "count", "merge_insert", "read_fragments", "spark_schema", "register", "update"]
 
 
 def register(spark) -> None:

@@ -66,9 +66,10 @@ def _flag(options: Dict[str, str], key: str) -> bool:
 class LanceDataSource(DataSource):
     """Options: `path` (the `load`/`save` argument), `version` (number or tag), `columns`
     (comma-separated projection), `batch_size`, `with_row_id`, `rows_per_partition`,
-    `pushdown` (take Spark's filters; default true), and `storage.<key>` for object store
-    settings (credentials, endpoint, region). Writes: `max_rows_per_file`,
-    `data_storage_version`."""
+    `pushdown` (take Spark's filters; default true), `timestamp_nanos` ("truncate", the
+    default, drops nanoseconds Spark cannot hold; "error" refuses them), and
+    `storage.<key>` for object store settings (credentials, endpoint, region). Writes:
+    `max_rows_per_file`, `data_storage_version`."""
 
     @classmethod
     def name(cls) -> str:
@@ -181,18 +182,55 @@ class LanceReader(DataSourceReader):
             if n not in ds.schema.names:
                 raise InvalidInputError(f"{self.uri}: the schema names '{n}', which is not a column of version "
                                         f"{self.version}")
+        self.schema = schema
         self.columns = names
         self.target = _types.spark_arrow_schema(schema)
         self.types = _filters.column_types(ds.schema)
         self.predicates: List[str] = []
+        self.limit: Optional[int] = None
         self.batch_size = int(options.get("batch_size", 64 * 1024))
+        nanos = str(options.get("timestamp_nanos", "truncate")).strip().lower()
+        if nanos not in ("truncate", "error"):
+            raise InvalidInputError(f"option timestamp_nanos is 'truncate' or 'error', not {nanos!r}")
+        self.exact = nanos == "error"
         frags = [(f.fragment_id, f.physical_rows) for f in ds.get_fragments()]
+        self._physical_rows = dict(frags)
+        self._live_rows = {f.fragment_id: f.physical_rows - f.num_deletions for f in ds.get_fragments()}
         rows_per_partition = int(options.get("rows_per_partition", 0)) or default_rows_per_partition(
             sum(rows for _, rows in frags))
         self._partitions = plan_partitions(frags, rows_per_partition)
 
+    def pruneColumns(self, requiredSchema: StructType) -> StructType:
+        """Read only the top-level columns `requiredSchema` names (for engines that call
+        this hook: SPARK-51713); returns the schema `read` then yields."""
+        wanted = set(requiredSchema.fieldNames())
+        pruned = StructType([f for f in self.schema.fields if f.name in wanted])
+        self.schema = pruned
+        self.with_row_id = ROW_ID in pruned.fieldNames()
+        self.columns = [n for n in pruned.fieldNames() if n != ROW_ID]
+        self.target = _types.spark_arrow_schema(pruned)
+        return pruned
+
+    def pushLimit(self, limit: int) -> bool:
+        """Read at most `limit` rows per partition, and without filters only the
+        partitions that hold the first `limit` rows (SPARK-58551). Spark still applies the
+        limit itself."""
+        self.limit = max(0, int(limit))
+        return True
+
     def partitions(self) -> List[InputPartition]:
-        return list(self._partitions)
+        if self.limit is None or self.predicates:
+            return list(self._partitions)
+        out, rows = [], 0
+        for p in self._partitions:
+            if rows >= self.limit and out:
+                break
+            out.append(p)
+            # Rows of the partition that are surely not deleted: exact for a whole
+            # fragment, a lower bound for a range of one.
+            deleted = self._physical_rows.get(p.fragment_id, 0) - self._live_rows.get(p.fragment_id, 0)
+            rows += max(0, (p.end - p.start) - deleted)
+        return out
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, LancePartition):
@@ -202,9 +240,9 @@ class LanceReader(DataSourceReader):
         if frag is None:
             raise InvalidInputError(f"{self.uri}: version {self.version} has no fragment {partition.fragment_id}")
         predicate = " AND ".join(f"({p})" for p in self.predicates) or None
-        batches = frag.to_batches(self.columns, batch_size=self.batch_size, filter=predicate,
+        batches = frag.to_batches(self.columns, batch_size=self.batch_size, filter=predicate, limit=self.limit,
                                   with_row_id=self.with_row_id, row_range=(partition.start, partition.end))
-        return (_types.to_spark(b, self.target) for b in batches)
+        return (_types.to_spark(b, self.target, self.exact) for b in batches)
 
 
 class LanceFilteringReader(LanceReader):

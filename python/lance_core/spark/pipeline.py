@@ -34,10 +34,15 @@ def read_fragments(
     storage_options: Optional[Dict[str, str]] = None,
     batch_size: int = 64 * 1024,
     rows_per_partition: Optional[int] = None,
+    timestamp_nanos: str = "truncate",
 ) -> DataFrame:
     """A DataFrame of the dataset at `version` (the latest when None): `columns` projected,
     rows matching `filter` (lance_core's SQL predicate), read by `mapInArrow` tasks, one per
-    fragment or range of a large fragment."""
+    fragment or range of a large fragment. Nanoseconds Spark cannot hold are dropped, or
+    refused with `timestamp_nanos="error"`."""
+    if timestamp_nanos not in ("truncate", "error"):
+        raise InvalidInputError(f"timestamp_nanos is 'truncate' or 'error', not {timestamp_nanos!r}")
+    exact = timestamp_nanos == "error"
     ds = dataset(uri, version=version, storage_options=storage_options)
     projected = ds.schema if columns is None else pa.schema([ds.schema.field(c) for c in columns])
     spark_schema = _types.spark_schema(projected)
@@ -54,11 +59,25 @@ def read_fragments(
             for fid, start, end in zip(*(work.column(i).to_pylist() for i in range(3))):
                 frag = local.get_fragment(fid)
                 for b in frag.to_batches(names, batch_size=batch_size, filter=filter, row_range=(start, end)):
-                    yield _types.to_spark(b, target)
+                    yield _types.to_spark(b, target, exact)
 
     work = _work_frame(spark, [(p.fragment_id, p.start, p.end) for p in parts],
                        "fragment_id long, start long, end long")
     return work.mapInArrow(read, spark_schema)
+
+
+def count(
+    spark: Optional[SparkSession],
+    uri: str,
+    filter: Optional[str] = None,
+    version: Optional[Union[int, str]] = None,
+    storage_options: Optional[Dict[str, str]] = None,
+) -> int:
+    """The number of rows of the dataset (matching `filter`, lance_core's SQL predicate),
+    counted on the driver: from the manifest and deletion files alone without a filter,
+    reading only the filter's columns with one. `spark` is not used (there for symmetry
+    with the other helpers; None is fine)."""
+    return dataset(uri, version=version, storage_options=storage_options).count_rows(filter)
 
 
 def add_columns(

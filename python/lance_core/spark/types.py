@@ -1,8 +1,11 @@
 """Types between Lance (Arrow) and Spark.
 
 Spark has fewer types than Arrow. Each Arrow type maps to the Spark type that holds all of
-its values (uint64 → decimal(20,0), uint32 → bigint, halffloat and bfloat16 → float, ...);
-a type no Spark type can hold raises an error naming the column. Spark also checks that
+its values (uint64 → decimal(20,0), uint32 → bigint, halffloat and bfloat16 → float,
+decimals of more than 38 digits → their text, ...), so reading valid data never fails on a
+type. Spark keeps time in microseconds: nanosecond timestamps, times and durations are
+truncated to microseconds, as PySpark does with pandas data, unless the reader asks for
+`exact` values (then a value that is not a whole microsecond raises, naming the column). Spark also checks that
 the batches a Python data source returns have exactly the Arrow schema it derives from the
 Spark schema (`string`, not `large_string`; microsecond timestamps in UTC; ...), so
 `to_spark` converts the columns whose types differ and leaves the others untouched (no
@@ -64,13 +67,9 @@ def spark_type(field: pa.Field, path: str) -> T.DataType:
             or pa.types.is_binary_view(t)):
         return T.BinaryType()
     if pa.types.is_decimal(t):
-        if t.precision > 38:
-            raise UnsupportedFeatureError(
-                f"column '{path}' is {t}: Spark decimals hold at most 38 digits")
-        return T.DecimalType(t.precision, t.scale)
+        # Spark decimals hold at most 38 digits: wider ones are read as their text.
+        return T.DecimalType(t.precision, t.scale) if t.precision <= 38 else T.StringType()
     if pa.types.is_timestamp(t):
-        # Spark keeps microseconds; nanosecond values that are whole microseconds read
-        # exactly, others raise when read.
         return T.TimestampType() if t.tz is not None else T.TimestampNTZType()
     if pa.types.is_time(t):
         return T.TimeType(6)
@@ -98,12 +97,13 @@ def spark_arrow_schema(schema: T.StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
-def to_spark(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """`batch` (read from Lance) with exactly `target`'s types, columns matched by name."""
+def to_spark(batch: pa.RecordBatch, target: pa.Schema, exact: bool = False) -> pa.RecordBatch:
+    """`batch` (read from Lance) with exactly `target`'s types, columns matched by name;
+    nanoseconds truncated to microseconds unless `exact`."""
     if batch.schema.equals(target):
         return batch
     columns = [
-        _convert(batch.column(f.name), batch.schema.field(f.name), f.type, f.name) for f in target
+        _convert(batch.column(f.name), batch.schema.field(f.name), f.type, f.name, exact=exact) for f in target
     ]
     return pa.RecordBatch.from_arrays(columns, schema=target)
 
@@ -118,7 +118,15 @@ def from_spark(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=target)
 
 
-def _convert(arr: pa.Array, src: pa.Field, dst: pa.DataType, path: str, to_lance: bool = False) -> pa.Array:
+_SUB_MICROS = "would lose data"
+
+
+def _finer_than_micros(t: pa.DataType) -> bool:
+    return (pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_time64(t)) and t.unit == "ns"
+
+
+def _convert(arr: pa.Array, src: pa.Field, dst: pa.DataType, path: str, to_lance: bool = False,
+             exact: bool = False) -> pa.Array:
     """`arr` (of field `src`) as type `dst`, keeping the buffers when nothing changes."""
     if arr.type == dst:
         return arr
@@ -128,25 +136,25 @@ def _convert(arr: pa.Array, src: pa.Field, dst: pa.DataType, path: str, to_lance
     if ext == _BFLOAT16 and not to_lance:
         return _bfloat16_to_float32(arr)
     if isinstance(dst, pa.BaseExtensionType) and to_lance:
-        return pa.ExtensionArray.from_storage(dst, _convert(arr, src, dst.storage_type, path, to_lance))
+        return pa.ExtensionArray.from_storage(dst, _convert(arr, src, dst.storage_type, path, to_lance, exact))
     t = arr.type
     if pa.types.is_dictionary(t):
         arr = arr.dictionary_decode()
-        return _convert(arr, pa.field(src.name, arr.type, src.nullable), dst, path, to_lance)
+        return _convert(arr, pa.field(src.name, arr.type, src.nullable), dst, path, to_lance, exact)
     if pa.types.is_struct(t) and pa.types.is_struct(dst):
         children = [
-            _convert(arr.field(i), t.field(i), dst.field(i).type, f"{path}.{t.field(i).name}", to_lance)
+            _convert(arr.field(i), t.field(i), dst.field(i).type, f"{path}.{t.field(i).name}", to_lance, exact)
             for i in range(t.num_fields)
         ]
         return pa.StructArray.from_arrays(children, fields=list(dst), mask=_null_mask(arr))
     if pa.types.is_map(t) and pa.types.is_map(dst):
         offsets, entries = _list_parts(arr)
-        keys = _convert(entries.field(0), t.key_field, dst.key_type, f"{path}.key", to_lance)
-        items = _convert(entries.field(1), t.item_field, dst.item_type, f"{path}.value", to_lance)
+        keys = _convert(entries.field(0), t.key_field, dst.key_type, f"{path}.key", to_lance, exact)
+        items = _convert(entries.field(1), t.item_field, dst.item_type, f"{path}.value", to_lance, exact)
         return pa.MapArray.from_arrays(offsets, keys, items, type=dst, mask=_null_mask(arr))
     if _is_list(t) and _is_list(dst) and not pa.types.is_fixed_size_list(dst):
         offsets, values = _list_parts(arr)
-        values = _convert(values, t.value_field, dst.value_type, f"{path}.item", to_lance)
+        values = _convert(values, t.value_field, dst.value_type, f"{path}.item", to_lance, exact)
         cls = pa.LargeListArray if pa.types.is_large_list(dst) else pa.ListArray
         offsets = offsets.cast(pa.int64() if pa.types.is_large_list(dst) else pa.int32())
         return cls.from_arrays(offsets, values, type=dst, mask=_null_mask(arr))
@@ -156,7 +164,7 @@ def _convert(arr: pa.Array, src: pa.Field, dst: pa.DataType, path: str, to_lance
         bad = pc.and_(pc.not_equal(lengths, dst.list_size), arr.is_valid())
         if pc.any(bad).as_py():
             raise InvalidInputError(f"column '{path}': every list must have {dst.list_size} items")
-        values = _convert(values, t.value_field, dst.value_type, f"{path}.item", to_lance)
+        values = _convert(values, t.value_field, dst.value_type, f"{path}.item", to_lance, exact)
         if len(values) != len(arr) * dst.list_size or not pc.all(pc.equal(lengths, dst.list_size)).as_py():
             # Null lists may hold any number of items: take each list's first list_size items.
             starts = offsets.slice(0, len(arr)).to_numpy(zero_copy_only=False)
@@ -166,7 +174,11 @@ def _convert(arr: pa.Array, src: pa.Field, dst: pa.DataType, path: str, to_lance
     try:
         return pc.cast(arr, dst, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-        raise InvalidInputError(f"column '{path}': cannot convert {t} to {dst}: {e}") from None
+        if not to_lance and not exact and _finer_than_micros(t) and _SUB_MICROS in str(e):
+            return pc.cast(arr, dst, safe=False)  # drop the nanoseconds, as PySpark does
+        hint = " (read with option timestamp_nanos='truncate' to drop the nanoseconds)" if (
+            not to_lance and _finer_than_micros(t)) else ""
+        raise InvalidInputError(f"column '{path}': cannot convert {t} to {dst}: {e}{hint}") from None
 
 
 def _is_list(t: pa.DataType) -> bool:
