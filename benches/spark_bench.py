@@ -9,6 +9,12 @@ cores as the machine has, read three ways in the same run:
   frags     lance_core.spark.read_fragments: lance_core in `mapInArrow` (the same Spark plan
             as pylance's, so the two differ only in the Python worker's work)
 
+Then a narrow query, `groupBy("category").agg(sum("value"))` (2 of the 6 columns), and
+`count()`, through each path lance_core offers against Spark's Parquet reader: the data
+source as is (Spark 4.3 prunes no columns of a Python data source), with the `columns`
+option, `read_fragments(columns=...)`, and for the count `lance_core.spark.count` (the
+manifest and deletion files only).
+
 Each is run once to warm up, then timed `--repeat` times in interleaved rounds. Prints the
 best and median times and their ratios, and (on Linux) the median CPU time each query took in
 the JVM and in the Python workers, to show where the time goes.
@@ -68,6 +74,52 @@ def cpu_seconds():
         elif "java" in chain[1:]:
             workers += cpu
     return jvm, workers
+
+
+def timed(jobs: dict, repeat: int) -> dict:
+    """Best time of each job (after a warm-up run), rounds interleaved; and its answer."""
+    answers = {name: job() for name, job in jobs.items()}
+    times = {name: [] for name in jobs}
+    for _ in range(repeat):
+        for name, job in jobs.items():
+            t0 = time.perf_counter()
+            job()
+            times[name].append(time.perf_counter() - t0)
+    return {name: (min(ts), answers[name]) for name, ts in times.items()}
+
+
+def narrow_and_count(spark, uri: str, parquet: str, repeat: int) -> None:
+    from pyspark.sql import functions as F
+
+    from lance_core.spark import count, read_fragments
+
+    def narrow(df):
+        return sorted(tuple(r) for r in df.groupBy("category").agg(F.sum("value").alias("s")).collect())
+
+    lance = lambda: spark.read.format("lance")  # noqa: E731
+    queries = {
+        "parquet": lambda: narrow(spark.read.parquet(parquet)),
+        "lance (all columns)": lambda: narrow(lance().load(uri)),
+        "lance columns=": lambda: narrow(lance().option("columns", "category,value").load(uri)),
+        "read_fragments": lambda: narrow(read_fragments(spark, uri, columns=["category", "value"])),
+    }
+    print("narrow query: groupBy(category).agg(sum(value)), best of", repeat, flush=True)
+    res = timed(queries, repeat)
+    base = res["parquet"][0]
+    for name, (t, answer) in res.items():
+        same = all(a[0] == b[0] and abs(a[1] - b[1]) <= 1e-9 * abs(b[1]) for a, b in zip(answer, res["parquet"][1]))
+        print(f"  {name:20s} {t:6.2f}s  {base / t:5.2f}x Parquet's speed{'' if same else '  ANSWER DIFFERS'}")
+    counts = {
+        "parquet": lambda: spark.read.parquet(parquet).count(),
+        "lance df.count()": lambda: lance().load(uri).count(),
+        "lance columns=id": lambda: lance().option("columns", "id").load(uri).count(),
+        "lance_core.spark.count": lambda: count(spark, uri),
+    }
+    print("count(), best of", repeat, flush=True)
+    res = timed(counts, repeat)
+    base = res["parquet"][0]
+    for name, (t, answer) in res.items():
+        print(f"  {name:22s} {t * 1000:8.1f} ms  {base / t:7.2f}x Parquet's speed  ({answer:,} rows)")
 
 
 def pylance_frame(spark, uri):
@@ -147,6 +199,7 @@ def main():
               f"{d['pylance'] / d['lance']:.2f}x the speed of pylance+mapInArrow "
               f"(pylance+mapInArrow: {d['parquet'] / d['pylance']:.2f}x Parquet's); "
               f"read_fragments is {d['pylance'] / d['frags']:.2f}x the speed of pylance+mapInArrow")
+    narrow_and_count(spark, uri, parquet, args.repeat)
     spark.stop()
     return 0
 
