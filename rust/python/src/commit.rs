@@ -8,6 +8,25 @@ use crate::dataset::PyDataset;
 use crate::errors::{guard, raise, IntoPyResult};
 use crate::runtime::block_on;
 
+/// Fragment metadata as Python holds it (protobuf bytes), decoded.
+pub fn decode_fragments(
+    py: Python<'_>,
+    fragments: &[Vec<u8>],
+) -> PyResult<Vec<lance_core::proto::table::DataFragment>> {
+    use prost::Message;
+    fragments
+        .iter()
+        .map(|b| lance_core::proto::table::DataFragment::decode(b.as_slice()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            raise(
+                py,
+                "InvalidInputError",
+                format!("bad fragment metadata: {e}"),
+            )
+        })
+}
+
 /// Commit an operation: "append" or "overwrite" of fragments, or "delete".
 #[pyfunction]
 #[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None))]
@@ -23,21 +42,9 @@ pub fn _commit(
     read_version: Option<u64>,
     storage_options: Option<HashMap<String, String>>,
 ) -> PyResult<PyDataset> {
-    use lance_core::proto::table::DataFragment;
     use lance_core::table::commit::Operation;
-    use prost::Message;
     guard(|| {
-        let fragments = fragments
-            .iter()
-            .map(|b| DataFragment::decode(b.as_slice()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| {
-                raise(
-                    py,
-                    "InvalidInputError",
-                    format!("bad fragment metadata: {e}"),
-                )
-            })?;
+        let fragments = decode_fragments(py, &fragments)?;
         let op = match kind {
             "append" => Operation::Append { fragments },
             "overwrite" => {

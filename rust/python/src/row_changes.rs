@@ -152,17 +152,7 @@ pub fn _commit_row_changes(
     updated_columns: Option<Vec<String>>,
 ) -> PyResult<PyDataset> {
     guard(|| {
-        let fragments = fragments
-            .iter()
-            .map(|b| DataFragment::decode(b.as_slice()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| {
-                raise(
-                    py,
-                    "InvalidInputError",
-                    format!("bad fragment metadata: {e}"),
-                )
-            })?;
+        let fragments = crate::commit::decode_fragments(py, &fragments)?;
         let bytes = addresses.as_bytes();
         if bytes.len() % 8 != 0 {
             return Err(raise(
