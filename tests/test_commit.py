@@ -148,3 +148,23 @@ def test_concurrent_deletes_rebase_or_conflict(tmp_uri):
         c.delete("id = 5")  # fragment 0 again, from version 1
     assert lance.dataset(tmp_uri).version == 3
     assert v1.version == 1
+
+
+def test_transaction_properties_both_ways(tmp_path):
+    """Properties lance_core records are read by pylance, and the reverse; each version's
+    operation is named."""
+    uri = str(tmp_path / "t.lance")
+    lance_core.write_dataset(pa.table({"x": [1, 2]}), uri)
+    frags = lance_core.write_fragments(pa.table({"x": [3]}), uri, mode="append")
+    ds = lance_core.commit(uri, lance_core.LanceOperation.Append(frags), read_version=1,
+                           transaction_properties={"job": "j1", "n": 7})
+    t = ds.read_transaction()
+    assert (t.read_version, t.operation, t.transaction_properties) == (1, "append", {"job": "j1", "n": "7"})
+    assert lance.dataset(uri).read_transaction(2).transaction_properties == {"job": "j1", "n": "7"}
+    assert ds.read_transaction(1).operation == "overwrite"
+    lance.write_dataset(pa.table({"x": [4]}), uri, mode="append", transaction_properties={"by": "pylance"})
+    lance.dataset(uri).delete("x = 1")
+    ours = lance_core.dataset(uri)
+    assert ours.read_transaction(3).transaction_properties == {"by": "pylance"}
+    assert ours.read_transaction().operation == "delete"
+    assert ours.read_transaction(3).uuid == lance.dataset(uri).read_transaction(3).uuid

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+from dataclasses import dataclass
 import os
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
@@ -317,6 +318,13 @@ class LanceDataset:
             out.append({"version": version, "timestamp": ts, "metadata": metadata})
         return out
 
+    def read_transaction(self, version: Optional[int] = None) -> Optional["Transaction"]:
+        """The transaction that committed `version` (this dataset's version when None), or
+        None when its writer recorded none."""
+        ds = self if version is None or version == self.version else self.checkout_version(version)
+        row = _lance_core._transaction(ds._ds)
+        return None if row is None else Transaction(*row)
+
     @property
     def tags(self) -> "Tags":
         """The dataset's tags (names for versions), as pylance's `ds.tags`."""
@@ -607,6 +615,18 @@ class LanceDataset:
 
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self.uri!r}, version={self.version})"
+
+
+@dataclass(frozen=True)
+class Transaction:
+    """What a version committed: the version it was based on, its uuid, the operation's
+    name ("append", "delete", "update", ...) and the free-form properties its writer
+    recorded."""
+
+    read_version: int
+    uuid: str
+    operation: str
+    transaction_properties: Dict[str, str]
 
 
 class CompactionMetrics:

@@ -107,25 +107,29 @@ def commit(
     operation,
     read_version: Optional[int] = None,
     storage_options: Optional[Dict[str, str]] = None,
+    transaction_properties: Optional[Dict[str, str]] = None,
 ) -> LanceDataset:
     """Commit `operation` as one new version; `read_version` is the version it was
-    prepared against (the latest when None). Concurrent commits are checked against it."""
+    prepared against (the latest when None). Concurrent commits are checked against it.
+    `transaction_properties` are recorded in the version's transaction
+    (`LanceDataset.read_transaction`)."""
     uri = os.fspath(uri)
+    props = {str(k): str(v) for k, v in (transaction_properties or {}).items()}
     if isinstance(operation, LanceOperation.Append):
         native = _lance_core._commit(uri, "append", [f.data for f in operation.fragments], None, None, None,
-                                     read_version, storage_options)
+                                     read_version, storage_options, props)
     elif isinstance(operation, LanceOperation.Overwrite):
         native = _lance_core._commit(uri, "overwrite", [f.data for f in operation.fragments], operation.new_schema,
-                                     None, None, read_version, storage_options)
+                                     None, None, read_version, storage_options, props)
     elif isinstance(operation, LanceOperation.Delete):
         native = _lance_core._commit(uri, "delete", [f.data for f in operation.updated_fragments], None,
                                      list(operation.deleted_fragment_ids), operation.predicate, read_version,
-                                     storage_options)
+                                     storage_options, props)
     elif isinstance(operation, LanceOperation.Merge):
         if read_version is None:
             raise InvalidInputError("a Merge must be committed with the read_version its columns were computed from")
         native = _lance_core._commit(uri, "merge", [f.data for f in operation.fragments], operation.schema, None,
-                                     None, read_version, storage_options)
+                                     None, read_version, storage_options, props)
     else:
         raise InvalidInputError(f"cannot commit {type(operation).__name__}")
     return LanceDataset(native)

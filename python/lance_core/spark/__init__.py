@@ -1,5 +1,5 @@
-"""Spark integration: the `lance` data source, `mapInArrow` pipeline helpers, and
-distributed `update` and `merge_insert`.
+"""Spark integration: the `lance` data source (batch and Structured Streaming, source and
+sink), `mapInArrow` pipeline helpers, and distributed `update` and `merge_insert`.
 
     from lance_core.spark import LanceDataSource
     spark.dataSource.register(LanceDataSource)
@@ -16,9 +16,11 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 from .datasource import LanceDataSource, LancePartition, LanceReader, LanceWriter
 from .pipeline import add_columns, compact, count, read_fragments
 from .row_changes import SparkMergeInsert, merge_insert, update
+from .streaming import LanceStreamReader, LanceStreamWriter
 from .types import spark_schema
 
-__all__ = ["LanceDataSource", "LancePartition", "LanceReader", "LanceWriter", "SparkMergeInsert", "add_columns",
+__all__ = ["LanceDataSource", "LancePartition", "LanceReader", "LanceStreamReader", "LanceStreamWriter",
+           "LanceWriter", "SparkMergeInsert", "add_columns",
            "compact", "count", "merge_insert", "read_fragments", "spark_schema", "register", "update"]
 
 

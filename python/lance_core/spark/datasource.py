@@ -106,6 +106,16 @@ class LanceDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> "LanceWriter":
         return LanceWriter(self._uri(), schema, overwrite, self.options)
 
+    def streamWriter(self, schema: StructType, overwrite: bool):
+        from .streaming import LanceStreamWriter
+
+        return LanceStreamWriter(self._uri(), schema, overwrite, self.options)
+
+    def streamReader(self, schema: StructType):
+        from .streaming import LanceStreamReader
+
+        return LanceStreamReader(self._open(), schema, self.options)
+
 
 def _enable_filter_pushdown() -> None:
     from pyspark.sql import SparkSession
@@ -171,28 +181,51 @@ def _dataset_at(uri: str, version: int, storage_options) -> LanceDataset:
     return ds
 
 
-class LanceReader(DataSourceReader):
+class ColumnReading:
+    """How a reader turns a fragment's rows into Spark's batches: the columns (and whether
+    the row id is one), the Arrow schema Spark expects, and the read options. Shared by the
+    batch and the stream reader."""
+
     def __init__(self, ds: LanceDataset, schema: StructType, options: Dict[str, str]):
         self.uri = ds.uri
-        self.version = ds.version  # every task reads the version the query was planned on
         self.storage_options = _storage_options(options)
-        self.with_row_id = ROW_ID in schema.fieldNames()
         names = [n for n in schema.fieldNames() if n != ROW_ID]
         for n in names:
             if n not in ds.schema.names:
                 raise InvalidInputError(f"{self.uri}: the schema names '{n}', which is not a column of version "
-                                        f"{self.version}")
-        self.schema = schema
-        self.columns = names
-        self.target = _types.spark_arrow_schema(schema)
-        self.types = _filters.column_types(ds.schema)
-        self.predicates: List[str] = []
-        self.limit: Optional[int] = None
+                                        f"{ds.version}")
+        self._set_schema(schema)
         self.batch_size = int(options.get("batch_size", 64 * 1024))
         nanos = str(options.get("timestamp_nanos", "truncate")).strip().lower()
         if nanos not in ("truncate", "error"):
             raise InvalidInputError(f"option timestamp_nanos is 'truncate' or 'error', not {nanos!r}")
         self.exact = nanos == "error"
+
+    def _set_schema(self, schema: StructType) -> None:
+        self.schema = schema
+        self.with_row_id = ROW_ID in schema.fieldNames()
+        self.columns = [n for n in schema.fieldNames() if n != ROW_ID]
+        self.target = _types.spark_arrow_schema(schema)
+
+    def read_rows(self, version: int, fragment_id: int, start: int, end: int, predicate: Optional[str] = None,
+                  limit: Optional[int] = None) -> Iterator[pa.RecordBatch]:
+        """Physical rows `start..end` of a fragment at `version`, as Spark's batches (in a task)."""
+        ds = _dataset_at(self.uri, version, self.storage_options)
+        frag = ds.get_fragment(fragment_id)
+        if frag is None:
+            raise InvalidInputError(f"{self.uri}: version {version} has no fragment {fragment_id}")
+        batches = frag.to_batches(self.columns, batch_size=self.batch_size, filter=predicate, limit=limit,
+                                  with_row_id=self.with_row_id, row_range=(start, end))
+        return (_types.to_spark(b, self.target, self.exact) for b in batches)
+
+
+class LanceReader(ColumnReading, DataSourceReader):
+    def __init__(self, ds: LanceDataset, schema: StructType, options: Dict[str, str]):
+        super().__init__(ds, schema, options)
+        self.version = ds.version  # every task reads the version the query was planned on
+        self.types = _filters.column_types(ds.schema)
+        self.predicates: List[str] = []
+        self.limit: Optional[int] = None
         frags = [(f.fragment_id, f.physical_rows) for f in ds.get_fragments()]
         self._physical_rows = dict(frags)
         self._live_rows = {f.fragment_id: f.physical_rows - f.num_deletions for f in ds.get_fragments()}
@@ -204,12 +237,8 @@ class LanceReader(DataSourceReader):
         """Read only the top-level columns `requiredSchema` names (for engines that call
         this hook: SPARK-51713); returns the schema `read` then yields."""
         wanted = set(requiredSchema.fieldNames())
-        pruned = StructType([f for f in self.schema.fields if f.name in wanted])
-        self.schema = pruned
-        self.with_row_id = ROW_ID in pruned.fieldNames()
-        self.columns = [n for n in pruned.fieldNames() if n != ROW_ID]
-        self.target = _types.spark_arrow_schema(pruned)
-        return pruned
+        self._set_schema(StructType([f for f in self.schema.fields if f.name in wanted]))
+        return self.schema
 
     def pushLimit(self, limit: int) -> bool:
         """Read at most `limit` rows per partition, and without filters only the
@@ -235,14 +264,9 @@ class LanceReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, LancePartition):
             return iter(())  # a dataset with no fragments
-        ds = _dataset_at(self.uri, self.version, self.storage_options)
-        frag = ds.get_fragment(partition.fragment_id)
-        if frag is None:
-            raise InvalidInputError(f"{self.uri}: version {self.version} has no fragment {partition.fragment_id}")
         predicate = " AND ".join(f"({p})" for p in self.predicates) or None
-        batches = frag.to_batches(self.columns, batch_size=self.batch_size, filter=predicate, limit=self.limit,
-                                  with_row_id=self.with_row_id, row_range=(partition.start, partition.end))
-        return (_types.to_spark(b, self.target, self.exact) for b in batches)
+        return self.read_rows(self.version, partition.fragment_id, partition.start, partition.end, predicate,
+                              self.limit)
 
 
 class LanceFilteringReader(LanceReader):
@@ -263,9 +287,9 @@ class JobFiles:
     writes a marker, then deletes every file with the token; a task checks for the marker
     after writing (`keep`) and deletes its own files when it is there."""
 
-    def __init__(self, uri: str, storage_options: Optional[Dict[str, str]]):
+    def __init__(self, uri: str, storage_options: Optional[Dict[str, str]], prefix: Optional[str] = None):
         self.uri, self.storage_options = uri, storage_options
-        self.prefix = f"spark-{uuid.uuid4().hex[:16]}-"
+        self.prefix = prefix or f"spark-{uuid.uuid4().hex[:16]}-"
 
     def _marker(self) -> str:
         return f"_spark_aborted/{self.prefix.rstrip('-')}"
@@ -288,6 +312,36 @@ class JobFiles:
 
 
 @dataclass
+class WriteSettings:
+    """The write options a task needs."""
+
+    max_rows_per_file: int
+    data_storage_version: Optional[str]
+    storage_options: Optional[Dict[str, str]]
+
+    @staticmethod
+    def of(options: Dict[str, str]) -> "WriteSettings":
+        return WriteSettings(int(options.get("max_rows_per_file", 1024 * 1024)), options.get("data_storage_version"),
+                             _storage_options(options))
+
+
+def write_task(iterator: Iterator[pa.RecordBatch], uri: str, target: pa.Schema, create: bool, files: JobFiles,
+               settings: WriteSettings) -> List[bytes]:
+    """In a task: write Spark's Arrow batches, converted to `target`, as uncommitted
+    fragments (numbered for a new table when `create`); their metadata, or none when the
+    job was aborted meanwhile."""
+    batches = (_types.from_spark(b, target) for b in iterator)
+    reader = pa.RecordBatchReader.from_batches(target, batches)
+    frags = write_fragments(reader, uri, schema=None, mode="overwrite" if create else "append",
+                            max_rows_per_file=settings.max_rows_per_file,
+                            data_storage_version=settings.data_storage_version,
+                            storage_options=settings.storage_options, file_prefix=files.prefix)
+    if not files.keep([p for f in frags for p in f.files]):
+        return []
+    return [f.data for f in frags]
+
+
+@dataclass
 class LanceCommitMessage(WriterCommitMessage):
     """What one task wrote: its fragments (not committed)."""
 
@@ -299,9 +353,8 @@ class LanceWriter(DataSourceArrowWriter):
         self.uri = uri
         self.overwrite = overwrite
         self.storage_options = _storage_options(options)
-        self.max_rows_per_file = int(options.get("max_rows_per_file", 1024 * 1024))
+        self.options = WriteSettings.of(options)
         self.files = JobFiles(uri, self.storage_options)
-        self.data_storage_version = options.get("data_storage_version")
         try:
             existing = dataset(uri, storage_options=self.storage_options)
         except DatasetNotFoundError:
@@ -315,16 +368,7 @@ class LanceWriter(DataSourceArrowWriter):
             _check_append(existing.schema, self.spark_arrow, uri)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> LanceCommitMessage:
-        target = self.target
-        batches = (_types.from_spark(b, target) for b in iterator)
-        reader = pa.RecordBatchReader.from_batches(target, batches)
-        frags = write_fragments(reader, self.uri, schema=None, mode="overwrite" if self.create else "append",
-                                max_rows_per_file=self.max_rows_per_file,
-                                data_storage_version=self.data_storage_version,
-                                storage_options=self.storage_options, file_prefix=self.files.prefix)
-        if not self.files.keep([p for f in frags for p in f.files]):
-            return LanceCommitMessage([])  # the job was aborted while this task wrote
-        return LanceCommitMessage([f.data for f in frags])
+        return LanceCommitMessage(write_task(iterator, self.uri, self.target, self.create, self.files, self.options))
 
     def _fragments(self, messages) -> List[FragmentMetadata]:
         return [FragmentMetadata(b) for m in messages if isinstance(m, LanceCommitMessage) for b in m.fragments]

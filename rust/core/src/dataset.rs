@@ -168,6 +168,11 @@ impl Dataset {
         self.manifest.version
     }
 
+    /// The store holding this version's `_versions/`.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
     pub fn storage_options(&self) -> &StorageOptions {
         &self.options
     }

@@ -29,7 +29,7 @@ pub fn decode_fragments(
 
 /// Commit an operation: "append" or "overwrite" of fragments, or "delete".
 #[pyfunction]
-#[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None))]
+#[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None, transaction_properties=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _commit(
     py: Python<'_>,
@@ -41,6 +41,7 @@ pub fn _commit(
     predicate: Option<String>,
     read_version: Option<u64>,
     storage_options: Option<HashMap<String, String>>,
+    transaction_properties: Option<HashMap<String, String>>,
 ) -> PyResult<PyDataset> {
     use lance_core::table::commit::Operation;
     guard(|| {
@@ -121,11 +122,12 @@ pub fn _commit(
         };
         let ds = block_on(
             py,
-            lance_core::write::commit_operation(
+            lance_core::write::commit_with_properties(
                 &uri,
                 op,
                 read_version,
                 storage_options.unwrap_or_default(),
+                transaction_properties.unwrap_or_default(),
             ),
         )
         .py()?;

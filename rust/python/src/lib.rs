@@ -10,6 +10,7 @@ mod commit;
 mod dataset;
 mod errors;
 mod files;
+mod history;
 mod row_changes;
 mod runtime;
 mod write;
@@ -34,6 +35,9 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write::_write_fragments, m)?)?;
     m.add_function(wrap_pyfunction!(commit::_commit, m)?)?;
     m.add_function(wrap_pyfunction!(commit::_fragment_info, m)?)?;
+    m.add_function(wrap_pyfunction!(history::_transaction, m)?)?;
+    m.add_function(wrap_pyfunction!(history::_find_transaction, m)?)?;
+    m.add_function(wrap_pyfunction!(history::_changes_since, m)?)?;
     m.add_function(wrap_pyfunction!(files::_delete_data_files, m)?)?;
     m.add_function(wrap_pyfunction!(files::_put_object, m)?)?;
     m.add_function(wrap_pyfunction!(files::_object_exists, m)?)?;

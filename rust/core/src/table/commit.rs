@@ -165,7 +165,8 @@ impl Operation {
     }
 }
 
-fn op_name(op: &PbOp) -> &'static str {
+/// A readable name of a committed operation.
+pub fn op_name(op: &PbOp) -> &'static str {
     match op {
         PbOp::Append(_) => "append",
         PbOp::Delete(_) => "delete",
@@ -313,7 +314,11 @@ fn conflicts(ours: &Operation, theirs: Option<&PbOp>) -> Option<String> {
 }
 
 /// The transaction of a committed version: inline in its manifest file, or its own file.
-async fn read_transaction(storage: &Storage, bytes: &Bytes, m: &Manifest) -> Option<Transaction> {
+pub(crate) async fn read_transaction(
+    storage: &Storage,
+    bytes: &Bytes,
+    m: &Manifest,
+) -> Option<Transaction> {
     if let Some(pos) = m.transaction_position.or(m.transaction_section) {
         let pos = pos as usize;
         let len = u32::from_le_bytes(bytes.get(pos..pos + 4)?.try_into().ok()?) as usize;
@@ -336,6 +341,9 @@ pub struct CommitOptions {
     pub read_version: Option<u64>,
     pub writer_library: String,
     pub writer_version: String,
+    /// Free-form properties recorded in the transaction (e.g. a stream's query and batch
+    /// ids, which let a replayed batch find that it was committed already).
+    pub properties: std::collections::HashMap<String, String>,
 }
 
 /// Commit `op`; returns the new version.
@@ -346,6 +354,7 @@ pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> R
         read_version,
         uuid: uuid.clone(),
         operation: Some(op.to_proto()),
+        transaction_properties: opts.properties.clone(),
         ..Default::default()
     };
     let txn_bytes = transaction.encode_to_vec();

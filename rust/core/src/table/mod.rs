@@ -5,6 +5,7 @@ pub mod commit;
 pub mod data_file;
 pub mod deletion;
 pub mod features;
+pub mod history;
 pub mod manifest;
 pub mod row_index;
 pub mod rowids;

@@ -364,6 +364,7 @@ fn commit_options(read_version: Option<u64>) -> CommitOptions {
         read_version,
         writer_library: LIBRARY.into(),
         writer_version: env!("CARGO_PKG_VERSION").into(),
+        properties: Default::default(),
     }
 }
 
@@ -472,6 +473,17 @@ pub async fn commit_operation(
     read_version: Option<u64>,
     storage_options: StorageOptions,
 ) -> Result<Dataset> {
+    commit_with_properties(uri, op, read_version, storage_options, Default::default()).await
+}
+
+/// `commit_operation`, recording `properties` in the transaction.
+pub async fn commit_with_properties(
+    uri: &str,
+    op: Operation,
+    read_version: Option<u64>,
+    storage_options: StorageOptions,
+    properties: std::collections::HashMap<String, String>,
+) -> Result<Dataset> {
     let storage = Storage::open(uri, &storage_options)?;
     let read_version = match read_version {
         Some(v) => Some(v),
@@ -482,7 +494,11 @@ pub async fn commit_operation(
             Err(e) => return Err(e),
         },
     };
-    let version = commit(&storage, op, &commit_options(read_version)).await?;
+    let opts = CommitOptions {
+        properties,
+        ..commit_options(read_version)
+    };
+    let version = commit(&storage, op, &opts).await?;
     Dataset::open(
         uri,
         Some(crate::dataset::VersionRef::Number(version)),
