@@ -12,14 +12,22 @@ cores as the machine has, read three ways in the same run:
 Then a narrow query, `groupBy("category").agg(sum("value"))` (2 of the 6 columns), and
 `count()`, through each path lance_core offers against Spark's Parquet reader: the data
 source as is (Spark 4.3 prunes no columns of a Python data source), with the `columns`
-option, `read_fragments(columns=...)`, and for the count `lance_core.spark.count` (the
-manifest and deletion files only).
+option, `read_fragments(columns=...)`, `lance_core.spark.aggregate` (partial aggregation
+inside the read tasks), and for the count `lance_core.spark.count` (the manifest and
+deletion files only).
+
+Last, the streaming sink: the same `rate-micro-batch` source into the `lance` sink and into
+Spark's Parquet file sink, as rows per second of micro-batch time (Spark's own
+`triggerExecution` duration of each batch, the first left out as warm-up), for narrow rows
+(the rate source's timestamp and value) and wide ones (plus a unique 64-character string,
+a repeated category, doubles and a 16-float array), in small batches (10k rows: the
+per-batch commit dominates) and large ones (500k rows).
 
 Each is run once to warm up, then timed `--repeat` times in interleaved rounds. Prints the
 best and median times and their ratios, and (on Linux) the median CPU time each query took in
 the JVM and in the Python workers, to show where the time goes.
 
-    python benches/spark_bench.py [--rows 4000000] [--repeat 5]
+    python benches/spark_bench.py [--rows 4000000] [--repeat 5] [--only narrow|streaming]
 """
 
 from __future__ import annotations
@@ -91,7 +99,7 @@ def timed(jobs: dict, repeat: int) -> dict:
 def narrow_and_count(spark, uri: str, parquet: str, repeat: int) -> None:
     from pyspark.sql import functions as F
 
-    from lance_core.spark import count, read_fragments
+    from lance_core.spark import aggregate as lance_aggregate, count, read_fragments
 
     def narrow(df):
         return sorted(tuple(r) for r in df.groupBy("category").agg(F.sum("value").alias("s")).collect())
@@ -102,6 +110,8 @@ def narrow_and_count(spark, uri: str, parquet: str, repeat: int) -> None:
         "lance (all columns)": lambda: narrow(lance().load(uri)),
         "lance columns=": lambda: narrow(lance().option("columns", "category,value").load(uri)),
         "read_fragments": lambda: narrow(read_fragments(spark, uri, columns=["category", "value"])),
+        "aggregate": lambda: sorted(tuple(r) for r in lance_aggregate(spark, uri, {"s": ("sum", "value")},
+                                                                      by="category").collect()),
     }
     print("narrow query: groupBy(category).agg(sum(value)), best of", repeat, flush=True)
     res = timed(queries, repeat)
@@ -120,6 +130,58 @@ def narrow_and_count(spark, uri: str, parquet: str, repeat: int) -> None:
     base = res["parquet"][0]
     for name, (t, answer) in res.items():
         print(f"  {name:22s} {t * 1000:8.1f} ms  {base / t:7.2f}x Parquet's speed  ({answer:,} rows)")
+
+
+def stream_rows_per_second(spark, fmt: str, source, out: str, batches: int) -> float:
+    """Run `source` into sink `fmt` at `out` for `batches` micro-batches (plus one of
+    warm-up); rows per second of Spark's triggerExecution time over the timed ones."""
+    import shutil
+
+    for d in (out, out + ".ck"):
+        shutil.rmtree(d, ignore_errors=True)
+    q = (source.writeStream.format(fmt).option("checkpointLocation", out + ".ck").option("path", out)
+         .trigger(processingTime="0 seconds").start())
+    try:
+        while q.exception() is None:
+            progress = [p for p in q.recentProgress if p["numInputRows"]]
+            if len(progress) > batches:
+                break
+            time.sleep(0.02)
+    finally:
+        q.stop()
+    if q.exception() is not None:
+        raise RuntimeError(f"{fmt} stream failed: {q.exception()}")
+    timed_batches = progress[1:batches + 1]
+    rows = sum(p["numInputRows"] for p in timed_batches)
+    return rows / (sum(p["durationMs"]["triggerExecution"] for p in timed_batches) / 1000)
+
+
+def streaming_sink(spark, workdir: str, repeat: int) -> None:
+    from pyspark.sql import functions as F
+
+    def rate(rows: int, wide: bool):
+        df = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", rows).option(
+            "numPartitions", os.cpu_count() or 2).load()
+        if wide:
+            df = df.select("timestamp", "value", F.sha2(F.col("value").cast("string"), 256).alias("unique_text"),
+                           F.concat(F.lit("category-"), (F.col("value") % 20).cast("string")).alias("category"),
+                           (F.col("value") * 0.5).alias("x"), F.rand(7).alias("y"),
+                           F.array(*[(F.col("value") % (k + 2)).cast("float") for k in range(16)]).alias("vec"))
+        return df
+
+    print(f"streaming sink: rate-micro-batch into each sink, rows/s of micro-batch time, best of {repeat}", flush=True)
+    for rows, batches in ((10_000, 20), (500_000, 8)):
+        for wide in (False, True):
+            best = {}
+            for _ in range(repeat):
+                for fmt in ("parquet", "lance"):
+                    out = os.path.join(workdir, f"stream_{fmt}")
+                    rps = stream_rows_per_second(spark, fmt, rate(rows, wide), out, batches)
+                    best[fmt] = max(best.get(fmt, 0.0), rps)
+            shape = "wide (7 columns)" if wide else "narrow (2 columns)"
+            print(f"  {rows:>7,} rows/batch, {shape:18s} parquet {best['parquet']:>10,.0f} rows/s  "
+                  f"lance {best['lance']:>10,.0f} rows/s  {best['lance'] / best['parquet']:5.2f}x Parquet's speed",
+                  flush=True)
 
 
 def pylance_frame(spark, uri):
@@ -145,6 +207,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=4_000_000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--only", choices=["narrow", "streaming"], help="run only this part")
     args = ap.parse_args()
     uri = reference_dataset(args.rows)
     parquet = parquet_file(args.rows)
@@ -159,6 +222,13 @@ def main():
     from lance_core.spark import LanceDataSource, read_fragments
 
     spark.dataSource.register(LanceDataSource)
+    workdir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "lance_core_spark_bench")
+    if args.only == "streaming":
+        streaming_sink(spark, workdir, args.repeat)
+        return 0
+    if args.only == "narrow":
+        narrow_and_count(spark, uri, parquet, args.repeat)
+        return 0
     readers = {
         "lance": lambda: spark.read.format("lance").option("columns", ",".join(COLUMNS)).load(uri),
         "parquet": lambda: spark.read.parquet(parquet),
@@ -200,6 +270,7 @@ def main():
               f"(pylance+mapInArrow: {d['parquet'] / d['pylance']:.2f}x Parquet's); "
               f"read_fragments is {d['pylance'] / d['frags']:.2f}x the speed of pylance+mapInArrow")
     narrow_and_count(spark, uri, parquet, args.repeat)
+    streaming_sink(spark, workdir, min(args.repeat, 3))
     spark.stop()
     return 0
 

@@ -10,9 +10,12 @@ lance_core doing all the Lance work (no JVM jar, no pylance).
 5. Deletes some rows of it (a predicate, committed as a new version).
 6. Adds a computed column with `lance_core.spark.add_columns` (executors write new data
    files; the driver commits once).
-7. Prints versions, row counts and timings as it goes.
+7. Streams a rate source into a Lance table (Structured Streaming, one version per
+   micro-batch, exactly once; each run resumes from the checkpoint), showing each
+   batch's progress, then checks the table's count with a batch read.
+8. Prints versions, row counts and timings as it goes.
 
-    python examples/main_job.py [--rows 2000000] [--dir /tmp/lance_core_main_job]
+    python examples/main_job.py [--rows 2000000] [--stream-batches 8] [--dir /tmp/lance_core_main_job]
 """
 
 from __future__ import annotations
@@ -66,10 +69,51 @@ def describe(ds: lance_core.LanceDataset) -> str:
             f"{ds.count_rows():,} rows, columns {ds.schema.names}")
 
 
+def stream(spark, uri: str, checkpoint: str, batches: int, rows_per_batch: int) -> bool:
+    """Stage 7: a rate source into a Lance table with Structured Streaming, then a batch
+    read that checks every row arrived once."""
+    from pyspark.sql import functions as F
+
+    from lance_core.spark import count
+
+    log(f"7/7 streaming {batches} micro-batches of {rows_per_batch:,} rows from a rate source into {uri}")
+    shutil.rmtree(uri, ignore_errors=True)
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    source = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", rows_per_batch)
+              .option("numPartitions", 2).load()
+              .select(F.col("value").alias("id"), F.col("timestamp"),
+                      F.concat(F.lit("cat-"), F.lpad((F.col("value") % 16).cast("string"), 2, "0")).alias("category"),
+                      (F.col("value") % 1000 / 10.0).alias("amount")))
+    # Each run takes one micro-batch (Trigger.AvailableNow: what the rate source has now)
+    # and ends; the next run resumes from the checkpoint, as a restarted job would.
+    for _ in range(batches):
+        query = (source.writeStream.format("lance").option("checkpointLocation", checkpoint)
+                 .trigger(availableNow=True).start(uri))
+        query.awaitTermination()
+        if query.exception() is not None:
+            log(f"the stream failed: {query.exception()}")
+            return False
+        for p in query.recentProgress:
+            if p["numInputRows"]:
+                log(f"      batch {p['batchId']}: {p['numInputRows']:,} rows, "
+                    f"{p.get('processedRowsPerSecond', 0):,.0f} rows/s, table version {lance_core.dataset(uri).version}")
+    table = lance_core.dataset(uri)
+    df = spark.read.format("lance").option("columns", "id").load(uri)
+    n, distinct = df.count(), df.distinct().count()
+    log(f"    batch read: {n:,} rows, {distinct:,} distinct ids; lance_core.spark.count: {count(spark, uri):,}; "
+        f"{describe(table)}")
+    if n != distinct or n != table.count_rows() or n % rows_per_batch or n < batches * rows_per_batch:
+        log("the streamed table does not hold every row exactly once")
+        return False
+    return True
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--rows-per-fragment", type=int, default=250_000)
+    ap.add_argument("--stream-batches", type=int, default=8)
+    ap.add_argument("--stream-rows-per-batch", type=int, default=50_000)
     ap.add_argument("--dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "lance_core_main_job"))
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
@@ -77,12 +121,12 @@ def main() -> int:
     summary_uri = os.path.join(args.dir, "category_summary.lance")
 
     t0 = time.time()
-    log(f"1/6 generating {args.rows:,} events into {events_uri}")
+    log(f"1/7 generating {args.rows:,} events into {events_uri}")
     events = generate(events_uri, args.rows, args.rows_per_fragment)
     log(f"    {describe(events)} ({time.time() - t0:.1f}s)")
 
     t = time.time()
-    log("2/6 starting local Spark")
+    log("2/7 starting local Spark")
     # Spark's Python workers run this interpreter (where lance_core is installed).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession, functions as F
@@ -97,7 +141,7 @@ def main() -> int:
     log(f"    Spark {spark.version}, {spark.sparkContext.defaultParallelism} cores ({time.time() - t:.1f}s)")
 
     t = time.time()
-    log("3/6 reading events through the lance data source and aggregating per category")
+    log("3/7 reading events through the lance data source and aggregating per category")
     df = (spark.read.format("lance").option("columns", "id,amount,user,category").load(events_uri)
           .filter(F.col("amount") > 0))
     summary = (df.groupBy("category")
@@ -115,20 +159,20 @@ def main() -> int:
         return 1
 
     t = time.time()
-    log(f"4/6 writing the summary as a new Lance dataset: {summary_uri}")
+    log(f"4/7 writing the summary as a new Lance dataset: {summary_uri}")
     shutil.rmtree(summary_uri, ignore_errors=True)
     summary.coalesce(1).write.format("lance").mode("overwrite").save(summary_uri)
     out = lance_core.dataset(summary_uri)
     log(f"    {describe(out)} ({time.time() - t:.1f}s)")
 
     t = time.time()
-    log("5/6 deleting the categories with the fewest events")
+    log("5/7 deleting the categories with the fewest events")
     cutoff = sorted(r.events for r in rows)[min(3, len(rows) - 1)]
     out.delete(f"events < {cutoff}")
     log(f"    deleted events < {cutoff:,}: {describe(out)} ({time.time() - t:.1f}s)")
 
     t = time.time()
-    log("6/6 adding a computed column (average amount) on the executors with add_columns")
+    log("6/7 adding a computed column (average amount) on the executors with add_columns")
 
     def average(batch: pa.RecordBatch) -> pa.RecordBatch:
         return pa.record_batch({"avg_amount": pc.divide(batch.column("total_amount"),
@@ -144,6 +188,13 @@ def main() -> int:
         f"v{v['version']} at {v['timestamp']:%H:%M:%S}" for v in out.versions()))
     back = spark.read.format("lance").load(summary_uri).count()
     log(f"    Spark reads {back} summary rows at version {out.version}")
+
+    t = time.time()
+    stream_uri = os.path.join(args.dir, "stream.lance")
+    if not stream(spark, stream_uri, os.path.join(args.dir, "stream_checkpoint"), args.stream_batches,
+                  args.stream_rows_per_batch):
+        return 1
+    log(f"    ({time.time() - t:.1f}s)")
     spark.stop()
     log(f"done in {time.time() - t0:.1f}s")
     return 0

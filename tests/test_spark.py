@@ -155,6 +155,52 @@ def test_count_from_metadata(spark, tmp_path):
     assert count(None, uri, version=1) == 1000
 
 
+def test_aggregate_matches_spark_group_by(spark, tmp_path):
+    """`lance_core.spark.aggregate` (partial aggregation in the read tasks) gives the very
+    rows and types of Spark's groupBy over the data source: null keys and values, deleted
+    rows, a filter, fragments cut into ranges, an empty result."""
+    from pyspark.sql import functions as F
+
+    from lance_core.spark import aggregate
+
+    rng = np.random.default_rng(3)
+    n = 6000
+    t = pa.table({"k": pa.array(rng.choice(["a", "b", None], n).tolist()),
+                  "k2": pa.array(rng.integers(0, 3, n), pa.uint8()),
+                  "i": pa.array(np.where(rng.random(n) < 0.2, None, rng.integers(-5, 5, n)).tolist(), pa.int32()),
+                  "f": pa.array(rng.random(n), pa.float32()),
+                  "s": pa.array([f"s{v}" for v in rng.integers(0, 99, n)])})
+    uri = str(tmp_path / "agg.lance")
+    lance.write_dataset(t, uri, max_rows_per_file=2500)
+    lance.dataset(uri).delete("s = 's5'")
+    where = "i IS NOT NULL OR f > 0.5"
+    got = aggregate(spark, uri, {"n": ("count", "*"), "ni": ("count", "i"), "si": ("sum", "i"), "mi": ("mean", "i"),
+                                 "sf": ("sum", "f"), "mx": ("max", "s"), "mn": ("min", "f"), "av": ("avg", "f")},
+                    by=["k", "k2"], filter=where, rows_per_partition=1000)
+    df = spark.read.format("lance").load(uri).filter(where)
+    want = df.groupBy("k", "k2").agg(F.count("*").alias("n"), F.count("i").alias("ni"), F.sum("i").alias("si"),
+                                     F.mean("i").alias("mi"), F.sum("f").alias("sf"), F.max("s").alias("mx"),
+                                     F.min("f").alias("mn"), F.avg("f").alias("av"))
+    assert got.schema == want.schema
+    key = lambda r: (str(r.k), r.k2)  # noqa: E731
+    rows, expected = sorted(got.collect(), key=key), sorted(want.collect(), key=key)
+    assert len(rows) == 9
+    for a, b in zip(rows, expected):
+        assert (a.k, a.k2, a.n, a.ni, a.si, a.mx, a.mn) == (b.k, b.k2, b.n, b.ni, b.si, b.mx, b.mn)
+        for c in ("mi", "sf", "av"):
+            assert a[c] == pytest.approx(b[c], rel=1e-12)
+    # No keys: one row, also when nothing matches.
+    assert aggregate(spark, uri, {"n": ("count", "*")}).collect()[0].n == lance.dataset(uri).count_rows()
+    empty = aggregate(spark, uri, {"n": ("count", "*"), "m": ("mean", "i"), "s": ("sum", "i")}, filter="i > 100")
+    assert [tuple(r) for r in empty.collect()] == [(0, None, None)]
+    for bad, match in (({"x": ("median", "i")}, "unknown function"), ({"x": ("sum", "s")}, "cannot sum column 's'"),
+                       ({"x": ("max", "nope")}, "not a column"), ({"x": ("sum", "*")}, "only count")):
+        with pytest.raises(lance_core.InvalidInputError, match=match):
+            aggregate(spark, uri, bad)
+    with pytest.raises(lance_core.InvalidInputError, match="cannot group by"):
+        aggregate(spark, uri, {"n": ("count", "*")}, by="nope")
+
+
 def test_extension_types(spark, tmp_path):
     """bfloat16 vectors read as float arrays, JSON as text."""
     from lance.arrow import BFloat16Type

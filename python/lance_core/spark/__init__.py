@@ -14,13 +14,14 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("lance_core.spark needs pyspark >= 4.1 (pip install 'pyspark>=4.1')") from e
 
 from .datasource import LanceDataSource, LancePartition, LanceReader, LanceWriter
+from .aggregate import aggregate
 from .pipeline import add_columns, compact, count, read_fragments
 from .row_changes import SparkMergeInsert, merge_insert, update
 from .streaming import LanceStreamReader, LanceStreamWriter
 from .types import spark_schema
 
 __all__ = ["LanceDataSource", "LancePartition", "LanceReader", "LanceStreamReader", "LanceStreamWriter",
-           "LanceWriter", "SparkMergeInsert", "add_columns",
+           "LanceWriter", "SparkMergeInsert", "add_columns", "aggregate",
            "compact", "count", "merge_insert", "read_fragments", "spark_schema", "register", "update"]
 
 

@@ -26,8 +26,14 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, DataSourceStreamReader, InputPartition
 from pyspark.sql.datasource import WriterCommitMessage
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
+
+try:  # pyspark >= 4.2: read limits and Trigger.AvailableNow for Python sources
+    from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
+                                                  SupportsTriggerAvailableNow)
+except ImportError:  # pragma: no cover - pyspark 4.1
+    ReadLimit = ReadAllAvailable = ReadMaxRows = None
+    SupportsTriggerAvailableNow = object
 
 from .. import _lance_core
 from ..dataset import LanceDataset, dataset
@@ -162,6 +168,8 @@ class LanceStreamReader(ColumnReading, DataSourceStreamReader, SupportsTriggerAv
     `rows_per_partition`, `storage.<key>`."""
 
     def __init__(self, ds: LanceDataset, schema: StructType, options: Dict[str, str]):
+        if ReadLimit is None:
+            raise InvalidInputError("reading a Lance table as a stream needs pyspark >= 4.2 (read limits)")
         super().__init__(ds, schema, options)
         self.starting = str(options.get("startingVersion", "")).strip().lower()
         max_rows = options.get("maxRowsPerTrigger")
@@ -190,7 +198,7 @@ class LanceStreamReader(ColumnReading, DataSourceStreamReader, SupportsTriggerAv
                                     f"not {self.starting!r}")
         return {"version": int(self.starting), "row": 0, "snapshot": -1}
 
-    def getDefaultReadLimit(self) -> ReadLimit:
+    def getDefaultReadLimit(self) -> "ReadLimit":
         return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -222,7 +230,7 @@ class LanceStreamReader(ColumnReading, DataSourceStreamReader, SupportsTriggerAv
             f"stream source follows added rows only. Set option skipChangeCommits=true to pass over such "
             f"versions, or start a new query with startingVersion={version + 1}")
 
-    def latestOffset(self, start: Offset, limit: ReadLimit) -> Offset:
+    def latestOffset(self, start: Offset, limit: "ReadLimit") -> Offset:
         latest = self._latest().version
         if self.available_now is not None:
             latest = min(latest, self.available_now)

@@ -1,0 +1,152 @@
+"""`aggregate`: a grouped aggregation whose first half runs inside the read tasks.
+
+Spark gives Python data sources no aggregate pushdown: `df.groupBy(k).agg(sum(x))` ships
+every row from the Python workers to the JVM, and that transfer, not the decoding, is most
+of a narrow query's time. Here each task reads its part of a fragment (only the columns
+named, rows matching `filter`) and aggregates it per group with pyarrow; Spark then only
+combines one partial row per group and task. The functions are the decomposable ones:
+sum, count, min, max and mean (as a sum and a count).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..dataset import dataset
+from ..errors import InvalidInputError
+from . import types as _types
+from .datasource import _dataset_at, default_rows_per_partition, plan_partitions
+from .pipeline import _work_frame
+
+FUNCTIONS = ("sum", "count", "min", "max", "mean")
+
+
+def _numeric(t: T.DataType) -> bool:
+    return isinstance(t, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType))
+
+
+def _plan(aggregations: Dict[str, Tuple[str, str]], fields: Dict[str, T.StructField], uri: str):
+    """For each output: its partial aggregations as (input column, pyarrow function, Spark
+    type of the partial), and how Spark combines them."""
+    partials: List[Tuple[Optional[str], str, T.DataType]] = []
+    finals: List[Tuple[str, str, List[int]]] = []
+    for name, spec in aggregations.items():
+        if not (isinstance(spec, (tuple, list)) and len(spec) == 2):
+            raise InvalidInputError(f"aggregation '{name}' must be (function, column), not {spec!r}")
+        fn, col = str(spec[0]).lower(), spec[1]
+        fn = "mean" if fn == "avg" else fn
+        if fn not in FUNCTIONS:
+            raise InvalidInputError(f"aggregation '{name}': unknown function '{fn}' (one of {', '.join(FUNCTIONS)})")
+        if col == "*":
+            if fn != "count":
+                raise InvalidInputError(f"aggregation '{name}': only count takes '*'")
+            partials.append((None, "count_all", T.LongType()))
+            finals.append((name, "count", [len(partials) - 1]))
+            continue
+        if col not in fields:
+            raise InvalidInputError(f"{uri}: aggregation '{name}' names '{col}', which is not a column")
+        t = fields[col].dataType
+        if fn in ("sum", "mean") and not _numeric(t):
+            raise InvalidInputError(f"{uri}: aggregation '{name}': cannot {fn} column '{col}' of type "
+                                    f"{t.simpleString()} (integers and floating point only)")
+        if fn in ("min", "max") and isinstance(t, (T.ArrayType, T.MapType, T.StructType)):
+            raise InvalidInputError(f"{uri}: aggregation '{name}': cannot take the {fn} of '{col}' "
+                                    f"({t.simpleString()})")
+        total = T.DoubleType() if isinstance(t, (T.FloatType, T.DoubleType)) else T.LongType()
+        if fn == "sum":
+            partials.append((col, "sum", total))
+            finals.append((name, "sum", [len(partials) - 1]))
+        elif fn == "count":
+            partials.append((col, "count", T.LongType()))
+            finals.append((name, "count", [len(partials) - 1]))
+        elif fn == "mean":
+            partials += [(col, "sum", total), (col, "count", T.LongType())]
+            finals.append((name, "mean", [len(partials) - 2, len(partials) - 1]))
+        else:
+            partials.append((col, fn, t))
+            finals.append((name, fn, [len(partials) - 1]))
+    return partials, finals
+
+
+def _combine(fn: str, cols: List[str]) -> Column:
+    if fn == "count":
+        return F.coalesce(F.sum(cols[0]), F.lit(0).cast("long"))
+    if fn == "mean":
+        return F.try_divide(F.sum(cols[0]).cast("double"), F.sum(cols[1]))
+    return {"sum": F.sum, "min": F.min, "max": F.max}[fn](cols[0])
+
+
+def aggregate(
+    spark: SparkSession,
+    uri: str,
+    aggregations: Dict[str, Tuple[str, str]],
+    by: Optional[Union[str, Sequence[str]]] = None,
+    filter: Optional[str] = None,
+    version: Optional[Union[int, str]] = None,
+    storage_options: Optional[Dict[str, str]] = None,
+    rows_per_partition: Optional[int] = None,
+) -> DataFrame:
+    """`SELECT by..., fn(column) AS name ... FROM dataset WHERE filter GROUP BY by` as a
+    DataFrame, with `aggregations` = {name: (function, column)}: function one of sum,
+    count (column "*" counts rows), min, max, mean/avg. Result types are Spark's (sum of
+    integers: long; of floats: double; mean: double). Each task aggregates its rows; Spark
+    combines the partial rows."""
+    if not aggregations:
+        raise InvalidInputError("aggregate needs at least one aggregation")
+    keys = [by] if isinstance(by, str) else list(by or [])
+    ds = dataset(uri, version=version, storage_options=storage_options)
+    schema = _types.spark_schema(ds.schema)
+    fields = {f.name: f for f in schema.fields}
+    for k in keys:
+        if k not in fields:
+            raise InvalidInputError(f"{ds.uri}: cannot group by '{k}': not a column")
+    partials, finals = _plan(aggregations, fields, ds.uri)
+    inputs = list(dict.fromkeys(keys + [c for c, _, _ in partials if c is not None]))
+    read_target = _types.spark_arrow_schema(T.StructType([fields[c] for c in inputs]))
+    partial_schema = T.StructType([fields[k] for k in keys]
+                                  + [T.StructField(f"_p{i}", t, True) for i, (_, _, t) in enumerate(partials)])
+    partial_target = _types.spark_arrow_schema(partial_schema)
+    if filter is not None:
+        ds.scanner(columns=[], filter=filter, limit=0).to_table()  # a bad filter fails here, not in a task
+    frags = [(f.fragment_id, f.physical_rows) for f in ds.get_fragments()]
+    parts = plan_partitions(frags, rows_per_partition or default_rows_per_partition(sum(r for _, r in frags)))
+    uri, pinned = ds.uri, ds.version
+    # Each distinct (column, function) is computed once; partial i reads result slot[i].
+    specs = list(dict.fromkeys(("" if c is None else c, fn) for c, fn, _ in partials))
+    slot = [specs.index(("" if c is None else c, fn)) for c, fn, _ in partials]
+    specs = [([] if c == "" else c, fn) for c, fn in specs]
+
+    def partial(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        local = _dataset_at(uri, pinned, storage_options)
+        for work in batches:
+            for fid, start, end in zip(*(work.column(i).to_pylist() for i in range(3))):
+                frag = local.get_fragment(fid)
+                read = [_types.to_spark(b, read_target) for b in
+                        frag.to_batches(inputs, batch_size=1 << 20, filter=filter, row_range=(start, end))]
+                table = pa.Table.from_batches(read, read_target)
+                # Sums of floats are taken in double precision, as Spark takes them.
+                for i, f in enumerate(table.schema):
+                    if pa.types.is_float32(f.type) or pa.types.is_float16(f.type):
+                        table = table.set_column(i, f.name, pc.cast(table.column(i), pa.float64()))
+                out = table.group_by(keys, use_threads=False).aggregate(specs)
+                # pyarrow puts the keys first or last depending on its version.
+                n = len(keys)
+                if out.column_names[:n] == keys:
+                    key_cols, results = out.columns[:n], out.columns[n:]
+                else:
+                    results, key_cols = out.columns[:len(specs)], out.columns[len(specs):]
+                arrays = list(key_cols) + [results[i] for i in slot]
+                arrays = [a.cast(f.type) for a, f in zip(arrays, partial_target)]
+                yield from pa.Table.from_arrays(arrays, schema=partial_target).to_batches()
+
+    work = _work_frame(spark, [(p.fragment_id, p.start, p.end) for p in parts],
+                       "fragment_id long, start long, end long")
+    grouped = work.mapInArrow(partial, partial_schema)
+    combined = [_combine(fn, [f"_p{i}" for i in idx]).alias(name) for name, fn, idx in finals]
+    return grouped.groupBy(*keys).agg(*combined) if keys else grouped.agg(*combined)
