@@ -100,6 +100,14 @@ def test_replayed_batch_is_not_committed_twice(tmp_path):
     writer.commit([_task_output(uri, writer, 0, [4], "q2")], 0)
     assert lance_core.dataset(uri).version == 3
     assert sorted(lance.dataset(uri).to_table()["id"].to_pylist()) == [0, 1, 2, 3, 4]
+    # Tasks that found no table (and numbered the fields themselves) cannot be appended to
+    # one another writer created meanwhile: the batch fails, its files go.
+    before = sorted(os.listdir(os.path.join(uri, "data")))
+    msg = _task_output(uri, writer, 2, [9], "q2")
+    msg.created = True
+    with pytest.raises(lance_core.CommitConflictError, match="created by another writer"):
+        writer.commit([msg], 2)
+    assert sorted(os.listdir(os.path.join(uri, "data"))) == before
     # An aborted batch leaves no file.
     before = sorted(os.listdir(os.path.join(uri, "data")))
     msg = _task_output(uri, writer, 1, [5], "q2")
@@ -232,3 +240,23 @@ def test_source_reports_change_commits(spark, tmp_path):
     assert sorted(lance.dataset(dst).to_table()["id"].to_pylist()) == list(range(150))
     assert _stream_into(spark, src, dst, ck, skipChangeCommits="true") == [50]
     assert sorted(lance.dataset(dst).to_table()["id"].to_pylist()) == list(range(200))
+
+
+def test_sink_complete_mode_replaces_the_rows(spark, tmp_path):
+    """Complete output mode: each batch's result replaces the table's rows (an Overwrite),
+    still one version per batch with its ids."""
+    from pyspark.sql import functions as F
+
+    uri, ck = str(tmp_path / "agg.lance"), str(tmp_path / "ck")
+    counts = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 30).load()
+              .groupBy((F.col("value") % 3).alias("g")).count())
+    for _ in range(2):  # two runs of one batch each, the second resuming from the checkpoint
+        q = (counts.writeStream.format("lance").outputMode("complete").option("checkpointLocation", ck)
+             .trigger(availableNow=True).start(uri))
+        q.awaitTermination(120)
+        assert q.exception() is None
+    rows = sorted(tuple(r.values()) for r in lance.dataset(uri).to_table().to_pylist())
+    assert rows == [(0, 20), (1, 20), (2, 20)]
+    ds = lance_core.dataset(uri)
+    assert ds.version == 2 and ds.read_transaction().operation == "overwrite"
+    assert ds.read_transaction().transaction_properties[BATCH_ID] == "1"

@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover - pyspark 4.1
 
 from .. import _lance_core
 from ..dataset import LanceDataset, dataset
-from ..errors import DatasetNotFoundError, InvalidInputError
+from ..errors import CommitConflictError, DatasetNotFoundError, InvalidInputError
 from ..fragment_metadata import FragmentMetadata, LanceOperation, commit
 from . import types as _types
 from .datasource import (ColumnReading, JobFiles, WriteSettings, _check_append, _flag, _storage_options,
@@ -71,6 +71,7 @@ class LanceStreamCommitMessage(WriterCommitMessage):
 
     fragments: List[bytes] = field(default_factory=list)
     query_id: Optional[str] = None
+    created: bool = False  # written for a new table (field ids of the stream's schema)
 
 
 def _task_property(key: str) -> Optional[str]:
@@ -109,7 +110,7 @@ class LanceStreamWriter(DataSourceStreamArrowWriter):
         create = existing is None or self.overwrite
         target = self.spark_arrow if create else existing.schema
         frags = write_task(iterator, self.uri, target, create, self._files(batch_id), self.settings)
-        return LanceStreamCommitMessage(frags, query_id)
+        return LanceStreamCommitMessage(frags, query_id, create)
 
     @staticmethod
     def _messages(messages) -> List[LanceStreamCommitMessage]:
@@ -132,11 +133,17 @@ class LanceStreamWriter(DataSourceStreamArrowWriter):
         if not fragments and existing is not None and not self.overwrite:
             return  # an empty batch adds no version
         props = {QUERY_ID: query_id, BATCH_ID: str(batchId)}
-        if existing is None or self.overwrite:
-            op = LanceOperation.Overwrite(self.spark_arrow if existing is None else existing.schema, fragments)
-        else:
-            op = LanceOperation.Append(fragments)
         try:
+            if existing is None or self.overwrite:
+                op = LanceOperation.Overwrite(self.spark_arrow, fragments)
+            elif any(m.created for m in ours if m.fragments):
+                # The tasks found no table and numbered the fields themselves; another
+                # writer created it since. The query fails; restarted, it replays the
+                # batch, which then appends.
+                raise CommitConflictError(f"{self.uri}: the table was created by another writer while batch "
+                                          f"{batchId} was being written")
+            else:
+                op = LanceOperation.Append(fragments)
             commit(self.uri, op, read_version=existing.version if existing is not None else None,
                    storage_options=self.storage_options, transaction_properties=props)
         except Exception:
