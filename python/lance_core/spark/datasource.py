@@ -9,6 +9,7 @@ range of physical rows of a large one, so every core has work; Spark's filters a
 into lance_core's predicate where they mean the same thing. Writes: each task writes its own
 data files and sends their fragment metadata to the driver, which commits them all as one
 new version (Append, or Overwrite); an aborted job deletes what its tasks wrote.
+Structured Streaming reads and writes live in `streaming.py`.
 """
 
 from __future__ import annotations
@@ -69,7 +70,8 @@ class LanceDataSource(DataSource):
     `pushdown` (take Spark's filters; default true), `timestamp_nanos` ("truncate", the
     default, drops nanoseconds Spark cannot hold; "error" refuses them), and
     `storage.<key>` for object store settings (credentials, endpoint, region). Writes:
-    `max_rows_per_file`, `data_storage_version`."""
+    `max_rows_per_file`, `data_storage_version`. Streaming (`readStream`/`writeStream`,
+    see `streaming.py`): `startingVersion`, `maxRowsPerTrigger`, `skipChangeCommits`."""
 
     @classmethod
     def name(cls) -> str:
