@@ -394,10 +394,7 @@ pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> R
                 return Err(Error::unsupported(storage.uri(), format!("dataset needs writer features this writer does not know (flags {unknown:#x})")));
             }
             for v in checked + 1..=b.version {
-                let loc = super::versions::locate_version(storage, v).await?;
-                let bytes = storage.get(&loc.path).await?;
-                let m = decode_manifest(&bytes, &storage.display(&loc.path))?;
-                let theirs = read_transaction(storage, &bytes, &m).await;
+                let theirs = super::history::transaction_at(storage, v).await?;
                 if let Some(why) =
                     conflicts(&op, theirs.as_ref().and_then(|t| t.operation.as_ref()))
                 {

@@ -12,6 +12,7 @@ use crate::dataset::{Dataset, VersionRef};
 use crate::error::{Error, Result};
 use crate::proto::table::transaction::Operation as PbOp;
 use crate::proto::table::{DataFragment, Transaction};
+use crate::storage::Storage;
 
 use super::commit::{op_name, read_transaction};
 use super::manifest::decode_manifest;
@@ -24,6 +25,14 @@ pub async fn transaction_of(ds: &Dataset) -> Result<Option<Transaction>> {
     Ok(read_transaction(storage, &bytes, &ds.manifest).await)
 }
 
+/// The transaction version `version` of the table in `storage` committed, if recorded.
+pub async fn transaction_at(storage: &Storage, version: u64) -> Result<Option<Transaction>> {
+    let loc = locate_version(storage, version).await?;
+    let bytes = storage.get(&loc.path).await?;
+    let m = decode_manifest(&bytes, &storage.display(&loc.path))?;
+    Ok(read_transaction(storage, &bytes, &m).await)
+}
+
 /// The newest version at or below `newest` whose transaction has property `key` = `value`,
 /// with that transaction. Versions are read newest first; the search stops at the first
 /// version that no longer exists (removed by cleanup), so it sees the retained history.
@@ -33,19 +42,14 @@ pub async fn find_transaction(
     value: &str,
     newest: u64,
 ) -> Result<Option<(u64, Transaction)>> {
-    let storage = ds.storage();
     for v in (1..=newest).rev() {
-        let loc = match locate_version(storage, v).await {
-            Ok(loc) => loc,
+        match transaction_at(ds.storage(), v).await {
+            Ok(Some(t)) if t.transaction_properties.get(key).map(String::as_str) == Some(value) => {
+                return Ok(Some((v, t)))
+            }
+            Ok(_) => {}
             Err(Error::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(e),
-        };
-        let bytes = storage.get(&loc.path).await?;
-        let m = decode_manifest(&bytes, &storage.display(&loc.path))?;
-        if let Some(t) = read_transaction(storage, &bytes, &m).await {
-            if t.transaction_properties.get(key).map(String::as_str) == Some(value) {
-                return Ok(Some((v, t)));
-            }
         }
     }
     Ok(None)
