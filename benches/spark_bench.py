@@ -14,14 +14,16 @@ Then a narrow query, `groupBy("category").agg(sum("value"))` (2 of the 6 columns
 source as is (Spark 4.3 prunes no columns of a Python data source), with the `columns`
 option, `read_fragments(columns=...)`, `lance_core.spark.aggregate` (partial aggregation
 inside the read tasks), and for the count `lance_core.spark.count` (the manifest and
-deletion files only).
+deletion files only). Beside them, a Python data source that serves the two columns from
+memory after a first read: the floor Spark sets for any Python source on that query.
 
 Last, the streaming sink: the same `rate-micro-batch` source into the `lance` sink and into
 Spark's Parquet file sink, as rows per second of micro-batch time (Spark's own
 `triggerExecution` duration of each batch, the first left out as warm-up), for narrow rows
 (the rate source's timestamp and value) and wide ones (plus a unique 64-character string,
 a repeated category, doubles and a 16-float array), in small batches (10k rows: the
-per-batch commit dominates) and large ones (500k rows).
+per-batch commit dominates) and large ones (500k rows). A Python sink that drops its rows
+runs beside them: the floor Spark sets for any Python data source sink.
 
 Each is run once to warm up, then timed `--repeat` times in interleaved rounds. Prints the
 best and median times and their ratios, and (on Linux) the median CPU time each query took in
@@ -96,6 +98,48 @@ def timed(jobs: dict, repeat: int) -> dict:
     return {name: (min(ts), answers[name]) for name, ts in times.items()}
 
 
+def cached_source_class():
+    """A Python data source that serves each fragment's `category` and `value` columns from
+    memory once a worker has read them: the floor of any Python data source on the narrow
+    query, i.e. what Spark alone costs to take Arrow batches from Python workers."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class CachedReader(DataSourceReader):
+        def __init__(self, uri):
+            self.uri = uri
+
+        def partitions(self):
+            import lance_core
+
+            return [InputPartition(f.fragment_id) for f in lance_core.dataset(self.uri).get_fragments()]
+
+        def read(self, partition):
+            import types
+
+            import lance_core
+
+            # Kept in a module of the worker process: Spark reuses workers between tasks.
+            cache = sys.modules.setdefault("_bench_batch_cache", types.ModuleType("_bench_batch_cache")).__dict__
+            key = (self.uri, partition.value)
+            if key not in cache:
+                frag = lance_core.dataset(self.uri).get_fragment(partition.value)
+                cache[key] = list(frag.to_batches(["category", "value"], batch_size=1 << 20))
+            yield from cache[key]
+
+    class CachedBatches(DataSource):
+        @classmethod
+        def name(cls):
+            return "python-cached-batches"
+
+        def schema(self):
+            return "category string, value double"
+
+        def reader(self, schema):
+            return CachedReader(self.options["path"])
+
+    return CachedBatches
+
+
 def narrow_and_count(spark, uri: str, parquet: str, repeat: int) -> None:
     from pyspark.sql import functions as F
 
@@ -112,7 +156,10 @@ def narrow_and_count(spark, uri: str, parquet: str, repeat: int) -> None:
         "read_fragments": lambda: narrow(read_fragments(spark, uri, columns=["category", "value"])),
         "aggregate": lambda: sorted(tuple(r) for r in lance_aggregate(spark, uri, {"s": ("sum", "value")},
                                                                       by="category").collect()),
+        # Not a lance_core path: the floor Spark sets for any Python data source.
+        "python source floor": lambda: narrow(spark.read.format("python-cached-batches").load(uri)),
     }
+    spark.dataSource.register(cached_source_class())
     print("narrow query: groupBy(category).agg(sum(value)), best of", repeat, flush=True)
     res = timed(queries, repeat)
     base = res["parquet"][0]
@@ -156,8 +203,36 @@ def stream_rows_per_second(spark, fmt: str, source, out: str, batches: int) -> f
     return rows / (sum(p["durationMs"]["triggerExecution"] for p in timed_batches) / 1000)
 
 
+def null_sink_class():
+    """A Python streaming sink that drops every batch: the floor of any Python data source
+    sink, i.e. what Spark alone costs to hand a micro-batch's rows to Python workers as
+    Arrow and run the driver-side commit."""
+    from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
+
+    class DropWriter(DataSourceStreamArrowWriter):
+        def write(self, iterator):
+            for _ in iterator:
+                pass
+            return WriterCommitMessage()
+
+        def commit(self, messages, batchId):
+            pass
+
+    class PythonNullSink(DataSource):
+        @classmethod
+        def name(cls):
+            return "python-null-sink"
+
+        def streamWriter(self, schema, overwrite):
+            return DropWriter()
+
+    return PythonNullSink
+
+
 def streaming_sink(spark, workdir: str, repeat: int) -> None:
     from pyspark.sql import functions as F
+
+    spark.dataSource.register(null_sink_class())
 
     def rate(rows: int, wide: bool):
         df = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", rows).option(
@@ -174,14 +249,16 @@ def streaming_sink(spark, workdir: str, repeat: int) -> None:
         for wide in (False, True):
             best = {}
             for _ in range(repeat):
-                for fmt in ("parquet", "lance"):
+                for fmt in ("parquet", "lance", "python-null-sink"):
                     out = os.path.join(workdir, f"stream_{fmt}")
                     rps = stream_rows_per_second(spark, fmt, rate(rows, wide), out, batches)
                     best[fmt] = max(best.get(fmt, 0.0), rps)
             shape = "wide (7 columns)" if wide else "narrow (2 columns)"
+            floor = best["python-null-sink"]
             print(f"  {rows:>7,} rows/batch, {shape:18s} parquet {best['parquet']:>10,.0f} rows/s  "
-                  f"lance {best['lance']:>10,.0f} rows/s  {best['lance'] / best['parquet']:5.2f}x Parquet's speed",
-                  flush=True)
+                  f"lance {best['lance']:>10,.0f} rows/s  {best['lance'] / best['parquet']:5.2f}x Parquet's speed  "
+                  f"(a Python sink that drops the rows: {floor:>10,.0f} rows/s, {floor / best['parquet']:4.2f}x "
+                  f"Parquet's; lance at {best['lance'] / floor:4.2f}x of it)", flush=True)
 
 
 def pylance_frame(spark, uri):

@@ -201,6 +201,35 @@ def test_aggregate_matches_spark_group_by(spark, tmp_path):
         aggregate(spark, uri, {"n": ("count", "*")}, by="nope")
 
 
+def test_aggregate_long_overflow_as_spark(spark, tmp_path):
+    """A long sum that leaves the long range fails as Spark's (ANSI mode, the default) or
+    wraps around as Spark's (ANSI off); a mean of the same values does not overflow."""
+    from pyspark.sql import functions as F
+
+    from lance_core.spark import aggregate
+
+    big = 1 << 62
+    uri = str(tmp_path / "big.lance")
+    lance.write_dataset(pa.table({"k": ["a", "a", "b", "a"], "v": pa.array([big, big, 5, big], pa.int64())}), uri)
+    aggs = {"s": ("sum", "v"), "m": ("mean", "v")}
+    with pytest.raises(Exception, match="sum of column 'v' overflows a long"):
+        aggregate(spark, uri, aggs, by="k").collect()
+    means = sorted(tuple(r) for r in aggregate(spark, uri, {"m": ("mean", "v")}, by="k").collect())
+    assert means == [("a", float(big)), ("b", 5.0)]
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        got = sorted(tuple(r) for r in aggregate(spark, uri, aggs, by="k").collect())
+        df = spark.read.format("lance").load(uri)
+        want = sorted(tuple(r) for r in df.groupBy("k").agg(F.sum("v").alias("s"), F.mean("v").alias("m")).collect())
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
+    assert got == want == [("a", -big, float(big)), ("b", 5, 5.0)]
+    # Values that cancel out: the exact sum fits in a long, and is returned.
+    uri = str(tmp_path / "cancel.lance")
+    lance.write_dataset(pa.table({"v": pa.array([big, big, big, -big, -big], pa.int64())}), uri)
+    assert aggregate(spark, uri, {"s": ("sum", "v")}).collect()[0].s == big
+
+
 def test_extension_types(spark, tmp_path):
     """bfloat16 vectors read as float arrays, JSON as text."""
     from lance.arrow import BFloat16Type
