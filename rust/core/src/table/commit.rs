@@ -319,16 +319,42 @@ pub(crate) async fn read_transaction(
     bytes: &Bytes,
     m: &Manifest,
 ) -> Option<Transaction> {
-    if let Some(pos) = m.transaction_position.or(m.transaction_section) {
+    let place = TransactionPlace {
+        transaction_file: m.transaction_file.clone(),
+        transaction_section: m.transaction_section,
+        transaction_position: m.transaction_position,
+    };
+    read_transaction_at(storage, bytes, &place).await
+}
+
+/// The manifest fields that say where a version's transaction is. Decoding a manifest as
+/// this skips its fragment list, which grows with the table.
+#[derive(Clone, PartialEq, prost::Message)]
+pub(crate) struct TransactionPlace {
+    #[prost(string, tag = "12")]
+    pub transaction_file: String,
+    #[prost(uint64, optional, tag = "21")]
+    pub transaction_section: Option<u64>,
+    #[prost(uint64, optional, tag = "23")]
+    pub transaction_position: Option<u64>,
+}
+
+/// The transaction `place` points to, given the manifest file's `bytes`.
+pub(crate) async fn read_transaction_at(
+    storage: &Storage,
+    bytes: &Bytes,
+    place: &TransactionPlace,
+) -> Option<Transaction> {
+    if let Some(pos) = place.transaction_position.or(place.transaction_section) {
         let pos = pos as usize;
         let len = u32::from_le_bytes(bytes.get(pos..pos + 4)?.try_into().ok()?) as usize;
         return Transaction::decode(bytes.get(pos + 4..pos + 4 + len)?).ok();
     }
-    if m.transaction_file.is_empty() {
+    if place.transaction_file.is_empty() {
         return None;
     }
     let data = storage
-        .get(&storage.path(&format!("_transactions/{}", m.transaction_file)))
+        .get(&storage.path(&format!("_transactions/{}", place.transaction_file)))
         .await
         .ok()?;
     Transaction::decode(&data[..]).ok()

@@ -14,9 +14,10 @@ use crate::proto::table::transaction::Operation as PbOp;
 use crate::proto::table::{DataFragment, Transaction};
 use crate::storage::Storage;
 
-use super::commit::{op_name, read_transaction};
-use super::manifest::decode_manifest;
-use super::versions::locate_version;
+use super::commit::{op_name, read_transaction, read_transaction_at, TransactionPlace};
+use super::manifest::decode_manifest_as;
+use super::versions::{list_manifests, locate_version, ManifestLocation};
+use futures::StreamExt;
 
 /// The transaction `ds`'s version committed, if its writer recorded one.
 pub async fn transaction_of(ds: &Dataset) -> Result<Option<Transaction>> {
@@ -27,11 +28,18 @@ pub async fn transaction_of(ds: &Dataset) -> Result<Option<Transaction>> {
 
 /// The transaction version `version` of the table in `storage` committed, if recorded.
 pub async fn transaction_at(storage: &Storage, version: u64) -> Result<Option<Transaction>> {
-    let loc = locate_version(storage, version).await?;
-    let bytes = storage.get(&loc.path).await?;
-    let m = decode_manifest(&bytes, &storage.display(&loc.path))?;
-    Ok(read_transaction(storage, &bytes, &m).await)
+    transaction_in(storage, &locate_version(storage, version).await?).await
 }
+
+async fn transaction_in(storage: &Storage, loc: &ManifestLocation) -> Result<Option<Transaction>> {
+    let bytes = storage.get(&loc.path).await?;
+    let place: TransactionPlace = decode_manifest_as(&bytes, &storage.display(&loc.path))?;
+    Ok(read_transaction_at(storage, &bytes, &place).await)
+}
+
+/// How many versions' transactions `find_transaction` reads at once: on an object store
+/// each costs two round trips, and a new stream query's first commit reads them all.
+const CONCURRENT_READS: usize = 16;
 
 /// The newest version at or below `newest` whose transaction has property `key` = `value`,
 /// with that transaction. Versions are read newest first; the search stops at the first
@@ -42,12 +50,28 @@ pub async fn find_transaction(
     value: &str,
     newest: u64,
 ) -> Result<Option<(u64, Transaction)>> {
-    for v in (1..=newest).rev() {
-        match transaction_at(ds.storage(), v).await {
+    let storage = ds.storage();
+    // One listing instead of a lookup per version; the versions are then read ahead, in
+    // order, a window at a time.
+    let listed: HashMap<u64, ManifestLocation> = list_manifests(storage)
+        .await?
+        .into_iter()
+        .map(|m| (m.version, m))
+        .collect();
+    let retained: Vec<ManifestLocation> = (1..=newest)
+        .rev()
+        .map_while(|v| listed.get(&v).cloned())
+        .collect();
+    let mut reads = futures::stream::iter(retained)
+        .map(|loc| async move { (loc.version, transaction_in(storage, &loc).await) })
+        .buffered(CONCURRENT_READS);
+    while let Some((v, read)) = reads.next().await {
+        match read {
             Ok(Some(t)) if t.transaction_properties.get(key).map(String::as_str) == Some(value) => {
                 return Ok(Some((v, t)))
             }
             Ok(_) => {}
+            // Removed by a cleanup since the listing: the retained history ends here.
             Err(Error::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(e),
         }
@@ -230,6 +254,35 @@ mod tests {
             .await
             .unwrap()
             .is_none());
+
+        // More versions than one read-ahead window: still the newest match, and the search
+        // ends where cleanup removed a version.
+        let mut ds = ds;
+        for v in 5..=24u64 {
+            let mut props = HashMap::new();
+            if v == 6 || v == 20 {
+                props.insert("stream".to_string(), "q1".to_string());
+            }
+            let op = crate::table::commit::Operation::Append { fragments: vec![] };
+            ds = commit_with_properties(&uri, op, Some(v - 1), Default::default(), props)
+                .await
+                .unwrap();
+        }
+        let found = |newest| {
+            let ds = &ds;
+            async move {
+                find_transaction(ds, "stream", "q1", newest)
+                    .await
+                    .unwrap()
+                    .map(|(v, _)| v)
+            }
+        };
+        assert_eq!(found(24).await, Some(20));
+        assert_eq!(found(19).await, Some(6));
+        let v5 = locate_version(ds.storage(), 5).await.unwrap();
+        ds.storage().delete(&v5.path).await.unwrap();
+        assert_eq!(found(19).await, Some(6));
+        assert_eq!(found(5).await, None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

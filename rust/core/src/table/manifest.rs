@@ -11,6 +11,12 @@ const FOOTER: usize = 16;
 
 /// Decode the manifest held in `bytes`, the whole manifest file called `name`.
 pub fn decode_manifest(bytes: &Bytes, name: &str) -> Result<Manifest> {
+    decode_manifest_as(bytes, name)
+}
+
+/// Decode a manifest file's body as `M`: the whole `Manifest`, or a message declaring only
+/// some of its fields (the others, fragments included, are skipped without decoding).
+pub fn decode_manifest_as<M: prost::Message + Default>(bytes: &Bytes, name: &str) -> Result<M> {
     let size = bytes.len();
     if size < FOOTER {
         return Err(Error::corrupt(
@@ -44,7 +50,7 @@ pub fn decode_manifest(bytes: &Bytes, name: &str) -> Result<Manifest> {
                 ),
             )
         })?;
-    Manifest::decode(body).map_err(|e| Error::corrupt(name, format!("bad manifest protobuf: {e}")))
+    M::decode(body).map_err(|e| Error::corrupt(name, format!("bad manifest protobuf: {e}")))
 }
 
 /// Commit time of a manifest, in nanoseconds since the epoch (0 when absent).
