@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 
 import lance
 import pyarrow as pa
@@ -240,6 +241,14 @@ def test_source_reports_change_commits(spark, tmp_path):
     assert sorted(lance.dataset(dst).to_table()["id"].to_pylist()) == list(range(150))
     assert _stream_into(spark, src, dst, ck, skipChangeCommits="true") == [50]
     assert sorted(lance.dataset(dst).to_table()["id"].to_pylist()) == list(range(200))
+    # Versions the stream has not read yet, removed by cleanup: a clear error, no guess.
+    _write(src, 200, 10)
+    _write(src, 210, 10)
+    lance_core.dataset(src).cleanup_old_versions(older_than=timedelta(0))
+    q = reader.writeStream.format("lance").option("checkpointLocation", ck).trigger(availableNow=True).start(dst)
+    with pytest.raises(Exception, match=r"stream is at version 5.*removed by cleanup_old_versions.*new checkpoint"):
+        q.awaitTermination(180)
+    assert lance.dataset(dst).count_rows() == 200
 
 
 def test_sink_complete_mode_replaces_the_rows(spark, tmp_path):

@@ -216,19 +216,29 @@ class LanceStreamReader(ColumnReading, DataSourceStreamReader, SupportsTriggerAv
         fragments); None when it changed existing rows and changes are not skipped."""
         key = (version, snapshot)
         if key not in self._added:
-            if version == snapshot:
-                ds = dataset(self.uri, version=version, storage_options=self.storage_options)
-                self._added[key] = [(f.fragment_id, f.physical_rows) for f in ds.get_fragments()]
-            else:
-                # Read a run of versions at once: each needs the one before it.
-                base = dataset(self.uri, version=version, storage_options=self.storage_options)
-                for v, op, added in _lance_core._changes_since(base._ds, version - 1, max(version, min(upto, version + 63))):
-                    self._operations[v] = op
-                    self._added[(v, snapshot)] = added
+            try:
+                self._read_added(version, snapshot, upto)
+            except DatasetNotFoundError as e:
+                raise DatasetNotFoundError(
+                    f"{self.uri}: the stream is at version {version}, and the versions it needs to tell what "
+                    f"that version added are gone (removed by cleanup_old_versions?): {e}. Restart the query "
+                    f"with a new checkpoint (startingVersion, or none for the table as it is now)") from e
         added = self._added[key]
         if added is None and self.skip_changes:
             return []
         return added
+
+    def _read_added(self, version: int, snapshot: int, upto: int) -> None:
+        """Fill `_added` for `version` (and the versions after it, up to `upto`)."""
+        if version == snapshot:
+            ds = dataset(self.uri, version=version, storage_options=self.storage_options)
+            self._added[(version, snapshot)] = [(f.fragment_id, f.physical_rows) for f in ds.get_fragments()]
+            return
+        # Read a run of versions at once: each needs the one before it.
+        base = dataset(self.uri, version=version, storage_options=self.storage_options)
+        for v, op, added in _lance_core._changes_since(base._ds, version - 1, max(version, min(upto, version + 63))):
+            self._operations[v] = op
+            self._added[(v, snapshot)] = added
 
     def _changed_error(self, version: int) -> InvalidInputError:
         op = self._operations.get(version, "change")

@@ -533,7 +533,7 @@ impl Dataset {
             let index = self.row_id_index().await?;
             ids.iter().map(|&id| index.address(id)).collect()
         } else {
-            ids.to_vec().into_iter().map(Some).collect()
+            ids.iter().copied().map(Some).collect()
         };
         // Deleted rows are no rows (as in pylance); an address outside every fragment is
         // an error (stable ids found by the index never are). Each fragment's row count

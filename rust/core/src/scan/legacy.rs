@@ -109,7 +109,7 @@ pub async fn read_group_rows(
         match ranges.last_mut() {
             Some(last) if extends => last.end += 1,
             _ => {
-                pages.push(p.clone());
+                pages.push(*p);
                 ranges.push(local..local + 1);
             }
         }
