@@ -23,7 +23,9 @@ Spark's Parquet file sink, as rows per second of micro-batch time (Spark's own
 (the rate source's timestamp and value) and wide ones (plus a unique 64-character string,
 a repeated category, doubles and a 16-float array), in small batches (10k rows: the
 per-batch commit dominates) and large ones (500k rows). A Python sink that drops its rows
-runs beside them: the floor Spark sets for any Python data source sink.
+runs beside them: the floor Spark sets for any Python data source sink. So does
+`foreachBatch(LanceBatchWriter(uri))`, which collects each micro-batch on the driver as
+Arrow and writes it there, with no Python worker.
 
 Each is run once to warm up, then timed `--repeat` times in interleaved rounds. Prints the
 best and median times and their ratios, and (on Linux) the median CPU time each query took in
@@ -186,8 +188,13 @@ def stream_rows_per_second(spark, fmt: str, source, out: str, batches: int) -> f
 
     for d in (out, out + ".ck"):
         shutil.rmtree(d, ignore_errors=True)
-    q = (source.writeStream.format(fmt).option("checkpointLocation", out + ".ck").option("path", out)
-         .trigger(processingTime="0 seconds").start())
+    w = source.writeStream.option("checkpointLocation", out + ".ck").trigger(processingTime="0 seconds")
+    if fmt == "lance foreachBatch":
+        from lance_core.spark import LanceBatchWriter
+
+        q = w.foreachBatch(LanceBatchWriter(out)).start()
+    else:
+        q = w.format(fmt).option("path", out).start()
     try:
         while q.exception() is None:
             progress = [p for p in q.recentProgress if p["numInputRows"]]
@@ -249,16 +256,18 @@ def streaming_sink(spark, workdir: str, repeat: int) -> None:
         for wide in (False, True):
             best = {}
             for _ in range(repeat):
-                for fmt in ("parquet", "lance", "python-null-sink"):
-                    out = os.path.join(workdir, f"stream_{fmt}")
+                for fmt in ("parquet", "lance", "lance foreachBatch", "python-null-sink"):
+                    out = os.path.join(workdir, f"stream_{fmt.replace(' ', '_')}")
                     rps = stream_rows_per_second(spark, fmt, rate(rows, wide), out, batches)
                     best[fmt] = max(best.get(fmt, 0.0), rps)
             shape = "wide (7 columns)" if wide else "narrow (2 columns)"
             floor = best["python-null-sink"]
+            fb = best["lance foreachBatch"]
             print(f"  {rows:>7,} rows/batch, {shape:18s} parquet {best['parquet']:>10,.0f} rows/s  "
                   f"lance {best['lance']:>10,.0f} rows/s  {best['lance'] / best['parquet']:5.2f}x Parquet's speed  "
                   f"(a Python sink that drops the rows: {floor:>10,.0f} rows/s, {floor / best['parquet']:4.2f}x "
-                  f"Parquet's; lance at {best['lance'] / floor:4.2f}x of it)", flush=True)
+                  f"Parquet's; lance at {best['lance'] / floor:4.2f}x of it)  "
+                  f"LanceBatchWriter {fb:>10,.0f} rows/s  {fb / best['parquet']:5.2f}x Parquet's speed", flush=True)
 
 
 def pylance_frame(spark, uri):

@@ -269,3 +269,57 @@ def test_sink_complete_mode_replaces_the_rows(spark, tmp_path):
     ds = lance_core.dataset(uri)
     assert ds.version == 2 and ds.read_transaction().operation == "overwrite"
     assert ds.read_transaction().transaction_properties[BATCH_ID] == "1"
+
+
+def test_foreach_batch_writer_once_per_batch(spark, tmp_path):
+    """`LanceBatchWriter` in `foreachBatch`: a version per batch recording the query and
+    batch ids, a replayed batch not written again, a new query counting from 0, overwrite
+    mode replacing the rows, and a clear error outside a stream."""
+    from lance_core.spark import LanceBatchWriter
+
+    uri, ck = str(tmp_path / "fb.lance"), str(tmp_path / "ck")
+    source = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 300).option("numPartitions", 2).load()
+    for run in range(2):  # a restart from the checkpoint goes on where the first run ended
+        q = source.writeStream.foreachBatch(LanceBatchWriter(uri)).option("checkpointLocation", ck).trigger(
+            processingTime="0 seconds").start()
+        try:
+            deadline = time.time() + 120
+            while time.time() < deadline and q.exception() is None:
+                if os.path.isdir(os.path.join(uri, "_versions")) and lance_core.dataset(uri).version >= 3 * (run + 1):
+                    break
+                time.sleep(0.1)
+        finally:
+            q.stop()
+        assert q.exception() is None
+    n = _assert_exactly_once(uri)
+    assert n >= 1800 and n % 300 == 0
+    ids = _batch_ids(uri, q.id)
+    assert ids == list(range(len(ids))) and len(ids) == lance_core.dataset(uri).version
+    assert lance.dataset(uri).schema.names == ["timestamp", "value"]
+
+    # Called as Spark calls it, with the query id Spark sets on the driver's thread.
+    df = spark.createDataFrame([(i, f"r{i}") for i in range(5)], "id long, s string")
+    with pytest.raises(lance_core.InvalidInputError, match="no streaming query is running"):
+        LanceBatchWriter(str(tmp_path / "x.lance"))(df, 0)
+    sc = spark.sparkContext
+    other = str(tmp_path / "other.lance")
+    try:
+        sc.setLocalProperty("sql.streaming.queryId", "q1")
+        writer = LanceBatchWriter(other)
+        writer(df, 0)
+        writer(df, 1)
+        writer(df, 1)  # a replay: committed already
+        assert lance_core.dataset(other).version == 2 and lance_core.dataset(other).count_rows() == 10
+        writer(df.limit(0), 2)  # empty: no version
+        assert lance_core.dataset(other).version == 2
+        sc.setLocalProperty("sql.streaming.queryId", "q2")
+        writer(df, 0)
+        assert lance_core.dataset(other).count_rows() == 15
+        LanceBatchWriter(other, mode="overwrite")(df.limit(2), 1)
+        ds = lance_core.dataset(other)
+        assert sorted(ds.to_table()["id"].to_pylist()) == [0, 1]
+        assert lance.dataset(other).read_transaction(ds.version).transaction_properties == {QUERY_ID: "q2", BATCH_ID: "1"}
+        with pytest.raises(lance_core.InvalidInputError, match="cannot append"):
+            writer(spark.createDataFrame([(1,)], "other long"), 5)
+    finally:
+        sc.setLocalProperty("sql.streaming.queryId", None)

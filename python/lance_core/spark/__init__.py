@@ -17,10 +17,10 @@ from .datasource import LanceDataSource, LancePartition, LanceReader, LanceWrite
 from .aggregate import aggregate
 from .pipeline import add_columns, compact, count, read_fragments
 from .row_changes import SparkMergeInsert, merge_insert, update
-from .streaming import LanceStreamReader, LanceStreamWriter
+from .streaming import LanceBatchWriter, LanceStreamReader, LanceStreamWriter
 from .types import spark_schema
 
-__all__ = ["LanceDataSource", "LancePartition", "LanceReader", "LanceStreamReader", "LanceStreamWriter",
+__all__ = ["LanceBatchWriter", "LanceDataSource", "LancePartition", "LanceReader", "LanceStreamReader", "LanceStreamWriter",
            "LanceWriter", "SparkMergeInsert", "add_columns", "aggregate",
            "compact", "count", "merge_insert", "read_fragments", "spark_schema", "register", "update"]
 

@@ -38,7 +38,7 @@ except ImportError:  # pragma: no cover - pyspark 4.1
 from .. import _lance_core
 from ..dataset import LanceDataset, dataset
 from ..errors import CommitConflictError, DatasetNotFoundError, InvalidInputError
-from ..fragment_metadata import FragmentMetadata, LanceOperation, commit
+from ..fragment_metadata import FragmentMetadata, LanceOperation, commit, write_fragments
 from . import types as _types
 from .datasource import (ColumnReading, JobFiles, WriteSettings, _check_append, _flag, _storage_options,
                          default_rows_per_partition, write_task)
@@ -63,6 +63,19 @@ def last_committed_batch(ds: LanceDataset, query_id: str) -> Optional[int]:
         return None
     _, (_, _, _, props) = found
     return int(props.get(BATCH_ID, -1))
+
+
+def commit_batch(uri: str, storage_options, existing: Optional[LanceDataset], fragments: List[FragmentMetadata],
+                 schema: pa.Schema, overwrite: bool, query_id: str, batch_id: int) -> None:
+    """Commit one micro-batch's fragments as one version whose transaction records the
+    query and batch: an overwrite with `schema` when the table is new or `overwrite` (the
+    complete output mode), an append on top of `existing` otherwise."""
+    if existing is None or overwrite:
+        op = LanceOperation.Overwrite(schema, fragments)
+    else:
+        op = LanceOperation.Append(fragments)
+    commit(uri, op, read_version=existing.version if existing is not None else None,
+           storage_options=storage_options, transaction_properties={QUERY_ID: query_id, BATCH_ID: str(batch_id)})
 
 
 @dataclass
@@ -132,20 +145,15 @@ class LanceStreamWriter(DataSourceStreamArrowWriter):
                 return
         if not fragments and existing is not None and not self.overwrite:
             return  # an empty batch adds no version
-        props = {QUERY_ID: query_id, BATCH_ID: str(batchId)}
         try:
-            if existing is None or self.overwrite:
-                op = LanceOperation.Overwrite(self.spark_arrow, fragments)
-            elif any(m.created for m in ours if m.fragments):
+            if existing is not None and not self.overwrite and any(m.created for m in ours if m.fragments):
                 # The tasks found no table and numbered the fields themselves; another
                 # writer created it since. The query fails; restarted, it replays the
                 # batch, which then appends.
                 raise CommitConflictError(f"{self.uri}: the table was created by another writer while batch "
                                           f"{batchId} was being written")
-            else:
-                op = LanceOperation.Append(fragments)
-            commit(self.uri, op, read_version=existing.version if existing is not None else None,
-                   storage_options=self.storage_options, transaction_properties=props)
+            commit_batch(self.uri, self.storage_options, existing, fragments, self.spark_arrow, self.overwrite,
+                         query_id, batchId)
         except Exception:
             self.abort(messages, batchId)
             raise
@@ -154,6 +162,56 @@ class LanceStreamWriter(DataSourceStreamArrowWriter):
         """Delete every file the batch's tasks wrote; nothing of it was committed."""
         known = [p for m in self._messages(messages) for b in m.fragments for p in FragmentMetadata(b).files]
         self._files(batchId).abort(known)
+
+
+class LanceBatchWriter:
+    """`df.writeStream.foreachBatch(LanceBatchWriter(uri)).option("checkpointLocation", c)
+    .start()`: each micro-batch is collected on the driver as Arrow (`df.toArrow()`) and
+    written and committed there as one version, exactly once like the `lance` sink (the
+    same query and batch ids in the transaction; a replayed batch is not written again).
+
+    No Python worker sees the rows, which saves Spark's hand-over of rows to Python
+    workers; in exchange each micro-batch must fit in the driver's memory, and on a
+    cluster all rows pass through the driver. `mode="overwrite"` replaces the table's rows
+    with each batch's (for the complete output mode)."""
+
+    def __init__(self, uri: str, mode: str = "append", storage_options: Optional[Dict[str, str]] = None,
+                 max_rows_per_file: int = 1024 * 1024, data_storage_version: Optional[str] = None):
+        if mode not in ("append", "overwrite"):
+            raise InvalidInputError(f"mode must be 'append' or 'overwrite', not {mode!r}")
+        self.uri, self.overwrite, self.storage_options = uri, mode == "overwrite", storage_options
+        self.max_rows_per_file, self.data_storage_version = max_rows_per_file, data_storage_version
+
+    def __call__(self, df, batch_id: int) -> None:
+        query_id = df.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
+        if not query_id:
+            raise InvalidInputError(f"{self.uri}: LanceBatchWriter is for writeStream.foreachBatch, and no "
+                                    "streaming query is running here")
+        existing = _open_or_none(self.uri, self.storage_options)
+        if existing is not None:
+            done = last_committed_batch(existing, query_id)
+            if done is not None and done >= batch_id:
+                return  # a replay of a batch committed before the driver died
+        spark_arrow = _types.spark_arrow_schema(df.schema)
+        create = existing is None or self.overwrite
+        if not create:
+            _check_append(existing.schema, spark_arrow, self.uri)
+        target = spark_arrow if create else existing.schema
+        table = df.toArrow()
+        if table.num_rows == 0 and not create:
+            return  # an empty batch adds no version
+        reader = pa.RecordBatchReader.from_batches(target, (_types.from_spark(b, target) for b in table.to_batches()))
+        frags = write_fragments(reader, self.uri, schema=None, mode="overwrite" if create else "append",
+                                max_rows_per_file=self.max_rows_per_file,
+                                data_storage_version=self.data_storage_version,
+                                storage_options=self.storage_options, file_prefix=f"spark-batch-{batch_id}-")
+        try:
+            commit_batch(self.uri, self.storage_options, existing, frags, spark_arrow, self.overwrite,
+                         query_id, batch_id)
+        except Exception:
+            _lance_core._delete_data_files(self.uri, sorted({p for f in frags for p in f.files}),
+                                           self.storage_options)
+            raise
 
 
 class LanceStreamPartition(InputPartition):
