@@ -49,19 +49,25 @@ def _assert_exactly_once(uri: str, column: str = "value"):
     return len(ours)
 
 
-def test_sink_commits_each_batch_once(spark, tmp_path):
-    uri, ck = str(tmp_path / "t.lance"), str(tmp_path / "ck")
-    source = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 500).option("numPartitions", 2).load()
-    q = source.writeStream.format("lance").option("checkpointLocation", ck).trigger(processingTime="0 seconds").start(uri)
+def _run_until_version(q, uri: str, version: int, timeout: float = 120) -> None:
+    """Let streaming query `q` run until the table at `uri` reaches `version`, then stop it;
+    it must not have failed."""
     try:
-        deadline = time.time() + 120
+        deadline = time.time() + timeout
         while time.time() < deadline and q.exception() is None:
-            if os.path.isdir(os.path.join(uri, "_versions")) and lance_core.dataset(uri).version >= 4:
+            if os.path.isdir(os.path.join(uri, "_versions")) and lance_core.dataset(uri).version >= version:
                 break
             time.sleep(0.1)
     finally:
         q.stop()
     assert q.exception() is None
+
+
+def test_sink_commits_each_batch_once(spark, tmp_path):
+    uri, ck = str(tmp_path / "t.lance"), str(tmp_path / "ck")
+    source = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 500).option("numPartitions", 2).load()
+    q = source.writeStream.format("lance").option("checkpointLocation", ck).trigger(processingTime="0 seconds").start(uri)
+    _run_until_version(q, uri, 4)
     n = _assert_exactly_once(uri)
     assert n >= 2000 and n % 500 == 0
     # One version per batch: the first creates the table; each records the query and batch.
@@ -282,15 +288,7 @@ def test_foreach_batch_writer_once_per_batch(spark, tmp_path):
     for run in range(2):  # a restart from the checkpoint goes on where the first run ended
         q = source.writeStream.foreachBatch(LanceBatchWriter(uri)).option("checkpointLocation", ck).trigger(
             processingTime="0 seconds").start()
-        try:
-            deadline = time.time() + 120
-            while time.time() < deadline and q.exception() is None:
-                if os.path.isdir(os.path.join(uri, "_versions")) and lance_core.dataset(uri).version >= 3 * (run + 1):
-                    break
-                time.sleep(0.1)
-        finally:
-            q.stop()
-        assert q.exception() is None
+        _run_until_version(q, uri, 3 * (run + 1))
     n = _assert_exactly_once(uri)
     assert n >= 1800 and n % 300 == 0
     ids = _batch_ids(uri, q.id)
