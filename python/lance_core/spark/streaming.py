@@ -38,7 +38,7 @@ except ImportError:  # pragma: no cover - pyspark 4.1
 from .. import _lance_core
 from ..dataset import LanceDataset, dataset
 from ..errors import CommitConflictError, DatasetNotFoundError, InvalidInputError
-from ..fragment_metadata import FragmentMetadata, LanceOperation, commit, write_fragments
+from ..fragment_metadata import FragmentMetadata, LanceOperation, commit
 from . import types as _types
 from .datasource import (ColumnReading, JobFiles, WriteSettings, _check_append, _flag, _storage_options,
                          default_rows_per_partition, write_task)
@@ -180,7 +180,7 @@ class LanceBatchWriter:
         if mode not in ("append", "overwrite"):
             raise InvalidInputError(f"mode must be 'append' or 'overwrite', not {mode!r}")
         self.uri, self.overwrite, self.storage_options = uri, mode == "overwrite", storage_options
-        self.max_rows_per_file, self.data_storage_version = max_rows_per_file, data_storage_version
+        self.settings = WriteSettings(max_rows_per_file, data_storage_version, storage_options)
 
     def __call__(self, df, batch_id: int) -> None:
         query_id = df.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
@@ -196,21 +196,19 @@ class LanceBatchWriter:
         create = existing is None or self.overwrite
         if not create:
             _check_append(existing.schema, spark_arrow, self.uri)
-        target = spark_arrow if create else existing.schema
         table = df.toArrow()
         if table.num_rows == 0 and not create:
             return  # an empty batch adds no version
-        reader = pa.RecordBatchReader.from_batches(target, (_types.from_spark(b, target) for b in table.to_batches()))
-        frags = write_fragments(reader, self.uri, schema=None, mode="overwrite" if create else "append",
-                                max_rows_per_file=self.max_rows_per_file,
-                                data_storage_version=self.data_storage_version,
-                                storage_options=self.storage_options, file_prefix=f"spark-batch-{batch_id}-")
+        # The same write as a sink task's, on the driver.
+        files = JobFiles(self.uri, self.storage_options, prefix=f"spark-batch-{batch_id}-")
+        target = spark_arrow if create else existing.schema
+        frags = [FragmentMetadata(b) for b in write_task(iter(table.to_batches()), self.uri, target, create, files,
+                                                         self.settings)]
         try:
             commit_batch(self.uri, self.storage_options, existing, frags, spark_arrow, self.overwrite,
                          query_id, batch_id)
         except Exception:
-            _lance_core._delete_data_files(self.uri, sorted({p for f in frags for p in f.files}),
-                                           self.storage_options)
+            files.delete([p for f in frags for p in f.files])
             raise
 
 
