@@ -22,7 +22,8 @@ _COMPARISONS = {
 
 
 def _quote_name(part: str) -> str:
-    return '"' + part.replace('"', '""') + '"'
+    # Backticks: in lance_core's SQL, as in pylance's, "x" is a string.
+    return "`" + part.replace("`", "``") + "`"
 
 
 def _column(path: Sequence[str], types: Dict[str, pa.DataType]) -> Optional[str]:

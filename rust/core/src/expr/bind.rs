@@ -1,10 +1,11 @@
 //! Binding: an `Expr` checked against the schema of the batches it will run on, before
-//! any data is read. Columns are resolved to positions, every literal takes the type of
-//! what it meets (`a + 1` on an int32 column stays int32, as in pylance), two columns of
-//! different types meet in a common type, and what cannot meet is refused with an error
-//! that names the column and both types (`s > 10` on a string column). The values a
-//! CASE or COALESCE chooses among meet in one type the same way, and each function
-//! checks its arguments here (`lower(a)` on an int column is refused before any read).
+//! any data is read. Columns are resolved to positions; values meet in the types pylance's
+//! query engine gives them (`types`), so that arithmetic overflows, rounds and compares as
+//! there (`u8 + 1` is int64; `f32 = 0.1` compares in float64); a literal that converts into
+//! the type of what it meets without changing is converted instead, which gives the same
+//! answer without converting a column. What cannot meet is refused with an error that
+//! names the column and both types (`s > 10` on a string column). Functions check their
+//! arguments here (`lower(a)` on an int column is refused before any read).
 use std::sync::Arc;
 
 use arrow_array::{new_empty_array, new_null_array, ArrayRef, BooleanArray, StringArray};
@@ -12,7 +13,11 @@ use arrow_cast::{can_cast_types, cast_with_options, CastOptions};
 use arrow_schema::{DataType, Schema, TimeUnit};
 
 use super::parse::describe;
-use super::{ArithOp, CmpOp, Expr, Function, Literal, TypedKind};
+use super::types::{
+    arithmetic_inputs, comparison_type, embeds, is_binary, is_decimal, is_numeric, is_string,
+    is_temporal, union_type, value_type,
+};
+use super::{ArithOp, CmpOp, Expr, Function, Literal, Truth, TypedKind};
 use crate::error::{Error, Result};
 
 /// An expression ready to run: its nodes and the type and nullability of its result.
@@ -48,6 +53,11 @@ pub(super) enum Node {
     Not(Box<Bound>),
     IsNull {
         input: Box<Bound>,
+        negated: bool,
+    },
+    Is {
+        input: Box<Bound>,
+        truth: Truth,
         negated: bool,
     },
     InList {
@@ -89,9 +99,18 @@ pub(super) enum Node {
     },
 }
 
-/// Bind a value expression (a projection) to the schema of the batches it will see.
+/// Bind a value expression (a projection, an update's new value) to the schema of the
+/// batches it will see. A value that is a column combined with a literal (`a + 1`,
+/// `2 * price`) keeps the column's type, as pylance gives it: the literal is converted to
+/// that type when it can be (wrapping on overflow, as pylance's `a + 1` does).
 pub fn bind(expr: &Expr, schema: &Schema) -> Result<Bound> {
-    Binder::new(expr, schema, "expression").bind(expr)
+    let binder = Binder::new(expr, schema, "expression");
+    if let Expr::Arith { op, left, right } = expr {
+        if let Some(b) = binder.column_with_literal(*op, left, right)? {
+            return Ok(b);
+        }
+    }
+    binder.bind(expr)
 }
 
 /// Bind a predicate: like `bind`, and its result must be a boolean.
@@ -112,67 +131,11 @@ struct Binder<'a> {
     text: Arc<str>,
 }
 
-/// What a literal becomes when it meets a value of some type.
-enum Meets {
-    /// The literal as a one-value array of that type.
-    As(ArrayRef),
-    /// The literal does not fit that type (an integer beyond int8, a fraction against
-    /// integers): both sides move to this wider type.
-    Widen(DataType),
-    /// The two cannot be compared or combined.
-    No,
-}
-
 fn strict() -> CastOptions<'static> {
     CastOptions {
         safe: false,
         ..Default::default()
     }
-}
-
-/// Dictionaries compare and compute as their values.
-fn value_type(dt: &DataType) -> &DataType {
-    match dt {
-        DataType::Dictionary(_, v) => v,
-        other => other,
-    }
-}
-
-fn is_string(dt: &DataType) -> bool {
-    matches!(
-        value_type(dt),
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-    )
-}
-
-fn is_binary(dt: &DataType) -> bool {
-    matches!(
-        value_type(dt),
-        DataType::Binary
-            | DataType::LargeBinary
-            | DataType::BinaryView
-            | DataType::FixedSizeBinary(_)
-    )
-}
-
-fn is_numeric(dt: &DataType) -> bool {
-    let dt = value_type(dt);
-    dt.is_integer() || dt.is_floating() || is_decimal(dt)
-}
-
-fn is_decimal(dt: &DataType) -> bool {
-    matches!(dt, DataType::Decimal128(..) | DataType::Decimal256(..))
-}
-
-fn is_temporal(dt: &DataType) -> bool {
-    matches!(
-        value_type(dt),
-        DataType::Date32
-            | DataType::Date64
-            | DataType::Timestamp(..)
-            | DataType::Time32(_)
-            | DataType::Time64(_)
-    )
 }
 
 /// A one-value array holding `text` converted to `to` (strictly: bad text is None).
@@ -207,187 +170,58 @@ fn natural(l: &Literal) -> Result<ArrayRef> {
     })
 }
 
-/// Digits after the decimal point of a number as written (exponents count as many).
-fn fraction_digits(text: &str) -> Option<i8> {
-    if text.contains(['e', 'E']) {
-        return None;
-    }
-    let frac = text.split_once('.').map_or("", |(_, f)| f);
-    i8::try_from(frac.len()).ok()
+/// `a` converted to `to` (strictly), if that gives back `a` when converted again: the
+/// literal is the same value in `to`.
+fn convert_exactly(a: &ArrayRef, to: &DataType) -> Option<ArrayRef> {
+    let there = cast_with_options(a, to, &strict()).ok()?;
+    let back = cast_with_options(&there, a.data_type(), &strict()).ok()?;
+    (back.as_ref() == a.as_ref()).then_some(there)
 }
 
-/// What literal `l` becomes when it meets a value of type `to`.
-fn meets(l: &Literal, to: &DataType) -> Meets {
+/// Literal `l` as a one-value array of type `to` (text parsed as a date, 5 as an int8),
+/// or None when it does not convert; with `exactly`, also None when it would not be the
+/// same value there (0.1 as a float32, 300 as an int8, 1.5 as an integer).
+fn literal_as(l: &Literal, to: &DataType, exactly: bool) -> Option<ArrayRef> {
     let to = value_type(to);
-    let cast = |a: ArrayRef| cast_with_options(&a, to, &strict()).ok();
-    let widen_int = || {
-        if to.is_floating() {
-            Meets::Widen(to.clone())
-        } else if matches!(l, Literal::UInt(_)) {
-            Meets::Widen(DataType::Float64)
+    let number = |a: ArrayRef| {
+        if exactly {
+            convert_exactly(&a, to)
         } else {
-            Meets::Widen(DataType::Int64)
+            cast_with_options(&a, to, &strict()).ok()
         }
     };
     match l {
-        Literal::Null => Meets::As(new_null_array(to, 1)),
-        Literal::Int(_) | Literal::UInt(_) if to.is_integer() || to.is_floating() => {
-            match natural(l).ok().and_then(cast) {
-                Some(a) => Meets::As(a),
-                None => widen_int(),
-            }
-        }
-        Literal::Int(_) | Literal::UInt(_) if is_decimal(to) => {
-            match natural(l).ok().and_then(cast) {
-                Some(a) => Meets::As(a),
-                None => Meets::Widen(DataType::Float64),
-            }
-        }
-        Literal::Float(_) if to.is_floating() => match natural(l).ok().and_then(cast) {
-            Some(a) => Meets::As(a),
-            None => Meets::No,
-        },
-        // A fraction against integers: compare and compute as doubles, not by truncating.
-        Literal::Float(_) if to.is_integer() => Meets::Widen(DataType::Float64),
-        Literal::Float(text) if is_decimal(to) => {
-            let scale = match to {
-                DataType::Decimal128(_, s) | DataType::Decimal256(_, s) => *s,
-                _ => 0,
-            };
-            match fraction_digits(text)
-                .filter(|&d| d <= scale)
-                .and_then(|_| from_text(text, to))
-            {
-                Some(a) => Meets::As(a),
-                None => Meets::Widen(DataType::Float64),
-            }
-        }
-        Literal::String(s) if is_string(to) || is_temporal(to) => match from_text(s, to) {
-            Some(a) => Meets::As(a),
-            None => Meets::No,
-        },
+        Literal::Null => Some(new_null_array(to, 1)),
+        Literal::String(s) if is_string(to) || is_temporal(to) => from_text(s, to),
         Literal::Binary(b) if is_binary(to) => {
             let raw: ArrayRef = Arc::new(arrow_array::BinaryArray::from(vec![b.as_slice()]));
-            match cast(raw) {
-                Some(a) => Meets::As(a),
-                None => Meets::No,
-            }
+            cast_with_options(&raw, to, &strict()).ok()
         }
         Literal::Bool(b) if *to == DataType::Boolean => {
-            Meets::As(Arc::new(BooleanArray::from(vec![*b])))
+            Some(Arc::new(BooleanArray::from(vec![*b])))
         }
-        Literal::Typed { text, .. } if is_temporal(to) => match from_text(text, to) {
-            Some(a) => Meets::As(a),
-            None => Meets::No,
-        },
-        _ => Meets::No,
-    }
-}
-
-/// The type two values of types `a` and `b` meet in to be compared or combined.
-pub(super) fn common_type(a: &DataType, b: &DataType) -> Option<DataType> {
-    use DataType::*;
-    let (a, b) = (value_type(a), value_type(b));
-    if a == b {
-        return Some(a.clone());
-    }
-    if *a == Null {
-        return Some(b.clone());
-    }
-    if *b == Null {
-        return Some(a.clone());
-    }
-    if is_numeric(a) && is_numeric(b) {
-        return Some(numeric_common(a, b));
-    }
-    if is_string(a) && is_string(b) {
-        return Some(if matches!(a, LargeUtf8) || matches!(b, LargeUtf8) {
-            LargeUtf8
-        } else {
-            Utf8
-        });
-    }
-    if is_binary(a) && is_binary(b) {
-        return Some(if matches!(a, LargeBinary) || matches!(b, LargeBinary) {
-            LargeBinary
-        } else {
-            Binary
-        });
-    }
-    // A string meets a number or a date as that type (converted, an error if it cannot be).
-    if is_string(a) && (is_numeric(b) || is_temporal(b)) {
-        return Some(b.clone());
-    }
-    if is_string(b) && (is_numeric(a) || is_temporal(a)) {
-        return Some(a.clone());
-    }
-    match (a, b) {
-        (Timestamp(u, tz), Timestamp(v, tz2)) if tz == tz2 => {
-            Some(Timestamp(finer(*u, *v), tz.clone()))
+        Literal::Int(_) | Literal::UInt(_) | Literal::Float(_) if is_numeric(to) => {
+            number(natural(l).ok()?)
         }
-        (Timestamp(..), Date32 | Date64) => Some(a.clone()),
-        (Date32 | Date64, Timestamp(..)) => Some(b.clone()),
-        (Date32, Date64) | (Date64, Date32) => Some(Date64),
+        Literal::Typed { .. } if is_temporal(to) => number(natural(l).ok()?),
         _ => None,
     }
 }
 
-fn finer(a: TimeUnit, b: TimeUnit) -> TimeUnit {
-    let rank = |u: TimeUnit| match u {
-        TimeUnit::Second => 0,
-        TimeUnit::Millisecond => 1,
-        TimeUnit::Microsecond => 2,
-        TimeUnit::Nanosecond => 3,
+/// The literal in a column's type as pylance converts it at the top of a value
+/// expression: an integer that fits, any number into a float (rounded), an integer into
+/// a decimal that holds it. None where pylance would not convert it.
+fn into_column_type(l: &Literal, to: &DataType) -> Option<ArrayRef> {
+    let lit = natural(l).ok()?;
+    let fits = match (l, to) {
+        (Literal::Int(_) | Literal::UInt(_), t) if t.is_integer() || is_decimal(t) => true,
+        (Literal::Int(_) | Literal::UInt(_) | Literal::Float(_), t) if t.is_floating() => true,
+        _ => false,
     };
-    if rank(a) >= rank(b) {
-        a
-    } else {
-        b
+    if !fits {
+        return None;
     }
-}
-
-fn numeric_common(a: &DataType, b: &DataType) -> DataType {
-    use DataType::*;
-    if a.is_floating() || b.is_floating() {
-        let small = |t: &DataType| matches!(t, Float16 | Float32 | Int8 | Int16 | UInt8 | UInt16);
-        return if small(a) && small(b) {
-            Float32
-        } else {
-            Float64
-        };
-    }
-    match (a, b) {
-        (Decimal128(p, s), Decimal128(q, t)) => {
-            let scale = (*s).max(*t);
-            let whole = (*p as i8 - s).max(*q as i8 - t);
-            Decimal128(((whole + scale) as u8).min(38), scale)
-        }
-        (Decimal128(_, s) | Decimal256(_, s), _) | (_, Decimal128(_, s) | Decimal256(_, s)) => {
-            Decimal128(38, *s)
-        }
-        _ => {
-            // Integers: the narrowest type holding both ranges.
-            let width = |t: &DataType| t.primitive_width().unwrap_or(8);
-            let signed = |t: &DataType| t.is_signed_integer();
-            let (wa, wb) = (width(a), width(b));
-            let w = match (signed(a), signed(b)) {
-                (true, true) | (false, false) => wa.max(wb),
-                (true, false) => wa.max(wb * 2).min(8),
-                (false, true) => wb.max(wa * 2).min(8),
-            };
-            let any_signed = signed(a) || signed(b);
-            match (any_signed, w) {
-                (true, 1) => Int8,
-                (true, 2) => Int16,
-                (true, 4) => Int32,
-                (true, _) => Int64,
-                (false, 1) => UInt8,
-                (false, 2) => UInt16,
-                (false, 4) => UInt32,
-                (false, _) => UInt64,
-            }
-        }
-    }
+    cast_with_options(&lit, to, &strict()).ok()
 }
 
 /// How an error names one side of an expression.
@@ -456,7 +290,12 @@ impl<'a> Binder<'a> {
             Expr::Column(path) => self.column(path)?,
             Expr::Literal(l) => self.scalar(natural(l).map_err(|e| self.error(e))?),
             Expr::Cmp { op, left, right } => {
-                let (l, r) = self.pair(left, right, "compare")?;
+                let (l, r) = self.pair(left, right)?;
+                if [&l, &r].iter().any(|b| is_null_constant(b)) {
+                    // NULL, whatever the other side is (which is not computed, as in
+                    // pylance: `abs(x) = NULL` does not fail where abs would).
+                    return Ok(self.scalar(new_null_array(&DataType::Boolean, 1)));
+                }
                 check_cmp(&l.data_type, &r.data_type).map_err(|m| {
                     self.error(format!(
                         "cannot compare {} with {}: {m}",
@@ -494,6 +333,22 @@ impl<'a> Binder<'a> {
                 self.node(
                     Node::IsNull {
                         input: Box::new(x),
+                        negated: *negated,
+                    },
+                    DataType::Boolean,
+                    false,
+                )
+            }
+            Expr::Is {
+                expr,
+                truth,
+                negated,
+            } => {
+                let x = self.boolean(expr)?;
+                self.node(
+                    Node::Is {
+                        input: Box::new(x),
+                        truth: *truth,
                         negated: *negated,
                     },
                     DataType::Boolean,
@@ -538,26 +393,49 @@ impl<'a> Binder<'a> {
                 )
             }
             Expr::Arith { op, left, right } => {
-                let (l, r) = self.pair(left, right, "combine")?;
-                let (l, r) = (self.plain(l)?, self.plain(r)?);
-                let out = arith_type(*op, &l.data_type, &r.data_type).map_err(|m| {
-                    self.error(format!(
-                        "cannot compute {} {} {}: {m}",
-                        side(left),
-                        op_text(*op),
-                        side(right)
-                    ))
-                })?;
-                let nullable = l.nullable || r.nullable;
-                self.node(
-                    Node::Arith {
-                        op: *op,
-                        left: Box::new(l),
-                        right: Box::new(r),
-                    },
-                    out,
+                let (l, r) = (self.bind(left)?, self.bind(right)?);
+                let null = is_null_constant(&l) || is_null_constant(&r);
+                let b = self.arith(*op, (left, l), (right, r))?;
+                if null {
+                    // NULL, and the other side is not computed.
+                    self.scalar(new_null_array(&b.data_type, 1))
+                } else {
+                    b
+                }
+            }
+            Expr::Between {
+                expr,
+                low,
+                high,
+                negated,
+            } => {
+                let x = self.bind(expr)?;
+                let (x, mut bounds) = self.compared_with(expr, x, &[&**low, &**high])?;
+                let (hi, lo) = (bounds.pop().expect("two"), bounds.pop().expect("two"));
+                let cmp = |op, bound: Bound| {
+                    let nullable = x.nullable || bound.nullable;
+                    self.node(
+                        Node::Cmp {
+                            op,
+                            left: Box::new(x.clone()),
+                            right: Box::new(bound),
+                        },
+                        DataType::Boolean,
+                        nullable,
+                    )
+                };
+                let (a, b) = (cmp(CmpOp::GtEq, lo), cmp(CmpOp::LtEq, hi));
+                let nullable = a.nullable || b.nullable;
+                let range = self.node(
+                    Node::And(Box::new(a), Box::new(b)),
+                    DataType::Boolean,
                     nullable,
-                )
+                );
+                if *negated {
+                    self.node(Node::Not(Box::new(range)), DataType::Boolean, nullable)
+                } else {
+                    range
+                }
             }
             Expr::Negative(a) => {
                 let x = self.plain(self.bind(a)?)?;
@@ -646,6 +524,56 @@ impl<'a> Binder<'a> {
         })
     }
 
+    /// `l op r`, both sides converted to the types arithmetic meets in.
+    fn arith(&self, op: ArithOp, left: (&Expr, Bound), right: (&Expr, Bound)) -> Result<Bound> {
+        let ((le, l), (re, r)) = (left, right);
+        let refuse = |m: String| {
+            self.error(format!(
+                "cannot compute {} {} {}: {m}",
+                side(le),
+                op_text(op),
+                side(re)
+            ))
+        };
+        let (lt, rt) = arithmetic_inputs(&l.data_type, &r.data_type).ok_or_else(|| {
+            refuse(format!(
+                "arithmetic needs numbers, not {} and {}",
+                l.data_type, r.data_type
+            ))
+        })?;
+        let (l, r) = (self.cast(l, lt)?, self.cast(r, rt)?);
+        let out = arith_type(op, &l.data_type, &r.data_type).map_err(refuse)?;
+        let nullable = l.nullable || r.nullable;
+        Ok(self.node(
+            Node::Arith {
+                op,
+                left: Box::new(l),
+                right: Box::new(r),
+            },
+            out,
+            nullable,
+        ))
+    }
+
+    /// `column op literal` (or `literal op column`) computed in the column's type, as
+    /// pylance does at the top of a value expression; None when it is not that shape or
+    /// the literal does not convert (then the usual rules apply).
+    fn column_with_literal(&self, op: ArithOp, left: &Expr, right: &Expr) -> Result<Option<Bound>> {
+        let (column, literal, column_first) = match (left, right) {
+            (Expr::Column(_), Expr::Literal(l)) => (left, l, true),
+            (Expr::Literal(l), Expr::Column(_)) => (right, l, false),
+            _ => return Ok(None),
+        };
+        let c = self.plain(self.bind(column)?)?;
+        let Some(lit) = into_column_type(literal, &c.data_type) else {
+            return Ok(None);
+        };
+        let lit = (&*if column_first { right } else { left }, self.scalar(lit));
+        let col = (column, c);
+        let (l, r) = if column_first { (col, lit) } else { (lit, col) };
+        self.arith(op, l, r).map(Some)
+    }
+
     fn case(
         &self,
         operand: Option<&Expr>,
@@ -680,79 +608,39 @@ impl<'a> Binder<'a> {
     }
 
     /// Values of which one is chosen (CASE's results, COALESCE's arguments) in one type:
-    /// the values that are not literals meet in their common type, and the literals take
-    /// it as they take a column's type (`coalesce(a, 0)` keeps an int32 column int32).
+    /// all meet as in `types::union_type`, literals with their own types (`coalesce(a, 0)`
+    /// on an int32 column is int64, as in pylance).
     fn one_type(&self, exprs: &[&Expr], what: &str) -> Result<(Vec<Bound>, DataType)> {
-        let differ = |a: &Expr, t: &DataType, b: &Expr, u: Option<&DataType>| {
-            let u = u.map(|u| format!(" ({u})")).unwrap_or_default();
-            self.error(format!(
-                "{what} cannot give {} ({t}) and {}{u} one type",
-                side(a),
-                side(b)
-            ))
-        };
-        let mut bound = Vec::with_capacity(exprs.len());
-        // The type so far and the first value of it, for errors.
-        let mut to: Option<(DataType, &Expr)> = None;
-        for &e in exprs {
-            if let Expr::Literal(_) = e {
-                bound.push(None);
-                continue;
-            }
-            let b = self.bind(e)?;
-            to = Some(match to {
-                None => (value_type(&b.data_type).clone(), e),
-                Some((t, first)) => {
-                    // Unlike a comparison, a result does not turn strings into numbers or
-                    // dates (which would fail on rows that hold other text): as PostgreSQL.
-                    let u = value_type(&b.data_type);
-                    let null = t == DataType::Null || *u == DataType::Null;
-                    let common = common_type(&t, u)
-                        .filter(|_| null || is_string(&t) == is_string(u))
-                        .ok_or_else(|| differ(first, &t, e, Some(&b.data_type)))?;
-                    (common, first)
-                }
-            });
-            bound.push(Some(b));
-        }
-        let literals = exprs.iter().filter_map(|e| match e {
-            Expr::Literal(l) => Some((*e, l)),
-            _ => None,
-        });
-        // Only literals (or only NULL values): the first literal that is not NULL sets
-        // the type.
-        if to.as_ref().is_none_or(|(t, _)| *t == DataType::Null) {
-            if let Some((e, l)) = literals.clone().find(|(_, l)| **l != Literal::Null) {
-                let a = natural(l).map_err(|e| self.error(e))?;
-                to = Some((a.data_type().clone(), e));
-            }
-        }
-        let (mut t, first) = to.unwrap_or((DataType::Null, exprs[0]));
-        'widen: loop {
-            for (e, l) in literals.clone() {
-                match meets(l, &t) {
-                    Meets::As(_) => {}
-                    // A literal that needs a wider type (1.5 against integers): all move.
-                    Meets::Widen(wider) if wider != t => {
-                        t = wider;
-                        continue 'widen;
-                    }
-                    _ => return Err(differ(first, &t, e, None)),
-                }
-            }
-            break;
-        }
-        let values = exprs
+        let bound = exprs
             .iter()
-            .zip(bound)
-            .map(|(e, b)| match (e, b) {
-                (_, Some(b)) => self.cast(b, t.clone()),
-                (Expr::Literal(l), None) => match meets(l, &t) {
-                    Meets::As(a) => Ok(self.scalar(a)),
-                    _ => Err(differ(first, &t, e, None)),
-                },
-                (_, None) => unreachable!("only literals are bound late"),
-            })
+            .map(|e| self.bind(e))
+            .collect::<Result<Vec<_>>>()?;
+        let t = union_type(bound.iter().map(|b| &b.data_type)).map_err(|(t, u)| {
+            // Name the first value of each of the two types that do not meet.
+            let of = |dt: &DataType| {
+                exprs
+                    .iter()
+                    .zip(&bound)
+                    .find(|(_, b)| value_type(&b.data_type) == dt)
+                    .map(|(e, b)| (*e, b.data_type.clone()))
+            };
+            let ((a, at), (b, bt)) = (
+                of(&t).unwrap_or((exprs[0], t.clone())),
+                of(&u).unwrap_or((exprs[0], u.clone())),
+            );
+            let typed = |e: &Expr, dt: &DataType| match e {
+                Expr::Literal(_) => side(e),
+                _ => format!("{} ({dt})", side(e)),
+            };
+            self.error(format!(
+                "{what} cannot give {} and {} one type",
+                typed(a, &at),
+                typed(b, &bt)
+            ))
+        })?;
+        let values = bound
+            .into_iter()
+            .map(|b| self.cast(b, t.clone()))
             .collect::<Result<Vec<_>>>()?;
         Ok((values, t))
     }
@@ -782,16 +670,22 @@ impl<'a> Binder<'a> {
                 (values, dt, nullable)
             }
             Function::NullIf => {
-                let (l, r) = self.pair(&args[0], &args[1], "compare")?;
-                check_cmp(&l.data_type, &r.data_type).map_err(|m| {
-                    self.error(format!(
-                        "nullif cannot compare {} with {}: {m}",
-                        side(&args[0]),
-                        side(&args[1])
-                    ))
-                })?;
-                let dt = l.data_type.clone();
-                (vec![l, r], dt, true)
+                // As a comparison, but a literal keeps its own type: nullif(a, 0) on an
+                // int32 column is int64, as in pylance.
+                let (x, y) = (self.bind(&args[0])?, self.bind(&args[1])?);
+                let t = comparison_type(&x.data_type, &y.data_type)
+                    .filter(|t| check_cmp(t, t).is_ok())
+                    .ok_or_else(|| {
+                        self.error(format!(
+                            "nullif cannot compare {} ({}) with {} ({})",
+                            side(&args[0]),
+                            x.data_type,
+                            side(&args[1]),
+                            y.data_type
+                        ))
+                    })?;
+                let (x, y) = (self.cast(x, t.clone())?, self.cast(y, t.clone())?);
+                (vec![x, y], t, true)
             }
             Function::Lower
             | Function::Upper
@@ -828,7 +722,7 @@ impl<'a> Binder<'a> {
                 let nullable = any_nullable(&values);
                 (values, dt, nullable)
             }
-            Function::Concat => {
+            Function::Concat | Function::ConcatOp => {
                 let values = args
                     .iter()
                     .map(|a| {
@@ -853,8 +747,9 @@ impl<'a> Binder<'a> {
                     .into_iter()
                     .map(|v| self.cast(v, dt.clone()))
                     .collect::<Result<Vec<_>>>()?;
-                // NULL arguments count as empty strings, so the result is never NULL.
-                (values, dt, false)
+                // concat counts NULL arguments as empty strings, so it is never NULL.
+                let nullable = function == Function::ConcatOp && any_nullable(&values);
+                (values, dt, nullable)
             }
             Function::Abs | Function::Round => {
                 let x = self.plain(self.bind(&args[0])?)?;
@@ -866,8 +761,11 @@ impl<'a> Binder<'a> {
                     )));
                 }
                 let dt = match (function, &x.data_type) {
-                    // Rounding is done on doubles (float32 stays float32).
-                    (Function::Round, DataType::Float32) => DataType::Float32,
+                    // As pylance: float32 and decimals round in their own type, the
+                    // rest as doubles.
+                    (Function::Round, t @ (DataType::Float32 | DataType::Decimal128(..))) => {
+                        t.clone()
+                    }
                     (Function::Round, _) => DataType::Float64,
                     (_, DataType::Null) => DataType::Int64,
                     (_, dt) => dt.clone(),
@@ -981,16 +879,15 @@ impl<'a> Binder<'a> {
         }
     }
 
-    /// Both sides of a comparison or arithmetic, of one type: a literal takes the other
-    /// side's type; two values meet in their common type.
-    fn pair(&self, left: &Expr, right: &Expr, verb: &str) -> Result<(Bound, Bound)> {
+    /// Both sides of a comparison, in the type they meet in.
+    fn pair(&self, left: &Expr, right: &Expr) -> Result<(Bound, Bound)> {
         match (left, right) {
             (Expr::Literal(a), Expr::Literal(b)) => {
                 let (x, y) = (natural(a), natural(b));
                 let (x, y) = (x.map_err(|e| self.error(e))?, y.map_err(|e| self.error(e))?);
-                let to = common_type(x.data_type(), y.data_type()).ok_or_else(|| {
+                let to = comparison_type(x.data_type(), y.data_type()).ok_or_else(|| {
                     self.error(format!(
-                        "cannot {verb} {} with {}",
+                        "cannot compare {} with {}",
                         describe(a),
                         describe(b)
                     ))
@@ -1000,31 +897,35 @@ impl<'a> Binder<'a> {
                     self.cast(self.scalar(y), to)?,
                 ))
             }
-            (other, Expr::Literal(l)) => self.with_literal(other, l, verb),
-            (Expr::Literal(l), other) => {
-                let (v, lit) = self.with_literal(other, l, verb)?;
-                Ok((lit, v))
+            (other, Expr::Literal(_)) => {
+                let (v, mut lit) = self.compared_with(other, self.bind(other)?, &[right])?;
+                Ok((v, lit.pop().expect("one")))
             }
-            _ => self.values_pair(left, right, verb),
+            (Expr::Literal(_), other) => {
+                let (v, mut lit) = self.compared_with(other, self.bind(other)?, &[left])?;
+                Ok((lit.pop().expect("one"), v))
+            }
+            _ => self.values_pair(left, right),
         }
     }
 
-    fn values_pair(&self, left: &Expr, right: &Expr, verb: &str) -> Result<(Bound, Bound)> {
+    fn values_pair(&self, left: &Expr, right: &Expr) -> Result<(Bound, Bound)> {
         let (l, r) = (self.bind(left)?, self.bind(right)?);
         if l.data_type == r.data_type {
             return Ok((l, r));
         }
-        let to = common_type(&l.data_type, &r.data_type).ok_or_else(|| {
+        let to = comparison_type(&l.data_type, &r.data_type).ok_or_else(|| {
             self.error(format!(
-                "cannot {verb} {} ({}) with {} ({})",
+                "cannot compare {} ({}) with {} ({})",
                 side(left),
                 l.data_type,
                 side(right),
                 r.data_type
             ))
         })?;
-        // A dictionary meets a value of its value type as it is (arrow compares them).
-        let keep = |b: &Bound| value_type(&b.data_type) == &to && verb == "compare";
+        // A dictionary meets a value of its value type as it is (arrow compares them),
+        // but for floats, which compare as SQL only when plain (see `compare`).
+        let keep = |b: &Bound| value_type(&b.data_type) == &to && !to.is_floating();
         let l = if keep(&l) {
             l
         } else {
@@ -1034,49 +935,79 @@ impl<'a> Binder<'a> {
         Ok((l, r))
     }
 
-    /// A value and a literal: the literal takes the value's type, or both widen.
-    fn with_literal(&self, value: &Expr, l: &Literal, verb: &str) -> Result<(Bound, Bound)> {
-        let v = self.bind(value)?;
-        match meets(l, &v.data_type) {
-            Meets::As(a) => Ok((v, self.scalar(a))),
-            Meets::Widen(to) => {
-                let lit = match meets(l, &to) {
-                    Meets::As(a) => a,
-                    _ => return Err(self.mismatch(value, &v.data_type, l, verb)),
-                };
-                Ok((self.cast(v, to)?, self.scalar(lit)))
-            }
-            Meets::No => Err(self.mismatch(value, &v.data_type, l, verb)),
+    /// `x` and the values it is compared with (the other side of a comparison, BETWEEN's
+    /// bounds, an IN list), all in the one type they meet in, as pylance's engine folds
+    /// them. When each of the others is a literal that is the same value in `x`'s type,
+    /// and `x`'s values are all values of that common type, `x` keeps its type: the
+    /// answer is the same and no column is converted (`a = 5` on an int32 column).
+    fn compared_with(
+        &self,
+        x_expr: &Expr,
+        x: Bound,
+        others: &[&Expr],
+    ) -> Result<(Bound, Vec<Bound>)> {
+        let t = value_type(&x.data_type).clone();
+        let mut common = t.clone();
+        let mut bound = Vec::with_capacity(others.len());
+        for &e in others {
+            let b = match e {
+                Expr::Literal(l) => self.scalar(natural(l).map_err(|e| self.error(e))?),
+                _ => self.bind(e)?,
+            };
+            common = comparison_type(&common, &b.data_type)
+                .ok_or_else(|| self.mismatch(x_expr, &x.data_type, e, &b.data_type))?;
+            bound.push(b);
         }
+        let exact = |e: &Expr| match e {
+            Expr::Literal(l) => literal_as(l, &t, true).is_some(),
+            _ => false,
+        };
+        let to = if embeds(&t, &common) && others.iter().all(|e| exact(e)) {
+            t
+        } else {
+            common
+        };
+        // (A dictionary of `to` compares as it is, but for floats: see `values_pair`.)
+        let x = if x.data_type == to || value_type(&x.data_type) == &to && !to.is_floating() {
+            x
+        } else {
+            self.cast(x, to.clone())?
+        };
+        let values = others
+            .iter()
+            .zip(bound)
+            .map(|(e, b)| match e {
+                Expr::Literal(l) => literal_as(l, &to, false)
+                    .map(|a| self.scalar(a))
+                    .ok_or_else(|| self.mismatch(x_expr, &x.data_type, e, &b.data_type)),
+                _ => self.cast(b, to.clone()),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok((x, values))
     }
 
-    fn mismatch(&self, value: &Expr, dt: &DataType, l: &Literal, verb: &str) -> Error {
+    fn mismatch(&self, value: &Expr, dt: &DataType, other: &Expr, other_type: &DataType) -> Error {
+        let other = match other {
+            Expr::Literal(l) => describe(l),
+            e => format!("{} ({other_type})", side(e)),
+        };
         self.error(format!(
-            "cannot {verb} {} of type {dt} with {}",
-            side(value),
-            describe(l)
+            "cannot compare {} of type {dt} with {other}",
+            side(value)
         ))
     }
 
     fn in_list(&self, expr: &Expr, list: &[Literal], negated: bool) -> Result<Bound> {
-        let mut x = self.bind(expr)?;
-        let mut values = Vec::with_capacity(list.len());
-        let mut i = 0;
-        while i < list.len() {
-            match meets(&list[i], &x.data_type) {
-                Meets::As(a) => {
-                    values.push(a);
-                    i += 1;
-                }
-                // One value needs a wider type: start over in it.
-                Meets::Widen(to) if value_type(&x.data_type) != &to => {
-                    x = self.cast(x, to)?;
-                    values.clear();
-                    i = 0;
-                }
-                _ => return Err(self.mismatch(expr, &x.data_type, &list[i], "compare")),
-            }
-        }
+        let x = self.bind(expr)?;
+        let items: Vec<Expr> = list.iter().cloned().map(Expr::Literal).collect();
+        let (x, values) = self.compared_with(expr, x, &items.iter().collect::<Vec<_>>())?;
+        let values: Vec<ArrayRef> = values
+            .into_iter()
+            .map(|b| match b.node {
+                Node::Scalar(a) => a,
+                _ => unreachable!("IN lists hold literals"),
+            })
+            .collect();
         let nullable = x.nullable || values.iter().any(|v| v.null_count() > 0);
         Ok(self.node(
             Node::InList {
@@ -1088,6 +1019,11 @@ impl<'a> Binder<'a> {
             nullable,
         ))
     }
+}
+
+/// A NULL literal (or anything bound to a NULL constant).
+fn is_null_constant(b: &Bound) -> bool {
+    matches!(&b.node, Node::Scalar(a) if a.is_null(0))
 }
 
 /// Find `name` among `names`: exactly, else ignoring case.

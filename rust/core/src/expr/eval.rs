@@ -17,8 +17,9 @@ use arrow_select::filter::filter_record_batch;
 use arrow_select::zip::zip;
 
 use super::bind::{Bound, Node};
+use super::compare::compare;
 use super::functions::{self, Arg};
-use super::{ArithOp, CmpOp, Function};
+use super::{ArithOp, CmpOp, Function, Truth};
 use crate::error::{Error, Result};
 
 /// A value during evaluation: one per row, or one for every row.
@@ -76,6 +77,29 @@ pub fn evaluate_filter(predicate: &Bound, batch: &RecordBatch) -> Result<Boolean
     })
 }
 
+/// The rows `predicate` keeps among those `selected` (a mask without NULLs); the others
+/// are not kept. Where the predicate could fail on some values, it runs on the selected
+/// rows only: a row that is not there (deleted) must not make it fail.
+pub fn evaluate_filter_where(
+    predicate: &Bound,
+    batch: &RecordBatch,
+    selected: &BooleanArray,
+) -> Result<BooleanArray> {
+    let kept = eval_selected(predicate, batch, selected)
+        .and_then(|v| v.into_array(batch.num_rows()))
+        .map_err(|e| failed(predicate, e))?;
+    let kept = kept.as_boolean_opt().ok_or_else(|| {
+        Error::invalid(format!(
+            "filter '{}' does not give booleans",
+            predicate.text
+        ))
+    })?;
+    Ok(BooleanArray::new(
+        only_true(kept).values() & selected.values(),
+        None,
+    ))
+}
+
 fn failed(expr: &Bound, e: ArrowError) -> Error {
     Error::invalid(format!("cannot evaluate '{}': {e}", expr.text))
 }
@@ -126,6 +150,25 @@ fn eval(b: &Bound, batch: &RecordBatch) -> std::result::Result<Val, ArrowError> 
                 is_null(&a)?
             }))
         }
+        Node::Is {
+            input,
+            truth,
+            negated,
+        } => eval(input, batch)?.map(|a| {
+            let a = a.as_boolean();
+            let values = a.values();
+            let known = match a.nulls() {
+                Some(n) => n.inner().clone(),
+                None => arrow_buffer::BooleanBuffer::new_set(a.len()),
+            };
+            let hit = match truth {
+                Truth::True => values & &known,
+                Truth::False => &!values & &known,
+                Truth::Unknown => !&known,
+            };
+            let out = if *negated { !&hit } else { hit };
+            Ok(Arc::new(BooleanArray::new(out, None)) as ArrayRef)
+        })?,
         Node::InList {
             input,
             values,
@@ -141,7 +184,7 @@ fn eval(b: &Bound, batch: &RecordBatch) -> std::result::Result<Val, ArrowError> 
             }
             let mut acc: Option<BooleanArray> = None;
             for v in values {
-                let hit = arrow_ord::cmp::eq(&x, &Scalar::new(v.clone()))?;
+                let hit = compare(CmpOp::Eq, &x, &Scalar::new(v.clone()))?;
                 acc = Some(match acc {
                     None => hit,
                     Some(prev) => or_kleene(&prev, &hit)?,
@@ -332,13 +375,26 @@ fn eval_selected(
 }
 
 /// Whether `b` could fail on some values: a division (by zero), a strict cast (of a
-/// value that does not convert), substr with a count (a negative one).
+/// value that does not convert), decimal arithmetic (beyond 38 digits), abs or round (of
+/// the smallest integer, of a decimal at its limit), substr with a count (a negative one).
 fn may_fail(b: &Bound) -> bool {
     match &b.node {
         Node::Column { .. } | Node::Scalar(_) => false,
         Node::Cast { input, safe } => !safe || may_fail(input),
         Node::Arith {
             op: ArithOp::Div | ArithOp::Rem,
+            ..
+        } => true,
+        Node::Arith { .. }
+            if matches!(
+                b.data_type,
+                DataType::Decimal128(..) | DataType::Decimal256(..)
+            ) =>
+        {
+            true
+        }
+        Node::Call {
+            function: Function::Abs | Function::Round,
             ..
         } => true,
         Node::Call {
@@ -355,6 +411,7 @@ fn may_fail(b: &Bound) -> bool {
         } => may_fail(left) || may_fail(right),
         Node::Not(x)
         | Node::IsNull { input: x, .. }
+        | Node::Is { input: x, .. }
         | Node::InList { input: x, .. }
         | Node::Like { input: x, .. }
         | Node::Negative(x)
@@ -368,22 +425,6 @@ fn may_fail(b: &Bound) -> bool {
             .chain(otherwise.as_deref())
             .any(may_fail),
         Node::Call { args, .. } => args.iter().any(may_fail),
-    }
-}
-
-fn compare(
-    op: CmpOp,
-    l: &dyn Datum,
-    r: &dyn Datum,
-) -> std::result::Result<BooleanArray, ArrowError> {
-    use arrow_ord::cmp;
-    match op {
-        CmpOp::Eq => cmp::eq(l, r),
-        CmpOp::NotEq => cmp::neq(l, r),
-        CmpOp::Lt => cmp::lt(l, r),
-        CmpOp::LtEq => cmp::lt_eq(l, r),
-        CmpOp::Gt => cmp::gt(l, r),
-        CmpOp::GtEq => cmp::gt_eq(l, r),
     }
 }
 
@@ -694,10 +735,11 @@ mod tests {
             "CASE WHEN a >= 1 THEN 'first' WHEN a >= 2 THEN 'second' ELSE 'none' END",
             StringArray::from(vec!["first", "first", "first", "none"]),
         );
-        // A NULL condition is not TRUE: the NULL row takes ELSE. The literal takes a's type.
+        // A NULL condition is not TRUE: the NULL row takes ELSE. The literal is int64, so
+        // the result is too (as pylance types CASE inside a filter).
         gives(
             "CASE WHEN a > 2 THEN a ELSE 0 END",
-            Int32Array::from(vec![0, 0, 3, 0]),
+            Int64Array::from(vec![0, 0, 3, 0]),
         );
         // Results meet in their common type (a is int32, b double); a fraction widens.
         gives(
@@ -776,7 +818,7 @@ mod tests {
             .contains("Divide by zero"));
         gives(
             "CASE WHEN z <> 0 THEN a / z ELSE -1 END",
-            Int32Array::from(vec![Some(-1), Some(2), Some(-1), None]),
+            Int64Array::from(vec![Some(-1), Some(2), Some(-1), None]),
         );
         gives(
             "CASE WHEN z = 0 THEN 0 WHEN a / z > 1 THEN 1 ELSE 2 END",

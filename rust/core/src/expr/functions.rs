@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int64Type};
+use arrow_array::types::{Decimal128Type, Float32Type, Float64Type, Int64Type};
 use arrow_array::{
-    Array, ArrayRef, Float64Array, GenericStringArray, Int32Array, Int64Array, OffsetSizeTrait,
-    Scalar,
+    Array, ArrayRef, Decimal128Array, Float32Array, Float64Array, GenericStringArray, Int32Array,
+    Int64Array, OffsetSizeTrait, Scalar,
 };
 use arrow_cast::cast;
 use arrow_schema::{ArrowError, DataType};
@@ -111,7 +111,7 @@ pub(super) fn call(
         _ => {
             // Every string argument was cast to the type of the first (concat: the result).
             let text = match function {
-                Function::Concat => to,
+                Function::Concat | Function::ConcatOp => to,
                 _ => args[0].values.data_type(),
             };
             match text {
@@ -154,13 +154,17 @@ fn strings<O: OffsetSizeTrait>(
                 true
             })?
         }
-        Function::Concat => {
+        Function::Concat | Function::ConcatOp => {
             let all = args
                 .iter()
                 .map(Strs::<O>::new)
                 .collect::<Result<Vec<_>, _>>()?;
             let size = all.iter().map(|a| a.bytes(rows)).sum();
+            let strict = function == Function::ConcatOp;
             build::<O>(rows, size, |i, out| {
+                if strict && all.iter().any(|a| a.get(i).is_none()) {
+                    return false;
+                }
                 for v in all.iter().filter_map(|a| a.get(i)) {
                     out.push_str(v);
                 }
@@ -307,50 +311,110 @@ fn abs(x: &ArrayRef) -> Result<ArrayRef, ArrowError> {
     )?;
     // Floats compare in total order: -0.0 and -NaN are below 0.
     let negative = arrow_ord::cmp::lt(x, &Scalar::new(zero))?;
-    let flipped = arrow_arith::numeric::neg_wrapping(x)?;
+    // abs of the smallest integer overflows: an error, as in pylance.
+    let flipped = if x.data_type().is_signed_integer() {
+        arrow_arith::numeric::neg(x)?
+    } else {
+        arrow_arith::numeric::neg_wrapping(x)?
+    };
     arrow_select::zip::zip(&negative, &flipped, x)
 }
 
 /// `x` rounded to `digits` after the point (before it when negative), halves away from
-/// zero; done in f64, and float32 values go back to float32.
+/// zero: decimals in their own type, float32 in float32, anything else as a double.
 fn round(x: &Arg, digits: Option<&Arg>, rows: usize) -> Result<ArrayRef, ArrowError> {
-    let to = x.values.data_type().clone();
-    let values = cast(&x.values, &DataType::Float64)?;
-    let values = values.as_primitive::<Float64Type>();
     let digits = digits.map(Ints::new).transpose()?;
-    let out: Float64Array = (0..rows)
-        .map(|i| {
-            let j = x.at(i);
-            let d = match &digits {
-                Some(d) => d.get(i)?,
-                None => 0,
-            };
-            values.is_valid(j).then(|| round_to(values.value(j), d))
-        })
-        .collect();
-    let out: ArrayRef = Arc::new(out);
-    if to == DataType::Float64 {
-        Ok(out)
-    } else {
-        cast(&out, &to)
+    let digits_at = |i: usize| match &digits {
+        Some(d) => d.get(i),
+        None => Some(0),
+    };
+    match x.values.data_type() {
+        DataType::Decimal128(p, s) => {
+            let (p, s) = (*p, *s);
+            let values = x.values.as_primitive::<Decimal128Type>();
+            let out = (0..rows)
+                .map(|i| {
+                    let j = x.at(i);
+                    match (values.is_valid(j), digits_at(i)) {
+                        (true, Some(d)) => round_decimal(values.value(j), s, d).map(Some),
+                        _ => Ok(None),
+                    }
+                })
+                .collect::<Result<Decimal128Array, ArrowError>>()?;
+            Ok(Arc::new(out.with_precision_and_scale(p, s)?))
+        }
+        DataType::Float32 => {
+            let values = x.values.as_primitive::<Float32Type>();
+            let out: Float32Array = (0..rows)
+                .map(|i| {
+                    let j = x.at(i);
+                    let d = digits_at(i)?;
+                    values.is_valid(j).then(|| round_f32(values.value(j), d))
+                })
+                .collect();
+            Ok(Arc::new(out))
+        }
+        _ => {
+            let values = cast(&x.values, &DataType::Float64)?;
+            let values = values.as_primitive::<Float64Type>();
+            let out: Float64Array = (0..rows)
+                .map(|i| {
+                    let j = x.at(i);
+                    let d = digits_at(i)?;
+                    values.is_valid(j).then(|| round_to(values.value(j), d))
+                })
+                .collect();
+            Ok(Arc::new(out))
+        }
     }
 }
 
-fn round_to(v: f64, digits: i64) -> f64 {
-    // Beyond ±308 digits the scale is not a finite double.
-    let p = 10f64.powi(digits.unsigned_abs().min(308) as i32);
-    if digits >= 0 {
-        let r = (v * p).round() / p;
-        // So large that it has no digits after the point to round.
-        if r.is_finite() {
-            r
-        } else {
-            v
-        }
-    } else {
-        (v / p).round() * p
+/// A decimal (of `scale`) rounded to `digits` places, halves away from zero; its scale
+/// stays, so the dropped places become zeros.
+fn round_decimal(v: i128, scale: i8, digits: i64) -> Result<i128, ArrowError> {
+    let drop = scale as i64 - digits;
+    if drop <= 0 {
+        return Ok(v);
     }
+    if drop > 38 {
+        return Ok(0);
+    }
+    let f = 10i128.pow(drop as u32);
+    let (q, r) = (v / f, v % f);
+    let q = if r >= f / 2 {
+        q + 1
+    } else if r <= -(f / 2) {
+        q - 1
+    } else {
+        q
+    };
+    q.checked_mul(f)
+        .ok_or_else(|| ArrowError::ComputeError(format!("round overflows on {v}")))
 }
+
+/// `round_to` for one float type: `v` rounded to `digits` places, halves away from zero,
+/// computed in that type (as pylance does); a value too large to have digits after the
+/// point to round is kept.
+macro_rules! round_in {
+    ($name:ident, $t:ty) => {
+        fn $name(v: $t, digits: i64) -> $t {
+            // Beyond ±308 digits the scale is not a finite double.
+            let p = 10f64.powi(digits.unsigned_abs().min(308) as i32) as $t;
+            if digits >= 0 {
+                let r = (v * p).round() / p;
+                if r.is_finite() {
+                    r
+                } else {
+                    v
+                }
+            } else {
+                (v / p).round() * p
+            }
+        }
+    };
+}
+round_in!(round_f32, f32);
+round_in!(round_to, f64);
 
 #[cfg(test)]
 mod tests {
@@ -600,16 +664,17 @@ mod tests {
             "upper(substr(kl, length(kl) - 1))",
             LargeStringArray::from(vec![Some("LO"), Some("E "), None, Some("SSE"), Some("")]),
         );
+        // A literal is int64 inside a value (as in pylance), so the sum is too.
         gives(
             "length(lower(coalesce(k, 'NONE'))) + 1",
-            Int32Array::from(vec![6, 9, 5, 11, 1]),
+            Int64Array::from(vec![6, 9, 5, 11, 1]),
         );
     }
 
     #[test]
     fn coalesce_and_nullif() {
-        // A literal takes the column's type, as in comparisons.
-        gives("coalesce(n, 0)", Int32Array::from(vec![1, 0, 0, -7, 3]));
+        // A literal keeps its own type: int32 and int64 give int64, as in pylance.
+        gives("coalesce(n, 0)", Int64Array::from(vec![1, 0, 0, -7, 3]));
         gives(
             "coalesce(NULL, k, 'none')",
             StringArray::from(vec!["Hello", " sp ace ", "none", "ÄÖü straße", ""]),
@@ -641,7 +706,11 @@ mod tests {
         assert!(failed("coalesce(CAST(NULL AS DOUBLE), 1 / n)").contains("Divide by zero"));
         gives(
             "nullif(n, 0)",
-            Int32Array::from(vec![Some(1), None, None, Some(-7), Some(3)]),
+            Int64Array::from(vec![Some(1), None, None, Some(-7), Some(3)]),
+        );
+        gives(
+            "nullif(f, -0.0)",
+            Float64Array::from(vec![Some(1.25), Some(-2.5), None, Some(0.125), None]),
         );
         gives(
             "nullif(k, '')",
@@ -667,10 +736,9 @@ mod tests {
             Float64Array::from(vec![Some(1.25), Some(2.5), None, Some(0.125), Some(0.0)]),
         );
         gives("abs(-5)", Int64Array::from(vec![5; 5]));
-        gives(
-            "abs(-9223372036854775808)",
-            Int64Array::from(vec![i64::MIN; 5]),
-        );
+        // The smallest integer has no absolute value in its type.
+        assert!(failed("abs(-9223372036854775808)").contains("Overflow"));
+        assert!(failed("abs(CAST(n - 8 AS TINYINT) * CAST(16 AS TINYINT))").contains("Overflow"));
         gives(
             "round(f)",
             Float64Array::from(vec![Some(1.0), Some(-3.0), None, Some(0.0), Some(-0.0)]),
@@ -751,7 +819,7 @@ mod tests {
             ),
             (
                 "nullif(n, 'x')",
-                "cannot compare column 'n' of type Int32 with the string 'x'",
+                "nullif cannot compare column 'n' (Int32) with the string 'x' (Utf8)",
             ),
             ("lower(zz)", "it refers to 'zz', which is not a column"),
             ("concat(k, zz)", "it refers to 'zz', which is not a column"),

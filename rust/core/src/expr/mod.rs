@@ -8,16 +8,19 @@
 //! a `Bound` expression with a known result type; `eval` runs a `Bound` expression on a
 //! record batch with arrow's kernels.
 mod bind;
+mod compare;
 mod eval;
 mod functions;
 mod parse;
+mod types;
 
 use std::collections::BTreeSet;
 
 use arrow_schema::DataType;
 
 pub use bind::{bind, bind_filter, Bound};
-pub use eval::{evaluate, evaluate_filter};
+pub use compare::normalize_floats;
+pub use eval::{evaluate, evaluate_filter, evaluate_filter_where};
 pub use parse::{parse, parse_expression};
 
 /// A literal value, typed as SQL writes it; binding gives it the type of what it meets.
@@ -63,6 +66,14 @@ pub enum CmpOp {
     GtEq,
 }
 
+/// What `IS [NOT] TRUE | FALSE | UNKNOWN` tests a boolean for (UNKNOWN: NULL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Truth {
+    True,
+    False,
+    Unknown,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ArithOp {
     Add,
@@ -85,6 +96,8 @@ pub enum Function {
     /// `concat(a, b, ...)`: NULL arguments count as empty strings, others are converted
     /// to strings; the result is never NULL.
     Concat,
+    /// `a || b`: as concat, but NULL when either is NULL (SQL's operator).
+    ConcatOp,
     /// `substr(s, start[, count])`: characters from `start` (from 1; before 1 counts
     /// toward `count`), as in PostgreSQL.
     Substr,
@@ -141,6 +154,7 @@ impl Function {
             Function::Lower => "lower",
             Function::Upper => "upper",
             Function::Concat => "concat",
+            Function::ConcatOp => "||",
             Function::Substr => "substr",
             Function::Trim => "trim",
             Function::Ltrim => "ltrim",
@@ -155,7 +169,7 @@ impl Function {
     pub fn arity(self) -> (usize, Option<usize>) {
         match self {
             Function::Coalesce | Function::Concat => (1, None),
-            Function::NullIf => (2, Some(2)),
+            Function::NullIf | Function::ConcatOp => (2, Some(2)),
             Function::Lower | Function::Upper | Function::Length | Function::Abs => (1, Some(1)),
             Function::Substr => (2, Some(3)),
             Function::Trim | Function::Ltrim | Function::Rtrim | Function::Round => (1, Some(2)),
@@ -180,9 +194,23 @@ pub enum Expr {
         expr: Box<Expr>,
         negated: bool,
     },
+    /// `b IS [NOT] TRUE | FALSE | UNKNOWN`: never NULL (`NULL IS NOT TRUE` holds).
+    Is {
+        expr: Box<Expr>,
+        truth: Truth,
+        negated: bool,
+    },
     InList {
         expr: Box<Expr>,
         list: Vec<Literal>,
+        negated: bool,
+    },
+    /// `x [NOT] BETWEEN low AND high`: `low <= x AND x <= high`, the three compared in the
+    /// one type they meet in.
+    Between {
+        expr: Box<Expr>,
+        low: Box<Expr>,
+        high: Box<Expr>,
         negated: bool,
     },
     Like {
@@ -279,9 +307,17 @@ impl Expr {
                 left.visit_columns(f);
                 right.visit_columns(f);
             }
+            Expr::Between {
+                expr, low, high, ..
+            } => {
+                for e in [expr, low, high] {
+                    e.visit_columns(f);
+                }
+            }
             Expr::Not(e)
             | Expr::Negative(e)
             | Expr::IsNull { expr: e, .. }
+            | Expr::Is { expr: e, .. }
             | Expr::InList { expr: e, .. }
             | Expr::Like { expr: e, .. }
             | Expr::Field { expr: e, .. }
@@ -320,8 +356,14 @@ impl std::fmt::Display for Expr {
                     | Expr::Arith { .. }
                     | Expr::Not(_)
                     | Expr::IsNull { .. }
+                    | Expr::Is { .. }
+                    | Expr::Between { .. }
                     | Expr::InList { .. }
-                    | Expr::Like { .. }) => write!(f, "({e})"),
+                    | Expr::Like { .. }
+                    | Expr::Call {
+                        function: Function::ConcatOp,
+                        ..
+                    }) => write!(f, "({e})"),
                     e => write!(f, "{e}"),
                 }
             }
@@ -340,7 +382,7 @@ impl std::fmt::Display for Expr {
                         if plain {
                             p.clone()
                         } else {
-                            format!("\"{}\"", p.replace('"', "\"\""))
+                            format!("`{}`", p.replace('`', "``"))
                         }
                     })
                     .collect();
@@ -391,6 +433,19 @@ impl std::fmt::Display for Expr {
                     if *negated { "NOT " } else { "" }
                 )
             }
+            Expr::Is {
+                expr,
+                truth,
+                negated,
+            } => {
+                let not = if *negated { "NOT " } else { "" };
+                let truth = match truth {
+                    Truth::True => "TRUE",
+                    Truth::False => "FALSE",
+                    Truth::Unknown => "UNKNOWN",
+                };
+                write!(f, "{} IS {not}{truth}", Operand(expr))
+            }
             Expr::InList {
                 expr,
                 list,
@@ -402,6 +457,21 @@ impl std::fmt::Display for Expr {
                     .collect();
                 let not = if *negated { "NOT " } else { "" };
                 write!(f, "{} {not}IN ({})", Operand(expr), items.join(", "))
+            }
+            Expr::Between {
+                expr,
+                low,
+                high,
+                negated,
+            } => {
+                let not = if *negated { "NOT " } else { "" };
+                write!(
+                    f,
+                    "{} {not}BETWEEN {} AND {}",
+                    Operand(expr),
+                    Operand(low),
+                    Operand(high)
+                )
             }
             Expr::Like {
                 expr,
@@ -447,6 +517,10 @@ impl std::fmt::Display for Expr {
                 }
                 write!(f, " END")
             }
+            Expr::Call {
+                function: Function::ConcatOp,
+                args,
+            } if args.len() == 2 => write!(f, "{} || {}", Operand(&args[0]), Operand(&args[1])),
             Expr::Call { function, args } => {
                 let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
                 write!(f, "{}({})", function.name(), args.join(", "))

@@ -11,7 +11,7 @@ use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
-use super::{ArithOp, CmpOp, Expr, Function, Literal, TypedKind};
+use super::{ArithOp, CmpOp, Expr, Function, Literal, Truth, TypedKind};
 use crate::error::{Error, Result};
 
 /// The text being parsed, and what it is for ("filter", "expression"), for errors.
@@ -99,6 +99,10 @@ fn literal_of(e: &ast::Expr, text: Source<'_>) -> Result<Literal> {
 fn convert(e: &ast::Expr, text: Source<'_>) -> Result<Expr> {
     use ast::Expr as E;
     Ok(match e {
+        // As in pylance, "x" is a string (names are quoted with backticks: `my col`).
+        E::Identifier(id) if id.quote_style == Some('"') => {
+            Expr::Literal(Literal::String(id.value.clone()))
+        }
         E::Identifier(id) => Expr::Column(vec![id.value.clone()]),
         E::CompoundIdentifier(ids) => Expr::Column(ids.iter().map(|i| i.value.clone()).collect()),
         E::Nested(inner) => convert(inner, text)?,
@@ -176,6 +180,10 @@ fn convert(e: &ast::Expr, text: Source<'_>) -> Result<Expr> {
                         right: Box::new(r),
                     }
                 }
+                BinaryOperator::StringConcat => Expr::Call {
+                    function: Function::ConcatOp,
+                    args: vec![l, r],
+                },
                 other => return Err(bad(text, format!("unsupported operator {other}"))),
             }
         }
@@ -187,16 +195,12 @@ fn convert(e: &ast::Expr, text: Source<'_>) -> Result<Expr> {
             expr: Box::new(convert(inner, text)?),
             negated: true,
         },
-        E::IsTrue(inner) => Expr::cmp(
-            CmpOp::Eq,
-            convert(inner, text)?,
-            Expr::Literal(Literal::Bool(true)),
-        ),
-        E::IsFalse(inner) => Expr::cmp(
-            CmpOp::Eq,
-            convert(inner, text)?,
-            Expr::Literal(Literal::Bool(false)),
-        ),
+        E::IsTrue(inner) => is(inner, Truth::True, false, text)?,
+        E::IsNotTrue(inner) => is(inner, Truth::True, true, text)?,
+        E::IsFalse(inner) => is(inner, Truth::False, false, text)?,
+        E::IsNotFalse(inner) => is(inner, Truth::False, true, text)?,
+        E::IsUnknown(inner) => is(inner, Truth::Unknown, false, text)?,
+        E::IsNotUnknown(inner) => is(inner, Truth::Unknown, true, text)?,
         E::InList {
             expr,
             list,
@@ -214,19 +218,12 @@ fn convert(e: &ast::Expr, text: Source<'_>) -> Result<Expr> {
             negated,
             low,
             high,
-        } => {
-            let x = convert(expr, text)?;
-            let range = Expr::cmp(CmpOp::GtEq, x.clone(), convert(low, text)?).and(Expr::cmp(
-                CmpOp::LtEq,
-                x,
-                convert(high, text)?,
-            ));
-            if *negated {
-                range.negate()
-            } else {
-                range
-            }
-        }
+        } => Expr::Between {
+            expr: Box::new(convert(expr, text)?),
+            low: Box::new(convert(low, text)?),
+            high: Box::new(convert(high, text)?),
+            negated: *negated,
+        },
         E::Like {
             negated,
             expr,
@@ -364,6 +361,14 @@ fn convert(e: &ast::Expr, text: Source<'_>) -> Result<Expr> {
             Expr::Call { function, args }
         }
         other => return Err(bad(text, format!("unsupported expression '{other}'"))),
+    })
+}
+
+fn is(inner: &ast::Expr, truth: Truth, negated: bool, text: Source<'_>) -> Result<Expr> {
+    Ok(Expr::Is {
+        expr: Box::new(convert(inner, text)?),
+        truth,
+        negated,
     })
 }
 

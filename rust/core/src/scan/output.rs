@@ -43,12 +43,19 @@ impl Output {
         self
     }
 
-    /// Which rows of a batch read the filter keeps (None: no filter).
-    pub fn mask(&self, batch: &RecordBatch) -> Result<Option<BooleanArray>> {
-        self.filter
-            .as_ref()
-            .map(|f| crate::expr::evaluate_filter(f, batch))
-            .transpose()
+    /// Which rows of a batch read the scan keeps (None: all): the live rows (`live`, None
+    /// when no row of the batch is deleted) the filter keeps. The filter is run on the live
+    /// rows only where it could fail, so that a deleted row's value never fails a scan.
+    pub fn mask(
+        &self,
+        batch: &RecordBatch,
+        live: Option<BooleanArray>,
+    ) -> Result<Option<BooleanArray>> {
+        match (&self.filter, live) {
+            (Some(f), Some(live)) => crate::expr::evaluate_filter_where(f, batch, &live).map(Some),
+            (Some(f), None) => crate::expr::evaluate_filter(f, batch).map(Some),
+            (None, live) => Ok(live),
+        }
     }
 
     /// The batch to return for a (filtered) batch read.

@@ -322,10 +322,7 @@ fn filter_on_workers(
         async move {
             let (batch, keep) = r?;
             super::cpu::spawn_cpu("filtering a batch".into(), move || {
-                let mask = match (output.mask(&batch)?, keep) {
-                    (Some(m), Some(k)) => Some(arrow_arith::boolean::and_kleene(&m, &k)?),
-                    (m, k) => m.or(k),
-                };
+                let mask = output.mask(&batch, keep)?;
                 let batch = match mask {
                     Some(m) => arrow_select::filter::filter_record_batch(&batch, &m)?,
                     None => batch,

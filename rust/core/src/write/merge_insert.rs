@@ -173,7 +173,7 @@ fn prepare_source(ds: &Dataset, source: &RecordBatch, on: &[String]) -> Result<S
             .map(|c| SortField::new(c.data_type().clone()))
             .collect(),
     )?;
-    let keys = converter.convert_columns(&key_columns)?;
+    let keys = key_rows(&converter, &key_columns)?;
     let null_key = any_null(&key_columns, batch.num_rows());
     let mut by_hash: HashMap<u64, u32, _> =
         HashMap::with_capacity_and_hasher(batch.num_rows(), foldhash::fast::FixedState::default());
@@ -211,6 +211,13 @@ fn prepare_source(ds: &Dataset, source: &RecordBatch, on: &[String]) -> Result<S
         duplicate,
         converter,
     })
+}
+
+/// Keys in row format, where equal keys have equal bytes: -0.0 is made 0.0 and NaNs one
+/// NaN first, since those are equal keys (as in every comparison).
+fn key_rows(converter: &RowConverter, columns: &[ArrayRef]) -> Result<Rows> {
+    let columns: Vec<ArrayRef> = columns.iter().map(crate::expr::normalize_floats).collect();
+    Ok(converter.convert_columns(&columns)?)
 }
 
 /// The hash of a key in row format (equal keys have equal bytes).
@@ -290,7 +297,7 @@ async fn find_matches(
             .iter()
             .map(|k| b.column_by_name(k).cloned().expect("scanned"))
             .collect();
-        let rows = src.converter.convert_columns(&keys)?;
+        let rows = key_rows(&src.converter, &keys)?;
         let null_key = any_null(&keys, b.num_rows());
         let addrs = b
             .column_by_name(ROW_ADDRESS)
