@@ -47,6 +47,9 @@ SAME_AS_PYLANCE = [
     "s = \"a\"", "s IN ('a', \"b\")", "s || 'x' = 'ax'", "s || s = 'aa'", "(s || 'x') IS NULL",
     "abs(f) = 0.0", "abs(u8) = 1", "abs(i16 + 0) = 1", "coalesce(i32, 0) > 0", "nullif(i32, 0) IS NULL", "round(f32) = 0",
     "i32 + 1 BETWEEN 0 AND 2147483648", "(i32 + 1) IN (2147483648, 1)",
+    "i32 IN (i64, 7)", "i32 NOT IN (i64, 7)", "i32 IN (i64, NULL)", "i32 IS DISTINCT FROM 0",
+    "i32 IS NOT DISTINCT FROM NULL", "f IS DISTINCT FROM 0.0", "f IS NOT DISTINCT FROM -0.0",
+    "u64 > 18446744073709551614", "u64 = 9223372036854775808",
 ]
 
 

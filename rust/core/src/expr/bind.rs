@@ -113,6 +113,16 @@ pub fn bind(expr: &Expr, schema: &Schema) -> Result<Bound> {
     binder.bind(expr)
 }
 
+impl Bound {
+    /// The value, when the expression is a constant (the same for every row).
+    pub fn constant(&self) -> Option<&ArrayRef> {
+        match &self.node {
+            Node::Scalar(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+
 /// Bind a predicate: like `bind`, and its result must be a boolean.
 pub fn bind_filter(expr: &Expr, schema: &Schema) -> Result<Bound> {
     let binder = Binder::new(expr, schema, "filter");
@@ -160,8 +170,9 @@ fn natural(l: &Literal) -> Result<ArrayRef> {
         Literal::Typed { kind, text } => {
             let to = match kind {
                 TypedKind::Date => DataType::Date32,
-                TypedKind::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
+                TypedKind::Timestamp(unit) => DataType::Timestamp(*unit, None),
                 TypedKind::Time => DataType::Time64(TimeUnit::Microsecond),
+                TypedKind::Decimal(p, s) => DataType::Decimal128(*p, *s),
             };
             from_text(text, &to).ok_or_else(|| {
                 Error::invalid(format!("{} is not a valid {to} value", describe(l)))
@@ -200,9 +211,28 @@ fn literal_as(l: &Literal, to: &DataType, exactly: bool) -> Option<ArrayRef> {
         Literal::Bool(b) if *to == DataType::Boolean => {
             Some(Arc::new(BooleanArray::from(vec![*b])))
         }
+        // A number with a fraction meets a decimal as written, not through the double
+        // nearest to it: 99999999.99 is exactly that decimal.
+        Literal::Float(text) if is_decimal(to) && !text.contains(['e', 'E']) => {
+            let scale = match to {
+                DataType::Decimal128(_, s) | DataType::Decimal256(_, s) => *s,
+                _ => 0,
+            };
+            let places = text
+                .split_once('.')
+                .map_or(0, |(_, f)| f.trim_end_matches('0').len());
+            if exactly && places > scale.max(0) as usize {
+                return None;
+            }
+            from_text(text, to)
+        }
         Literal::Int(_) | Literal::UInt(_) | Literal::Float(_) if is_numeric(to) => {
             number(natural(l).ok()?)
         }
+        Literal::Typed {
+            kind: TypedKind::Decimal(..),
+            ..
+        } if is_numeric(to) => number(natural(l).ok()?),
         Literal::Typed { .. } if is_temporal(to) => number(natural(l).ok()?),
         _ => None,
     }
@@ -291,7 +321,8 @@ impl<'a> Binder<'a> {
             Expr::Literal(l) => self.scalar(natural(l).map_err(|e| self.error(e))?),
             Expr::Cmp { op, left, right } => {
                 let (l, r) = self.pair(left, right)?;
-                if [&l, &r].iter().any(|b| is_null_constant(b)) {
+                let null_is_a_value = matches!(op, CmpOp::Distinct | CmpOp::NotDistinct);
+                if !null_is_a_value && [&l, &r].iter().any(|b| is_null_constant(b)) {
                     // NULL, whatever the other side is (which is not computed, as in
                     // pylance: `abs(x) = NULL` does not fail where abs would).
                     return Ok(self.scalar(new_null_array(&DataType::Boolean, 1)));
@@ -303,7 +334,7 @@ impl<'a> Binder<'a> {
                         side(right)
                     ))
                 })?;
-                let nullable = l.nullable || r.nullable;
+                let nullable = (l.nullable || r.nullable) && !null_is_a_value;
                 self.node(
                     Node::Cmp {
                         op: *op,
@@ -962,7 +993,15 @@ impl<'a> Binder<'a> {
             Expr::Literal(l) => literal_as(l, &t, true).is_some(),
             _ => false,
         };
-        let to = if embeds(&t, &common) && others.iter().all(|e| exact(e)) {
+        // Integers and decimals compare exactly in either type, and the common type may
+        // not hold all of `t` (decimal(38, 0) against 0.5 meets as decimal(38, 1)): there a
+        // literal that is exact in `t` is compared in `t` too, as pylance does.
+        let exact_numbers = |a: &DataType, b: &DataType| {
+            (a.is_integer() || is_decimal(a)) && (b.is_integer() || is_decimal(b))
+        };
+        let to = if (embeds(&t, &common) || exact_numbers(&t, &common))
+            && others.iter().all(|e| exact(e))
+        {
             t
         } else {
             common

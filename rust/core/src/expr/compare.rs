@@ -17,8 +17,12 @@ use arrow_schema::{ArrowError, DataType};
 
 use super::CmpOp;
 
-/// `l op r`, NULL where either side is NULL.
+/// `l op r`, NULL where either side is NULL (but for IS [NOT] DISTINCT FROM, where NULL
+/// is a value equal to itself and the answer is never NULL).
 pub fn compare(op: CmpOp, l: &dyn Datum, r: &dyn Datum) -> Result<BooleanArray, ArrowError> {
+    if let CmpOp::Distinct | CmpOp::NotDistinct = op {
+        return distinct(op, l, r);
+    }
     let ((la, l_scalar), (ra, r_scalar)) = (l.get(), r.get());
     if la.data_type() == ra.data_type() {
         match la.data_type() {
@@ -36,7 +40,26 @@ pub fn compare(op: CmpOp, l: &dyn Datum, r: &dyn Datum) -> Result<BooleanArray, 
         CmpOp::LtEq => cmp::lt_eq(l, r),
         CmpOp::Gt => cmp::gt(l, r),
         CmpOp::GtEq => cmp::gt_eq(l, r),
+        CmpOp::Distinct | CmpOp::NotDistinct => unreachable!("answered above"),
     }
+}
+
+/// IS [NOT] DISTINCT FROM: equality where two NULLs are equal and NULL differs from any
+/// value, built on `=` so that floats compare as everywhere else.
+fn distinct(op: CmpOp, l: &dyn Datum, r: &dyn Datum) -> Result<BooleanArray, ArrowError> {
+    let ((la, l_scalar), (ra, r_scalar)) = (l.get(), r.get());
+    let eq = compare(CmpOp::Eq, l, r)?;
+    let len = eq.len();
+    let null_at = |a: &dyn Array, scalar: bool, i: usize| a.is_null(if scalar { 0 } else { i });
+    let same = BooleanBuffer::collect_bool(len, |i| {
+        match (null_at(la, l_scalar, i), null_at(ra, r_scalar, i)) {
+            (true, true) => true,
+            (false, false) => eq.value(i),
+            _ => false,
+        }
+    });
+    let out = if op == CmpOp::Distinct { !&same } else { same };
+    Ok(BooleanArray::new(out, None))
 }
 
 /// A float's place in the order: IEEE's total order with -0.0 moved onto 0.0 and every
@@ -117,8 +140,8 @@ where
     let at = |i: usize| av[if l_scalar { 0 } else { i }].order_key();
     let bt = |i: usize| bv[if r_scalar { 0 } else { i }].order_key();
     let test: fn(i64, i64) -> bool = match op {
-        CmpOp::Eq => |x, y| x == y,
-        CmpOp::NotEq => |x, y| x != y,
+        CmpOp::Eq | CmpOp::NotDistinct => |x, y| x == y,
+        CmpOp::NotEq | CmpOp::Distinct => |x, y| x != y,
         CmpOp::Lt => |x, y| x < y,
         CmpOp::LtEq => |x, y| x <= y,
         CmpOp::Gt => |x, y| x > y,

@@ -133,12 +133,20 @@ fn eval(b: &Bound, batch: &RecordBatch) -> std::result::Result<Val, ArrowError> 
             }
         }
         Node::And(x, y) | Node::Or(x, y) => {
+            let and = matches!(&b.node, Node::And(..));
             let x = eval(x, batch)?.into_array(rows)?;
-            let y = eval(y, batch)?.into_array(rows)?;
-            let (x, y) = (x.as_boolean(), y.as_boolean());
-            Val::Array(Arc::new(match &b.node {
-                Node::And(..) => and_kleene(x, y)?,
-                _ => or_kleene(x, y)?,
+            let x = x.as_boolean();
+            // The right side matters only where the left does not decide (AND: where it is
+            // not FALSE, OR: not TRUE); it runs on those rows only when it could fail on
+            // others, so that `b <> 0 AND a / b > 1` does not divide by zero.
+            let decided = if and { only_false(x) } else { only_true(x) };
+            let open = not(&decided)?;
+            let y = eval_selected(y, batch, &open)?.into_array(rows)?;
+            let y = y.as_boolean();
+            Val::Array(Arc::new(if and {
+                and_kleene(x, y)?
+            } else {
+                or_kleene(x, y)?
             }))
         }
         Node::Not(x) => eval(x, batch)?.map(|a| Ok(Arc::new(not(a.as_boolean())?) as ArrayRef))?,
@@ -327,6 +335,15 @@ fn eval(b: &Bound, batch: &RecordBatch) -> std::result::Result<Val, ArrowError> 
             }
         }
     })
+}
+
+/// TRUE where `a` is FALSE, FALSE where it is TRUE or NULL.
+fn only_false(a: &BooleanArray) -> BooleanArray {
+    let values = !a.values();
+    match a.nulls() {
+        Some(valid) => BooleanArray::new(&values & valid.inner(), None),
+        None => BooleanArray::new(values, None),
+    }
 }
 
 /// TRUE where `a` is TRUE, FALSE where it is FALSE or NULL.
@@ -604,6 +621,45 @@ mod tests {
         bind_filter(&parse(sql).unwrap(), &b.schema())
             .unwrap_err()
             .to_string()
+    }
+
+    #[test]
+    fn filters_compute_as_pylances_engine_types_them() {
+        let (t, f) = (Some(true), Some(false));
+        // u: 1, 2, 3, 255. An integer literal is int64 inside a filter: 255 + 1 is 256.
+        assert_eq!(rows("u + 1 = 0"), vec![f, f, f, f]);
+        assert_eq!(rows("u + 1 > 255"), vec![f, f, f, t]);
+        // b: 1.5, 2.5, NULL, 4.0; the three of BETWEEN meet in one type.
+        assert_eq!(rows("b BETWEEN 1 AND 2.0"), vec![t, f, None, f]);
+        assert_eq!(rows("b = DECIMAL(3, 1) '1.5'"), vec![t, f, None, f]);
+        // "x" is a string, as in pylance.
+        assert_eq!(rows("s = \"x\""), vec![t, f, f, None]);
+        // a: 1, 2, 3, NULL. NULL is a value to IS [NOT] DISTINCT FROM.
+        assert_eq!(rows("a IS DISTINCT FROM 1"), vec![f, t, t, t]);
+        assert_eq!(rows("a IS NOT DISTINCT FROM NULL"), vec![f, f, f, t]);
+        assert_eq!(rows("b IS NOT DISTINCT FROM -0.0 + 1.5"), vec![t, f, f, f]);
+        // IS [NOT] TRUE / FALSE / UNKNOWN never give NULL.
+        assert_eq!(rows("(a > 1) IS NOT TRUE"), vec![t, f, f, t]);
+        assert_eq!(rows("NOT ((a > 1) IS FALSE)"), vec![f, t, t, t]);
+        assert_eq!(rows("(a > 1) IS UNKNOWN"), vec![f, f, f, t]);
+        // A comparison with NULL is NULL without computing the other side.
+        assert_eq!(rows("a / z = NULL"), vec![None; 4]);
+    }
+
+    #[test]
+    fn and_or_run_their_right_side_where_it_matters() {
+        let (t, f) = (Some(true), Some(false));
+        // z: 0, 1, 0, 2. Unguarded, a / z divides by zero.
+        assert!(refused_at_run("a / z > 1").contains("Divide by zero"));
+        assert_eq!(rows("z <> 0 AND a / z > 1"), vec![f, t, f, None]);
+        assert_eq!(rows("z = 0 OR a / z > 1"), vec![t, t, t, None]);
+        assert_eq!(rows("NOT (z = 0 OR a / z <= 1)"), vec![f, t, f, None]);
+    }
+
+    fn refused_at_run(sql: &str) -> String {
+        let b = batch();
+        let bound = bind_filter(&parse(sql).unwrap(), &b.schema()).unwrap();
+        evaluate_filter(&bound, &b).unwrap_err().to_string()
     }
 
     #[test]

@@ -393,22 +393,18 @@ fn round_decimal(v: i128, scale: i8, digits: i64) -> Result<i128, ArrowError> {
 }
 
 /// `round_to` for one float type: `v` rounded to `digits` places, halves away from zero,
-/// computed in that type (as pylance does); a value too large to have digits after the
-/// point to round is kept.
+/// computed in that type as pylance computes it (`(v * 10^d).round() / 10^d`), but a
+/// value so large that it has no digits after the point to round is kept as it is
+/// (pylance gives inf there, where `v * 10^d` overflows).
 macro_rules! round_in {
     ($name:ident, $t:ty) => {
         fn $name(v: $t, digits: i64) -> $t {
-            // Beyond ±308 digits the scale is not a finite double.
-            let p = 10f64.powi(digits.unsigned_abs().min(308) as i32) as $t;
-            if digits >= 0 {
-                let r = (v * p).round() / p;
-                if r.is_finite() {
-                    r
-                } else {
-                    v
-                }
+            let p = 10f64.powi(digits.clamp(-308, 308) as i32) as $t;
+            let r = (v * p).round() / p;
+            if r.is_finite() || !v.is_finite() {
+                r
             } else {
-                (v / p).round() * p
+                v
             }
         }
     };

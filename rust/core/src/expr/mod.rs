@@ -16,7 +16,7 @@ mod types;
 
 use std::collections::BTreeSet;
 
-use arrow_schema::DataType;
+use arrow_schema::{DataType, TimeUnit};
 
 pub use bind::{bind, bind_filter, Bound};
 pub use compare::normalize_floats;
@@ -52,8 +52,12 @@ impl Literal {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TypedKind {
     Date,
-    Timestamp,
+    /// `TIMESTAMP[(p)] '...'`: seconds, milliseconds, microseconds (the default) or
+    /// nanoseconds.
+    Timestamp(TimeUnit),
     Time,
+    /// `DECIMAL(p, s) '1.50'`
+    Decimal(u8, i8),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +68,10 @@ pub enum CmpOp {
     LtEq,
     Gt,
     GtEq,
+    /// `IS DISTINCT FROM`: `<>` where NULL is a value (never NULL itself).
+    Distinct,
+    /// `IS NOT DISTINCT FROM`: `=` where NULL is a value.
+    NotDistinct,
 }
 
 /// What `IS [NOT] TRUE | FALSE | UNKNOWN` tests a boolean for (UNKNOWN: NULL).
@@ -404,9 +412,19 @@ impl std::fmt::Display for Expr {
                 }
                 Literal::Typed { kind, text } => {
                     let k = match kind {
-                        TypedKind::Date => "DATE",
-                        TypedKind::Timestamp => "TIMESTAMP",
-                        TypedKind::Time => "TIME",
+                        TypedKind::Date => "DATE".to_string(),
+                        TypedKind::Timestamp(TimeUnit::Microsecond) => "TIMESTAMP".to_string(),
+                        TypedKind::Timestamp(u) => {
+                            let p = match u {
+                                TimeUnit::Second => 0,
+                                TimeUnit::Millisecond => 3,
+                                TimeUnit::Microsecond => 6,
+                                TimeUnit::Nanosecond => 9,
+                            };
+                            format!("TIMESTAMP({p})")
+                        }
+                        TypedKind::Time => "TIME".to_string(),
+                        TypedKind::Decimal(p, s) => format!("DECIMAL({p}, {s})"),
                     };
                     write!(f, "{k} {}", quoted(text))
                 }
@@ -419,6 +437,8 @@ impl std::fmt::Display for Expr {
                     CmpOp::LtEq => "<=",
                     CmpOp::Gt => ">",
                     CmpOp::GtEq => ">=",
+                    CmpOp::Distinct => "IS DISTINCT FROM",
+                    CmpOp::NotDistinct => "IS NOT DISTINCT FROM",
                 };
                 write!(f, "{} {o} {}", Operand(left), Operand(right))
             }

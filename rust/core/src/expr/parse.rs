@@ -108,11 +108,17 @@ fn convert(e: &ast::Expr, text: Source<'_>) -> Result<Expr> {
         E::Nested(inner) => convert(inner, text)?,
         E::Value(v) => Expr::Literal(literal(&v.value, text)?),
         E::TypedString(ts) => {
-            let kind = match &ts.data_type {
-                ast::DataType::Date => TypedKind::Date,
-                ast::DataType::Timestamp(..) | ast::DataType::Datetime(..) => TypedKind::Timestamp,
-                ast::DataType::Time(..) => TypedKind::Time,
-                other => return Err(bad(text, format!("unsupported typed literal {other}"))),
+            let kind = match sql_type(&ts.data_type) {
+                Some(DataType::Date32) => TypedKind::Date,
+                Some(DataType::Timestamp(unit, None)) => TypedKind::Timestamp(unit),
+                Some(DataType::Decimal128(p, s)) => TypedKind::Decimal(p, s),
+                _ if matches!(ts.data_type, ast::DataType::Time(..)) => TypedKind::Time,
+                _ => {
+                    return Err(bad(
+                        text,
+                        format!("unsupported typed literal {}", ts.data_type),
+                    ))
+                }
             };
             let text_value = match &ts.value.value {
                 Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => s.clone(),
@@ -187,6 +193,10 @@ fn convert(e: &ast::Expr, text: Source<'_>) -> Result<Expr> {
                 other => return Err(bad(text, format!("unsupported operator {other}"))),
             }
         }
+        E::IsDistinctFrom(a, b) => Expr::cmp(CmpOp::Distinct, convert(a, text)?, convert(b, text)?),
+        E::IsNotDistinctFrom(a, b) => {
+            Expr::cmp(CmpOp::NotDistinct, convert(a, text)?, convert(b, text)?)
+        }
         E::IsNull(inner) => Expr::IsNull {
             expr: Box::new(convert(inner, text)?),
             negated: false,
@@ -205,14 +215,41 @@ fn convert(e: &ast::Expr, text: Source<'_>) -> Result<Expr> {
             expr,
             list,
             negated,
-        } => Expr::InList {
-            expr: Box::new(convert(expr, text)?),
-            list: list
+        } => {
+            let x = convert(expr, text)?;
+            let items = list
                 .iter()
-                .map(|v| literal_of(v, text))
-                .collect::<Result<_>>()?,
-            negated: *negated,
-        },
+                .map(|v| convert(v, text))
+                .collect::<Result<Vec<_>>>()?;
+            let literals: Option<Vec<Literal>> = items
+                .iter()
+                .map(|e| match e {
+                    Expr::Literal(l) => Some(l.clone()),
+                    _ => None,
+                })
+                .collect();
+            match literals {
+                Some(list) => Expr::InList {
+                    expr: Box::new(x),
+                    list,
+                    negated: *negated,
+                },
+                // With values that are not literals (`a IN (b, 7)`): `a = b OR a = 7`, which
+                // is what IN means, NULLs included.
+                None => {
+                    let any = items
+                        .into_iter()
+                        .map(|v| Expr::cmp(CmpOp::Eq, x.clone(), v))
+                        .reduce(Expr::or)
+                        .ok_or_else(|| bad(text, "IN needs at least one value"))?;
+                    if *negated {
+                        any.negate()
+                    } else {
+                        any
+                    }
+                }
+            }
+        }
         E::Between {
             expr,
             negated,
@@ -419,9 +456,7 @@ pub(super) fn describe(l: &Literal) -> String {
         Literal::Float(f) => format!("the number {f}"),
         Literal::String(s) => format!("the string '{s}'"),
         Literal::Binary(b) => format!("{} bytes", b.len()),
-        Literal::Typed { kind, text } => {
-            format!("{} '{text}'", format!("{kind:?}").to_uppercase())
-        }
+        Literal::Typed { .. } => Expr::Literal(l.clone()).to_string(),
     }
 }
 

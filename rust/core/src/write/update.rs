@@ -117,30 +117,36 @@ fn apply(
     for (a, value) in assignments.iter().zip(values) {
         let top = target.index_of(&a.path[0]).expect("resolved");
         let want = field_type(target.field(top), &a.path[1..]);
-        let (want_type, nullable) = (want.data_type(), want.is_nullable());
-        let column = a.path.join(".");
-        let value = if value.data_type() == want_type {
-            value
-        } else {
-            let opts = arrow_cast::CastOptions {
-                safe: false,
-                ..Default::default()
-            };
-            arrow_cast::cast_with_options(&value, want_type, &opts).map_err(|e| {
-                Error::invalid(format!(
-                    "column {column}: the new values ({}) cannot all be stored as {want_type}: {e}",
-                    value.data_type()
-                ))
-            })?
-        };
-        if !nullable && value.null_count() > 0 {
-            return Err(Error::invalid(format!(
-                "column {column} is not nullable, but its new values hold nulls"
-            )));
-        }
+        let value = stored_as(value, want, &a.path.join("."))?;
         columns[top] = replace_in(&columns[top], &a.path[1..], value)?;
     }
     Ok(RecordBatch::try_new(target.clone(), columns)?)
+}
+
+/// New values of `column` as its field `want` stores them: converted to its type (a value
+/// that does not fit is an error), and no NULL where it takes none.
+fn stored_as(value: ArrayRef, want: &Field, column: &str) -> Result<ArrayRef> {
+    let (want_type, nullable) = (want.data_type(), want.is_nullable());
+    let value = if value.data_type() == want_type {
+        value
+    } else {
+        let opts = arrow_cast::CastOptions {
+            safe: false,
+            ..Default::default()
+        };
+        arrow_cast::cast_with_options(&value, want_type, &opts).map_err(|e| {
+            Error::invalid(format!(
+                "column {column}: the new values ({}) cannot all be stored as {want_type}: {e}",
+                value.data_type()
+            ))
+        })?
+    };
+    if !nullable && value.null_count() > 0 {
+        return Err(Error::invalid(format!(
+            "column {column} is not nullable, but its new values hold nulls"
+        )));
+    }
+    Ok(value)
 }
 
 /// The Arrow field at `path` below `field` (struct children by name).
@@ -170,10 +176,15 @@ fn resolve(ds: &Dataset, updates: &[(String, String)]) -> Result<Vec<Assignment>
         .iter()
         .map(|(path, sql)| {
             let (_, parts) = field_at(ds, path)?;
-            Ok(Assignment {
-                path: parts,
-                expr: parse_expression(sql)?,
-            })
+            let expr = parse_expression(sql)?;
+            // A constant that the column cannot store is an error before any row is read
+            // (as in pylance), even when no row matches.
+            let bound = bind(&expr, &ds.arrow_schema)?;
+            if let Some(value) = bound.constant() {
+                let top = ds.arrow_schema.field_with_name(&parts[0])?;
+                stored_as(value.clone(), field_type(top, &parts[1..]), path)?;
+            }
+            Ok(Assignment { path: parts, expr })
         })
         .collect()
 }
