@@ -131,6 +131,11 @@ def build_table(n: int, seed: int) -> pa.Table:
     cols["ts"] = pa.array([None if rng.random() < 0.1 else
                            dt.datetime.combine(rng.choice(DATES), dt.time(rng.randint(0, 23), rng.randint(0, 59)))
                            for _ in range(n)], pa.timestamp("us"))
+    cols["tsz"] = pa.array([None if rng.random() < 0.1 else
+                            dt.datetime.combine(rng.choice(DATES), dt.time(rng.randint(0, 23), 0))
+                            for _ in range(n)], pa.timestamp("us", tz="UTC"))
+    cols["ds"] = pa.array(_strings(rng, n), pa.string()).dictionary_encode().cast(
+        pa.dictionary(pa.int16(), pa.string()))
     cols["li"] = pa.array([None if rng.random() < 0.1 else
                            [rng.choice([None, 0, 1, -1, 7, 2 ** 31 - 1]) for _ in range(rng.randint(0, 3))]
                            for _ in range(n)], pa.list_(pa.int32()))
@@ -210,7 +215,11 @@ def cmp_common(a, b):
     if is_str(b) and is_temporal(a):
         return a
     if is_temporal(a) and is_temporal(b):
-        return a if pa.types.is_timestamp(a) else b
+        stamps = [t for t in (a, b) if pa.types.is_timestamp(t)]
+        if not stamps:
+            return pa.date64()
+        # (both here are microseconds) the zone of either
+        return next((t for t in stamps if t.tz is not None), stamps[0])
     return None
 
 
@@ -373,7 +382,7 @@ def cast_name(t) -> str:
         return f"Decimal128({t.precision}, {t.scale})"
     if pa.types.is_timestamp(t):
         unit = {"s": "Second", "ms": "Millisecond", "us": "Microsecond", "ns": "Nanosecond"}[t.unit]
-        return f"Timestamp({unit}, None)"
+        return f"Timestamp({unit}, None)" if t.tz is None else f'Timestamp({unit}, Some("{t.tz}"))'
     raise ValueError(f"no cast name for {t}")
 
 
@@ -837,13 +846,14 @@ def top_level_quirks(n: Node) -> List[str]:
 # The generator
 
 NUMERIC_COLS = ["id", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "f32", "f64", "f64b", "dec"]
-STRING_COLS = ["s", "ls"]
+STRING_COLS = ["s", "ls", "ds"]
 
 
 class Generator:
     def __init__(self, rng: random.Random, schema: pa.Schema):
         self.rng = rng
-        self.types = {f.name: f.type for f in schema}
+        # A dictionary column is typed as its values (as both libraries compare it).
+        self.types = {f.name: f.type.value_type if pa.types.is_dictionary(f.type) else f.type for f in schema}
         self.numeric = [c for c in NUMERIC_COLS if c in self.types]
         self.strings = [c for c in STRING_COLS if c in self.types]
 
@@ -1002,7 +1012,7 @@ class Generator:
         if kind < 0.85:
             return self.col("d")
         if kind < 0.92:
-            return self.col("ts")
+            return self.col("tsz" if "tsz" in self.types and self.rng.random() < 0.3 else "ts")
         if kind < 0.94 or "st" not in self.types:
             return self.col("b")
         if kind < 0.96 and "bin" in self.types:
@@ -1025,8 +1035,8 @@ class Generator:
             y = self.string(depth)
         else:
             y = Col(x.name, x.type) if isinstance(x, Col) else self.lit_for(x.type)
-            if isinstance(x, Col) and x.name in ("d", "ts"):
-                y = self.col(self.rng.choice(["d", "ts"]))
+            if isinstance(x, Col) and x.name in ("d", "ts", "tsz"):
+                y = self.col(self.rng.choice([c for c in ("d", "ts", "tsz") if c in self.types]))
         if self.rng.random() < 0.2 and isinstance(y, LitNode):
             x, y = y, x
         node = Cmp(op, x, y)

@@ -204,3 +204,14 @@ def test_fixed_size_lists_of_structs(tmp_path):
     assert ids == [i for i in range(n) if i % 3 == 1][100:15_100]
     expected = t.take(pa.array(ids)).column("f").combine_chunks()
     assert both.column("f").combine_chunks().equals(expected)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_dictionary_larger_than_a_page(tmp_uri, version):
+    """pylance writes an Arrow dictionary column's whole dictionary into each page, so a
+    page may hold more dictionary items than values (found by tests/differential.py)."""
+    words = [f"w{i}" for i in range(300)]
+    column = pa.array([words[(i * 7) % 300] for i in range(400)]).dictionary_encode()
+    t = pa.table({"d": column.cast(pa.dictionary(pa.int16(), pa.string())), "i": pa.array(range(400))})
+    lance.write_dataset(t, tmp_uri, data_storage_version=version, max_rows_per_file=100)
+    assert_same(lance_core.dataset(tmp_uri).to_table(), lance.dataset(tmp_uri).to_table(), version)

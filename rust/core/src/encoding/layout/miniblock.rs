@@ -224,10 +224,15 @@ pub fn plan(
                 DataType::Dictionary(_, v) => v.as_ref().clone(),
                 other => other.clone(),
             };
-            // A page's dictionary holds the distinct values of its items.
+            // A page's dictionary holds the distinct values of its items, or, written from
+            // an Arrow dictionary column, that column's whole dictionary (pylance writes it
+            // whole). Either way each item takes at least a bit of the buffer read.
+            let limit = num_items
+                .saturating_add(1)
+                .max(buffers[2].len().saturating_mul(8));
             let n = usize::try_from(m.num_dictionary_items)
                 .ok()
-                .filter(|&n| n <= num_items.saturating_add(1))
+                .filter(|&n| n <= limit)
                 .ok_or_else(|| {
                     corrupt(format!(
                         "dictionary of {} items for {num_items} values",
