@@ -111,7 +111,7 @@ def test_conflicting_commit_is_refused(tmp_uri):
     lance_core.write_dataset(_t(0, 10), tmp_uri)
     frags = lance_core.write_fragments(_t(10, 10), tmp_uri)
     lance_core.write_dataset(_t(100, 5), tmp_uri, mode="overwrite")  # version 2 replaces the table
-    with pytest.raises(lance_core.InvalidInputError, match="conflict at version 2.*overwrite"):
+    with pytest.raises(lance_core.IncompatibleTransactionError, match="version 2.*overwrite replaced the table"):
         lance_core.commit(tmp_uri, lance_core.LanceOperation.Append(frags), read_version=1)
     assert lance.dataset(tmp_uri).version == 2
 
@@ -144,9 +144,13 @@ def test_concurrent_deletes_rebase_or_conflict(tmp_uri):
     ds = lance.dataset(tmp_uri)
     assert ds.version == 3 and ds.count_rows() == 280
     c = lance_core.dataset(tmp_uri, version=1)
-    with pytest.raises(lance_core.InvalidInputError, match="commit conflict.*same fragments"):
-        c.delete("id = 5")  # fragment 0 again, from version 1
+    with pytest.raises(lance_core.CommitConflictError, match="commit conflict.*same fragments"):
+        c.delete("id = 5", conflict_retries=0)  # fragment 0 again, from version 1
     assert lance.dataset(tmp_uri).version == 3
+    # With retries (the default, as pylance), it re-runs on version 3, where row 5 is gone.
+    c.delete("id = 5 OR id = 20")
+    ds = lance.dataset(tmp_uri)
+    assert ds.version == 4 and ds.count_rows() == 279 and c.version == 4
     assert v1.version == 1
 
 
@@ -168,3 +172,37 @@ def test_transaction_properties_both_ways(tmp_path):
     assert ours.read_transaction(3).transaction_properties == {"by": "pylance"}
     assert ours.read_transaction().operation == "delete"
     assert ours.read_transaction(3).uuid == lance.dataset(uri).read_transaction(3).uuid
+
+
+def test_conflicts_say_whether_a_retry_can_succeed(tmp_uri):
+    """A change prepared from data another writer changed meanwhile is retryable; one whose
+    table another writer replaced is not. Both are pylance's `OSError` with `retryable`."""
+    lance_core.write_dataset(_t(0, 100), tmp_uri)
+    stale = lance_core.dataset(tmp_uri)
+    lance.dataset(tmp_uri).delete("id = 5")                       # the same (only) fragment
+    with pytest.raises(lance_core.CommitConflictError, match="same fragments") as e:
+        stale.update({"v": "'x'"}, where="id < 10", conflict_retries=0)
+    assert e.value.retryable and isinstance(e.value, OSError)
+    assert not isinstance(e.value, lance_core.IncompatibleTransactionError)
+    # Re-run against the new version, it succeeds.
+    assert stale.update({"v": "'x'"}, where="id < 10")["num_rows_updated"] == 9
+
+    lance_core.write_dataset(_t(0, 10), tmp_uri, mode="overwrite")
+    with pytest.raises(lance_core.IncompatibleTransactionError, match="replaced the table") as e:
+        lance_core.dataset(tmp_uri, version=stale.version).delete("id = 7")
+    assert not e.value.retryable and isinstance(e.value, lance_core.CommitConflictError)
+    # Nothing changed: the overwrite stands.
+    assert lance.dataset(tmp_uri).count_rows() == 10
+
+
+def test_rows_appended_while_columns_are_added_stay(tmp_uri):
+    """An append meets a concurrent add_columns as compatible, as in pylance: the appended
+    rows' new column reads as null."""
+    lance_core.write_dataset(_t(0, 10), tmp_uri)
+    appended_from = lance_core.dataset(tmp_uri)
+    frags = lance_core.write_fragments(_t(100, 2), tmp_uri)
+    lance.dataset(tmp_uri).add_columns({"w": "id * 2"})
+    lance_core.commit(tmp_uri, lance_core.LanceOperation.Append(frags), read_version=appended_from.version)
+    t = lance.dataset(tmp_uri).to_table().sort_by("id")
+    assert t.num_rows == 12 and t["w"].to_pylist()[-2:] == [None, None]
+    assert_same(lance_core.dataset(tmp_uri).to_table().sort_by("id"), t, "appended after add_columns")

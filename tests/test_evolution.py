@@ -77,7 +77,7 @@ def test_merge_by_hand_and_errors(with_deletions):
         lance_core.commit(with_deletions, lance_core.LanceOperation.Merge(metas[:1], schema), read_version=ds.version)
     # a commit in between (here an append) makes the merge conflict: its rows lack the column
     lance.write_dataset(pa.table({"id": pa.array([1], pa.int64()), "s": ["y"]}), with_deletions, mode="append")
-    with pytest.raises(lance_core.InvalidInputError, match="conflict"):
+    with pytest.raises(lance_core.CommitConflictError, match="conflict"):
         lance_core.commit(with_deletions, lance_core.LanceOperation.Merge(metas, schema), read_version=ds.version)
     assert lance.dataset(with_deletions).schema.names == ["id", "s"]
 

@@ -25,6 +25,7 @@ from .errors import (
     DatasetNotFoundError,
     InvalidInputError,
     CommitConflictError,
+    IncompatibleTransactionError,
     LanceError,
     LanceIOError,
     UnsupportedFeatureError,
@@ -55,5 +56,6 @@ __all__ = [
     "UnsupportedFeatureError",
     "InvalidInputError",
     "CommitConflictError",
+    "IncompatibleTransactionError",
     "LanceIOError",
 ]

@@ -413,10 +413,12 @@ class LanceDataset:
         subtracted without reading any data page."""
         return self._ds.count_rows(None, filter)
 
-    def delete(self, predicate: str) -> None:
+    def delete(self, predicate: str, *, conflict_retries: int = 10, **kwargs: Any) -> None:
         """Delete the rows matching `predicate` (SQL, e.g. "id > 10 AND name LIKE 'a%'"),
-        committing a new version; this object moves to it, as in pylance."""
-        self._ds = self._ds.delete(predicate)
+        committing a new version; this object moves to it, as in pylance. A commit that
+        loses to another writer's change of the same fragments is re-run against the new
+        version, up to `conflict_retries` times (`CommitConflictError` after that)."""
+        self._ds = self._ds.delete(predicate, conflict_retries)
 
     def update(self, updates: Dict[str, str], where: Optional[str] = None, *, conflict_retries: int = 10,
                **kwargs: Any) -> Dict[str, int]:

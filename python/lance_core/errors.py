@@ -26,9 +26,20 @@ class InvalidInputError(LanceError, ValueError):
     """An argument is invalid (an unknown column, a bad version, ...)."""
 
 
-class CommitConflictError(InvalidInputError):
-    """Another writer committed a change this one cannot be applied on top of; re-read the
-    dataset and try again (update and merge_insert retry by themselves)."""
+class CommitConflictError(LanceError, OSError):
+    """Another writer committed first, and this change, as prepared, cannot be applied on
+    top of theirs; re-running it against the new version can succeed (update, delete and
+    merge_insert do so by themselves). An `OSError` with `retryable`, as pylance's
+    `lance.commit.CommitConflictError`."""
+
+    retryable = True
+
+
+class IncompatibleTransactionError(CommitConflictError):
+    """Another writer committed a change this one cannot follow at all (it replaced the
+    table this change was written for): re-running will not help. `retryable` is False."""
+
+    retryable = False
 
 
 class LanceIOError(LanceError, OSError):
@@ -42,5 +53,6 @@ __all__ = [
     "UnsupportedFeatureError",
     "InvalidInputError",
     "CommitConflictError",
+    "IncompatibleTransactionError",
     "LanceIOError",
 ]

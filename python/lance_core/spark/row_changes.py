@@ -89,6 +89,8 @@ def _with_retries(uri: str, storage_options, retries: int, attempt):
         try:
             return attempt(ds)
         except CommitConflictError as e:
+            if not e.retryable:
+                raise
             if tries >= retries:
                 raise CommitConflictError(f"{e} (gave up after {tries} retries)") from e
             tries += 1

@@ -21,10 +21,15 @@ pub enum Error {
     #[error("{0}")]
     InvalidInput(String),
     /// Another writer committed first, and this operation cannot be applied on top of its
-    /// change (it touched the same rows, or changed the table under us). Re-running the
-    /// operation against the new version may succeed.
+    /// change as prepared (it touched the same fragments, or changed what was read).
+    /// Re-running the operation against the new version can succeed; update, delete and
+    /// merge_insert do so by themselves.
     #[error("{0}")]
     Conflict(String),
+    /// Another writer committed a change this operation cannot follow at all (it replaced
+    /// the table the operation was written for); re-running will not help.
+    #[error("{0}")]
+    Incompatible(String),
     /// The object store failed (permissions, network, ...).
     #[error("{path}: I/O error: {message}")]
     Io { path: String, message: String },

@@ -43,7 +43,7 @@ pub fn _commit(
     storage_options: Option<HashMap<String, String>>,
     transaction_properties: Option<HashMap<String, String>>,
 ) -> PyResult<PyDataset> {
-    use lance_core::table::commit::Operation;
+    use lance_core::table::transaction::Operation;
     guard(|| {
         let fragments = decode_fragments(py, &fragments)?;
         let op = match kind {

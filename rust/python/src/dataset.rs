@@ -587,10 +587,15 @@ impl PyDataset {
         })
     }
 
-    fn delete(&self, py: Python<'_>, predicate: String) -> PyResult<Self> {
+    #[pyo3(signature = (predicate, retries=10))]
+    fn delete(&self, py: Python<'_>, predicate: String, retries: u32) -> PyResult<Self> {
         guard(|| {
             Ok(PyDataset::from(
-                block_on(py, lance_core::write::delete(&self.inner, &predicate)).py()?,
+                block_on(
+                    py,
+                    lance_core::write::delete(&self.inner, &predicate, retries),
+                )
+                .py()?,
             ))
         })
     }

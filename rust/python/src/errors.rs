@@ -14,6 +14,7 @@ fn exception_class(e: &Error) -> &'static str {
         Error::Unsupported { .. } => "UnsupportedFeatureError",
         Error::InvalidInput(_) => "InvalidInputError",
         Error::Conflict(_) => "CommitConflictError",
+        Error::Incompatible(_) => "IncompatibleTransactionError",
         Error::Io { .. } => "LanceIOError",
     }
 }

@@ -22,7 +22,7 @@ fn row(t: Transaction) -> TransactionRow {
     let op = t
         .operation
         .as_ref()
-        .map_or("unknown", lance_core::table::commit::op_name)
+        .map_or("unknown", lance_core::table::transaction::op_name)
         .to_string();
     (t.read_version, t.uuid, op, t.transaction_properties)
 }

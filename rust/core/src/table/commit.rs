@@ -1,6 +1,6 @@
 //! Committing a new version: write the transaction, then build the next manifest on top
 //! of the latest one and create its file only if no other writer created it first. When
-//! another writer won, check what it did against this transaction (see `conflicts`),
+//! another writer won, check what it did against this transaction (`transaction::conflict`),
 //! rebase on the new latest version and try again.
 use std::collections::HashSet;
 use std::time::Duration;
@@ -10,10 +10,10 @@ use prost::Message;
 
 use super::features::{unknown_reader_flags, DELETION_FILES, STABLE_ROW_IDS};
 use super::manifest::decode_manifest;
-use super::schema::LanceSchema;
+use super::transaction::read::transaction_at;
+use super::transaction::{resolve, Operation, Resolution};
 use super::versions::{latest_version, NamingScheme, VERSIONS_DIR};
 use crate::error::{Error, Result};
-use crate::proto::table::transaction::{self as txn, Operation as PbOp};
 use crate::proto::table::{
     data_fragment::RowIdSequence as RowIdSeq, manifest, u64_segment, DataFragment, Manifest,
     RowIdSequence, Transaction, U64Segment,
@@ -22,343 +22,6 @@ use crate::storage::Storage;
 
 /// Attempts before giving up when other writers keep committing first.
 const MAX_ATTEMPTS: usize = 40;
-
-/// What a commit changes.
-#[derive(Clone, Debug)]
-pub enum Operation {
-    /// New fragments (ids are assigned at commit).
-    Append { fragments: Vec<DataFragment> },
-    /// Replace every fragment, and the schema.
-    Overwrite {
-        fragments: Vec<DataFragment>,
-        schema: LanceSchema,
-        data_format: String,
-        stable_row_ids: bool,
-    },
-    /// Fragments with new deletion files, and fragments deleted entirely.
-    Delete {
-        updated: Vec<DataFragment>,
-        deleted_ids: Vec<u64>,
-        predicate: String,
-    },
-    /// Every fragment, some with new data files, and the schema with the new columns.
-    Merge {
-        fragments: Vec<DataFragment>,
-        schema: LanceSchema,
-    },
-    /// Make an earlier version the newest: its manifest (and its file's bytes, which hold
-    /// its index section) again, with fragment and row ids still counting on from the
-    /// latest version so that none is reused.
-    Restore {
-        version: u64,
-        manifest: Box<Manifest>,
-        bytes: Bytes,
-    },
-    /// A new schema over the same data (columns dropped, renamed, made nullable): the
-    /// manifest's field list as is, so that everything else a field carries stays. Data
-    /// files left with no field of the schema leave their fragments. `tightens`: a column
-    /// became non-nullable, which rows appended meanwhile could break.
-    Project {
-        fields: Vec<crate::proto::file::Field>,
-        tightens: bool,
-    },
-    /// Compaction: each group's old fragments replaced, where the first of them stood, by
-    /// new fragments holding the same rows (ids assigned at commit; their row-id sequences
-    /// are given, so stable row ids move with their rows).
-    Rewrite {
-        groups: Vec<(Vec<DataFragment>, Vec<DataFragment>)>,
-    },
-    /// Rows changed in place (update, merge_insert): the old copies deleted from their
-    /// fragments (new deletion files; a fragment left empty is removed), the new rows in
-    /// new fragments (ids assigned at commit). A new fragment whose row-id sequence is
-    /// given holds moved rows, which keep their stable row ids; one without gets fresh ids.
-    Update {
-        updated: Vec<DataFragment>,
-        removed_ids: Vec<u64>,
-        new_fragments: Vec<DataFragment>,
-        /// The columns whose values changed (pylance's `fields_for_preserving_frag_bitmap`).
-        fields_changed: Vec<u32>,
-    },
-}
-
-impl Operation {
-    fn to_proto(&self) -> PbOp {
-        match self {
-            Operation::Append { fragments } => PbOp::Append(txn::Append {
-                fragments: fragments.clone(),
-            }),
-            Operation::Overwrite {
-                fragments, schema, ..
-            } => PbOp::Overwrite(txn::Overwrite {
-                fragments: fragments.clone(),
-                schema: schema.to_proto(),
-                schema_metadata: schema.metadata_proto(),
-                ..Default::default()
-            }),
-            Operation::Delete {
-                updated,
-                deleted_ids,
-                predicate,
-            } => PbOp::Delete(txn::Delete {
-                updated_fragments: updated.clone(),
-                deleted_fragment_ids: deleted_ids.clone(),
-                predicate: predicate.clone(),
-            }),
-            Operation::Merge { fragments, schema } => PbOp::Merge(txn::Merge {
-                fragments: fragments.clone(),
-                schema: schema.to_proto(),
-                schema_metadata: schema.metadata_proto(),
-            }),
-            Operation::Restore { version, .. } => PbOp::Restore(txn::Restore { version: *version }),
-            Operation::Project { fields, .. } => PbOp::Project(txn::Project {
-                schema: fields.clone(),
-            }),
-            Operation::Rewrite { groups } => PbOp::Rewrite(txn::Rewrite {
-                groups: groups
-                    .iter()
-                    .map(|(old, new)| txn::rewrite::RewriteGroup {
-                        old_fragments: old.clone(),
-                        new_fragments: new.clone(),
-                    })
-                    .collect(),
-                ..Default::default()
-            }),
-            Operation::Update {
-                updated,
-                removed_ids,
-                new_fragments,
-                fields_changed,
-            } => PbOp::Update(txn::Update {
-                removed_fragment_ids: removed_ids.clone(),
-                updated_fragments: updated.clone(),
-                new_fragments: new_fragments.clone(),
-                fields_modified: vec![],
-                fields_for_preserving_frag_bitmap: fields_changed.clone(),
-                update_mode: txn::UpdateMode::RewriteRows as i32,
-            }),
-        }
-    }
-
-    /// Fragments this operation changes in place.
-    fn touched(&self) -> HashSet<u64> {
-        match self {
-            Operation::Rewrite { groups } => groups
-                .iter()
-                .flat_map(|g| g.0.iter().map(|f| f.id))
-                .collect(),
-            Operation::Delete {
-                updated,
-                deleted_ids: removed,
-                ..
-            }
-            | Operation::Update {
-                updated,
-                removed_ids: removed,
-                ..
-            } => updated
-                .iter()
-                .map(|f| f.id)
-                .chain(removed.iter().copied())
-                .collect(),
-            _ => HashSet::new(),
-        }
-    }
-}
-
-/// A readable name of a committed operation.
-pub fn op_name(op: &PbOp) -> &'static str {
-    match op {
-        PbOp::Append(_) => "append",
-        PbOp::Delete(_) => "delete",
-        PbOp::Overwrite(_) => "overwrite",
-        PbOp::CreateIndex(_) => "create index",
-        PbOp::Rewrite(_) => "rewrite (compaction)",
-        PbOp::Merge(_) => "merge (add columns)",
-        PbOp::Restore(_) => "restore",
-        PbOp::ReserveFragments(_) => "reserve fragments",
-        PbOp::Update(_) => "update",
-        PbOp::Project(_) => "project (drop columns)",
-        PbOp::UpdateConfig(_) => "update config",
-        PbOp::DataReplacement(_) => "data replacement",
-        PbOp::UpdateMemWalState(_) => "update mem wal state",
-        PbOp::Clone(_) => "clone",
-        PbOp::UpdateBases(_) => "update bases",
-    }
-}
-
-/// Fragments another committed operation changed in place or removed.
-fn touched_by(op: &PbOp) -> Option<HashSet<u64>> {
-    Some(match op {
-        PbOp::Delete(d) => d
-            .updated_fragments
-            .iter()
-            .map(|f| f.id)
-            .chain(d.deleted_fragment_ids.iter().copied())
-            .collect(),
-        PbOp::Update(u) => u
-            .updated_fragments
-            .iter()
-            .map(|f| f.id)
-            .chain(u.removed_fragment_ids.iter().copied())
-            .collect(),
-        PbOp::Rewrite(r) => r
-            .old_fragments
-            .iter()
-            .chain(r.groups.iter().flat_map(|g| g.old_fragments.iter()))
-            .map(|f| f.id)
-            .collect(),
-        PbOp::DataReplacement(d) => d.replacements.iter().map(|r| r.fragment_id).collect(),
-        _ => return None,
-    })
-}
-
-/// Why `ours` cannot be applied after `theirs` (committed since our read version), or None.
-/// Appends only clash with operations that replace the table; deletes also with changes
-/// to the same fragments (deletes on other fragments rebase fine).
-fn conflicts(ours: &Operation, theirs: Option<&PbOp>) -> Option<String> {
-    let Some(theirs) = theirs else {
-        return Some("a concurrent commit left no transaction to check against".into());
-    };
-    let replaces_table = matches!(
-        theirs,
-        PbOp::Overwrite(_) | PbOp::Restore(_) | PbOp::UpdateMemWalState(_)
-    );
-    match ours {
-        // Rows appended after new columns were computed for the others would lack them.
-        Operation::Append { .. } => (replaces_table || matches!(theirs, PbOp::Merge(_)))
-            .then(|| format!("a concurrent {} changed the table", op_name(theirs))),
-        // New columns were computed for the fragments as they were at the read version.
-        Operation::Merge { .. } => (!matches!(
-            theirs,
-            PbOp::CreateIndex(_) | PbOp::UpdateConfig(_) | PbOp::ReserveFragments(_)
-        ))
-        .then(|| format!("a concurrent {} changed the fragments", op_name(theirs))),
-        Operation::Overwrite { .. } => {
-            matches!(theirs, PbOp::Overwrite(_) | PbOp::UpdateMemWalState(_))
-                .then(|| format!("a concurrent {} committed first", op_name(theirs)))
-        }
-        // The fields were derived from the read version's schema; rows appended or deleted
-        // meanwhile are fine, other schema changes are not.
-        Operation::Project { tightens, .. } => {
-            let schema_change = replaces_table
-                || matches!(
-                    theirs,
-                    PbOp::Merge(_) | PbOp::Project(_) | PbOp::DataReplacement(_)
-                );
-            let rows_added = matches!(theirs, PbOp::Append(_) | PbOp::Update(_));
-            (schema_change || (*tightens && rows_added))
-                .then(|| format!("a concurrent {} changed the table", op_name(theirs)))
-        }
-        // Rows appended meanwhile are fine; any other change to the fragments rewritten (or
-        // to the schema they were rewritten with) is not.
-        Operation::Rewrite { .. } => {
-            if replaces_table || matches!(theirs, PbOp::Merge(_) | PbOp::Project(_)) {
-                return Some(format!(
-                    "a concurrent {} changed the table",
-                    op_name(theirs)
-                ));
-            }
-            match touched_by(theirs) {
-                Some(t) if !t.is_disjoint(&ours.touched()) => Some(format!(
-                    "a concurrent {} changed fragments being compacted",
-                    op_name(theirs)
-                )),
-                _ => None,
-            }
-        }
-        // Restoring would silently undo whatever was committed after the user chose to.
-        Operation::Restore { .. } => (!matches!(
-            theirs,
-            PbOp::CreateIndex(_) | PbOp::UpdateConfig(_) | PbOp::ReserveFragments(_)
-        ))
-        .then(|| format!("a concurrent {} committed first", op_name(theirs))),
-        // Rows rewritten elsewhere or appended meanwhile are fine; the same fragments
-        // changed, or the schema the new rows were written with, are not.
-        Operation::Update { .. } => {
-            if replaces_table
-                || matches!(
-                    theirs,
-                    PbOp::Merge(_) | PbOp::Project(_) | PbOp::DataReplacement(_)
-                )
-            {
-                return Some(format!(
-                    "a concurrent {} changed the table",
-                    op_name(theirs)
-                ));
-            }
-            match touched_by(theirs) {
-                Some(t) if !t.is_disjoint(&ours.touched()) => Some(format!(
-                    "a concurrent {} changed the same fragments",
-                    op_name(theirs)
-                )),
-                _ => None,
-            }
-        }
-        Operation::Delete { .. } => {
-            if replaces_table || matches!(theirs, PbOp::Merge(_)) {
-                return Some(format!(
-                    "a concurrent {} changed the table",
-                    op_name(theirs)
-                ));
-            }
-            let mine = ours.touched();
-            match touched_by(theirs) {
-                Some(t) if !t.is_disjoint(&mine) => Some(format!(
-                    "a concurrent {} changed the same fragments",
-                    op_name(theirs)
-                )),
-                _ => None,
-            }
-        }
-    }
-}
-
-/// The transaction of a committed version: inline in its manifest file, or its own file.
-pub(crate) async fn read_transaction(
-    storage: &Storage,
-    bytes: &Bytes,
-    m: &Manifest,
-) -> Option<Transaction> {
-    let place = TransactionPlace {
-        transaction_file: m.transaction_file.clone(),
-        transaction_section: m.transaction_section,
-        transaction_position: m.transaction_position,
-    };
-    read_transaction_at(storage, bytes, &place).await
-}
-
-/// The manifest fields that say where a version's transaction is. Decoding a manifest as
-/// this skips its fragment list, which grows with the table.
-#[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct TransactionPlace {
-    #[prost(string, tag = "12")]
-    pub transaction_file: String,
-    #[prost(uint64, optional, tag = "21")]
-    pub transaction_section: Option<u64>,
-    #[prost(uint64, optional, tag = "23")]
-    pub transaction_position: Option<u64>,
-}
-
-/// The transaction `place` points to, given the manifest file's `bytes`.
-pub(crate) async fn read_transaction_at(
-    storage: &Storage,
-    bytes: &Bytes,
-    place: &TransactionPlace,
-) -> Option<Transaction> {
-    if let Some(pos) = place.transaction_position.or(place.transaction_section) {
-        let pos = pos as usize;
-        let len = u32::from_le_bytes(bytes.get(pos..pos + 4)?.try_into().ok()?) as usize;
-        return Transaction::decode(bytes.get(pos + 4..pos + 4 + len)?).ok();
-    }
-    if place.transaction_file.is_empty() {
-        return None;
-    }
-    let data = storage
-        .get(&storage.path(&format!("_transactions/{}", place.transaction_file)))
-        .await
-        .ok()?;
-    Transaction::decode(&data[..]).ok()
-}
 
 /// Options of a commit.
 #[derive(Clone, Debug)]
@@ -420,14 +83,21 @@ pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> R
                 return Err(Error::unsupported(storage.uri(), format!("dataset needs writer features this writer does not know (flags {unknown:#x})")));
             }
             for v in checked + 1..=b.version {
-                let theirs = super::history::transaction_at(storage, v).await?;
-                if let Some(why) =
-                    conflicts(&op, theirs.as_ref().and_then(|t| t.operation.as_ref()))
-                {
-                    return Err(Error::Conflict(format!(
-                        "{}: commit conflict at version {v}: {why}; re-read the dataset and try again",
-                        storage.uri()
-                    )));
+                let theirs = transaction_at(storage, v).await?;
+                match resolve(&op, theirs.as_ref().and_then(|t| t.operation.as_ref())) {
+                    Resolution::Compatible => {}
+                    Resolution::Retryable(why) => {
+                        return Err(Error::Conflict(format!(
+                            "{}: commit conflict at version {v}: {why}",
+                            storage.uri()
+                        )))
+                    }
+                    Resolution::Incompatible(why) => {
+                        return Err(Error::Incompatible(format!(
+                            "{}: incompatible with version {v}: {why}",
+                            storage.uri()
+                        )))
+                    }
                 }
             }
             checked = b.version;
@@ -467,12 +137,10 @@ pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> R
         let jitter = (uuid.as_bytes()[attempt % uuid.len()] as u64 % 20) + 5 * attempt as u64;
         tokio::time::sleep(Duration::from_millis(jitter)).await;
     }
-    Err(Error::io(
-        storage.uri(),
-        format!(
-            "gave up committing after {MAX_ATTEMPTS} attempts: other writers kept committing first"
-        ),
-    ))
+    Err(Error::Conflict(format!(
+        "{}: gave up committing after {MAX_ATTEMPTS} attempts: other writers kept committing first",
+        storage.uri()
+    )))
 }
 
 /// The manifest of `version`: `base` (the latest version) with `op` applied.
@@ -573,7 +241,7 @@ fn next_manifest(
                     .iter_mut()
                     .find(|x| x.id == f.id)
                     .ok_or_else(|| {
-                        Error::invalid(format!(
+                        Error::Conflict(format!(
                             "{}: fragment {} no longer exists; re-read the dataset and try again",
                             storage.uri(),
                             f.id
@@ -614,13 +282,13 @@ fn next_manifest(
             for (old, new) in groups {
                 let ids: HashSet<u64> = old.iter().map(|f| f.id).collect();
                 let Some(at) = m.fragments.iter().position(|f| ids.contains(&f.id)) else {
-                    return Err(Error::invalid(format!(
+                    return Err(Error::Conflict(format!(
                         "{}: the fragments being compacted no longer exist; re-read the dataset and try again",
                         storage.uri()
                     )));
                 };
                 if m.fragments.iter().filter(|f| ids.contains(&f.id)).count() != ids.len() {
-                    return Err(Error::invalid(format!(
+                    return Err(Error::Conflict(format!(
                         "{}: some fragments being compacted no longer exist; re-read the dataset and try again",
                         storage.uri()
                     )));
@@ -858,77 +526,4 @@ fn manifest_file(
     out.extend_from_slice(&2u16.to_le_bytes());
     out.extend_from_slice(b"LANC");
     Bytes::from(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn merge() -> Operation {
-        Operation::Merge {
-            fragments: vec![],
-            schema: LanceSchema::default(),
-        }
-    }
-
-    fn append() -> Operation {
-        Operation::Append { fragments: vec![] }
-    }
-
-    #[test]
-    fn new_columns_conflict_with_any_change_to_fragments() {
-        let theirs_append = PbOp::Append(txn::Append { fragments: vec![] });
-        let theirs_delete = PbOp::Delete(txn::Delete::default());
-        let theirs_index = PbOp::CreateIndex(Default::default());
-        assert!(conflicts(&merge(), Some(&theirs_append)).is_some());
-        assert!(conflicts(&merge(), Some(&theirs_delete)).is_some());
-        assert!(conflicts(&merge(), Some(&theirs_index)).is_none());
-        // and the other way round: rows appended after the columns were computed lack them
-        let theirs_merge = merge().to_proto();
-        assert!(conflicts(&append(), Some(&theirs_merge)).is_some());
-        assert!(conflicts(&append(), Some(&theirs_append)).is_none());
-        // an unknown concurrent commit is never assumed compatible
-        assert!(conflicts(&append(), None).is_some());
-    }
-
-    #[test]
-    fn restore_never_undoes_a_concurrent_change() {
-        let ours = Operation::Restore {
-            version: 1,
-            manifest: Box::default(),
-            bytes: Bytes::new(),
-        };
-        let theirs_append = PbOp::Append(txn::Append { fragments: vec![] });
-        let theirs_delete = PbOp::Delete(txn::Delete::default());
-        let theirs_restore = ours.to_proto();
-        assert!(conflicts(&ours, Some(&theirs_append)).is_some());
-        assert!(conflicts(&ours, Some(&theirs_delete)).is_some());
-        assert!(conflicts(&ours, Some(&theirs_restore)).is_some());
-        assert!(conflicts(&ours, Some(&PbOp::CreateIndex(Default::default()))).is_none());
-        // and appends and deletes committed after a restore started from the old table
-        assert!(conflicts(&append(), Some(&theirs_restore)).is_some());
-    }
-
-    #[test]
-    fn deletes_rebase_over_deletes_of_other_fragments() {
-        let ours = Operation::Delete {
-            updated: vec![DataFragment {
-                id: 1,
-                ..Default::default()
-            }],
-            deleted_ids: vec![],
-            predicate: "x".into(),
-        };
-        let other = |id| {
-            PbOp::Delete(txn::Delete {
-                updated_fragments: vec![DataFragment {
-                    id,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            })
-        };
-        assert!(conflicts(&ours, Some(&other(2))).is_none());
-        assert!(conflicts(&ours, Some(&other(1))).is_some());
-    }
 }

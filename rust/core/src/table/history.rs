@@ -12,11 +12,10 @@ use crate::dataset::{Dataset, VersionRef};
 use crate::error::{Error, Result};
 use crate::proto::table::transaction::Operation as PbOp;
 use crate::proto::table::{DataFragment, Transaction};
-use crate::storage::Storage;
 
-use super::commit::{op_name, read_transaction, read_transaction_at, TransactionPlace};
-use super::manifest::decode_manifest_as;
-use super::versions::{list_manifests, locate_version, ManifestLocation};
+use super::transaction::op_name;
+use super::transaction::read::{read_transaction, transaction_in};
+use super::versions::{list_manifests, ManifestLocation};
 use futures::StreamExt;
 
 /// The transaction `ds`'s version committed, if its writer recorded one.
@@ -24,17 +23,6 @@ pub async fn transaction_of(ds: &Dataset) -> Result<Option<Transaction>> {
     let storage = ds.storage();
     let bytes = storage.get(&ds.location.path).await?;
     Ok(read_transaction(storage, &bytes, &ds.manifest).await)
-}
-
-/// The transaction version `version` of the table in `storage` committed, if recorded.
-pub async fn transaction_at(storage: &Storage, version: u64) -> Result<Option<Transaction>> {
-    transaction_in(storage, &locate_version(storage, version).await?).await
-}
-
-async fn transaction_in(storage: &Storage, loc: &ManifestLocation) -> Result<Option<Transaction>> {
-    let bytes = storage.get(&loc.path).await?;
-    let place: TransactionPlace = decode_manifest_as(&bytes, &storage.display(&loc.path))?;
-    Ok(read_transaction_at(storage, &bytes, &place).await)
 }
 
 /// How many versions' transactions `find_transaction` reads at once: on an object store
@@ -197,6 +185,7 @@ pub async fn changes_since(ds: &Dataset, after: u64, upto: u64) -> Result<Vec<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::versions::locate_version;
     use crate::write::{commit_with_properties, write_dataset, WriteMode, WriteOptions};
     use arrow_array::{Int64Array, RecordBatch};
     use arrow_schema::{DataType, Field, Schema};
@@ -225,7 +214,7 @@ mod tests {
         let uri = dir.join("t.lance").to_string_lossy().to_string();
         write(&uri, 0..10, WriteMode::Create).await;
         let ds = write(&uri, 10..15, WriteMode::Append).await;
-        crate::write::delete(&ds, "x < 3").await.unwrap();
+        crate::write::delete(&ds, "x < 3", 0).await.unwrap();
         let ds = Dataset::open(&uri, None, Default::default()).await.unwrap();
         let changes = changes_since(&ds, 0, 3).await.unwrap();
         assert_eq!(changes[0].change, RowChange::Added(vec![(0, 10)]));
@@ -236,7 +225,7 @@ mod tests {
 
         // An empty append carrying properties is found by them, newest first.
         let props = HashMap::from([("stream".to_string(), "q1".to_string())]);
-        let op = crate::table::commit::Operation::Append { fragments: vec![] };
+        let op = crate::table::transaction::Operation::Append { fragments: vec![] };
         let ds = commit_with_properties(&uri, op, Some(3), Default::default(), props)
             .await
             .unwrap();
@@ -263,7 +252,7 @@ mod tests {
             if v == 6 || v == 20 {
                 props.insert("stream".to_string(), "q1".to_string());
             }
-            let op = crate::table::commit::Operation::Append { fragments: vec![] };
+            let op = crate::table::transaction::Operation::Append { fragments: vec![] };
             ds = commit_with_properties(&uri, op, Some(v - 1), Default::default(), props)
                 .await
                 .unwrap();

@@ -11,5 +11,6 @@ pub mod row_index;
 pub mod rowids;
 pub mod schema;
 pub mod tags;
+pub mod transaction;
 pub mod validate;
 pub mod versions;

@@ -10,14 +10,14 @@ use arrow_schema::{DataType, Field, Schema};
 use futures::StreamExt;
 
 use super::columns::{max_field_id, write_columns};
-use super::project::rename_and_relax;
+use super::project::{rename_and_relax, rename_only};
 use super::Alteration;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::proto::table::{DataFile, DataFragment};
 use crate::scan::{scan, ScanOptions};
-use crate::table::commit::Operation;
 use crate::table::schema::{LanceField, LanceSchema};
+use crate::table::transaction::Operation;
 
 /// The casts pylance allows: within one family (integers, floats, temporal types, strings,
 /// binaries, decimals, lists of such), where Arrow can cast. Values that do not fit the new
@@ -288,6 +288,18 @@ async fn write_cast(ds: &Dataset, cast: &Cast, written: &mut Vec<DataFile>) -> R
     Ok(())
 }
 
+/// Rename columns, change their nullability or their types, in one version. Without a type
+/// change no data is rewritten (a `Project`); with one, only the cast columns' data is (a
+/// `Merge`). Making a column non-nullable is the caller's to check against the data (it
+/// has the scan); here it only marks the commit as one that appends made meanwhile
+/// conflict with.
+pub async fn alter_columns(ds: &Dataset, alterations: &[Alteration]) -> Result<Dataset> {
+    if alterations.iter().any(|a| a.data_type.is_some()) {
+        return alter_with_casts(ds, alterations).await;
+    }
+    rename_only(ds, alterations).await
+}
+
 /// `alter_columns` with at least one `data_type`: every cast column is written anew, then
 /// the renames and nullability are applied, all in one `Merge` commit.
 pub async fn alter_with_casts(ds: &Dataset, alterations: &[Alteration]) -> Result<Dataset> {
@@ -319,7 +331,7 @@ pub async fn alter_with_casts(ds: &Dataset, alterations: &[Alteration]) -> Resul
         {
             return Ok(ds.clone());
         }
-        return super::project::rename_only(ds, alterations).await;
+        return rename_only(ds, alterations).await;
     }
 
     let storage = crate::storage::Storage::open(ds.uri(), ds.storage_options())?;

@@ -61,7 +61,7 @@ pub async fn add_null_columns(ds: &Dataset, new: &Schema) -> Result<Dataset> {
     let added = new_columns(ds, new)?;
     let mut fields = ds.manifest.fields.clone();
     fields.extend(added.to_proto());
-    let op = crate::table::commit::Operation::Project {
+    let op = crate::table::transaction::Operation::Project {
         fields,
         tightens: false,
     };

@@ -15,7 +15,7 @@ use crate::proto::table::data_fragment::RowIdSequence as RowIdSeq;
 use crate::proto::table::DataFragment;
 use crate::scan::{scan, ScanOptions};
 use crate::storage::Storage;
-use crate::table::commit::Operation;
+use crate::table::transaction::Operation;
 
 #[derive(Clone, Debug)]
 pub struct CompactionOptions {

@@ -12,7 +12,7 @@ use super::rows::{add_address, delete_rows, discard_removal, RowsByFragment};
 use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::scan::{scan, ScanOptions};
-use crate::table::commit::Operation;
+use crate::table::transaction::Operation;
 
 /// Row offsets, by fragment, of the rows of `ds` matching `predicate` (deleted rows aside).
 pub async fn matching_rows(
@@ -39,19 +39,27 @@ pub async fn matching_rows(
 }
 
 /// Delete the rows matching `predicate` (SQL text); returns the dataset at the new version.
-pub async fn delete(ds: &Dataset, predicate: &str) -> Result<Dataset> {
+/// A commit that loses to one changing the same fragments is re-run against the new
+/// version, up to `retries` times (as pylance's delete).
+pub async fn delete(ds: &Dataset, predicate: &str, retries: u32) -> Result<Dataset> {
     let expr = crate::expr::parse(predicate)?;
-    let ds = Arc::new(ds.clone());
-    let rows = matching_rows(&ds, &expr).await?;
-    let removal = delete_rows(&ds, &rows).await?;
-    let op = Operation::Delete {
-        updated: removal.updated.clone(),
-        deleted_ids: removal.removed_ids.clone(),
-        predicate: predicate.to_string(),
-    };
-    let committed = commit_on(&ds, op).await;
-    if committed.is_err() {
-        discard_removal(&ds, &removal).await;
-    }
-    committed
+    super::with_conflict_retries(ds, retries, |ds| {
+        let expr = expr.clone();
+        async move {
+            let ds = Arc::new(ds);
+            let rows = matching_rows(&ds, &expr).await?;
+            let removal = delete_rows(&ds, &rows).await?;
+            let op = Operation::Delete {
+                updated: removal.updated.clone(),
+                deleted_ids: removal.removed_ids.clone(),
+                predicate: predicate.to_string(),
+            };
+            let committed = commit_on(&ds, op).await;
+            if committed.is_err() {
+                discard_removal(&ds, &removal).await;
+            }
+            committed
+        }
+    })
+    .await
 }

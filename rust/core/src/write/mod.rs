@@ -14,8 +14,9 @@ mod restore;
 pub mod rows;
 pub mod update;
 
+pub use column_type::alter_columns;
 pub use delete::delete;
-pub use project::{alter_columns, drop_columns, Alteration};
+pub use project::{drop_columns, Alteration};
 pub use restore::restore;
 pub use update::update;
 
@@ -30,8 +31,9 @@ use crate::error::{Error, Result};
 use crate::file::FileVersion;
 use crate::proto::table::DataFragment;
 use crate::storage::{Storage, StorageOptions};
-use crate::table::commit::{commit, CommitOptions, Operation};
+use crate::table::commit::{commit, CommitOptions};
 use crate::table::schema::LanceSchema;
+use crate::table::transaction::Operation;
 use file::DataFileWriter;
 
 pub const LIBRARY: &str = "lance_core";

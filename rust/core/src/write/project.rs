@@ -7,7 +7,7 @@ use super::commit_on;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::proto::file::Field;
-use crate::table::commit::Operation;
+use crate::table::transaction::Operation;
 
 /// One change to a column, as pylance's alteration dicts: `path` (nested with dots), a new
 /// `name`, a new `nullable`, a new `data_type` (a cast; see `column_type`).
@@ -77,18 +77,6 @@ pub async fn drop_columns(ds: &Dataset, paths: &[String]) -> Result<Dataset> {
         tightens: false,
     };
     commit_on(ds, op).await
-}
-
-/// Rename columns, change their nullability or their types, in one version. Without a type
-/// change no data is rewritten (a `Project`); with one, only the cast columns' data is (a
-/// `Merge`). Making a column non-nullable is the caller's to check against the data (it
-/// has the scan); here it only marks the commit as one that appends made meanwhile
-/// conflict with.
-pub async fn alter_columns(ds: &Dataset, alterations: &[Alteration]) -> Result<Dataset> {
-    if alterations.iter().any(|a| a.data_type.is_some()) {
-        return super::column_type::alter_with_casts(ds, alterations).await;
-    }
-    rename_only(ds, alterations).await
 }
 
 /// The alterations' renames and nullability, a metadata-only version (their data types

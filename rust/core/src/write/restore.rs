@@ -5,8 +5,8 @@ use super::commit_operation;
 use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::storage::Storage;
-use crate::table::commit::Operation;
 use crate::table::manifest::decode_manifest;
+use crate::table::transaction::Operation;
 use crate::table::versions::{latest_version, locate_version};
 
 /// Commit `ds`'s version as the newest; checked against the latest version (a commit

@@ -13,8 +13,8 @@ use crate::error::{Error, Result};
 use crate::proto::table::data_fragment::RowIdSequence as RowIdSeq;
 use crate::proto::table::{DataFragment, DeletionFile};
 use crate::storage::Storage;
-use crate::table::commit::Operation;
 use crate::table::deletion::{deletion_file_name, encode_deletions};
+use crate::table::transaction::Operation;
 
 /// Row offsets to delete, by fragment id.
 pub type RowsByFragment = BTreeMap<u64, RoaringBitmap>;

@@ -1,0 +1,291 @@
+//! Whether an operation still applies after the transactions other writers committed
+//! since the version it was prepared against: one rule per pair of operations.
+use super::operation::{op_name, touched_by, Operation};
+use crate::proto::table::transaction::Operation as PbOp;
+
+/// What a transaction committed meanwhile means for ours.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resolution {
+    /// Ours applies on top of it as it is.
+    Compatible,
+    /// Ours was prepared from data it changed: re-running ours against the new version
+    /// (re-reading what it read) can succeed.
+    Retryable(String),
+    /// Ours cannot be applied after it, and re-running will not help (it replaced the
+    /// table ours was written for).
+    Incompatible(String),
+}
+
+/// How `ours` meets `theirs`, a transaction committed since our read version (None: the
+/// version recorded no transaction, so nothing can be assumed). The outcomes are pylance
+/// 14's for every pair of operations lance_core writes, but one: a column made
+/// non-nullable meets rows appended or rewritten meanwhile as retryable (pylance:
+/// compatible), since those rows may hold nulls.
+pub fn resolve(ours: &Operation, theirs: Option<&PbOp>) -> Resolution {
+    use Resolution::*;
+    let Some(theirs) = theirs else {
+        return Incompatible("a concurrent commit left no transaction to check against".into());
+    };
+    let name = op_name(theirs);
+    let retry = |what: &str| {
+        Retryable(format!(
+            "a concurrent {name} {what}; retry on the new version"
+        ))
+    };
+    let replaced = || Incompatible(format!("a concurrent {name} replaced the table"));
+    // Overwrite, Restore and a memory-WAL state change replace what every other writer
+    // read, but for an overwrite, which does not read, and a restore, which wins.
+    let replaces_table = matches!(
+        theirs,
+        PbOp::Overwrite(_) | PbOp::Restore(_) | PbOp::UpdateMemWalState(_)
+    );
+    // The fragments ours changes in place and theirs changed or removed overlap.
+    let overlap = || touched_by(theirs).is_some_and(|t| !t.is_disjoint(&ours.touched()));
+    match ours {
+        Operation::Append { .. } => {
+            if replaces_table {
+                replaced()
+            } else {
+                Compatible
+            }
+        }
+        Operation::Overwrite { .. } => match theirs {
+            PbOp::Overwrite(_) => retry("committed first"),
+            PbOp::UpdateMemWalState(_) => replaced(),
+            _ => Compatible,
+        },
+        // A restore wins over anything but a memory-WAL state change.
+        Operation::Restore { .. } => match theirs {
+            PbOp::UpdateMemWalState(_) => replaced(),
+            _ => Compatible,
+        },
+        // Deletes and updates changed the fragments they read, and compaction rewrote them
+        // as they were: the same fragments changed meanwhile (or new columns computed for
+        // them) mean reading them again.
+        Operation::Delete { .. } | Operation::Update { .. } | Operation::Rewrite { .. } => {
+            if replaces_table {
+                replaced()
+            } else if matches!(theirs, PbOp::Merge(_)) {
+                retry("added columns")
+            } else if overlap() {
+                retry(match ours {
+                    Operation::Rewrite { .. } => "changed fragments being compacted",
+                    _ => "changed the same fragments",
+                })
+            } else {
+                Compatible
+            }
+        }
+        // New columns were computed for the fragments as they were at the read version.
+        Operation::Merge { .. } => match theirs {
+            PbOp::Overwrite(_) | PbOp::Restore(_) | PbOp::UpdateMemWalState(_) => replaced(),
+            PbOp::Project(_) => Incompatible(format!("a concurrent {name} changed the schema")),
+            PbOp::CreateIndex(_)
+            | PbOp::ReserveFragments(_)
+            | PbOp::UpdateConfig(_)
+            | PbOp::Clone(_)
+            | PbOp::UpdateBases(_) => Compatible,
+            _ => retry("changed the fragments"),
+        },
+        // The fields were derived from the read version's schema.
+        Operation::Project { tightens, .. } => match theirs {
+            _ if replaces_table => replaced(),
+            PbOp::Merge(_) | PbOp::Project(_) => retry("changed the schema"),
+            PbOp::Append(_) | PbOp::Update(_) if *tightens => {
+                retry("added rows, which may hold nulls where the column is made non-nullable")
+            }
+            _ => Compatible,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::table::transaction as txn;
+    use crate::proto::table::DataFragment;
+    use crate::table::schema::LanceSchema;
+    use bytes::Bytes;
+
+    fn frag(id: u64) -> DataFragment {
+        DataFragment {
+            id,
+            ..Default::default()
+        }
+    }
+
+    /// One of each operation lance_core commits, changing fragment 1 where it changes one.
+    fn ours() -> Vec<(&'static str, Operation)> {
+        vec![
+            ("append", Operation::Append { fragments: vec![] }),
+            (
+                "delete",
+                Operation::Delete {
+                    updated: vec![frag(1)],
+                    deleted_ids: vec![],
+                    predicate: "x".into(),
+                },
+            ),
+            (
+                "update",
+                Operation::Update {
+                    updated: vec![frag(1)],
+                    removed_ids: vec![],
+                    new_fragments: vec![],
+                    fields_changed: vec![],
+                },
+            ),
+            (
+                "overwrite",
+                Operation::Overwrite {
+                    fragments: vec![],
+                    schema: LanceSchema::default(),
+                    data_format: "2.1".into(),
+                    stable_row_ids: false,
+                },
+            ),
+            (
+                "rewrite",
+                Operation::Rewrite {
+                    groups: vec![(vec![frag(1)], vec![])],
+                },
+            ),
+            (
+                "merge",
+                Operation::Merge {
+                    fragments: vec![],
+                    schema: LanceSchema::default(),
+                },
+            ),
+            (
+                "restore",
+                Operation::Restore {
+                    version: 1,
+                    manifest: Box::default(),
+                    bytes: Bytes::new(),
+                },
+            ),
+            (
+                "project",
+                Operation::Project {
+                    fields: vec![],
+                    tightens: false,
+                },
+            ),
+        ]
+    }
+
+    /// One of each committed operation, changing fragment `f` where it changes one.
+    fn theirs(f: u64) -> Vec<(&'static str, PbOp)> {
+        vec![
+            ("append", PbOp::Append(txn::Append::default())),
+            (
+                "delete",
+                PbOp::Delete(txn::Delete {
+                    updated_fragments: vec![frag(f)],
+                    ..Default::default()
+                }),
+            ),
+            ("overwrite", PbOp::Overwrite(txn::Overwrite::default())),
+            ("create index", PbOp::CreateIndex(Default::default())),
+            (
+                "rewrite",
+                PbOp::Rewrite(txn::Rewrite {
+                    groups: vec![txn::rewrite::RewriteGroup {
+                        old_fragments: vec![frag(f)],
+                        new_fragments: vec![],
+                    }],
+                    ..Default::default()
+                }),
+            ),
+            ("merge", PbOp::Merge(txn::Merge::default())),
+            ("restore", PbOp::Restore(txn::Restore { version: 1 })),
+            ("reserve", PbOp::ReserveFragments(Default::default())),
+            (
+                "update",
+                PbOp::Update(txn::Update {
+                    updated_fragments: vec![frag(f)],
+                    ..Default::default()
+                }),
+            ),
+            ("project", PbOp::Project(txn::Project::default())),
+            ("config", PbOp::UpdateConfig(Default::default())),
+        ]
+    }
+
+    /// pylance 14's outcomes (its conflict resolver), ours in rows, theirs in columns as in
+    /// `theirs`: C compatible, R retryable, X incompatible; for the operations that change
+    /// fragments, when theirs changed the same fragment (the rows) and another (`other`).
+    const SAME: [(&str, &str); 8] = [
+        ("append", "CCXCCCXCCCC"),
+        ("delete", "CRXCRRXCRCC"),
+        ("update", "CRXCRRXCRCC"),
+        ("overwrite", "CCRCCCCCCCC"),
+        ("rewrite", "CRXCRRXCRCC"),
+        ("merge", "RRXCRRXCRXC"),
+        ("restore", "CCCCCCCCCCC"),
+        ("project", "CCXCCRXCCRC"),
+    ];
+    const OTHER: [(&str, &str); 3] = [
+        ("delete", "CCXCCRXCCCC"),
+        ("update", "CCXCCRXCCCC"),
+        ("rewrite", "CCXCCRXCCCC"),
+    ];
+
+    fn letter(r: &Resolution) -> char {
+        match r {
+            Resolution::Compatible => 'C',
+            Resolution::Retryable(_) => 'R',
+            Resolution::Incompatible(_) => 'X',
+        }
+    }
+
+    #[test]
+    fn every_pair_resolves_as_in_pylance() {
+        for (fragment, table) in [(1, &SAME[..]), (2, &OTHER[..])] {
+            for (name, expected) in table {
+                let op = ours().into_iter().find(|(n, _)| n == name).unwrap().1;
+                let got: String = theirs(fragment)
+                    .iter()
+                    .map(|(_, t)| letter(&resolve(&op, Some(t))))
+                    .collect();
+                assert_eq!(
+                    &got,
+                    expected,
+                    "ours {name}, theirs changed fragment {fragment}: {:?}",
+                    theirs(fragment).iter().map(|(n, _)| *n).collect::<Vec<_>>()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_unknown_commit_is_never_assumed_compatible() {
+        for (name, op) in ours() {
+            assert!(
+                matches!(resolve(&op, None), Resolution::Incompatible(_)),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn making_a_column_non_nullable_retries_over_new_rows() {
+        let ours = Operation::Project {
+            fields: vec![],
+            tightens: true,
+        };
+        let append = PbOp::Append(txn::Append::default());
+        assert!(matches!(
+            resolve(&ours, Some(&append)),
+            Resolution::Retryable(_)
+        ));
+        let update = PbOp::Update(txn::Update::default());
+        assert!(matches!(
+            resolve(&ours, Some(&update)),
+            Resolution::Retryable(_)
+        ));
+        let delete = PbOp::Delete(txn::Delete::default());
+        assert_eq!(resolve(&ours, Some(&delete)), Resolution::Compatible);
+    }
+}

@@ -1,0 +1,198 @@
+//! The operation model: what a commit changes, and its record in a transaction.
+use std::collections::HashSet;
+
+use bytes::Bytes;
+
+use crate::proto::table::transaction::{self as txn, Operation as PbOp};
+use crate::proto::table::{DataFragment, Manifest};
+use crate::table::schema::LanceSchema;
+
+/// What a commit changes.
+#[derive(Clone, Debug)]
+pub enum Operation {
+    /// New fragments (ids are assigned at commit).
+    Append { fragments: Vec<DataFragment> },
+    /// Replace every fragment, and the schema.
+    Overwrite {
+        fragments: Vec<DataFragment>,
+        schema: LanceSchema,
+        data_format: String,
+        stable_row_ids: bool,
+    },
+    /// Fragments with new deletion files, and fragments deleted entirely.
+    Delete {
+        updated: Vec<DataFragment>,
+        deleted_ids: Vec<u64>,
+        predicate: String,
+    },
+    /// Every fragment, some with new data files, and the schema with the new columns.
+    Merge {
+        fragments: Vec<DataFragment>,
+        schema: LanceSchema,
+    },
+    /// Make an earlier version the newest: its manifest (and its file's bytes, which hold
+    /// its index section) again, with fragment and row ids still counting on from the
+    /// latest version so that none is reused.
+    Restore {
+        version: u64,
+        manifest: Box<Manifest>,
+        bytes: Bytes,
+    },
+    /// A new schema over the same data (columns dropped, renamed, made nullable): the
+    /// manifest's field list as is, so that everything else a field carries stays. Data
+    /// files left with no field of the schema leave their fragments. `tightens`: a column
+    /// became non-nullable, which rows appended meanwhile could break.
+    Project {
+        fields: Vec<crate::proto::file::Field>,
+        tightens: bool,
+    },
+    /// Compaction: each group's old fragments replaced, where the first of them stood, by
+    /// new fragments holding the same rows (ids assigned at commit; their row-id sequences
+    /// are given, so stable row ids move with their rows).
+    Rewrite {
+        groups: Vec<(Vec<DataFragment>, Vec<DataFragment>)>,
+    },
+    /// Rows changed in place (update, merge_insert): the old copies deleted from their
+    /// fragments (new deletion files; a fragment left empty is removed), the new rows in
+    /// new fragments (ids assigned at commit). A new fragment whose row-id sequence is
+    /// given holds moved rows, which keep their stable row ids; one without gets fresh ids.
+    Update {
+        updated: Vec<DataFragment>,
+        removed_ids: Vec<u64>,
+        new_fragments: Vec<DataFragment>,
+        /// The columns whose values changed (pylance's `fields_for_preserving_frag_bitmap`).
+        fields_changed: Vec<u32>,
+    },
+}
+
+impl Operation {
+    /// The operation as a transaction records it.
+    pub fn to_proto(&self) -> PbOp {
+        match self {
+            Operation::Append { fragments } => PbOp::Append(txn::Append {
+                fragments: fragments.clone(),
+            }),
+            Operation::Overwrite {
+                fragments, schema, ..
+            } => PbOp::Overwrite(txn::Overwrite {
+                fragments: fragments.clone(),
+                schema: schema.to_proto(),
+                schema_metadata: schema.metadata_proto(),
+                ..Default::default()
+            }),
+            Operation::Delete {
+                updated,
+                deleted_ids,
+                predicate,
+            } => PbOp::Delete(txn::Delete {
+                updated_fragments: updated.clone(),
+                deleted_fragment_ids: deleted_ids.clone(),
+                predicate: predicate.clone(),
+            }),
+            Operation::Merge { fragments, schema } => PbOp::Merge(txn::Merge {
+                fragments: fragments.clone(),
+                schema: schema.to_proto(),
+                schema_metadata: schema.metadata_proto(),
+            }),
+            Operation::Restore { version, .. } => PbOp::Restore(txn::Restore { version: *version }),
+            Operation::Project { fields, .. } => PbOp::Project(txn::Project {
+                schema: fields.clone(),
+            }),
+            Operation::Rewrite { groups } => PbOp::Rewrite(txn::Rewrite {
+                groups: groups
+                    .iter()
+                    .map(|(old, new)| txn::rewrite::RewriteGroup {
+                        old_fragments: old.clone(),
+                        new_fragments: new.clone(),
+                    })
+                    .collect(),
+                ..Default::default()
+            }),
+            Operation::Update {
+                updated,
+                removed_ids,
+                new_fragments,
+                fields_changed,
+            } => PbOp::Update(txn::Update {
+                removed_fragment_ids: removed_ids.clone(),
+                updated_fragments: updated.clone(),
+                new_fragments: new_fragments.clone(),
+                fields_modified: vec![],
+                fields_for_preserving_frag_bitmap: fields_changed.clone(),
+                update_mode: txn::UpdateMode::RewriteRows as i32,
+            }),
+        }
+    }
+
+    /// Fragments this operation changes in place.
+    pub fn touched(&self) -> HashSet<u64> {
+        match self {
+            Operation::Rewrite { groups } => groups
+                .iter()
+                .flat_map(|g| g.0.iter().map(|f| f.id))
+                .collect(),
+            Operation::Delete {
+                updated,
+                deleted_ids: removed,
+                ..
+            }
+            | Operation::Update {
+                updated,
+                removed_ids: removed,
+                ..
+            } => updated
+                .iter()
+                .map(|f| f.id)
+                .chain(removed.iter().copied())
+                .collect(),
+            _ => HashSet::new(),
+        }
+    }
+}
+
+/// A readable name of a committed operation.
+pub fn op_name(op: &PbOp) -> &'static str {
+    match op {
+        PbOp::Append(_) => "append",
+        PbOp::Delete(_) => "delete",
+        PbOp::Overwrite(_) => "overwrite",
+        PbOp::CreateIndex(_) => "create index",
+        PbOp::Rewrite(_) => "rewrite (compaction)",
+        PbOp::Merge(_) => "merge (add columns)",
+        PbOp::Restore(_) => "restore",
+        PbOp::ReserveFragments(_) => "reserve fragments",
+        PbOp::Update(_) => "update",
+        PbOp::Project(_) => "project (drop columns)",
+        PbOp::UpdateConfig(_) => "update config",
+        PbOp::DataReplacement(_) => "data replacement",
+        PbOp::UpdateMemWalState(_) => "update mem wal state",
+        PbOp::Clone(_) => "clone",
+        PbOp::UpdateBases(_) => "update bases",
+    }
+}
+
+/// Fragments another committed operation changed in place or removed.
+pub fn touched_by(op: &PbOp) -> Option<HashSet<u64>> {
+    Some(match op {
+        PbOp::Delete(d) => d
+            .updated_fragments
+            .iter()
+            .map(|f| f.id)
+            .chain(d.deleted_fragment_ids.iter().copied())
+            .collect(),
+        PbOp::Update(u) => u
+            .updated_fragments
+            .iter()
+            .map(|f| f.id)
+            .chain(u.removed_fragment_ids.iter().copied())
+            .collect(),
+        PbOp::Rewrite(r) => r
+            .old_fragments
+            .iter()
+            .chain(r.groups.iter().flat_map(|g| g.old_fragments.iter()))
+            .map(|f| f.id)
+            .collect(),
+        PbOp::DataReplacement(d) => d.replacements.iter().map(|r| r.fragment_id).collect(),
+        _ => return None,
+    })
+}
