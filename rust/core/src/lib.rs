@@ -1,6 +1,6 @@
 //! lance-core: a pure-Rust implementation of the Lance table format.
 //!
-//! Layers, bottom up (see DESIGN.md): `storage` (object stores and byte ranges), `file`
+//! Layers, bottom up (see ARCHITECTURE.md): `storage` (object stores and byte ranges), `file`
 //! (the v2 file container), `encoding` (page layouts and compression → Arrow), `table`
 //! (manifests, versions, schemas, fragments, deletions, row ids) and `scan` (streaming
 //! reads of a dataset). `dataset` is the entry point that ties them together.
