@@ -2,7 +2,8 @@
 # Java 17 present):
 #
 #   make main    builds lance_core into .venv and runs the main job (a Spark pipeline on local Spark)
-#   make test    builds lance_core into .venv and runs every test (cargo test, then pytest)
+#   make test    builds lance_core into .venv, checks formatting and lints (rustfmt, clippy,
+#                ruff), then runs every test (cargo test, then pytest; a skipped test fails)
 #
 # `make bench` runs the benchmarks in benches/.
 SHELL := /bin/bash
@@ -10,7 +11,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 SOURCES := $(shell find rust python protos -type f -not -path '*/__pycache__/*' -not -name '*.so') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: setup main test test-rust test-python bench clean
+.PHONY: setup main test lint test-rust test-python bench clean
 
 setup: $(VENV)/.installed
 
@@ -26,7 +27,13 @@ $(VENV)/.installed: $(SOURCES)
 main: setup
 	$(PY) examples/main_job.py
 
-test: test-rust test-python
+test: lint test-rust test-python
+
+# Warnings are errors: the tree stays clean for rustfmt, clippy and ruff.
+lint: setup
+	cargo fmt --all --check
+	cargo clippy --release --all-targets -- -D warnings
+	$(VENV)/bin/ruff check python tests benches examples
 
 test-rust: setup
 	cargo test --release -p lance-core

@@ -5,7 +5,20 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-lance = pytest.importorskip("lance")
+import lance  # the reference (pylance): a test dependency that must be installed
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """CI must not pass while testing less: a skipped test fails the run (the README says
+    every test runs). LANCE_CORE_ALLOW_SKIPS=1 allows skips for a local partial setup."""
+    import os
+
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter else []
+    if skipped and os.environ.get("LANCE_CORE_ALLOW_SKIPS") != "1" and session.exitstatus == 0:
+        for rep in skipped:
+            reporter.write_line(f"SKIPPED (not allowed): {rep.nodeid}: {rep.longrepr}", red=True)
+        session.exitstatus = 1
 
 
 def canonical(t: pa.Table) -> pa.Table:
@@ -50,7 +63,6 @@ def spark():
     import os
     import sys
 
-    pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
     from lance_core.spark import LanceDataSource

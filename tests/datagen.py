@@ -89,17 +89,17 @@ def nested_columns(n: int, seed: int = 1, with_map: bool = True) -> dict:
         lists.append(None if i % 9 == 0 else [None if (i + j) % 7 == 0 else ints[(i + j) % n] for j in range(k)])
     cols["list_int"] = pa.array(lists, pa.list_(pa.int64()))
     cols["large_list_str"] = pa.array(
-        [None if l is None else [None if v is None else str(v) for v in l] for l in lists], pa.large_list(pa.string()))
+        [None if lst is None else [None if v is None else str(v) for v in lst] for lst in lists], pa.large_list(pa.string()))
     cols["list_struct"] = pa.array(
-        [None if l is None else [None if v is None else {"a": v, "b": str(v)} for v in l] for l in lists],
+        [None if lst is None else [None if v is None else {"a": v, "b": str(v)} for v in lst] for lst in lists],
         pa.list_(pa.struct([("a", pa.int64()), ("b", pa.string())])))
     cols["struct_list"] = pa.array(
         _with_nulls([{"l": lists[i], "k": ints[i]} for i in range(n)], m()),
         pa.struct([("l", pa.list_(pa.int64())), ("k", pa.int32())]))
     cols["list_list"] = pa.array(
-        [None if l is None else [l, [], None][: (i % 3) + 1] for i, l in enumerate(lists)], pa.list_(pa.list_(pa.int64())))
+        [None if lst is None else [lst, [], None][: (i % 3) + 1] for i, lst in enumerate(lists)], pa.list_(pa.list_(pa.int64())))
     cols["list_fsl"] = pa.array(
-        [None if l is None else [[float(v or 0), 1.0] for v in l] for l in lists], pa.list_(pa.list_(pa.float32(), 2)))
+        [None if lst is None else [[float(v or 0), 1.0] for v in lst] for lst in lists], pa.list_(pa.list_(pa.float32(), 2)))
     cols["nested_struct"] = pa.array(
         _with_nulls([{"inner": (None if i % 5 == 0 else {"v": ints[i]})} for i in range(n)], m()),
         pa.struct([("inner", pa.struct([("v", pa.int32())]))]))

@@ -1073,9 +1073,10 @@ class Generator:
 # ---------------------------------------------------------------------------------------
 # Running filters in both libraries
 
-def _error(fn: Callable):
+def _error(fn: Callable, *args, **kwargs):
+    """(fn(*args, **kwargs), None), or (None, the error's class and first line)."""
     try:
-        return fn(), None
+        return fn(*args, **kwargs), None
     except Exception as e:  # noqa: BLE001 - any failure is an outcome to compare
         return None, f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
 
@@ -1136,8 +1137,8 @@ class FilterCheck:
         deliberate = None
         for k, (ours, ref) in enumerate(self.pairs):
             q = dict(columns=["id"], with_row_id=True)
-            mine, my_err = _error(lambda: ours.to_table(filter=ours_text, **q))
-            theirs, their_err = _error(lambda: ref.to_table(filter=theirs_text, **q))
+            mine, my_err = _error(ours.to_table, filter=ours_text, **q)
+            theirs, their_err = _error(ref.to_table, filter=theirs_text, **q)
             if their_err:
                 if my_err:
                     report.both_refused += 1
@@ -1156,7 +1157,7 @@ class FilterCheck:
             text_for_ref = theirs_text
             if not same_rows(mine, theirs):
                 typed = node.typed()
-                explained, typed_err = _error(lambda: ref.to_table(filter=typed, **q))
+                explained, typed_err = _error(ref.to_table, filter=typed, **q)
                 kinds = explanations(node)
                 if typed_err is None and same_rows(mine, explained) and kinds:
                     deliberate = deliberate or kinds[0]
@@ -1317,7 +1318,7 @@ class Sequences:
         for _ in range(20):
             pred = self.gen.predicate(rng.randint(0, 2))
             ours_text, ref_text = pred.sql(), pred.typed()
-            if _error(lambda: lance.dataset(b).count_rows(filter=ref_text))[1] is None:
+            if _error(lance.dataset(b).count_rows, filter=ref_text)[1] is None:
                 break
         if kind == "delete":
             return (f"delete({ours_text!r})", lambda: lance_core.dataset(a).delete(ours_text),

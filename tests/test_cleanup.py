@@ -18,7 +18,8 @@ from conftest import assert_same, lance
 def _history(uri: str) -> None:
     """Appends, an overwrite, deletes (both deletion kinds), new columns: files that only
     old versions need, and files the latest still needs."""
-    t = lambda n, s: pa.table({"a": pa.array(range(s, s + n)), "b": [f"v{i}" for i in range(s, s + n)]})
+    def t(n, s):
+        return pa.table({"a": pa.array(range(s, s + n)), "b": [f"v{i}" for i in range(s, s + n)]})
     lance.write_dataset(t(100, 0), uri)
     lance.write_dataset(t(50, 100), uri, mode="append")
     lance.write_dataset(t(200, 1000), uri, mode="overwrite", max_rows_per_file=100)

@@ -5,7 +5,6 @@ append and a delete."""
 
 from __future__ import annotations
 
-import itertools
 
 import pyarrow as pa
 import pytest

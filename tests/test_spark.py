@@ -15,9 +15,6 @@ import pytest
 import lance_core
 from datagen import nested_columns, primitive_columns
 
-pyspark = pytest.importorskip("pyspark")
-from pyspark.sql import SparkSession  # noqa: E402
-
 from lance_core.spark import LanceDataSource, add_columns, read_fragments  # noqa: E402
 
 

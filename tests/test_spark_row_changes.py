@@ -15,7 +15,7 @@ import lance_core
 from conftest import assert_same
 from test_merge_insert import CLAUSES, _apply, _make, _table
 
-pytest.importorskip("pyspark")
+import pyspark  # noqa: F401
 
 from lance_core.spark import merge_insert, update  # noqa: E402
 from lance_core.spark import row_changes  # noqa: E402

@@ -20,7 +20,7 @@ import pytest
 
 import lance_core
 
-pytest.importorskip("pyspark")
+import pyspark  # noqa: F401
 
 from lance_core.spark.streaming import (BATCH_ID, QUERY_ID, LanceStreamCommitMessage,  # noqa: E402
                                         LanceStreamWriter, last_committed_batch)

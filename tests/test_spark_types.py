@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-pytest.importorskip("pyspark")
+import pyspark  # noqa: F401
 from lance_core.spark.types import _convert, spark_arrow_schema, spark_schema  # noqa: E402
 
 ARRAYS = [

@@ -35,8 +35,8 @@ def test_memory_store(tmp_uri):
 
 @pytest.fixture(scope="module")
 def s3():
-    moto_server = pytest.importorskip("moto.server")
-    boto3 = pytest.importorskip("boto3")
+    import moto.server as moto_server
+    import boto3
     srv = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
     srv.start()
     host, port = srv.get_host_and_port()

@@ -227,7 +227,7 @@ def test_tilde_is_the_home_directory(tmp_path, monkeypatch):
 
 
 def test_pandas_index_round_trips_like_pylance(tmp_path):
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
     frames = {
         "named": pd.DataFrame({"x": [1, 2, 3], "y": ["a", "b", "c"]}, index=pd.Index([10, 20, 30], name="idx")),
         "unnamed": pd.DataFrame({"x": [1, 2, 3]}, index=[5, 6, 7]),

@@ -16,6 +16,7 @@ from .errors import InvalidInputError
 
 if TYPE_CHECKING:
     from .fragment_metadata import FragmentMetadata
+    from .merge import MergeInsertBuilder
 
 
 def _uri(uri: Union[str, os.PathLike]) -> str:

@@ -40,8 +40,7 @@ from ..dataset import LanceDataset, dataset
 from ..errors import CommitConflictError, DatasetNotFoundError, InvalidInputError
 from ..fragment_metadata import FragmentMetadata, LanceOperation, commit
 from . import types as _types
-from .datasource import (ColumnReading, JobFiles, WriteSettings, _check_append, _flag, _storage_options,
-                         default_rows_per_partition, write_task)
+from .datasource import (ColumnReading, JobFiles, WriteSettings, _check_append, _flag, default_rows_per_partition, write_task)
 
 # Transaction properties of a version a streaming query committed.
 QUERY_ID = "spark.streaming.query_id"

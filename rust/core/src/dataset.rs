@@ -546,15 +546,14 @@ impl Dataset {
                 continue;
             };
             let (id, offset) = (a >> 32, a & 0xFFFF_FFFF);
-            if !seen.contains_key(&id) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = seen.entry(id) {
                 let frag = self.fragment(id).ok_or_else(|| {
                     Error::invalid(format!(
                         "{}: row id {a} is in fragment {id}, which this version does not have",
                         self.uri
                     ))
                 })?;
-                let facts = (self.physical_rows(frag).await?, self.deletions(frag).await?);
-                seen.insert(id, facts);
+                slot.insert((self.physical_rows(frag).await?, self.deletions(frag).await?));
             }
             let (rows, deletions) = &seen[&id];
             if offset >= *rows {

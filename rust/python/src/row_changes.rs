@@ -97,9 +97,12 @@ pub fn _update_part(
     })
 }
 
+/// What one merge task did: new fragments (protobuf bytes), addresses to delete and
+/// addresses matched (little-endian u64s), and (inserted, updated, deleted) counts.
+type MergePart = (Vec<Vec<u8>>, Vec<u8>, Vec<u8>, (u64, u64, u64));
+
 /// One task of a distributed merge whose join Spark did: `data` holds the joined rows
-/// (see `merge_joined`). Returns (new fragments, addresses to delete, addresses matched,
-/// (inserted, updated, deleted)).
+/// (see `merge_joined`).
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
 #[pyo3(signature = (ds, data, on, when_matched, condition, insert, by_source, file_prefix))]
@@ -113,7 +116,7 @@ pub fn _merge_part(
     insert: bool,
     by_source: Option<String>,
     file_prefix: Option<String>,
-) -> PyResult<(Vec<Vec<u8>>, Vec<u8>, Vec<u8>, (u64, u64, u64))> {
+) -> PyResult<MergePart> {
     guard(|| {
         let params = merge_params(py, on, when_matched, condition, insert, by_source, 0)?;
         let prefix = checked_file_prefix(py, file_prefix)?;

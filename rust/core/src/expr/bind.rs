@@ -599,7 +599,7 @@ impl<'a> Binder<'a> {
         let Some(lit) = into_column_type(literal, &c.data_type) else {
             return Ok(None);
         };
-        let lit = (&*if column_first { right } else { left }, self.scalar(lit));
+        let lit = (if column_first { right } else { left }, self.scalar(lit));
         let col = (column, c);
         let (l, r) = if column_first { (col, lit) } else { (lit, col) };
         self.arith(op, l, r).map(Some)

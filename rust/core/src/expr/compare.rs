@@ -161,11 +161,11 @@ where
 pub fn normalize_floats(a: &ArrayRef) -> ArrayRef {
     fn norm<T: ArrowPrimitiveType>(a: &ArrayRef, zero: T::Native, nan: T::Native) -> ArrayRef
     where
-        T::Native: PartialEq,
+        T::Native: PartialEq + OrderKey,
     {
-        // x != x only for NaN; -0.0 == 0.0.
+        // -0.0 == 0.0, so both become 0.0.
         let fix = |v: T::Native| {
-            if v != v {
+            if v.order_key() == NAN_KEY {
                 nan
             } else if v == zero {
                 zero

@@ -536,6 +536,146 @@ fn list_element(
     arrow_select::take::take(&values, &take, None)
 }
 
+/// `x IN (values)` for strings and binaries in one pass over the rows (a comparison per
+/// value would walk them once per value). SQL's rules: NULL rows give NULL, and so do rows
+/// matching nothing when a value of the list is NULL. None for other types.
+fn in_list_bytes(x: &ArrayRef, values: &[ArrayRef]) -> Option<BooleanArray> {
+    if values.is_empty()
+        || values
+            .iter()
+            .any(|v| v.data_type() != x.data_type() || v.len() != 1)
+    {
+        return None;
+    }
+    let mut wanted: Vec<Vec<u8>> = Vec::with_capacity(values.len());
+    let mut null_in_list = false;
+    for v in values {
+        match v.is_null(0) {
+            true => null_in_list = true,
+            false => wanted.push(value_bytes(v.as_ref(), 0)?.to_vec()),
+        }
+    }
+    let n = x.len();
+    // One loop per array type, so that reading a value is inlined.
+    let hit = match x.data_type() {
+        DataType::Utf8 => {
+            let a = x.as_string::<i32>();
+            hits(n, |i| a.value(i).as_bytes(), &wanted)
+        }
+        DataType::LargeUtf8 => {
+            let a = x.as_string::<i64>();
+            hits(n, |i| a.value(i).as_bytes(), &wanted)
+        }
+        DataType::Utf8View => {
+            let a = x.as_string_view();
+            hits(n, |i| a.value(i).as_bytes(), &wanted)
+        }
+        DataType::Binary => {
+            let a = x.as_binary::<i32>();
+            hits(n, |i| a.value(i), &wanted)
+        }
+        DataType::LargeBinary => {
+            let a = x.as_binary::<i64>();
+            hits(n, |i| a.value(i), &wanted)
+        }
+        DataType::BinaryView => {
+            let a = x.as_binary_view();
+            hits(n, |i| a.value(i), &wanted)
+        }
+        _ => return None,
+    };
+    let valid = match (x.logical_nulls(), null_in_list) {
+        (nulls, false) => nulls,
+        // Unmatched rows are NULL: valid only where matched (and the row is not null).
+        (nulls, true) => {
+            let matched = arrow_buffer::NullBuffer::new(hit.clone());
+            arrow_buffer::NullBuffer::union(nulls.as_ref(), Some(&matched))
+        }
+    };
+    Some(BooleanArray::new(hit, valid))
+}
+
+/// The bytes of value `i` of a string or binary array.
+fn value_bytes(a: &dyn Array, i: usize) -> Option<&[u8]> {
+    Some(match a.data_type() {
+        DataType::Utf8 => a.as_string::<i32>().value(i).as_bytes(),
+        DataType::LargeUtf8 => a.as_string::<i64>().value(i).as_bytes(),
+        DataType::Utf8View => a.as_string_view().value(i).as_bytes(),
+        DataType::Binary => a.as_binary::<i32>().value(i),
+        DataType::LargeBinary => a.as_binary::<i64>().value(i),
+        DataType::BinaryView => a.as_binary_view().value(i),
+        _ => return None,
+    })
+}
+
+/// Which of `n` values (`get(i)`) are one of `wanted`.
+fn hits<'a>(
+    n: usize,
+    get: impl Fn(usize) -> &'a [u8],
+    wanted: &[Vec<u8>],
+) -> arrow_buffer::BooleanBuffer {
+    if wanted.len() <= 8 {
+        // A few values: comparing with each beats hashing every row.
+        let needles: Vec<Needle> = wanted.iter().map(|w| Needle::new(w)).collect();
+        arrow_buffer::BooleanBuffer::collect_bool(n, |i| {
+            let v = get(i);
+            needles.iter().any(|k| k.matches(v))
+        })
+    } else {
+        let set: std::collections::HashSet<&[u8]> = wanted.iter().map(|w| w.as_slice()).collect();
+        arrow_buffer::BooleanBuffer::collect_bool(n, |i| set.contains(get(i)))
+    }
+}
+
+/// A value to find among short strings: equal lengths, then the first and last 8 bytes
+/// compared as words, which for values of up to 16 bytes is the whole comparison (a
+/// call to memcmp per row would cost more than the compare).
+struct Needle<'a> {
+    bytes: &'a [u8],
+    head: u64,
+    tail: u64,
+}
+
+impl<'a> Needle<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Needle {
+            bytes,
+            head: head_word(bytes),
+            tail: tail_word(bytes),
+        }
+    }
+
+    #[inline]
+    fn matches(&self, v: &[u8]) -> bool {
+        v.len() == self.bytes.len()
+            && head_word(v) == self.head
+            && tail_word(v) == self.tail
+            && (v.len() <= 16 || v[8..v.len() - 8] == self.bytes[8..self.bytes.len() - 8])
+    }
+}
+
+/// The first 8 bytes (zero-padded when shorter).
+#[inline]
+fn head_word(v: &[u8]) -> u64 {
+    match v.get(..8) {
+        Some(w) => u64::from_le_bytes(w.try_into().unwrap_or_default()),
+        None => {
+            let mut w = [0u8; 8];
+            w[..v.len()].copy_from_slice(v);
+            u64::from_le_bytes(w)
+        }
+    }
+}
+
+/// The last 8 bytes (0 when shorter: the head covered them).
+#[inline]
+fn tail_word(v: &[u8]) -> u64 {
+    match v.len() {
+        n if n >= 8 => u64::from_le_bytes(v[n - 8..].try_into().unwrap_or_default()),
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -973,145 +1113,5 @@ mod tests {
                 assert_eq!(again.unwrap(), e, "{sql} -> {e}");
             }
         }
-    }
-}
-
-/// `x IN (values)` for strings and binaries in one pass over the rows (a comparison per
-/// value would walk them once per value). SQL's rules: NULL rows give NULL, and so do rows
-/// matching nothing when a value of the list is NULL. None for other types.
-fn in_list_bytes(x: &ArrayRef, values: &[ArrayRef]) -> Option<BooleanArray> {
-    if values.is_empty()
-        || values
-            .iter()
-            .any(|v| v.data_type() != x.data_type() || v.len() != 1)
-    {
-        return None;
-    }
-    let mut wanted: Vec<Vec<u8>> = Vec::with_capacity(values.len());
-    let mut null_in_list = false;
-    for v in values {
-        match v.is_null(0) {
-            true => null_in_list = true,
-            false => wanted.push(value_bytes(v.as_ref(), 0)?.to_vec()),
-        }
-    }
-    let n = x.len();
-    // One loop per array type, so that reading a value is inlined.
-    let hit = match x.data_type() {
-        DataType::Utf8 => {
-            let a = x.as_string::<i32>();
-            hits(n, |i| a.value(i).as_bytes(), &wanted)
-        }
-        DataType::LargeUtf8 => {
-            let a = x.as_string::<i64>();
-            hits(n, |i| a.value(i).as_bytes(), &wanted)
-        }
-        DataType::Utf8View => {
-            let a = x.as_string_view();
-            hits(n, |i| a.value(i).as_bytes(), &wanted)
-        }
-        DataType::Binary => {
-            let a = x.as_binary::<i32>();
-            hits(n, |i| a.value(i), &wanted)
-        }
-        DataType::LargeBinary => {
-            let a = x.as_binary::<i64>();
-            hits(n, |i| a.value(i), &wanted)
-        }
-        DataType::BinaryView => {
-            let a = x.as_binary_view();
-            hits(n, |i| a.value(i), &wanted)
-        }
-        _ => return None,
-    };
-    let valid = match (x.logical_nulls(), null_in_list) {
-        (nulls, false) => nulls,
-        // Unmatched rows are NULL: valid only where matched (and the row is not null).
-        (nulls, true) => {
-            let matched = arrow_buffer::NullBuffer::new(hit.clone());
-            arrow_buffer::NullBuffer::union(nulls.as_ref(), Some(&matched))
-        }
-    };
-    Some(BooleanArray::new(hit, valid))
-}
-
-/// The bytes of value `i` of a string or binary array.
-fn value_bytes(a: &dyn Array, i: usize) -> Option<&[u8]> {
-    Some(match a.data_type() {
-        DataType::Utf8 => a.as_string::<i32>().value(i).as_bytes(),
-        DataType::LargeUtf8 => a.as_string::<i64>().value(i).as_bytes(),
-        DataType::Utf8View => a.as_string_view().value(i).as_bytes(),
-        DataType::Binary => a.as_binary::<i32>().value(i),
-        DataType::LargeBinary => a.as_binary::<i64>().value(i),
-        DataType::BinaryView => a.as_binary_view().value(i),
-        _ => return None,
-    })
-}
-
-/// Which of `n` values (`get(i)`) are one of `wanted`.
-fn hits<'a>(
-    n: usize,
-    get: impl Fn(usize) -> &'a [u8],
-    wanted: &[Vec<u8>],
-) -> arrow_buffer::BooleanBuffer {
-    if wanted.len() <= 8 {
-        // A few values: comparing with each beats hashing every row.
-        let needles: Vec<Needle> = wanted.iter().map(|w| Needle::new(w)).collect();
-        arrow_buffer::BooleanBuffer::collect_bool(n, |i| {
-            let v = get(i);
-            needles.iter().any(|k| k.matches(v))
-        })
-    } else {
-        let set: std::collections::HashSet<&[u8]> = wanted.iter().map(|w| w.as_slice()).collect();
-        arrow_buffer::BooleanBuffer::collect_bool(n, |i| set.contains(get(i)))
-    }
-}
-
-/// A value to find among short strings: equal lengths, then the first and last 8 bytes
-/// compared as words, which for values of up to 16 bytes is the whole comparison (a
-/// call to memcmp per row would cost more than the compare).
-struct Needle<'a> {
-    bytes: &'a [u8],
-    head: u64,
-    tail: u64,
-}
-
-impl<'a> Needle<'a> {
-    fn new(bytes: &'a [u8]) -> Self {
-        Needle {
-            bytes,
-            head: head_word(bytes),
-            tail: tail_word(bytes),
-        }
-    }
-
-    #[inline]
-    fn matches(&self, v: &[u8]) -> bool {
-        v.len() == self.bytes.len()
-            && head_word(v) == self.head
-            && tail_word(v) == self.tail
-            && (v.len() <= 16 || v[8..v.len() - 8] == self.bytes[8..self.bytes.len() - 8])
-    }
-}
-
-/// The first 8 bytes (zero-padded when shorter).
-#[inline]
-fn head_word(v: &[u8]) -> u64 {
-    match v.get(..8) {
-        Some(w) => u64::from_le_bytes(w.try_into().unwrap_or_default()),
-        None => {
-            let mut w = [0u8; 8];
-            w[..v.len()].copy_from_slice(v);
-            u64::from_le_bytes(w)
-        }
-    }
-}
-
-/// The last 8 bytes (0 when shorter: the head covered them).
-#[inline]
-fn tail_word(v: &[u8]) -> u64 {
-    match v.len() {
-        n if n >= 8 => u64::from_le_bytes(v[n - 8..].try_into().unwrap_or_default()),
-        _ => 0,
     }
 }

@@ -179,7 +179,7 @@ mod tests {
         // The file shrinks: a range past its end is a short read, mapped or not.
         std::fs::write(&path, &data[..MAP_MIN as usize + 100]).unwrap();
         for r in [0..2 * MAP_MIN, MAP_MIN..MAP_MIN + 200] {
-            match read_ranges(&path, &[r.clone()]) {
+            match read_ranges(&path, std::slice::from_ref(&r)) {
                 Err(ReadError::Short { len, .. }) => assert_eq!(len, MAP_MIN + 100),
                 Ok(_) => panic!("{r:?} read past the end"),
                 Err(_) => panic!("{r:?}: another error"),

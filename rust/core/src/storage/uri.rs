@@ -27,16 +27,17 @@ fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
         .clone()
 }
 
-/// Resolve `uri` to (store, root path, display uri).
-pub(super) fn resolve(
-    uri: &str,
-    options: &StorageOptions,
-) -> Result<(
+/// A resolved URI: the store, the root path in it, the URI as shown, and the local file
+/// system when the store is one (read directly, not through object_store).
+pub(super) type Resolved = (
     Arc<dyn ObjectStore>,
     Path,
     String,
     Option<Arc<LocalFileSystem>>,
-)> {
+);
+
+/// Resolve `uri` to (store, root path, display uri, local file system).
+pub(super) fn resolve(uri: &str, options: &StorageOptions) -> Result<Resolved> {
     let trimmed = uri.trim_end_matches('/');
     if trimmed.is_empty() {
         return Err(Error::invalid("empty dataset URI"));
@@ -105,13 +106,6 @@ fn check_plain_http(uri: &str, url: &Url, options: &StorageOptions) -> Result<()
         None => Ok(()),
     }
 }
-
-type Resolved = (
-    Arc<dyn ObjectStore>,
-    Path,
-    String,
-    Option<Arc<LocalFileSystem>>,
-);
 
 fn local(path: &str) -> Result<Resolved> {
     // `~` and `~/...` are the user's home, as in pylance (and the shell).

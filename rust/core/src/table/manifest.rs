@@ -65,6 +65,25 @@ pub fn timestamp_nanos(m: &Manifest) -> i64 {
         .unwrap_or(0)
 }
 
+/// The index section of a manifest file (`bytes`), found at `m.index_section`: None when the
+/// manifest has none, an error when it cannot be read.
+pub fn index_section(
+    m: &Manifest,
+    bytes: &Bytes,
+    name: &str,
+) -> Result<Option<crate::proto::table::IndexSection>> {
+    let Some(pos) = m.index_section.map(|p| p as usize) else {
+        return Ok(None);
+    };
+    bytes
+        .get(pos..pos + 4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .and_then(|len| bytes.get(pos + 4..pos.checked_add(4 + len)?))
+        .and_then(|b| crate::proto::table::IndexSection::decode(b).ok())
+        .map(Some)
+        .ok_or_else(|| Error::corrupt(name, "the index section cannot be read"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,23 +126,4 @@ mod tests {
             .to_string()
             .contains("too short"));
     }
-}
-
-/// The index section of a manifest file (`bytes`), found at `m.index_section`: None when the
-/// manifest has none, an error when it cannot be read.
-pub fn index_section(
-    m: &Manifest,
-    bytes: &Bytes,
-    name: &str,
-) -> Result<Option<crate::proto::table::IndexSection>> {
-    let Some(pos) = m.index_section.map(|p| p as usize) else {
-        return Ok(None);
-    };
-    bytes
-        .get(pos..pos + 4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-        .and_then(|len| bytes.get(pos + 4..pos.checked_add(4 + len)?))
-        .and_then(|b| crate::proto::table::IndexSection::decode(b).ok())
-        .map(Some)
-        .ok_or_else(|| Error::corrupt(name, "the index section cannot be read"))
 }

@@ -411,89 +411,6 @@ pub fn struct_fields(dt: &DataType) -> Option<&Fields> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn logical_types_round_trip() {
-        for lt in [
-            "int8",
-            "uint64",
-            "halffloat",
-            "double",
-            "large_string",
-            "decimal:128:10:2",
-            "decimal:256:40:-3",
-            "date32:day",
-            "time64:ns",
-            "duration:ms",
-            "timestamp:us:-",
-            "timestamp:ns:America/New_York",
-            "timestamp:s:+05:30",
-            "fixed_size_binary:16",
-            "fixed_size_list:float:128",
-            "fixed_size_list:lance.bfloat16:8",
-            "fixed_size_list:fixed_size_list:int32:2:3",
-            "dict:string:int16:false",
-        ] {
-            let dt = parse_logical_type(lt).unwrap();
-            assert_eq!(logical_type_of(&dt, None).unwrap(), lt, "{dt}");
-        }
-        for negative in ["fixed_size_binary:-1", "fixed_size_list:int8:-3"] {
-            assert!(parse_logical_type(negative).is_err(), "{negative}");
-        }
-        assert!(parse_logical_type("int128")
-            .unwrap_err()
-            .to_string()
-            .contains("unknown logical type"));
-    }
-
-    #[test]
-    fn tree_is_rebuilt_from_parent_ids() {
-        let f = |id, parent, name: &str, lt: &str| PbField {
-            id,
-            parent_id: parent,
-            name: name.into(),
-            logical_type: lt.into(),
-            nullable: true,
-            ..Default::default()
-        };
-        let fields = vec![
-            f(0, -1, "a", "int64"),
-            f(1, -1, "s", "struct"),
-            f(2, 1, "x", "string"),
-            f(3, -1, "l", "list"),
-            f(4, 3, "item", "int32"),
-        ];
-        let s = LanceSchema::from_proto(&fields, &HashMap::new()).unwrap();
-        assert_eq!(s.field_ids(), vec![0, 1, 2, 3, 4]);
-        let arrow = s.to_arrow().unwrap();
-        assert_eq!(
-            arrow.field(1).data_type(),
-            &DataType::Struct(vec![Field::new("x", DataType::Utf8, true)].into())
-        );
-        assert_eq!(
-            arrow.field(2).data_type(),
-            &DataType::List(Arc::new(Field::new("item", DataType::Int32, true)))
-        );
-        // A chain of fields each inside the previous one: refused past MAX_DEPTH, so
-        // converting it cannot recurse without bound.
-        let chain: Vec<PbField> = (0..1000)
-            .map(|i| f(i, i - 1, "s", if i == 999 { "int32" } else { "struct" }))
-            .collect();
-        let err = LanceSchema::from_proto(&chain, &HashMap::new()).unwrap_err();
-        assert!(err.to_string().contains("nested more than"), "{err}");
-        let deep = "fixed_size_list:".repeat(100) + "int8" + &":2".repeat(100);
-        assert!(parse_logical_type(&deep).is_err());
-        let bad = vec![f(2, 7, "x", "int32")];
-        assert!(LanceSchema::from_proto(&bad, &HashMap::new())
-            .unwrap_err()
-            .to_string()
-            .contains("parent 7"));
-    }
-}
-
 /// Building schemas from Arrow, for writing.
 impl LanceSchema {
     /// The Lance schema of an Arrow schema, field ids assigned depth-first from `first_id`.
@@ -630,5 +547,88 @@ impl LanceField {
             metadata,
             children,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logical_types_round_trip() {
+        for lt in [
+            "int8",
+            "uint64",
+            "halffloat",
+            "double",
+            "large_string",
+            "decimal:128:10:2",
+            "decimal:256:40:-3",
+            "date32:day",
+            "time64:ns",
+            "duration:ms",
+            "timestamp:us:-",
+            "timestamp:ns:America/New_York",
+            "timestamp:s:+05:30",
+            "fixed_size_binary:16",
+            "fixed_size_list:float:128",
+            "fixed_size_list:lance.bfloat16:8",
+            "fixed_size_list:fixed_size_list:int32:2:3",
+            "dict:string:int16:false",
+        ] {
+            let dt = parse_logical_type(lt).unwrap();
+            assert_eq!(logical_type_of(&dt, None).unwrap(), lt, "{dt}");
+        }
+        for negative in ["fixed_size_binary:-1", "fixed_size_list:int8:-3"] {
+            assert!(parse_logical_type(negative).is_err(), "{negative}");
+        }
+        assert!(parse_logical_type("int128")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown logical type"));
+    }
+
+    #[test]
+    fn tree_is_rebuilt_from_parent_ids() {
+        let f = |id, parent, name: &str, lt: &str| PbField {
+            id,
+            parent_id: parent,
+            name: name.into(),
+            logical_type: lt.into(),
+            nullable: true,
+            ..Default::default()
+        };
+        let fields = vec![
+            f(0, -1, "a", "int64"),
+            f(1, -1, "s", "struct"),
+            f(2, 1, "x", "string"),
+            f(3, -1, "l", "list"),
+            f(4, 3, "item", "int32"),
+        ];
+        let s = LanceSchema::from_proto(&fields, &HashMap::new()).unwrap();
+        assert_eq!(s.field_ids(), vec![0, 1, 2, 3, 4]);
+        let arrow = s.to_arrow().unwrap();
+        assert_eq!(
+            arrow.field(1).data_type(),
+            &DataType::Struct(vec![Field::new("x", DataType::Utf8, true)].into())
+        );
+        assert_eq!(
+            arrow.field(2).data_type(),
+            &DataType::List(Arc::new(Field::new("item", DataType::Int32, true)))
+        );
+        // A chain of fields each inside the previous one: refused past MAX_DEPTH, so
+        // converting it cannot recurse without bound.
+        let chain: Vec<PbField> = (0..1000)
+            .map(|i| f(i, i - 1, "s", if i == 999 { "int32" } else { "struct" }))
+            .collect();
+        let err = LanceSchema::from_proto(&chain, &HashMap::new()).unwrap_err();
+        assert!(err.to_string().contains("nested more than"), "{err}");
+        let deep = "fixed_size_list:".repeat(100) + "int8" + &":2".repeat(100);
+        assert!(parse_logical_type(&deep).is_err());
+        let bad = vec![f(2, 7, "x", "int32")];
+        assert!(LanceSchema::from_proto(&bad, &HashMap::new())
+            .unwrap_err()
+            .to_string()
+            .contains("parent 7"));
     }
 }

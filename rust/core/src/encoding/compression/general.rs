@@ -80,6 +80,24 @@ impl Scheme {
     }
 }
 
+impl Scheme {
+    /// Compress `data` into one unit of this scheme's framing.
+    pub fn compress(self, data: &[u8], level: Option<i32>) -> Vec<u8> {
+        match self {
+            Scheme::Zstd => {
+                let mut out = (data.len() as u64).to_le_bytes().to_vec();
+                // Compressing into memory cannot fail for valid levels; fall back to level 3.
+                let frame = zstd::bulk::compress(data, level.unwrap_or(3))
+                    .or_else(|_| zstd::bulk::compress(data, 3))
+                    .unwrap_or_default();
+                out.extend_from_slice(&frame);
+                out
+            }
+            Scheme::Lz4 => lz4_flex::block::compress_prepend_size(data),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,23 +135,5 @@ mod tests {
         l[..4].copy_from_slice(&u32::MAX.to_le_bytes());
         let err = Scheme::Lz4.decompress(&l).unwrap_err();
         assert!(err.to_string().contains("claims 4294967295"), "{err}");
-    }
-}
-
-impl Scheme {
-    /// Compress `data` into one unit of this scheme's framing.
-    pub fn compress(self, data: &[u8], level: Option<i32>) -> Vec<u8> {
-        match self {
-            Scheme::Zstd => {
-                let mut out = (data.len() as u64).to_le_bytes().to_vec();
-                // Compressing into memory cannot fail for valid levels; fall back to level 3.
-                let frame = zstd::bulk::compress(data, level.unwrap_or(3))
-                    .or_else(|_| zstd::bulk::compress(data, 3))
-                    .unwrap_or_default();
-                out.extend_from_slice(&frame);
-                out
-            }
-            Scheme::Lz4 => lz4_flex::block::compress_prepend_size(data),
-        }
     }
 }

@@ -167,8 +167,8 @@ fn int_chunks_hold_the_wanted_rows() {
 fn plain_ints_are_addressed_value_by_value() {
     // Values too spread to bit-pack are stored plain: a take reads each value at
     // `start + row * width` of the bulk buffer without decoding a chunk.
-    let values: Vec<i32> = (0..5000)
-        .map(|i| (i as i32).wrapping_mul(1_000_003) ^ 0x5a5a_5a5a)
+    let values: Vec<i32> = (0..5000i32)
+        .map(|i| i.wrapping_mul(1_000_003) ^ 0x5a5a_5a5a)
         .collect();
     let page = encode(Arc::new(Int32Array::from(values.clone())), &[], false);
     let plan = page.plan_without_bulk(&DataType::Int32, 1);
