@@ -17,8 +17,8 @@ _os.environ.setdefault("MIMALLOC_PURGE_DELAY", "5000")
 
 from ._lance_core import __version__  # noqa: E402
 from .dataset import LanceDataset, LanceFragment, LanceScanner, dataset
-from .fragment_metadata import FragmentMetadata, LanceOperation, commit, write_fragments
-from .write import write_dataset
+from .fragment_metadata import FragmentMetadata, LanceOperation, write_fragments
+from .write import commit, write_dataset
 from . import optimize  # noqa: E402,F401  (lance_core.optimize.Compaction)
 from .errors import (
     CorruptFileError,

@@ -7,16 +7,14 @@ import itertools
 from dataclasses import dataclass
 import os
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
 from . import _lance_core
 from .errors import InvalidInputError
-
-if TYPE_CHECKING:
-    from .fragment_metadata import FragmentMetadata
-    from .merge import MergeInsertBuilder
+from .fragment_metadata import FragmentMetadata, LanceOperation, _commit_native
+from .merge import MergeInsertBuilder
 
 
 def _uri(uri: Union[str, os.PathLike]) -> str:
@@ -184,8 +182,6 @@ class LanceFragment:
         with `commit(uri, LanceOperation.Merge(fragments, schema), read_version=version)`.
         `file_prefix` starts the new file's name (a distributed job's token).
         """
-        from .fragment_metadata import FragmentMetadata
-
         batches = self.to_batches(columns if columns is not None else None, batch_size=batch_size,
                                   include_deleted=True)
         outputs = (_as_batch(value_func(b)) for b in batches)
@@ -203,8 +199,6 @@ class LanceFragment:
 
     def metadata(self) -> "FragmentMetadata":
         """This fragment's metadata as it is committed (to pass to `LanceOperation.Merge`)."""
-        from .fragment_metadata import FragmentMetadata
-
         return FragmentMetadata(self._dataset._ds.fragment_metadata(self.fragment_id))
 
     def __repr__(self) -> str:
@@ -448,8 +442,6 @@ class LanceDataset:
         the key column(s) `on`, then say what to do with the builder's clauses and
         `execute(data)`, e.g. `ds.merge_insert("id").when_matched_update_all()
         .when_not_matched_insert_all().execute(table)`."""
-        from .merge import MergeInsertBuilder
-
         return MergeInsertBuilder(self, on)
 
     def get_fragments(self) -> List[LanceFragment]:
@@ -579,8 +571,6 @@ class LanceDataset:
         - a `pyarrow.Field`, a list of them or a `pyarrow.Schema`: all-null columns, added
           to the schema only (no data is written).
         """
-        from .fragment_metadata import LanceOperation, commit
-
         if isinstance(value_func, (pa.Field, pa.Schema)) or (
                 isinstance(value_func, list) and value_func and all(isinstance(f, pa.Field) for f in value_func)):
             fields = [value_func] if isinstance(value_func, pa.Field) else list(value_func)
@@ -601,17 +591,21 @@ class LanceDataset:
                                     f"fields / a schema; got {type(value_func).__name__}")
 
         fragments, schema = [], None
-        for frag in self.get_fragments():
-            meta, schema = frag.merge_columns(value_func, read_columns, output_schema, batch_size)
-            fragments.append(meta)
-            if output_schema is None:
-                output_schema = pa.schema(list(schema)[len(self.schema):])
-        if schema is None:
-            if output_schema is None:
-                raise InvalidInputError("adding columns to a dataset without rows needs output_schema")
-            schema = pa.schema(list(self.schema) + list(output_schema))
-        self._ds = commit(self.uri, LanceOperation.Merge(fragments, schema), read_version=self.version,
-                          storage_options=self._ds.storage_options())._ds
+        # The new files are removed unless the commit happens (the function raised, a
+        # concurrent writer won).
+        with _lance_core._StagedFiles(self.uri, self._ds.storage_options()) as staged:
+            for frag in self.get_fragments():
+                meta, schema = frag.merge_columns(value_func, read_columns, output_schema, batch_size)
+                staged.add_fragments([meta.data], last_file_only=True)
+                fragments.append(meta)
+                if output_schema is None:
+                    output_schema = pa.schema(list(schema)[len(self.schema):])
+            if schema is None:
+                if output_schema is None:
+                    raise InvalidInputError("adding columns to a dataset without rows needs output_schema")
+                schema = pa.schema(list(self.schema) + list(output_schema))
+            self._ds = _commit_native(self.uri, LanceOperation.Merge(fragments, schema), read_version=self.version,
+                                      storage_options=self._ds.storage_options())
 
     def __len__(self) -> int:
         return self.count_rows()

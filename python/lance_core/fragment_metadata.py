@@ -1,4 +1,5 @@
-"""Fragments written but not yet committed, and the operations that commit them."""
+"""Fragments written but not yet committed, and the operations that commit them (as
+data: `write.commit` commits one)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,13 @@ import base64
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 import pyarrow as pa
 
 from . import _lance_core
-from .dataset import LanceDataset
 from .errors import InvalidInputError
-from .write import _as_stream
+from ._inputs import as_stream
 
 
 @dataclass(frozen=True)
@@ -97,22 +97,20 @@ def write_fragments(
     `file_prefix` starts every data file name (letters, digits, - and _): a distributed
     job's token, so that an aborted job's files can be found.
     """
-    raw = _lance_core._write_fragments(_as_stream(data, schema), os.fspath(uri), mode, max_rows_per_file,
+    raw = _lance_core._write_fragments(as_stream(data, schema), os.fspath(uri), mode, max_rows_per_file,
                                        max_bytes_per_file, data_storage_version, storage_options, file_prefix)
     return [FragmentMetadata(b) for b in raw]
 
 
-def commit(
+def _commit_native(
     uri: Union[str, os.PathLike],
     operation,
     read_version: Optional[int] = None,
     storage_options: Optional[Dict[str, str]] = None,
     transaction_properties: Optional[Dict[str, str]] = None,
-) -> LanceDataset:
-    """Commit `operation` as one new version; `read_version` is the version it was
-    prepared against (the latest when None). Concurrent commits are checked against it.
-    `transaction_properties` are recorded in the version's transaction
-    (`LanceDataset.read_transaction`)."""
+) -> Any:
+    """`commit` (in `write`), returning the native dataset: the operation's fields handed
+    to the core, which builds and commits it."""
     uri = os.fspath(uri)
     props = {str(k): str(v) for k, v in (transaction_properties or {}).items()}
     if isinstance(operation, LanceOperation.Append):
@@ -132,4 +130,4 @@ def commit(
                                      None, read_version, storage_options, props)
     else:
         raise InvalidInputError(f"cannot commit {type(operation).__name__}")
-    return LanceDataset(native)
+    return native

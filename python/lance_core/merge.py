@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Union
 
 import pyarrow as pa
 
+from ._inputs import as_stream
 from .errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -87,9 +88,7 @@ class MergeInsertBuilder(MergeClauses):
         pandas DataFrame, or anything with `__arrow_c_stream__`) as the source, in one new
         version; the dataset object moves to it. Returns the inserted, updated and deleted
         row counts."""
-        from .write import _as_stream
-
         new, (inserted, updated, deleted) = self._ds._ds.merge_insert(
-            _as_stream(data, schema), *self._clauses(), self._retries)
+            as_stream(data, schema), *self._clauses(), self._retries)
         self._ds._ds = new
         return {"num_inserted_rows": inserted, "num_updated_rows": updated, "num_deleted_rows": deleted}

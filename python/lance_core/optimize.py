@@ -8,12 +8,10 @@ anywhere (they pickle), commit the results once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
+from .dataset import CompactionMetrics, LanceDataset
 from .errors import InvalidInputError
-
-if TYPE_CHECKING:
-    from .dataset import CompactionMetrics, LanceDataset
 
 _KNOWN = {"target_rows_per_fragment", "max_rows_per_group", "max_bytes_per_file", "materialize_deletions",
           "materialize_deletions_threshold", "num_threads", "batch_size", "defer_index_remap"}
@@ -97,8 +95,6 @@ class Compaction:
         """Commit every task's result as one new version (a `Rewrite`); `dataset` moves to it.
         Appends made since the plan are kept; a delete of the same fragments is a conflict
         (the new files are then removed; plan again)."""
-        from .dataset import CompactionMetrics
-
         versions = {r.read_version for r in rewrites}
         if len(versions) > 1:
             raise InvalidInputError(f"results of plans of different versions {sorted(versions)}")

@@ -1,4 +1,5 @@
-"""Writing datasets, with pylance's `write_dataset` signature."""
+"""Writing datasets, with pylance's `write_dataset` signature, and committing operations
+written elsewhere (`commit`)."""
 
 from __future__ import annotations
 
@@ -8,35 +9,10 @@ from typing import Any, Dict, Optional, Union
 import pyarrow as pa
 
 from . import _lance_core
+from ._inputs import as_stream
 from .dataset import LanceDataset
 from .errors import InvalidInputError
-
-
-def _as_stream(data: Any, schema: Optional[pa.Schema]) -> Any:
-    """Anything Arrow-shaped, as an object exporting an Arrow C stream."""
-    if isinstance(data, LanceDataset):
-        data = data.scanner().to_reader()
-    elif isinstance(data, pa.RecordBatch):
-        data = pa.Table.from_batches([data])
-    elif isinstance(data, (list, tuple)):
-        if not data and schema is None:
-            raise InvalidInputError("an empty list of batches needs a schema")
-        data = pa.Table.from_batches(list(data), schema=schema)
-    elif hasattr(data, "to_arrow") and not hasattr(data, "__arrow_c_stream__"):
-        data = data.to_arrow()  # e.g. polars, duckdb relations
-    elif type(data).__module__.startswith("pandas"):
-        # As pylance: a named or non-default index is kept as a column, and pandas'
-        # metadata lets `to_pandas()` restore it.
-        data = pa.Table.from_pandas(data, schema=schema)
-    if not hasattr(data, "__arrow_c_stream__"):
-        raise InvalidInputError(f"cannot write {type(data).__name__}: pass a pyarrow Table, RecordBatchReader, "
-                                "a list of RecordBatches, or anything with __arrow_c_stream__")
-    if schema is not None:
-        reader = pa.RecordBatchReader.from_stream(data)
-        if reader.schema != schema:
-            reader = reader.cast(schema)
-        data = reader
-    return data
+from .fragment_metadata import _commit_native
 
 
 def write_dataset(
@@ -60,7 +36,22 @@ def write_dataset(
     if max_rows_per_file <= 0:
         raise InvalidInputError("max_rows_per_file must be positive")
     native = _lance_core._write_dataset(
-        _as_stream(data, schema), os.fspath(uri), mode, max_rows_per_file, max_bytes_per_file,
+        as_stream(data, schema), os.fspath(uri), mode, max_rows_per_file, max_bytes_per_file,
         data_storage_version, enable_stable_row_ids, storage_options,
     )
     return LanceDataset(native)
+
+
+def commit(
+    uri: Union[str, os.PathLike],
+    operation,
+    read_version: Optional[int] = None,
+    storage_options: Optional[Dict[str, str]] = None,
+    transaction_properties: Optional[Dict[str, str]] = None,
+) -> LanceDataset:
+    """Commit `operation` (a `LanceOperation`) as one new version; `read_version` is the
+    version it was prepared against (the latest when None). Concurrent commits are checked
+    against it. `transaction_properties` are recorded in the version's transaction
+    (`LanceDataset.read_transaction`). When the commit fails, the operation's files stay:
+    they can be committed again."""
+    return LanceDataset(_commit_native(uri, operation, read_version, storage_options, transaction_properties))

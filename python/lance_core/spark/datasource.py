@@ -15,7 +15,6 @@ Structured Streaming reads and writes live in `streaming.py`.
 from __future__ import annotations
 
 import os
-import uuid
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Tuple
 
@@ -29,11 +28,12 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import LongType, StructField, StructType
 
-from .. import _lance_core
 from ..dataset import LanceDataset, dataset
 from ..errors import DatasetNotFoundError, InvalidInputError
-from ..fragment_metadata import FragmentMetadata, LanceOperation, commit, write_fragments
+from ..fragment_metadata import FragmentMetadata, LanceOperation, write_fragments
+from ..write import commit
 from . import filters as _filters
+from .jobs import JobFiles
 from . import types as _types
 
 ROW_ID = "_rowid"
@@ -281,36 +281,6 @@ class LanceFilteringReader(LanceReader):
                 yield f
             else:
                 self.predicates.append(pred)
-
-
-class JobFiles:
-    """The data files one distributed job writes, findable by the token their names start
-    with, so that a failed job leaves none behind even when some tasks finish late: `abort`
-    writes a marker, then deletes every file with the token; a task checks for the marker
-    after writing (`keep`) and deletes its own files when it is there."""
-
-    def __init__(self, uri: str, storage_options: Optional[Dict[str, str]], prefix: Optional[str] = None):
-        self.uri, self.storage_options = uri, storage_options
-        self.prefix = prefix or f"spark-{uuid.uuid4().hex[:16]}-"
-
-    def _marker(self) -> str:
-        return f"_spark_aborted/{self.prefix.rstrip('-')}"
-
-    def delete(self, paths: List[str]) -> None:
-        _lance_core._delete_data_files(self.uri, sorted(set(paths)), self.storage_options)
-
-    def keep(self, paths: List[str]) -> bool:
-        """In a task, after writing `paths`: False (and the files deleted) if the job was
-        aborted meanwhile."""
-        if _lance_core._object_exists(self.uri, self._marker(), self.storage_options):
-            self.delete(paths)
-            return False
-        return True
-
-    def abort(self, known: List[str] = ()) -> None:
-        _lance_core._put_object(self.uri, self._marker(), b"aborted", self.storage_options)
-        found = _lance_core._list_data_files(self.uri, self.prefix, self.storage_options)
-        self.delete(list(known) + found)
 
 
 @dataclass

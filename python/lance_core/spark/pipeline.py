@@ -15,9 +15,11 @@ from pyspark.sql.types import StructType
 
 from ..dataset import LanceDataset, dataset
 from ..errors import InvalidInputError
-from ..fragment_metadata import FragmentMetadata, LanceOperation, commit
+from ..fragment_metadata import FragmentMetadata, LanceOperation
+from ..write import commit
 from . import types as _types
-from .datasource import JobFiles, _dataset_at, default_rows_per_partition, plan_partitions
+from .datasource import _dataset_at, default_rows_per_partition, plan_partitions
+from .jobs import JobFiles, carrying_errors, raise_carried, with_error_column
 
 
 def _work_frame(spark: SparkSession, rows: List[tuple], ddl: str) -> DataFrame:
@@ -120,8 +122,10 @@ def add_columns(
                                            "metadata": pa.array([meta.data], pa.binary())})
 
     work = _work_frame(spark, [(fid,) for fid in fragment_ids], "fragment_id long")
-    try:
-        rows = work.mapInArrow(compute, "fragment_id long, metadata binary").collect()
+    part = pa.schema([("fragment_id", pa.int64()), ("metadata", pa.binary())])
+    with files.removed_on_error():  # nothing committed: no file the job wrote stays
+        job = work.mapInArrow(carrying_errors(compute, part), with_error_column("fragment_id long, metadata binary"))
+        rows = raise_carried(job.collect())
         written = {r.fragment_id: FragmentMetadata(bytes(r.metadata)) for r in rows}
         if sorted(written) != sorted(fragment_ids):
             raise InvalidInputError(f"{uri}: new columns were written for fragments {sorted(written)}, "
@@ -129,9 +133,6 @@ def add_columns(
         schema = pa.schema(list(ds.schema) + list(output_schema), metadata=ds.schema.metadata)
         return commit(uri, LanceOperation.Merge([written[f] for f in fragment_ids], schema),
                       read_version=read_version, storage_options=storage_options)
-    except BaseException:
-        files.abort()  # nothing was committed: delete every file the job wrote
-        raise
 
 
 def compact(
@@ -159,21 +160,18 @@ def compact(
         for work in batches:
             for i in work.column(0).to_pylist():
                 result = tasks[i].execute(local, file_prefix=files.prefix)
-                from ..fragment_metadata import FragmentMetadata
-
                 written = [f for b in result.new_fragments for f in FragmentMetadata(b).files]
                 if files.keep(written):
                     yield pa.record_batch({"task": pa.array([i], pa.int64()),
                                            "fragments": pa.array([result.new_fragments], pa.list_(pa.binary()))})
 
     work = _work_frame(spark, [(i,) for i in tasks], "task long")
-    try:
-        rows = work.mapInArrow(run, "task long, fragments array<binary>").collect()
+    part = pa.schema([("task", pa.int64()), ("fragments", pa.list_(pa.binary()))])
+    with files.removed_on_error():  # nothing committed: no file the job wrote stays
+        job = work.mapInArrow(carrying_errors(run, part), with_error_column("task long, fragments array<binary>"))
+        rows = raise_carried(job.collect())
         done = {r.task: [bytes(b) for b in r.fragments] for r in rows}
         if sorted(done) != sorted(tasks):
             raise InvalidInputError(f"{uri}: compaction tasks {sorted(done)} finished, expected {sorted(tasks)}")
         results = [RewriteResult(read_version, tasks[i].fragment_ids, done[i]) for i in sorted(tasks)]
         return Compaction.commit(ds, results)
-    except BaseException:
-        files.abort()  # nothing was committed: delete every file the job wrote
-        raise

@@ -15,7 +15,6 @@ again on the new version, up to `conflict_retries` times.
 
 from __future__ import annotations
 
-import re
 from typing import Dict, Iterator, List, Optional, Union
 
 import numpy as np
@@ -24,13 +23,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from .. import _lance_core
-from .. import errors as _errors
 from ..dataset import LanceDataset, dataset
 from ..errors import CommitConflictError, InvalidInputError
 from ..fragment_metadata import FragmentMetadata
 from ..merge import MergeClauses
 from . import types as _types
-from .datasource import JobFiles, _dataset_at
+from .datasource import _dataset_at
+from .jobs import JobFiles, carrying_errors, raise_carried, with_error_column
 from .pipeline import _work_frame
 
 # The columns tasks add to the joined rows, named as lance_core's merge expects them.
@@ -40,44 +39,18 @@ FROM_SOURCE = _lance_core.MERGE_JOINED_FROM_SOURCE
 BY_SOURCE = _lance_core.MERGE_JOINED_BY_SOURCE
 _KEY = "__merge_key_"  # the table's key columns, beside the source's in the join
 
-_PART_SCHEMA = "fragments array<binary>, removed binary, matched binary, inserted long, updated long, deleted long"
+# What each task returns (the Spark DDL and its Arrow form).
+_UPDATE_PART = pa.schema([("fragments", pa.list_(pa.binary())), ("removed", pa.binary()), ("count", pa.int64())])
+_UPDATE_DDL = "fragments array<binary>, removed binary, count long"
+_MERGE_PART = pa.schema([("fragments", pa.list_(pa.binary())), ("removed", pa.binary()), ("matched", pa.binary()),
+                         ("inserted", pa.int64()), ("updated", pa.int64()), ("deleted", pa.int64())])
+_MERGE_DDL = "fragments array<binary>, removed binary, matched binary, inserted long, updated long, deleted long"
 
 
-def _task_error(e: BaseException) -> Optional[BaseException]:
-    """The lance_core exception a Spark task raised, rebuilt on the driver (Spark reports
-    it as a PythonException holding the worker's traceback)."""
-    found = re.findall(r"lance_core\.errors\.(\w+): (.*)", str(e))
-    if not found:
-        return None
-    name, message = found[-1]
-    cls = getattr(_errors, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, Exception)):
-        return None
-    return cls(message.strip())
-
-
-def _run_job(files: JobFiles, job):
-    """Run `job` (a Spark action); when it fails, delete every file its tasks wrote and
-    raise the lance_core error a task raised, if one did."""
-    try:
-        return job()
-    except BaseException as e:
-        files.abort()
-        err = _task_error(e)
-        if err is not None:
-            raise err from e
-        raise
-
-
-def _commit(ds: LanceDataset, files: JobFiles, fragments: List[bytes], removed: bytes,
+def _commit(ds: LanceDataset, fragments: List[bytes], removed: bytes,
             updated_columns: Optional[List[str]] = None) -> LanceDataset:
-    """Commit what the tasks wrote on the version they read; on failure no file stays."""
-    try:
-        return LanceDataset(_lance_core._commit_row_changes(ds._ds, fragments, removed, updated_columns))
-    except BaseException:
-        known = [p for b in fragments for p in FragmentMetadata(b).files]
-        files.abort(known)
-        raise
+    """Commit what the tasks wrote on the version they read."""
+    return LanceDataset(_lance_core._commit_row_changes(ds._ds, fragments, removed, updated_columns))
 
 
 def _with_retries(uri: str, storage_options, retries: int, attempt):
@@ -130,11 +103,12 @@ def update(
 
         fragment_ids = [f.fragment_id for f in ds.get_fragments()]
         work = _work_frame(spark, [(fid,) for fid in fragment_ids], "fragment_id long")
-        rows = _run_job(files, lambda: work.mapInArrow(
-            run, "fragments array<binary>, removed binary, count long").collect())
-        fragments = [bytes(b) for r in rows for b in r.fragments]
-        removed = b"".join(bytes(r.removed) for r in rows)
-        _commit(ds, files, fragments, removed, [k for k, _ in pairs])
+        with files.removed_on_error():
+            job = work.mapInArrow(carrying_errors(run, _UPDATE_PART), with_error_column(_UPDATE_DDL))
+            rows = raise_carried(job.collect())
+            fragments = [bytes(b) for r in rows for b in r.fragments]
+            removed = b"".join(bytes(r.removed) for r in rows)
+            _commit(ds, fragments, removed, [k for k, _ in pairs])
         return {"num_rows_updated": sum(r["count"] for r in rows)}
 
     return _with_retries(uri, storage_options, conflict_retries, attempt)
@@ -247,14 +221,12 @@ class SparkMergeInsert(MergeClauses):
                     "inserted": pa.array([i], pa.int64()), "updated": pa.array([u], pa.int64()),
                     "deleted": pa.array([d], pa.int64())})
 
-        rows = _run_job(files, lambda: joined.mapInArrow(run, _PART_SCHEMA).collect())
-        fragments = [bytes(b) for r in rows for b in r.fragments]
-        try:
+        with files.removed_on_error():
+            rows = raise_carried(joined.mapInArrow(carrying_errors(run, _MERGE_PART), with_error_column(_MERGE_DDL))
+                                 .collect())
+            fragments = [bytes(b) for r in rows for b in r.fragments]
             self._check_one_match_per_row(ds, b"".join(bytes(r.matched) for r in rows))
-        except BaseException:
-            files.abort([p for b in fragments for p in FragmentMetadata(b).files])
-            raise
-        _commit(ds, files, fragments, b"".join(bytes(r.removed) for r in rows))
+            _commit(ds, fragments, b"".join(bytes(r.removed) for r in rows))
         return {"num_inserted_rows": sum(r.inserted for r in rows),
                 "num_updated_rows": sum(r.updated for r in rows),
                 "num_deleted_rows": sum(r.deleted for r in rows)}

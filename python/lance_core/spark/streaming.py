@@ -38,7 +38,8 @@ except ImportError:  # pragma: no cover - pyspark 4.1
 from .. import _lance_core
 from ..dataset import LanceDataset, dataset
 from ..errors import CommitConflictError, DatasetNotFoundError, InvalidInputError
-from ..fragment_metadata import FragmentMetadata, LanceOperation, commit
+from ..fragment_metadata import FragmentMetadata, LanceOperation
+from ..write import commit
 from . import types as _types
 from .datasource import (ColumnReading, JobFiles, WriteSettings, _check_append, _flag, default_rows_per_partition, write_task)
 

@@ -18,6 +18,8 @@ pub use error::{Error, Result};
 pub mod encoding;
 pub mod scan;
 pub mod table;
+#[cfg(test)]
+mod test_util;
 pub mod write;
 
 pub use dataset::{Dataset, VersionRef};

@@ -1,5 +1,5 @@
-//! `_commit`: one operation (append, overwrite, merge, delete) as a new version, and
-//! `_fragment_info` to read back the fragment metadata that uncommitted writes return.
+//! `_commit`: an operation written elsewhere (append, overwrite, merge, delete) as a new
+//! version, and `_fragment_info` to read back the fragment metadata that uncommitted writes return.
 use pyo3::prelude::*;
 use std::collections::HashMap;
 
@@ -27,7 +27,8 @@ pub fn decode_fragments(
         })
 }
 
-/// Commit an operation: "append" or "overwrite" of fragments, or "delete".
+/// Commit an operation written elsewhere: `kind` names the variant of
+/// `lance_core::write::External` (append, overwrite, delete, merge) the arguments fill.
 #[pyfunction]
 #[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None, transaction_properties=None))]
 #[allow(clippy::too_many_arguments)]
@@ -43,71 +44,28 @@ pub fn _commit(
     storage_options: Option<HashMap<String, String>>,
     transaction_properties: Option<HashMap<String, String>>,
 ) -> PyResult<PyDataset> {
-    use lance_core::table::transaction::Operation;
+    use lance_core::write::External;
     guard(|| {
         let fragments = decode_fragments(py, &fragments)?;
-        let op = match kind {
-            "append" => Operation::Append { fragments },
-            "overwrite" => {
-                let schema = schema.ok_or_else(|| {
-                    raise(
-                        py,
-                        "InvalidInputError",
-                        "an overwrite needs the new schema".into(),
-                    )
-                })?;
-                let schema =
-                    lance_core::table::schema::LanceSchema::from_arrow(&import_schema(&schema)?, 0)
-                        .py()?;
-                let data_format = fragments
-                    .iter()
-                    .flat_map(|f| f.files.first())
-                    .map(|d| format!("{}.{}", d.file_major_version, d.file_minor_version))
-                    .next()
-                    .unwrap_or_else(|| "2.2".into());
-                Operation::Overwrite {
-                    fragments,
-                    schema,
-                    data_format,
-                    stable_row_ids: false,
-                }
-            }
-            "merge" => {
-                // The new columns are numbered after the read version's ids, as the tasks
-                // that wrote their files numbered them.
-                let (schema, read_version) = schema.zip(read_version).ok_or_else(|| {
-                    raise(
-                        py,
-                        "InvalidInputError",
-                        "a merge needs the new schema and the version it was read from".into(),
-                    )
-                })?;
-                let schema = import_schema(&schema)?;
-                let opts = storage_options.clone().unwrap_or_default();
-                let ds = block_on(
-                    py,
-                    lance_core::dataset::Dataset::open(
-                        &uri,
-                        Some(lance_core::dataset::VersionRef::Number(read_version)),
-                        opts,
-                    ),
-                )
-                .py()?;
-                let new: Vec<_> = schema
-                    .fields()
-                    .iter()
-                    .filter(|f| ds.schema.field(f.name()).is_none())
-                    .cloned()
-                    .collect();
-                let added =
-                    lance_core::write::columns::new_columns(&ds, &arrow_schema::Schema::new(new))
-                        .py()?;
-                Operation::Merge {
-                    fragments,
-                    schema: lance_core::write::columns::schema_with(&ds, &added),
-                }
-            }
-            "delete" => Operation::Delete {
+        let schema = || match &schema {
+            Some(s) => import_schema(s),
+            None => Err(raise(
+                py,
+                "InvalidInputError",
+                format!("a {kind} needs the new schema"),
+            )),
+        };
+        let operation = match kind {
+            "append" => External::Append { fragments },
+            "overwrite" => External::Overwrite {
+                fragments,
+                schema: schema()?,
+            },
+            "merge" => External::Merge {
+                fragments,
+                schema: schema()?,
+            },
+            "delete" => External::Delete {
                 updated: fragments,
                 deleted_ids: deleted_fragment_ids.unwrap_or_default(),
                 predicate: predicate.unwrap_or_default(),
@@ -120,13 +78,14 @@ pub fn _commit(
                 ))
             }
         };
+        let options = storage_options.unwrap_or_default();
         let ds = block_on(
             py,
-            lance_core::write::commit_with_properties(
+            lance_core::write::commit_external(
                 &uri,
-                op,
+                &options,
                 read_version,
-                storage_options.unwrap_or_default(),
+                operation,
                 transaction_properties.unwrap_or_default(),
             ),
         )

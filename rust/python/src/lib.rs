@@ -13,6 +13,7 @@ mod files;
 mod history;
 mod row_changes;
 mod runtime;
+mod staged;
 mod write;
 
 use pyo3::prelude::*;
@@ -29,6 +30,7 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow_export::PyArrowSchema>()?;
     m.add_class::<arrow_export::PyArrowBatch>()?;
     m.add_class::<arrow_export::PyBatchIterator>()?;
+    m.add_class::<staged::PyStagedFiles>()?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(files::_copy_tree, m)?)?;
     m.add_function(wrap_pyfunction!(write::_write_dataset, m)?)?;

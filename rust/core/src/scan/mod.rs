@@ -10,6 +10,8 @@ mod output;
 pub mod plan;
 mod stream;
 pub mod take;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 

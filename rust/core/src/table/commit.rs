@@ -11,7 +11,7 @@ use prost::Message;
 use super::features::{unknown_reader_flags, DELETION_FILES, STABLE_ROW_IDS};
 use super::manifest::decode_manifest;
 use super::transaction::read::transaction_at;
-use super::transaction::{resolve, Operation, Resolution};
+use super::transaction::{resolve, Operation, Resolution, Staged};
 use super::versions::{latest_version, NamingScheme, VERSIONS_DIR};
 use crate::error::{Error, Result};
 use crate::proto::table::{
@@ -35,8 +35,20 @@ pub struct CommitOptions {
     pub properties: std::collections::HashMap<String, String>,
 }
 
-/// Commit `op`; returns the new version.
-pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> Result<u64> {
+/// Commit `op`, for which the files in `staged` were written; returns the new version.
+/// The staged files (and the transaction file written here) are removed when the commit
+/// does not happen.
+pub async fn commit(op: Operation, staged: Staged, opts: &CommitOptions) -> Result<u64> {
+    let result = commit_loop(staged.storage(), &op, &staged, opts).await;
+    staged.settle(result).await
+}
+
+async fn commit_loop(
+    storage: &Storage,
+    op: &Operation,
+    staged: &Staged,
+    opts: &CommitOptions,
+) -> Result<u64> {
     let uuid = uuid::Uuid::new_v4().hyphenated().to_string();
     let read_version = opts.read_version.unwrap_or(0);
     let transaction = Transaction {
@@ -48,12 +60,11 @@ pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> R
     };
     let txn_bytes = transaction.encode_to_vec();
     let txn_name = format!("{read_version}-{uuid}.txn");
+    let txn_path = storage.path(&format!("_transactions/{txn_name}"));
     storage
-        .put(
-            &storage.path(&format!("_transactions/{txn_name}")),
-            Bytes::from(txn_bytes.clone()),
-        )
+        .put(&txn_path, Bytes::from(txn_bytes.clone()))
         .await?;
+    staged.add(txn_path);
 
     let mut checked = read_version;
     for attempt in 0..MAX_ATTEMPTS {
@@ -83,8 +94,20 @@ pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> R
                 return Err(Error::unsupported(storage.uri(), format!("dataset needs writer features this writer does not know (flags {unknown:#x})")));
             }
             for v in checked + 1..=b.version {
-                let theirs = transaction_at(storage, v).await?;
-                match resolve(&op, theirs.as_ref().and_then(|t| t.operation.as_ref())) {
+                let theirs = match transaction_at(storage, v).await {
+                    Ok(t) => t,
+                    // A concurrent cleanup removed it: what it did cannot be checked, but
+                    // the operation can be prepared again on the latest version.
+                    Err(Error::NotFound { .. }) => {
+                        return Err(Error::Conflict(format!(
+                            "{}: version {v}, committed since version {read_version} was read, \
+                             was removed by a cleanup; retry on the latest version",
+                            storage.uri()
+                        )))
+                    }
+                    Err(e) => return Err(e),
+                };
+                match resolve(op, theirs.as_ref().and_then(|t| t.operation.as_ref())) {
                     Resolution::Compatible => {}
                     Resolution::Retryable(why) => {
                         return Err(Error::Conflict(format!(
@@ -103,9 +126,9 @@ pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> R
             checked = b.version;
         }
         let version = base.as_ref().map_or(1, |b| b.version + 1);
-        let mut next = next_manifest(storage, base.as_ref(), &op, version, opts)?;
+        let mut next = next_manifest(storage, base.as_ref(), op, version, opts)?;
         // A restored version keeps its own index section and legacy dictionary bytes.
-        let (base, base_bytes) = match &op {
+        let (base, base_bytes) = match op {
             Operation::Restore {
                 manifest, bytes, ..
             } => (Some((**manifest).clone()), bytes.clone()),
@@ -118,7 +141,7 @@ pub async fn commit(storage: &Storage, op: Operation, opts: &CommitOptions) -> R
         settle_data_format(storage, &mut next)?;
         // Rewritten fragments leave the indices that covered them: readers scan their rows
         // instead of trusting index entries that point at the old fragments.
-        let (base, base_bytes) = match &op {
+        let (base, base_bytes) = match op {
             Operation::Rewrite { groups } => {
                 let gone: HashSet<u32> = groups
                     .iter()

@@ -185,8 +185,9 @@ pub async fn changes_since(ds: &Dataset, after: u64, upto: u64) -> Result<Vec<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::transaction::Staged;
     use crate::table::versions::locate_version;
-    use crate::write::{commit_with_properties, write_dataset, WriteMode, WriteOptions};
+    use crate::write::{commit, write_dataset, ReadFrom, WriteMode, WriteOptions};
     use arrow_array::{Int64Array, RecordBatch};
     use arrow_schema::{DataType, Field, Schema};
     use std::sync::Arc;
@@ -226,7 +227,7 @@ mod tests {
         // An empty append carrying properties is found by them, newest first.
         let props = HashMap::from([("stream".to_string(), "q1".to_string())]);
         let op = crate::table::transaction::Operation::Append { fragments: vec![] };
-        let ds = commit_with_properties(&uri, op, Some(3), Default::default(), props)
+        let ds = commit(ReadFrom::Version(&ds), op, Staged::new(ds.storage()), props)
             .await
             .unwrap();
         let (v, t) = find_transaction(&ds, "stream", "q1", ds.version())
@@ -253,7 +254,7 @@ mod tests {
                 props.insert("stream".to_string(), "q1".to_string());
             }
             let op = crate::table::transaction::Operation::Append { fragments: vec![] };
-            ds = commit_with_properties(&uri, op, Some(v - 1), Default::default(), props)
+            ds = commit(ReadFrom::Version(&ds), op, Staged::new(ds.storage()), props)
                 .await
                 .unwrap();
         }

@@ -9,15 +9,15 @@ use arrow_array::{Array, ArrayRef, GenericListArray, OffsetSizeTrait, RecordBatc
 use arrow_schema::{DataType, Field, Schema};
 use futures::StreamExt;
 
-use super::columns::{max_field_id, write_columns};
+use super::columns::{max_field_id, write_columns_into};
 use super::project::{rename_and_relax, rename_only};
-use super::Alteration;
+use super::{commit, Alteration, ReadFrom};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::proto::table::{DataFile, DataFragment};
 use crate::scan::{scan, ScanOptions};
 use crate::table::schema::{LanceField, LanceSchema};
-use crate::table::transaction::Operation;
+use crate::table::transaction::{Operation, Staged};
 
 /// The casts pylance allows: within one family (integers, floats, temporal types, strings,
 /// binaries, decimals, lists of such), where Arrow can cast. Values that do not fit the new
@@ -252,7 +252,12 @@ fn plan(ds: &Dataset, path: &str, to: &DataType, fresh: &mut i32) -> Result<Opti
 }
 
 /// Write the cast column of every fragment: one new data file each, in fragment order.
-async fn write_cast(ds: &Dataset, cast: &Cast, written: &mut Vec<DataFile>) -> Result<()> {
+async fn write_cast(
+    ds: &Dataset,
+    cast: &Cast,
+    written: &mut Vec<DataFile>,
+    staged: &Staged,
+) -> Result<()> {
     let ds_arc = Arc::new(ds.clone());
     let added = cast.file_schema();
     let name = added.fields[0].name.clone();
@@ -282,7 +287,7 @@ async fn write_cast(ds: &Dataset, cast: &Cast, written: &mut Vec<DataFile>) -> R
             )]));
             Ok(RecordBatch::try_new(schema, vec![values])?)
         });
-        let f = write_columns(ds, frag.id, &added, Box::pin(values), "").await?;
+        let f = write_columns_into(ds, frag.id, &added, Box::pin(values), "", staged).await?;
         written.push(f.files.last().expect("write_columns adds a file").clone());
     }
     Ok(())
@@ -334,57 +339,54 @@ pub async fn alter_with_casts(ds: &Dataset, alterations: &[Alteration]) -> Resul
         return rename_only(ds, alterations).await;
     }
 
-    let storage = crate::storage::Storage::open(ds.uri(), ds.storage_options())?;
-    let mut written: Vec<DataFile> = vec![];
-    let mut result = Ok(());
-    for cast in &casts {
-        result = write_cast(ds, cast, &mut written).await;
-        if result.is_err() {
-            break;
+    let staged = Staged::new(ds.storage());
+    let prepared = async {
+        let mut written: Vec<DataFile> = vec![];
+        for cast in &casts {
+            write_cast(ds, cast, &mut written, &staged).await?;
+        }
+        cast_fragments(ds, &casts, &written, alterations)
+    };
+    let (fragments, schema) = staged.guard(prepared).await?;
+    let op = Operation::Merge { fragments, schema };
+    commit(ReadFrom::Version(ds), op, staged, Default::default()).await
+}
+
+/// The fragments and schema after `casts`, whose new data files are `written` (one per
+/// fragment, cast after cast), and the renames and nullability changes of `alterations`.
+fn cast_fragments(
+    ds: &Dataset,
+    casts: &[Cast],
+    written: &[DataFile],
+    alterations: &[Alteration],
+) -> Result<(Vec<DataFragment>, LanceSchema)> {
+    let mut fragments: Vec<DataFragment> = ds.fragments().to_vec();
+    let mut schema = (*ds.schema).clone();
+    for (k, cast) in casts.iter().enumerate() {
+        replaced(
+            &mut schema.fields,
+            cast.chain.last().unwrap().id,
+            &cast.changed,
+        );
+        let files = &written[k * fragments.len()..(k + 1) * fragments.len()];
+        for (frag, file) in fragments.iter_mut().zip(files) {
+            // The older files keep their bytes; the changed ids now live in the new file.
+            for d in frag.files.iter_mut() {
+                for id in d.fields.iter_mut().filter(|id| cast.old_ids.contains(id)) {
+                    *id = -2;
+                }
+            }
+            frag.files.push(file.clone());
         }
     }
-    let outcome: Result<(Vec<DataFragment>, LanceSchema)> = result.and_then(|()| {
-        let mut fragments: Vec<DataFragment> = ds.fragments().to_vec();
-        let mut schema = (*ds.schema).clone();
-        for (k, cast) in casts.iter().enumerate() {
-            replaced(
-                &mut schema.fields,
-                cast.chain.last().unwrap().id,
-                &cast.changed,
-            );
-            let files = &written[k * fragments.len()..(k + 1) * fragments.len()];
-            for (frag, file) in fragments.iter_mut().zip(files) {
-                // The older files keep their bytes; the changed ids now live in the new file.
-                for d in frag.files.iter_mut() {
-                    for id in d.fields.iter_mut().filter(|id| cast.old_ids.contains(id)) {
-                        *id = -2;
-                    }
-                }
-                frag.files.push(file.clone());
-            }
-        }
-        // A file left with no column of the new schema is never read again.
-        let kept: HashSet<i32> = schema.field_ids().into_iter().collect();
-        for frag in &mut fragments {
-            frag.files
-                .retain(|d| d.fields.iter().any(|id| kept.contains(id)));
-        }
-        let mut fields = schema.to_proto();
-        rename_and_relax(ds, &mut fields, alterations)?;
-        let schema = LanceSchema::from_proto(&fields, &schema.metadata_proto())?;
-        Ok((fragments, schema))
-    });
-    let (fragments, schema) = match outcome {
-        Ok(v) => v,
-        Err(e) => {
-            // Nothing refers to the files written so far.
-            for file in &written {
-                let _ = storage
-                    .delete(&storage.path(&format!("data/{}", file.path)))
-                    .await;
-            }
-            return Err(e);
-        }
-    };
-    super::commit_on(ds, Operation::Merge { fragments, schema }).await
+    // A file left with no column of the new schema is never read again.
+    let kept: HashSet<i32> = schema.field_ids().into_iter().collect();
+    for frag in &mut fragments {
+        frag.files
+            .retain(|d| d.fields.iter().any(|id| kept.contains(id)));
+    }
+    let mut fields = schema.to_proto();
+    rename_and_relax(ds, &mut fields, alterations)?;
+    let schema = LanceSchema::from_proto(&fields, &schema.metadata_proto())?;
+    Ok((fragments, schema))
 }

@@ -6,11 +6,12 @@ use arrow_schema::Schema;
 use futures::{Stream, StreamExt};
 
 use super::file::DataFileWriter;
-use super::{conform, leaves, writable_version};
+use super::{commit_schema_change, conform, leaves, writable_version};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::proto::table::DataFragment;
 use crate::table::schema::LanceSchema;
+use crate::table::transaction::{Operation, Staged};
 use arrow_array::RecordBatch;
 
 /// The largest field id the dataset has used: its schema's and those its data files
@@ -61,11 +62,11 @@ pub async fn add_null_columns(ds: &Dataset, new: &Schema) -> Result<Dataset> {
     let added = new_columns(ds, new)?;
     let mut fields = ds.manifest.fields.clone();
     fields.extend(added.to_proto());
-    let op = crate::table::transaction::Operation::Project {
+    let op = Operation::Project {
         fields,
         tightens: false,
     };
-    super::commit_on(ds, op).await
+    commit_schema_change(ds, op).await
 }
 
 /// The dataset's schema with the `added` columns at the end.
@@ -78,13 +79,32 @@ pub fn schema_with(ds: &Dataset, added: &LanceSchema) -> LanceSchema {
 /// Write the `added` columns of fragment `fragment_id`: `batches` hold one value per
 /// physical row, deleted rows included, in row order. Returns the fragment with the new
 /// data file listed last; commit it with `Operation::Merge`. The file's name starts with
-/// `file_prefix` (a job's token, or empty).
+/// `file_prefix` (a job's token, or empty). Once written the file is the caller's.
 pub async fn write_columns<S>(
     ds: &Dataset,
     fragment_id: u64,
     added: &LanceSchema,
     batches: S,
     file_prefix: &str,
+) -> Result<DataFragment>
+where
+    S: Stream<Item = Result<RecordBatch>> + Unpin,
+{
+    let staged = Staged::new(ds.storage());
+    let written = write_columns_into(ds, fragment_id, added, batches, file_prefix, &staged);
+    let fragment = staged.guard(written).await?;
+    staged.keep();
+    Ok(fragment)
+}
+
+/// `write_columns`, staging the new file in `staged`.
+pub(super) async fn write_columns_into<S>(
+    ds: &Dataset,
+    fragment_id: u64,
+    added: &LanceSchema,
+    batches: S,
+    file_prefix: &str,
+    staged: &Staged,
 ) -> Result<DataFragment>
 where
     S: Stream<Item = Result<RecordBatch>> + Unpin,
@@ -102,10 +122,9 @@ where
     let rows = ds.physical_rows(&fragment).await?;
     let version = writable_version(&ds.data_storage_version(), ds.uri())?;
     let target = std::sync::Arc::new(added.to_arrow()?);
-    let storage = crate::storage::Storage::open(ds.uri(), ds.storage_options())?;
     let name = format!("{file_prefix}{}.lance", uuid::Uuid::new_v4().simple());
     let specs = leaves::leaves(added, version.minor >= 2)?;
-    let mut writer = DataFileWriter::create(&storage, name, version, &specs);
+    let mut writer = DataFileWriter::create(staged.storage(), name, version, &specs);
     let mut batches = batches;
     // Rows received, which may be more than were written when there are too many.
     let mut seen = 0u64;
@@ -131,6 +150,8 @@ where
         writer.abort().await;
         return Err(e);
     }
-    fragment.files.push(writer.finish(added).await?);
+    let file = writer.finish(added).await?;
+    staged.add_data_file(&file.path);
+    fragment.files.push(file);
     Ok(fragment)
 }

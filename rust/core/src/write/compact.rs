@@ -8,14 +8,13 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
 use futures::StreamExt;
 
-use super::{commit_on, writable_version, write_fragments, WriteOptions};
+use super::{commit, writable_version, write_fragments, ReadFrom, WriteOptions};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::proto::table::data_fragment::RowIdSequence as RowIdSeq;
 use crate::proto::table::DataFragment;
 use crate::scan::{scan, ScanOptions};
-use crate::storage::Storage;
-use crate::table::transaction::Operation;
+use crate::table::transaction::{Operation, Staged};
 
 #[derive(Clone, Debug)]
 pub struct CompactionOptions {
@@ -53,8 +52,8 @@ async fn index_coverage(ds: &Dataset) -> Result<Vec<roaring::RoaringBitmap>> {
     if ds.manifest.index_section.is_none() {
         return Ok(vec![]);
     }
-    let storage = Storage::open(ds.uri(), ds.storage_options())?;
-    let loc = crate::table::versions::locate_version(&storage, ds.version()).await?;
+    let storage = ds.storage();
+    let loc = crate::table::versions::locate_version(storage, ds.version()).await?;
     let bytes = storage.get(&loc.path).await?;
     let name = storage.display(&loc.path);
     let Some(section) = crate::table::manifest::index_section(&ds.manifest, &bytes, &name)? else {
@@ -153,7 +152,7 @@ async fn plan(ds: &Dataset, opts: &CompactionOptions) -> Result<Vec<(Vec<DataFra
 /// Rewrite one group: its visible rows, in order, into new fragments.
 async fn rewrite(
     ds: &Arc<Dataset>,
-    storage: &Storage,
+    staged: &Staged,
     group: &[DataFragment],
     rows: u64,
     opts: &CompactionOptions,
@@ -194,7 +193,7 @@ async fn rewrite(
         ..Default::default()
     };
     let mut fragments =
-        write_fragments(storage, &ds.schema, version, Box::pin(batches), &write).await?;
+        write_fragments(staged, &ds.schema, version, Box::pin(batches), &write).await?;
     if stable {
         let ids = ids.lock().unwrap_or_else(|e| e.into_inner());
         let mut at = 0usize;
@@ -235,11 +234,25 @@ pub async fn plan_compaction(
         .collect())
 }
 
-/// Run one task on `ds` (at the task's read version): the new fragments, not committed.
+/// Run one task on `ds` (at the task's read version): the new fragments, not committed;
+/// their files are the caller's (a distributed job commits or aborts them).
 pub async fn execute_task(
     ds: &Dataset,
     task: &CompactionTask,
     opts: &CompactionOptions,
+) -> Result<Vec<DataFragment>> {
+    let staged = Staged::new(ds.storage());
+    let fragments = staged.guard(execute_into(ds, task, opts, &staged)).await?;
+    staged.keep();
+    Ok(fragments)
+}
+
+/// `execute_task`, staging the new files in `staged`.
+async fn execute_into(
+    ds: &Dataset,
+    task: &CompactionTask,
+    opts: &CompactionOptions,
+    staged: &Staged,
 ) -> Result<Vec<DataFragment>> {
     let group: Vec<DataFragment> = task
         .fragment_ids
@@ -255,8 +268,7 @@ pub async fn execute_task(
         })
         .collect::<Result<_>>()?;
     let ds = Arc::new(ds.clone());
-    let storage = Storage::open(ds.uri(), ds.storage_options())?;
-    rewrite(&ds, &storage, &group, task.rows, opts).await
+    rewrite(&ds, staged, &group, task.rows, opts).await
 }
 
 /// Commit the results of tasks (fragment ids of `ds`'s version → new fragments) as one
@@ -265,16 +277,22 @@ pub async fn commit_compaction(
     ds: &Dataset,
     results: Vec<(Vec<u64>, Vec<DataFragment>)>,
 ) -> Result<(Dataset, CompactionMetrics)> {
-    let storage = Storage::open(ds.uri(), ds.storage_options())?;
+    // The tasks' files are this commit's from here on.
+    let staged = Staged::new(ds.storage());
+    for (_, new) in &results {
+        staged.add_fragments(new);
+    }
+    commit_rewrite(ds, results, staged).await
+}
+
+/// The `Rewrite` of `results`, whose files are staged in `staged`, committed.
+async fn commit_rewrite(
+    ds: &Dataset,
+    results: Vec<(Vec<u64>, Vec<DataFragment>)>,
+    staged: Staged,
+) -> Result<(Dataset, CompactionMetrics)> {
     let mut metrics = CompactionMetrics::default();
     let mut groups = Vec::with_capacity(results.len());
-    let mut written: Vec<String> = Vec::new();
-    for (_, new) in &results {
-        for f in new {
-            written.extend(f.files.iter().map(|d| d.path.clone()));
-        }
-    }
-    let mut failure = None;
     for (ids, new) in results {
         let old: Result<Vec<DataFragment>> = ids
             .iter()
@@ -290,10 +308,7 @@ pub async fn commit_compaction(
             .collect();
         let old = match old {
             Ok(old) => old,
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
+            Err(e) => return staged.settle(Err(e)).await,
         };
         metrics.fragments_removed += old.len() as u64;
         // Deletion files go too (pylance counts them).
@@ -305,24 +320,12 @@ pub async fn commit_compaction(
         metrics.files_added += new.iter().map(|f| f.files.len() as u64).sum::<u64>();
         groups.push((old, new));
     }
-    let outcome = match failure {
-        Some(e) => Err(e),
-        None if groups.is_empty() => return Ok((ds.clone(), metrics)),
-        None => {
-            let op = Operation::Rewrite { groups };
-            commit_on(ds, op).await
-        }
-    };
-    match outcome {
-        Ok(new) => Ok((new, metrics)),
-        Err(e) => {
-            // The new files are nobody's; remove them.
-            for path in written {
-                let _ = storage.delete(&storage.path(&format!("data/{path}"))).await;
-            }
-            Err(e)
-        }
+    if groups.is_empty() {
+        return Ok((ds.clone(), metrics));
     }
+    let op = Operation::Rewrite { groups };
+    let new = commit(ReadFrom::Version(ds), op, staged, Default::default()).await?;
+    Ok((new, metrics))
 }
 
 /// Compact `ds` (at its version) in this process; returns the dataset at the new version
@@ -332,25 +335,15 @@ pub async fn compact_files(
     opts: &CompactionOptions,
 ) -> Result<(Dataset, CompactionMetrics)> {
     let tasks = plan_compaction(ds, opts).await?;
-    let mut results = Vec::with_capacity(tasks.len());
-    for task in tasks {
-        match execute_task(ds, &task, opts).await {
-            Ok(new) => results.push((task.fragment_ids, new)),
-            Err(e) => {
-                // Leave no files of this attempt behind.
-                let storage = Storage::open(ds.uri(), ds.storage_options())?;
-                let mut paths = Vec::new();
-                for (_, new) in &results {
-                    for f in new {
-                        paths.extend(f.files.iter().map(|d| format!("data/{}", d.path)));
-                    }
-                }
-                for p in paths {
-                    let _ = storage.delete(&storage.path(&p)).await;
-                }
-                return Err(e);
-            }
+    let staged = Staged::new(ds.storage());
+    let run = async {
+        let mut results = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            let new = execute_into(ds, &task, opts, &staged).await?;
+            results.push((task.fragment_ids, new));
         }
-    }
-    commit_compaction(ds, results).await
+        Ok(results)
+    };
+    let results = staged.guard(run).await?;
+    commit_rewrite(ds, results, staged).await
 }

@@ -7,12 +7,12 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::UInt64Type;
 use futures::TryStreamExt;
 
-use super::commit_on;
-use super::rows::{add_address, delete_rows, discard_removal, RowsByFragment};
+use super::rows::{add_address, delete_rows, RowsByFragment};
+use super::{commit, ReadFrom};
 use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::scan::{scan, ScanOptions};
-use crate::table::transaction::Operation;
+use crate::table::transaction::{Operation, Staged};
 
 /// Row offsets, by fragment, of the rows of `ds` matching `predicate` (deleted rows aside).
 pub async fn matching_rows(
@@ -48,17 +48,14 @@ pub async fn delete(ds: &Dataset, predicate: &str, retries: u32) -> Result<Datas
         async move {
             let ds = Arc::new(ds);
             let rows = matching_rows(&ds, &expr).await?;
-            let removal = delete_rows(&ds, &rows).await?;
+            let staged = Staged::new(ds.storage());
+            let removal = staged.guard(delete_rows(&ds, &rows, &staged)).await?;
             let op = Operation::Delete {
-                updated: removal.updated.clone(),
-                deleted_ids: removal.removed_ids.clone(),
+                updated: removal.updated,
+                deleted_ids: removal.removed_ids,
                 predicate: predicate.to_string(),
             };
-            let committed = commit_on(&ds, op).await;
-            if committed.is_err() {
-                discard_removal(&ds, &removal).await;
-            }
-            committed
+            commit(ReadFrom::Version(&ds), op, staged, Default::default()).await
         }
     })
     .await

@@ -18,8 +18,7 @@ use futures::TryStreamExt;
 use std::hash::BuildHasher;
 
 use super::rows::{
-    add_address, attach_row_ids, commit_update, delete_rows, discard, discard_removal, write_rows,
-    RowsByFragment,
+    add_address, attach_row_ids, commit_update, delete_rows, write_rows, RowsByFragment,
 };
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
@@ -27,6 +26,7 @@ use crate::expr::{bind_filter, evaluate_filter, parse, Expr};
 use crate::proto::table::DataFragment;
 use crate::scan::take::take;
 use crate::scan::{scan, Projection, ScanOptions, ROW_ADDRESS, ROW_ID};
+use crate::table::transaction::Staged;
 
 /// What happens to a table row whose key a source row has.
 #[derive(Clone, Debug, PartialEq)]
@@ -555,20 +555,22 @@ async fn plan_changes(
     })
 }
 
-/// Write the updated and the inserted rows of `planned` (at once) as new fragments;
-/// updated rows keep their stable row ids, inserted ones get theirs when committed.
+/// Write the updated and the inserted rows of `planned` (at once) as new fragments, staged
+/// in `staged`; updated rows keep their stable row ids, inserted ones get theirs when
+/// committed.
 async fn write_planned(
     ds: &Dataset,
     updated: Option<(RecordBatch, Vec<u64>)>,
     inserted: Option<RecordBatch>,
     file_prefix: &str,
+    staged: &Staged,
 ) -> Result<Vec<DataFragment>> {
     let stable = ds.has_stable_row_ids();
     let write_updated = async {
         match updated.filter(|(r, _)| r.num_rows() > 0) {
             None => Ok(vec![]),
             Some((rows, ids)) => {
-                let mut frags = write_rows(ds, in_chunks(rows), file_prefix).await?;
+                let mut frags = write_rows(ds, in_chunks(rows), file_prefix, staged).await?;
                 if stable {
                     attach_row_ids(&mut frags, &ids, ds.uri())?;
                 }
@@ -579,21 +581,12 @@ async fn write_planned(
     let write_inserted = async {
         match inserted {
             None => Ok(vec![]),
-            Some(rows) => write_rows(ds, in_chunks(rows), file_prefix).await,
+            Some(rows) => write_rows(ds, in_chunks(rows), file_prefix, staged).await,
         }
     };
-    let (updated, inserted) = futures::join!(write_updated, write_inserted);
-    match (updated, inserted) {
-        (Ok(mut a), Ok(b)) => {
-            a.extend(b);
-            Ok(a)
-        }
-        (Ok(written), Err(e)) | (Err(e), Ok(written)) => {
-            discard(ds, &written).await;
-            Err(e)
-        }
-        (Err(e), Err(_)) => Err(e),
-    }
+    let (mut updated, inserted) = futures::try_join!(write_updated, write_inserted)?;
+    updated.extend(inserted);
+    Ok(updated)
 }
 
 /// Every field of the table: a merge may change any column.
@@ -620,25 +613,16 @@ async fn merge_once(
         add_address(&mut to_delete, a);
     }
     // The new fragments and the deletion files are written at once.
-    let (written, removal) = futures::join!(
-        write_planned(ds, planned.updated, planned.inserted, ""),
-        delete_rows(ds, &to_delete)
-    );
-    match (written, removal) {
-        (Ok(fragments), Ok(removal)) => {
-            let new = commit_update(ds, removal, fragments, all_fields(ds)).await?;
-            Ok((new, stats))
-        }
-        (written, removal) => {
-            if let Ok(f) = &written {
-                discard(ds, f).await;
-            }
-            if let Ok(r) = &removal {
-                discard_removal(ds, r).await;
-            }
-            Err(written.err().or(removal.err()).expect("one failed"))
-        }
-    }
+    let staged = Staged::new(ds.storage());
+    let written = async {
+        futures::try_join!(
+            write_planned(ds, planned.updated, planned.inserted, "", &staged),
+            delete_rows(ds, &to_delete, &staged)
+        )
+    };
+    let (fragments, removal) = staged.guard(written).await?;
+    let new = commit_update(ds, removal, fragments, all_fields(ds), staged).await?;
+    Ok((new, stats))
 }
 
 /// Names of the columns an outside engine adds to the source rows it joined to the
@@ -763,7 +747,11 @@ pub async fn merge_joined(
     }
 
     let planned = plan_changes(ds, &source, m, params).await?;
-    let fragments = write_planned(ds, planned.updated, planned.inserted, file_prefix).await?;
+    // A task's files are its job's once written (the job commits or aborts them).
+    let staged = Staged::new(ds.storage());
+    let written = write_planned(ds, planned.updated, planned.inserted, file_prefix, &staged);
+    let fragments = staged.guard(written).await?;
+    staged.keep();
     Ok(MergePart {
         fragments,
         to_delete: planned.to_delete,

@@ -4,6 +4,7 @@
 //! `write_dataset` also commits them (create, append or overwrite).
 pub mod column_type;
 pub mod columns;
+pub mod commit;
 pub mod compact;
 mod delete;
 mod file;
@@ -12,9 +13,14 @@ pub mod merge_insert;
 mod project;
 mod restore;
 pub mod rows;
+#[cfg(test)]
+mod tests;
 pub mod update;
 
 pub use column_type::alter_columns;
+pub use commit::{
+    commit, commit_external, commit_schema_change, with_conflict_retries, External, ReadFrom,
+};
 pub use delete::delete;
 pub use project::{drop_columns, Alteration};
 pub use restore::restore;
@@ -31,9 +37,8 @@ use crate::error::{Error, Result};
 use crate::file::FileVersion;
 use crate::proto::table::DataFragment;
 use crate::storage::{Storage, StorageOptions};
-use crate::table::commit::{commit, CommitOptions};
 use crate::table::schema::LanceSchema;
-use crate::table::transaction::Operation;
+use crate::table::transaction::{Operation, Staged};
 use file::DataFileWriter;
 
 pub const LIBRARY: &str = "lance_core";
@@ -86,10 +91,11 @@ pub fn writable_version(v: &str, uri: &str) -> Result<FileVersion> {
 }
 
 /// Write `batches` (all with `schema`'s columns, in its order) as data files of the
-/// dataset at `storage`, cut at `max_rows_per_file` / `max_bytes_per_file`. The fragments
-/// returned are not committed; their ids are assigned when they are.
+/// dataset `staged` is for, cut at `max_rows_per_file` / `max_bytes_per_file`. Each file
+/// finished is staged; the fragments returned are not committed, and their ids are
+/// assigned when they are.
 pub async fn write_fragments<S>(
-    storage: &Storage,
+    staged: &Staged,
     schema: &LanceSchema,
     version: FileVersion,
     batches: S,
@@ -98,6 +104,7 @@ pub async fn write_fragments<S>(
 where
     S: Stream<Item = Result<RecordBatch>> + Unpin,
 {
+    let storage = staged.storage();
     let leaves = leaves::leaves(schema, version.minor >= 2)?;
     let mut batches = batches;
     let mut fragments = Vec::new();
@@ -123,6 +130,7 @@ where
                     let w = current.take().unwrap();
                     let rows = w.rows();
                     let file = w.finish(schema).await?;
+                    staged.add_data_file(&file.path);
                     fragments.push(DataFragment {
                         files: vec![file],
                         physical_rows: rows,
@@ -135,6 +143,7 @@ where
             let rows = w.rows();
             if rows > 0 {
                 let file = w.finish(schema).await?;
+                staged.add_data_file(&file.path);
                 fragments.push(DataFragment {
                     files: vec![file],
                     physical_rows: rows,
@@ -148,14 +157,10 @@ where
     }
     .await;
     if let Err(e) = result {
-        // Leave nothing behind: the file being written and those already finished.
+        // The file being written is not staged yet (its upload is still open): abort it.
+        // Those finished are staged, and go when the writer's attempt fails.
         if let Some(w) = current.take() {
             w.abort().await;
-        }
-        for f in fragments.iter().flat_map(|f| f.files.iter()) {
-            let _ = storage
-                .delete(&storage.path(&format!("data/{}", f.path)))
-                .await;
         }
         return Err(e);
     }
@@ -352,22 +357,14 @@ async fn write_prepared<S>(
     p: &Prepared,
     batches: S,
     opts: &WriteOptions,
+    staged: &Staged,
 ) -> Result<Vec<DataFragment>>
 where
     S: Stream<Item = Result<RecordBatch>> + Unpin + Send,
 {
     let target = p.arrow_schema.clone();
     let stream = batches.map(move |b| b.and_then(|b| conform(b, &target)));
-    write_fragments(&p.storage, &p.schema, p.version, Box::pin(stream), opts).await
-}
-
-fn commit_options(read_version: Option<u64>) -> CommitOptions {
-    CommitOptions {
-        read_version,
-        writer_library: LIBRARY.into(),
-        writer_version: env!("CARGO_PKG_VERSION").into(),
-        properties: Default::default(),
-    }
+    write_fragments(staged, &p.schema, p.version, Box::pin(stream), opts).await
 }
 
 /// Write a dataset: create it, append to it or overwrite it. Returns it at the new version.
@@ -381,7 +378,10 @@ where
     S: Stream<Item = Result<RecordBatch>> + Unpin + Send,
 {
     let p = prepare(uri, &schema, &opts).await?;
-    let fragments = write_prepared(&p, batches, &opts).await?;
+    let staged = Staged::new(&p.storage);
+    let fragments = staged
+        .guard(write_prepared(&p, batches, &opts, &staged))
+        .await?;
     let op = match p.mode {
         WriteMode::Append => Operation::Append { fragments },
         _ => Operation::Overwrite {
@@ -393,23 +393,21 @@ where
                     && p.existing.as_ref().is_some_and(|d| d.has_stable_row_ids())),
         },
     };
-    let version = commit(
-        &p.storage,
-        op,
-        &commit_options(p.existing.as_ref().map(|d| d.version())),
-    )
-    .await?;
-    Dataset::open(
-        uri,
-        Some(crate::dataset::VersionRef::Number(version)),
-        opts.storage_options,
-    )
-    .await
+    let read_from = match &p.existing {
+        Some(ds) => ReadFrom::Version(ds),
+        None => ReadFrom::Uri {
+            uri,
+            options: &opts.storage_options,
+            version: None,
+        },
+    };
+    commit(read_from, op, staged, Default::default()).await
 }
 
 /// Write data files for the dataset at `uri` without committing them (for distributed
 /// writers: each task writes, one process commits). In append mode the files use the
 /// existing dataset's schema and file version; otherwise `schema` with fresh field ids.
+/// When writing fails no file is left; once written, the files are the caller's.
 pub async fn write_uncommitted<S>(
     uri: &str,
     schema: SchemaRef,
@@ -425,86 +423,10 @@ where
         opts.mode = WriteMode::Overwrite;
     }
     let p = prepare(uri, &schema, &opts).await?;
-    write_prepared(&p, batches, &opts).await
-}
-
-/// Commit `op`, prepared against `ds`'s version; returns the dataset at the new version.
-pub async fn commit_on(ds: &Dataset, op: Operation) -> Result<Dataset> {
-    commit_operation(
-        ds.uri(),
-        op,
-        Some(ds.version()),
-        ds.storage_options().clone(),
-    )
-    .await
-}
-
-/// Run `attempt` on `ds`, and again on the latest version each time its commit loses to
-/// one it cannot be applied over (up to `retries` times), as update and merge_insert do.
-pub async fn with_conflict_retries<T, F, Fut>(
-    ds: &Dataset,
-    retries: u32,
-    mut attempt: F,
-) -> Result<T>
-where
-    F: FnMut(Dataset) -> Fut,
-    Fut: std::future::Future<Output = Result<T>>,
-{
-    let mut ds = ds.clone();
-    let mut tries = 0;
-    loop {
-        match attempt(ds.clone()).await {
-            Err(Error::Conflict(_)) if tries < retries => {
-                tries += 1;
-                ds = Dataset::open(ds.uri(), None, ds.storage_options().clone()).await?;
-            }
-            Err(Error::Conflict(msg)) => {
-                return Err(Error::Conflict(format!(
-                    "{msg} (gave up after {tries} retries)"
-                )))
-            }
-            other => return other,
-        }
-    }
-}
-
-/// Commit an operation prepared elsewhere (e.g. fragments from `write_uncommitted`).
-pub async fn commit_operation(
-    uri: &str,
-    op: Operation,
-    read_version: Option<u64>,
-    storage_options: StorageOptions,
-) -> Result<Dataset> {
-    commit_with_properties(uri, op, read_version, storage_options, Default::default()).await
-}
-
-/// `commit_operation`, recording `properties` in the transaction.
-pub async fn commit_with_properties(
-    uri: &str,
-    op: Operation,
-    read_version: Option<u64>,
-    storage_options: StorageOptions,
-    properties: std::collections::HashMap<String, String>,
-) -> Result<Dataset> {
-    let storage = Storage::open(uri, &storage_options)?;
-    let read_version = match read_version {
-        Some(v) => Some(v),
-        None => match Dataset::open(uri, None, storage_options.clone()).await {
-            // Without a read version the operation is checked against the latest one.
-            Ok(ds) => Some(ds.version()),
-            Err(Error::NotFound { .. }) => None,
-            Err(e) => return Err(e),
-        },
-    };
-    let opts = CommitOptions {
-        properties,
-        ..commit_options(read_version)
-    };
-    let version = commit(&storage, op, &opts).await?;
-    Dataset::open(
-        uri,
-        Some(crate::dataset::VersionRef::Number(version)),
-        storage_options,
-    )
-    .await
+    let staged = Staged::new(&p.storage);
+    let fragments = staged
+        .guard(write_prepared(&p, batches, &opts, &staged))
+        .await?;
+    staged.keep();
+    Ok(fragments)
 }

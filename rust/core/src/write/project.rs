@@ -3,7 +3,7 @@
 //! in place, so everything else a field carries (encodings, dictionaries, metadata) stays.
 use std::collections::HashSet;
 
-use super::commit_on;
+use super::commit_schema_change;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::proto::file::Field;
@@ -76,7 +76,7 @@ pub async fn drop_columns(ds: &Dataset, paths: &[String]) -> Result<Dataset> {
         fields: kept,
         tightens: false,
     };
-    commit_on(ds, op).await
+    commit_schema_change(ds, op).await
 }
 
 /// The alterations' renames and nullability, a metadata-only version (their data types
@@ -85,7 +85,7 @@ pub(super) async fn rename_only(ds: &Dataset, alterations: &[Alteration]) -> Res
     let mut fields = ds.manifest.fields.clone();
     let tightens = rename_and_relax(ds, &mut fields, alterations)?;
     let op = Operation::Project { fields, tightens };
-    commit_on(ds, op).await
+    commit_schema_change(ds, op).await
 }
 
 /// Apply the alterations' new names and nullability to `fields` (a manifest's field list).

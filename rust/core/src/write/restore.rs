@@ -1,12 +1,12 @@
 //! Restore: an earlier version committed again as the newest (a `Restore` transaction),
 //! as pylance's `restore()` does. Nothing is copied: the old manifest's fragments point at
 //! files that are still there (cleanup keeps what a kept version references).
-use super::commit_operation;
+use super::{commit, ReadFrom};
 use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::storage::Storage;
 use crate::table::manifest::decode_manifest;
-use crate::table::transaction::Operation;
+use crate::table::transaction::{Operation, Staged};
 use crate::table::versions::{latest_version, locate_version};
 
 /// Commit `ds`'s version as the newest; checked against the latest version (a commit
@@ -22,5 +22,10 @@ pub async fn restore(ds: &Dataset) -> Result<Dataset> {
         manifest: Box::new(manifest),
         bytes,
     };
-    commit_operation(ds.uri(), op, Some(latest), ds.storage_options().clone()).await
+    let read_from = ReadFrom::Uri {
+        uri: ds.uri(),
+        options: ds.storage_options(),
+        version: Some(latest),
+    };
+    commit(read_from, op, Staged::new(&storage), Default::default()).await
 }

@@ -7,14 +7,13 @@ use arrow_array::RecordBatch;
 use futures::{Stream, StreamExt, TryStreamExt};
 use roaring::RoaringBitmap;
 
-use super::{commit_on, conform, writable_version, write_fragments, WriteOptions};
+use super::{commit, conform, writable_version, write_fragments, ReadFrom, WriteOptions};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::proto::table::data_fragment::RowIdSequence as RowIdSeq;
 use crate::proto::table::{DataFragment, DeletionFile};
-use crate::storage::Storage;
 use crate::table::deletion::{deletion_file_name, encode_deletions};
-use crate::table::transaction::Operation;
+use crate::table::transaction::{Operation, Staged};
 
 /// Row offsets to delete, by fragment id.
 pub type RowsByFragment = BTreeMap<u64, RoaringBitmap>;
@@ -33,13 +32,13 @@ pub struct Removal {
     pub removed_ids: Vec<u64>,
 }
 
-/// Write a deletion file per fragment of `rows`, merged with its existing deletions.
-pub async fn delete_rows(ds: &Dataset, rows: &RowsByFragment) -> Result<Removal> {
-    let storage = Storage::open(ds.uri(), ds.storage_options())?;
+/// Write a deletion file per fragment of `rows`, merged with its existing deletions, and
+/// stage each in `staged`.
+pub async fn delete_rows(ds: &Dataset, rows: &RowsByFragment, staged: &Staged) -> Result<Removal> {
     let work: Vec<_> = rows
         .iter()
         .filter(|(_, r)| !r.is_empty())
-        .map(|(&id, hits)| delete_in_fragment(ds, &storage, id, hits.clone()))
+        .map(|(&id, hits)| delete_in_fragment(ds, staged, id, hits.clone()))
         .collect();
     // Deletion files are small: write several at once.
     let done: Vec<(u64, Option<DataFragment>)> = futures::stream::iter(work)
@@ -63,7 +62,7 @@ pub async fn delete_rows(ds: &Dataset, rows: &RowsByFragment) -> Result<Removal>
 /// is left.
 async fn delete_in_fragment(
     ds: &Dataset,
-    storage: &Storage,
+    staged: &Staged,
     id: u64,
     hits: RoaringBitmap,
 ) -> Result<(u64, Option<DataFragment>)> {
@@ -101,10 +100,12 @@ async fn delete_in_fragment(
         num_deleted_rows: all.len(),
         base_id: None,
     };
+    let storage = staged.storage();
     let name = deletion_file_name(id, &file);
     storage
         .put(&storage.path(&format!("_deletions/{name}")), bytes)
         .await?;
+    staged.add_deletion_file(id, &file);
     let mut f = frag.clone();
     f.deletion_file = Some(file);
     Ok((id, Some(f)))
@@ -116,13 +117,17 @@ fn rand_id() -> u64 {
     u64::from_le_bytes(u.as_bytes()[..8].try_into().unwrap()) >> 1
 }
 
-/// Write `batches` (rows of the dataset's schema) as new fragments of `ds`, not committed;
-/// data file names start with `file_prefix` (a distributed job's token, or empty).
-pub async fn write_rows<S>(ds: &Dataset, batches: S, file_prefix: &str) -> Result<Vec<DataFragment>>
+/// Write `batches` (rows of the dataset's schema) as new fragments of `ds`, staged in
+/// `staged`; data file names start with `file_prefix` (a distributed job's token, or empty).
+pub async fn write_rows<S>(
+    ds: &Dataset,
+    batches: S,
+    file_prefix: &str,
+    staged: &Staged,
+) -> Result<Vec<DataFragment>>
 where
     S: Stream<Item = Result<RecordBatch>> + Unpin + Send,
 {
-    let storage = Storage::open(ds.uri(), ds.storage_options())?;
     let version = writable_version(&ds.data_storage_version(), ds.uri())?;
     let target = ds.arrow_schema.clone();
     let stream = batches.map(move |b| b.and_then(|b| conform(b, &target)));
@@ -131,7 +136,7 @@ where
         file_prefix: file_prefix.to_string(),
         ..Default::default()
     };
-    write_fragments(&storage, &ds.schema, version, Box::pin(stream), &opts).await
+    write_fragments(staged, &ds.schema, version, Box::pin(stream), &opts).await
 }
 
 /// Give new fragments holding moved rows those rows' stable ids (`ids`, in row order over
@@ -151,55 +156,22 @@ pub fn attach_row_ids(fragments: &mut [DataFragment], ids: &[u64], uri: &str) ->
     Ok(())
 }
 
-/// Remove data files written for a change that is not committed.
-pub async fn discard(ds: &Dataset, fragments: &[DataFragment]) {
-    let Ok(storage) = Storage::open(ds.uri(), ds.storage_options()) else {
-        return;
-    };
-    for f in fragments.iter().flat_map(|f| f.files.iter()) {
-        let _ = storage
-            .delete(&storage.path(&format!("data/{}", f.path)))
-            .await;
-    }
-}
-
-/// Remove the deletion files `delete_rows` wrote for a change that is not committed.
-pub async fn discard_removal(ds: &Dataset, removal: &Removal) {
-    let Ok(storage) = Storage::open(ds.uri(), ds.storage_options()) else {
-        return;
-    };
-    for f in &removal.updated {
-        if let Some(file) = &f.deletion_file {
-            let name = deletion_file_name(f.id, file);
-            let _ = storage
-                .delete(&storage.path(&format!("_deletions/{name}")))
-                .await;
-        }
-    }
-}
-
 /// Commit an `Update` of `ds`: `removal` (deletion files already written) and the new
-/// `fragments`. When the commit fails, every file written for it is removed.
+/// `fragments`, all staged in `staged`.
 pub async fn commit_update(
     ds: &Dataset,
     removal: Removal,
     fragments: Vec<DataFragment>,
     fields_changed: Vec<u32>,
+    staged: Staged,
 ) -> Result<Dataset> {
     let op = Operation::Update {
-        updated: removal.updated.clone(),
-        removed_ids: removal.removed_ids.clone(),
-        new_fragments: fragments.clone(),
+        updated: removal.updated,
+        removed_ids: removal.removed_ids,
+        new_fragments: fragments,
         fields_changed,
     };
-    match commit_on(ds, op).await {
-        Ok(new) => Ok(new),
-        Err(e) => {
-            discard(ds, &fragments).await;
-            discard_removal(ds, &removal).await;
-            Err(e)
-        }
-    }
+    commit(ReadFrom::Version(ds), op, staged, Default::default()).await
 }
 
 /// Commit the rows changed by the pieces of a distributed update or merge: the new
@@ -212,17 +184,15 @@ pub async fn commit_row_changes(
     addresses: &[u64],
     fields_changed: Vec<u32>,
 ) -> Result<Dataset> {
+    // The tasks' files are this commit's from here on.
+    let staged = Staged::new(ds.storage());
+    staged.add_fragments(&fragments);
     let checked = async {
         let mut rows = RowsByFragment::new();
         for &a in addresses {
             let (frag, offset) = (a >> 32, (a & 0xFFFF_FFFF) as u32);
-            let fresh = rows.entry(frag).or_default().insert(offset);
-            if !fresh {
-                return Err(Error::invalid(format!(
-                    "{}: row {offset} of fragment {frag} is changed twice; each table row may \
-                     match at most one source row",
-                    ds.uri()
-                )));
+            if !rows.entry(frag).or_default().insert(offset) {
+                return Err(changed_twice(ds, frag, offset));
             }
         }
         for (&frag, offsets) in &rows {
@@ -241,13 +211,18 @@ pub async fn commit_row_changes(
                 )));
             }
         }
-        delete_rows(ds, &rows).await
+        delete_rows(ds, &rows, &staged).await
     };
-    match checked.await {
-        Ok(removal) => commit_update(ds, removal, fragments, fields_changed).await,
-        Err(e) => {
-            discard(ds, &fragments).await;
-            Err(e)
-        }
-    }
+    let removal = staged.guard(checked).await?;
+    commit_update(ds, removal, fragments, fields_changed, staged).await
+}
+
+/// The error for a table row that two source rows change (an update or merge whose keys
+/// are not unique in the source).
+pub fn changed_twice(ds: &Dataset, fragment: u64, offset: u32) -> Error {
+    Error::invalid(format!(
+        "{}: row {offset} of fragment {fragment} is changed twice; each table row may match \
+         at most one source row",
+        ds.uri()
+    ))
 }

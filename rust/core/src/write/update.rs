@@ -10,7 +10,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::StreamExt;
 
 use super::rows::{
-    add_address, attach_row_ids, commit_update, delete_rows, discard, write_rows, RowsByFragment,
+    add_address, attach_row_ids, commit_update, delete_rows, write_rows, RowsByFragment,
 };
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
@@ -18,6 +18,7 @@ use crate::expr::{bind, evaluate, parse, parse_expression, Expr};
 use crate::proto::table::DataFragment;
 use crate::scan::{scan, ScanOptions, ROW_ADDRESS, ROW_ID};
 use crate::table::schema::LanceField;
+use crate::table::transaction::Staged;
 
 /// One column's new value: the path of the column (nested fields with dots) and the
 /// expression giving it.
@@ -215,16 +216,24 @@ pub async fn update(
         let filter = filter.clone();
         async move {
             let assignments = resolve(&ds, updates)?;
-            let done = rewrite(&ds, &assignments, filter.as_ref(), predicate, None, "").await?;
             let fields_changed = updated_field_ids(&ds, &paths_of(updates))?;
-            let removal = match delete_rows(&ds, &done.rows).await {
-                Ok(r) => r,
-                Err(e) => {
-                    discard(&ds, &done.fragments).await;
-                    return Err(e);
-                }
+            let staged = Staged::new(ds.storage());
+            let written = async {
+                let done = rewrite(
+                    &ds,
+                    &assignments,
+                    filter.as_ref(),
+                    predicate,
+                    None,
+                    "",
+                    &staged,
+                )
+                .await?;
+                let removal = delete_rows(&ds, &done.rows, &staged).await?;
+                Ok((done, removal))
             };
-            let new = commit_update(&ds, removal, done.fragments, fields_changed).await?;
+            let (done, removal) = staged.guard(written).await?;
+            let new = commit_update(&ds, removal, done.fragments, fields_changed, staged).await?;
             Ok((new, done.count))
         }
     })
@@ -255,15 +264,20 @@ pub async fn update_fragments(
 ) -> Result<Rewritten> {
     let assignments = resolve(ds, updates)?;
     let filter = predicate.map(parse).transpose()?;
-    rewrite(
+    // A task's files are its job's once written (the job commits or aborts them).
+    let staged = Staged::new(ds.storage());
+    let rewritten = rewrite(
         ds,
         &assignments,
         filter.as_ref(),
         predicate,
         Some(fragment_ids),
         file_prefix,
-    )
-    .await
+        &staged,
+    );
+    let done = staged.guard(rewritten).await?;
+    staged.keep();
+    Ok(done)
 }
 
 async fn rewrite(
@@ -273,6 +287,7 @@ async fn rewrite(
     predicate: Option<&str>,
     fragment_ids: Option<Vec<u64>>,
     file_prefix: &str,
+    staged: &Staged,
 ) -> Result<Rewritten> {
     let stable = ds.has_stable_row_ids();
     let options = ScanOptions {
@@ -290,7 +305,7 @@ async fn rewrite(
     let changed = s
         .batches
         .map(move |b| b.and_then(|b| apply(b, &assignments_owned, &target, &seen_in)));
-    let mut fragments = write_rows(ds, Box::pin(changed), file_prefix)
+    let mut fragments = write_rows(ds, Box::pin(changed), file_prefix, staged)
         .await
         .map_err(|e| {
             // Name the predicate when it is what failed.
@@ -306,10 +321,7 @@ async fn rewrite(
         })?;
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     if stable {
-        if let Err(e) = attach_row_ids(&mut fragments, &seen.row_ids, ds.uri()) {
-            discard(ds, &fragments).await;
-            return Err(e);
-        }
+        attach_row_ids(&mut fragments, &seen.row_ids, ds.uri())?;
     }
     Ok(Rewritten {
         fragments,

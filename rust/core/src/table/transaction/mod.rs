@@ -5,6 +5,8 @@
 pub mod conflict;
 pub mod operation;
 pub mod read;
+pub mod staged;
 
 pub use conflict::{resolve, Resolution};
 pub use operation::{op_name, Operation};
+pub use staged::Staged;

@@ -1,0 +1,97 @@
+"""What every distributed job shares: its files (`JobFiles`, the Spark form of the core's
+staged-files guard: a job that does not commit leaves none behind) and its errors (a
+lance_core error raised in a task reaches the driver as its own class, carried as data,
+not rebuilt from Spark's traceback text)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from contextlib import contextmanager
+from typing import Callable, Dict, Iterator, List, Optional
+
+import pyarrow as pa
+
+from .. import _lance_core
+from .. import errors as _errors
+from ..errors import LanceError
+
+# The column a task's output carries a lance_core error in (JSON: its class's name in
+# lance_core.errors and its message), beside the task's own columns.
+ERROR_COLUMN = "_lance_core_error"
+
+
+class JobFiles:
+    """The data files one distributed job writes, findable by the token their names start
+    with, so that a failed job leaves none behind even when some tasks finish late: `abort`
+    writes a marker, then deletes every file with the token; a task checks for the marker
+    after writing (`keep`) and deletes its own files when it is there."""
+
+    def __init__(self, uri: str, storage_options: Optional[Dict[str, str]], prefix: Optional[str] = None):
+        self.uri, self.storage_options = uri, storage_options
+        self.prefix = prefix or f"spark-{uuid.uuid4().hex[:16]}-"
+
+    def _marker(self) -> str:
+        return f"_spark_aborted/{self.prefix.rstrip('-')}"
+
+    def delete(self, paths: List[str]) -> None:
+        _lance_core._delete_data_files(self.uri, sorted(set(paths)), self.storage_options)
+
+    def keep(self, paths: List[str]) -> bool:
+        """In a task, after writing `paths`: False (and the files deleted) if the job was
+        aborted meanwhile."""
+        if _lance_core._object_exists(self.uri, self._marker(), self.storage_options):
+            self.delete(paths)
+            return False
+        return True
+
+    def abort(self, known: List[str] = ()) -> None:
+        _lance_core._put_object(self.uri, self._marker(), b"aborted", self.storage_options)
+        found = _lance_core._list_data_files(self.uri, self.prefix, self.storage_options)
+        self.delete(list(known) + found)
+
+    @contextmanager
+    def removed_on_error(self):
+        """The driver's side of a job: anything raised inside (a task's error, a failed
+        check, a lost commit) aborts the job's files, then goes on."""
+        try:
+            yield self
+        except BaseException:
+            self.abort()
+            raise
+
+
+def carrying_errors(run: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]], schema: pa.Schema):
+    """`run` (a `mapInArrow` function whose batches have `schema`) with one more column,
+    `ERROR_COLUMN`: a lance_core error the task raises becomes a row holding it, which
+    `raise_carried` raises again on the driver with its class and message."""
+    out = pa.schema(list(schema) + [pa.field(ERROR_COLUMN, pa.string())])
+
+    def wrapped(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        try:
+            for b in run(batches):
+                yield pa.RecordBatch.from_arrays(list(b.columns) + [pa.nulls(b.num_rows, pa.string())], schema=out)
+        except LanceError as e:
+            carried = json.dumps({"class": type(e).__name__, "message": str(e)})
+            arrays = [pa.nulls(1, f.type) for f in schema] + [pa.array([carried], pa.string())]
+            yield pa.RecordBatch.from_arrays(arrays, schema=out)
+
+    return wrapped
+
+
+def with_error_column(ddl: str) -> str:
+    """A task output's Spark DDL with `ERROR_COLUMN` added (see `carrying_errors`)."""
+    return f"{ddl}, {ERROR_COLUMN} string"
+
+
+def raise_carried(rows: list) -> list:
+    """The rows of a job run with `carrying_errors`: raises the first error a task
+    carried, else returns the other rows."""
+    for r in rows:
+        if r[ERROR_COLUMN] is not None:
+            carried = json.loads(r[ERROR_COLUMN])
+            cls = getattr(_errors, carried["class"], None)
+            if not (isinstance(cls, type) and issubclass(cls, LanceError)):
+                cls = LanceError
+            raise cls(carried["message"])
+    return rows

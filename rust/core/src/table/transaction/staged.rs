@@ -1,0 +1,198 @@
+//! Files a writer wrote for a version that is not committed yet. The one place where such
+//! files are removed when the commit does not happen: a writer registers each file as it
+//! finishes it, and the guard removes them all on an error (`guard`, `settle`), or when it
+//! is dropped unsettled (a panic, a cancelled future). A commit that succeeds keeps them.
+use std::future::Future;
+use std::sync::Mutex;
+
+use object_store::path::Path;
+
+use crate::error::Result;
+use crate::proto::table::{DataFragment, DeletionFile};
+use crate::storage::Storage;
+use crate::table::deletion::deletion_file_name;
+
+/// The files one attempt of a writer has written so far (see the module comment).
+#[derive(Debug)]
+pub struct Staged {
+    storage: Storage,
+    paths: Mutex<Vec<Path>>,
+}
+
+impl Staged {
+    /// Nothing staged yet, for the table in `storage`.
+    pub fn new(storage: &Storage) -> Self {
+        Staged {
+            storage: storage.clone(),
+            paths: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// Stage the object at `path` (below the table's root).
+    pub fn add(&self, path: Path) {
+        self.lock().push(path);
+    }
+
+    /// Stage the data file `name` (as a `DataFile` names it, relative to `data/`).
+    pub fn add_data_file(&self, name: &str) {
+        self.add(self.storage.path(&format!("data/{name}")));
+    }
+
+    /// Stage every data file of `fragments`.
+    pub fn add_fragments(&self, fragments: &[DataFragment]) {
+        for f in fragments.iter().flat_map(|f| &f.files) {
+            self.add_data_file(&f.path);
+        }
+    }
+
+    /// Stage the deletion file `file` of fragment `fragment_id`.
+    pub fn add_deletion_file(&self, fragment_id: u64, file: &DeletionFile) {
+        let name = deletion_file_name(fragment_id, file);
+        self.add(self.storage.path(&format!("_deletions/{name}")));
+    }
+
+    /// How many files are staged.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Run `work`, which stages files here; when it fails, remove every staged file before
+    /// returning its error.
+    pub async fn guard<T>(&self, work: impl Future<Output = Result<T>>) -> Result<T> {
+        let result = work.await;
+        if result.is_err() {
+            self.remove_all().await;
+        }
+        result
+    }
+
+    /// End of the attempt: on success the files are the version's (kept); on an error
+    /// they are nobody's (removed).
+    pub async fn settle<T>(self, result: Result<T>) -> Result<T> {
+        match &result {
+            Ok(_) => self.keep(),
+            Err(_) => self.remove_all().await,
+        }
+        result
+    }
+
+    /// The files now belong to a committed version, or to a caller that commits them
+    /// later (fragments written for a distributed job): never remove them.
+    pub fn keep(self) {
+        self.lock().clear();
+    }
+
+    /// Remove every staged file now. Failures to remove are ignored: the file is then an
+    /// orphan that `cleanup_old_versions` removes, never a file a version refers to.
+    pub async fn remove_all(&self) {
+        let paths = std::mem::take(&mut *self.lock());
+        let removals = paths.iter().map(|p| self.storage.delete(p));
+        let _ = futures::future::join_all(removals).await;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Path>> {
+        // A panic while the lock was held leaves a consistent list: keep using it.
+        self.paths.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for Staged {
+    /// Unsettled at drop (the writer panicked or its future was dropped): remove the files
+    /// on the runtime in the background; without a runtime they stay as orphans.
+    fn drop(&mut self) {
+        let paths = std::mem::take(&mut *self.lock());
+        if paths.is_empty() {
+            return;
+        }
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let storage = self.storage.clone();
+            handle.spawn(async move {
+                for p in paths {
+                    let _ = storage.delete(&p).await;
+                }
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use bytes::Bytes;
+
+    fn table() -> Storage {
+        Storage::open("memory://staged/t", &Default::default()).unwrap()
+    }
+
+    async fn put(s: &Storage, staged: &Staged, name: &str) -> Path {
+        let p = s.path(&format!("data/{name}"));
+        s.put(&p, Bytes::from_static(b"x")).await.unwrap();
+        staged.add_data_file(name);
+        p
+    }
+
+    #[tokio::test]
+    async fn an_error_removes_what_was_staged_and_success_keeps_it() {
+        let s = table();
+        let staged = Staged::new(&s);
+        let a = put(&s, &staged, "a.lance").await;
+        let failed: Result<()> = staged
+            .guard(async { Err(Error::invalid("writer failed")) })
+            .await;
+        assert!(failed.is_err());
+        assert!(
+            !s.exists(&a).await.unwrap(),
+            "a failed attempt leaves no file"
+        );
+        assert!(staged.is_empty());
+
+        let b = put(&s, &staged, "b.lance").await;
+        staged.settle(Ok(())).await.unwrap();
+        assert!(s.exists(&b).await.unwrap(), "a committed file is kept");
+    }
+
+    #[tokio::test]
+    async fn settle_with_an_error_removes_everything() {
+        let s = table();
+        let staged = Staged::new(&s);
+        let a = put(&s, &staged, "a.lance").await;
+        let file = DeletionFile {
+            file_type: 1,
+            read_version: 3,
+            id: 7,
+            num_deleted_rows: 1,
+            base_id: None,
+        };
+        let del = s.path(&format!("_deletions/{}", deletion_file_name(4, &file)));
+        s.put(&del, Bytes::from_static(b"d")).await.unwrap();
+        staged.add_deletion_file(4, &file);
+        let r: Result<u64> = staged.settle(Err(Error::Conflict("lost".into()))).await;
+        assert!(matches!(r, Err(Error::Conflict(_))));
+        assert!(!s.exists(&a).await.unwrap());
+        assert!(!s.exists(&del).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn dropped_unsettled_removes_in_the_background() {
+        let s = table();
+        let staged = Staged::new(&s);
+        let a = put(&s, &staged, "a.lance").await;
+        drop(staged);
+        for _ in 0..100 {
+            if !s.exists(&a).await.unwrap() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the file of a dropped, unsettled attempt is still there");
+    }
+}

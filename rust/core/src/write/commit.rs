@@ -1,0 +1,240 @@
+//! How every writer ends: `commit(read_from, operation, staged, properties)` turns an
+//! operation and the files staged for it into a new version (or removes those files);
+//! `with_conflict_retries` re-runs a writer that lost to a concurrent commit it can be
+//! prepared again after; `commit_external` commits files written elsewhere.
+use std::collections::HashMap;
+
+use arrow_schema::Schema;
+
+use super::columns::{new_columns, schema_with};
+use super::LIBRARY;
+use crate::dataset::{Dataset, VersionRef};
+use crate::error::{Error, Result};
+use crate::proto::table::DataFragment;
+use crate::storage::{Storage, StorageOptions};
+use crate::table::commit::CommitOptions;
+use crate::table::schema::LanceSchema;
+use crate::table::transaction::{Operation, Staged};
+use crate::table::versions::locate_version;
+
+/// The version an operation was prepared against.
+pub enum ReadFrom<'a> {
+    /// A version the writer read (the usual case).
+    Version(&'a Dataset),
+    /// A table by URI and the version the writer read: None when it read none (a table
+    /// being created, which must not exist by then unless the operation overwrites it).
+    Uri {
+        uri: &'a str,
+        options: &'a StorageOptions,
+        version: Option<u64>,
+    },
+    /// A table by URI, checked against its latest version when the commit starts (or
+    /// created): for fragments written by a distributed job's tasks, committed as they are.
+    Latest {
+        uri: &'a str,
+        options: &'a StorageOptions,
+    },
+}
+
+impl ReadFrom<'_> {
+    fn uri(&self) -> &str {
+        match self {
+            ReadFrom::Version(ds) => ds.uri(),
+            ReadFrom::Uri { uri, .. } | ReadFrom::Latest { uri, .. } => uri,
+        }
+    }
+
+    fn options(&self) -> &StorageOptions {
+        match self {
+            ReadFrom::Version(ds) => ds.storage_options(),
+            ReadFrom::Uri { options, .. } | ReadFrom::Latest { options, .. } => options,
+        }
+    }
+
+    async fn read_version(&self) -> Result<Option<u64>> {
+        match self {
+            ReadFrom::Version(ds) => Ok(Some(ds.version())),
+            ReadFrom::Uri { version, .. } => Ok(*version),
+            ReadFrom::Latest { uri, options } => {
+                match Dataset::open(uri, None, (*options).clone()).await {
+                    Ok(ds) => Ok(Some(ds.version())),
+                    Err(Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+}
+
+/// Commit `op` as the version after the latest, checked against what was committed since
+/// `read_from`; `staged` holds the files written for it (kept when the commit happens,
+/// removed when it does not); `properties` are recorded in the transaction. Returns the
+/// dataset at the new version.
+pub async fn commit(
+    read_from: ReadFrom<'_>,
+    op: Operation,
+    staged: Staged,
+    properties: HashMap<String, String>,
+) -> Result<Dataset> {
+    let read_version = match read_from.read_version().await {
+        Ok(v) => v,
+        Err(e) => return staged.settle(Err(e)).await,
+    };
+    let opts = CommitOptions {
+        read_version,
+        writer_library: LIBRARY.into(),
+        writer_version: env!("CARGO_PKG_VERSION").into(),
+        properties,
+    };
+    let version = crate::table::commit::commit(op, staged, &opts).await?;
+    Dataset::open(
+        read_from.uri(),
+        Some(VersionRef::Number(version)),
+        read_from.options().clone(),
+    )
+    .await
+}
+
+/// Commit `op`, which writes no file (a schema change), prepared against `ds`.
+pub async fn commit_schema_change(ds: &Dataset, op: Operation) -> Result<Dataset> {
+    let staged = Staged::new(ds.storage());
+    commit(ReadFrom::Version(ds), op, staged, Default::default()).await
+}
+
+/// Run `attempt` on `ds`, and again on the latest version each time it fails in a way a
+/// fresh start can fix (up to `retries` times), as pylance's delete, update and
+/// merge_insert do: its commit lost to one it must be prepared again after, or a
+/// concurrent cleanup removed the version it was reading.
+pub async fn with_conflict_retries<T, F, Fut>(
+    ds: &Dataset,
+    retries: u32,
+    mut attempt: F,
+) -> Result<T>
+where
+    F: FnMut(Dataset) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut ds = ds.clone();
+    let mut tries = 0;
+    loop {
+        let error = match attempt(ds.clone()).await {
+            Err(e) if is_retryable(&e, &ds).await => e,
+            other => return other,
+        };
+        if tries >= retries {
+            return Err(Error::Conflict(format!(
+                "{error} (gave up after {tries} retries)"
+            )));
+        }
+        tries += 1;
+        ds = Dataset::open(ds.uri(), None, ds.storage_options().clone()).await?;
+    }
+}
+
+/// A conflict, or a file of `ds`'s version gone because a cleanup removed that version.
+async fn is_retryable(e: &Error, ds: &Dataset) -> bool {
+    match e {
+        Error::Conflict(_) => true,
+        Error::NotFound { .. } => {
+            let storage: &Storage = ds.storage();
+            matches!(
+                locate_version(storage, ds.version()).await,
+                Err(Error::NotFound { .. })
+            )
+        }
+        _ => false,
+    }
+}
+
+/// An operation whose files were written elsewhere (by `write_uncommitted`, a Spark task,
+/// `write_columns`), as a distributed job's driver or a Python caller describes it. Its
+/// files stay the caller's: a failed commit leaves them for the caller to commit again
+/// or remove.
+pub enum External {
+    Append {
+        fragments: Vec<DataFragment>,
+    },
+    /// The table replaced by `fragments`, written with `schema` (field ids from 0).
+    Overwrite {
+        fragments: Vec<DataFragment>,
+        schema: Schema,
+    },
+    Delete {
+        updated: Vec<DataFragment>,
+        deleted_ids: Vec<u64>,
+        predicate: String,
+    },
+    /// New columns: every fragment of the read version, with the new columns' files, and
+    /// the schema with the new columns (numbered after the read version's field ids, as
+    /// the writers of their files numbered them).
+    Merge {
+        fragments: Vec<DataFragment>,
+        schema: Schema,
+    },
+}
+
+/// Commit `operation` to the table at `uri`, read at `read_version` (None: the latest).
+pub async fn commit_external(
+    uri: &str,
+    options: &StorageOptions,
+    read_version: Option<u64>,
+    operation: External,
+    properties: HashMap<String, String>,
+) -> Result<Dataset> {
+    let op = match operation {
+        External::Append { fragments } => Operation::Append { fragments },
+        External::Overwrite { fragments, schema } => {
+            let data_format = fragments
+                .iter()
+                .flat_map(|f| f.files.first())
+                .map(|d| format!("{}.{}", d.file_major_version, d.file_minor_version))
+                .next()
+                .unwrap_or_else(|| "2.2".into());
+            Operation::Overwrite {
+                fragments,
+                schema: LanceSchema::from_arrow(&schema, 0)?,
+                data_format,
+                stable_row_ids: false,
+            }
+        }
+        External::Delete {
+            updated,
+            deleted_ids,
+            predicate,
+        } => Operation::Delete {
+            updated,
+            deleted_ids,
+            predicate,
+        },
+        External::Merge { fragments, schema } => {
+            let version = read_version.ok_or_else(|| {
+                Error::invalid(format!(
+                    "{uri}: a merge must be committed with the version its columns were \
+                     computed from"
+                ))
+            })?;
+            let ds = Dataset::open(uri, Some(VersionRef::Number(version)), options.clone()).await?;
+            let new: Vec<_> = schema
+                .fields()
+                .iter()
+                .filter(|f| ds.schema.field(f.name()).is_none())
+                .cloned()
+                .collect();
+            let added = new_columns(&ds, &Schema::new(new))?;
+            Operation::Merge {
+                fragments,
+                schema: schema_with(&ds, &added),
+            }
+        }
+    };
+    let storage = Storage::open(uri, options)?;
+    let read_from = match read_version {
+        Some(version) => ReadFrom::Uri {
+            uri,
+            options,
+            version: Some(version),
+        },
+        None => ReadFrom::Latest { uri, options },
+    };
+    commit(read_from, op, Staged::new(&storage), properties).await
+}
