@@ -156,6 +156,27 @@ def test_spark_merge_racing_other_writers(spark, tmp_path, monkeypatch):
     assert t.num_rows == len(set(t["id"].to_pylist()))
 
 
+def test_spark_merge_racing_a_merge_that_inserts_its_key(spark, tmp_path, monkeypatch):
+    """A merge that inserted key 60 while the job ran makes the job run again (its commit
+    records the keys its tasks inserted): 60 is then updated, not inserted twice."""
+    _, sp = _twins(tmp_path, "2.2", stable=False)
+    src = _source_df(spark, tmp_path, _table([1, 60], "s"))
+    commit = row_changes._commit
+    raced = []
+
+    def racing(ds, *args, **kwargs):
+        if not raced:
+            raced.append(ds.version)
+            lance_core.dataset(sp).merge_insert("id").when_not_matched_insert_all().execute(_table([60], "r"))
+        return commit(ds, *args, **kwargs)
+
+    monkeypatch.setattr(row_changes, "_commit", racing)
+    res = merge_insert(src, sp, "id").when_matched_update_all().when_not_matched_insert_all().execute()
+    assert res == {"num_inserted_rows": 0, "num_updated_rows": 2, "num_deleted_rows": 0}
+    t = lance.dataset(sp).to_table(filter="id = 60")
+    assert t["name"].to_pylist() == ["s60"]
+
+
 def test_commit_of_row_changes_checks_the_addresses(tmp_path):
     """The driver's commit refuses a row changed twice or a row that is not there, and
     removes the fragments the tasks wrote."""

@@ -43,14 +43,18 @@ _KEY = "__merge_key_"  # the table's key columns, beside the source's in the joi
 _UPDATE_PART = pa.schema([("fragments", pa.list_(pa.binary())), ("removed", pa.binary()), ("count", pa.int64())])
 _UPDATE_DDL = "fragments array<binary>, removed binary, count long"
 _MERGE_PART = pa.schema([("fragments", pa.list_(pa.binary())), ("removed", pa.binary()), ("matched", pa.binary()),
-                         ("inserted", pa.int64()), ("updated", pa.int64()), ("deleted", pa.int64())])
-_MERGE_DDL = "fragments array<binary>, removed binary, matched binary, inserted long, updated long, deleted long"
+                         ("keys", pa.binary()), ("inserted", pa.int64()), ("updated", pa.int64()),
+                         ("deleted", pa.int64())])
+_MERGE_DDL = ("fragments array<binary>, removed binary, matched binary, keys binary, inserted long, updated long, "
+              "deleted long")
 
 
-def _commit(ds: LanceDataset, fragments: List[bytes], removed: bytes,
-            updated_columns: Optional[List[str]] = None) -> LanceDataset:
-    """Commit what the tasks wrote on the version they read."""
-    return LanceDataset(_lance_core._commit_row_changes(ds._ds, fragments, removed, updated_columns))
+def _commit(ds: LanceDataset, fragments: List[bytes], removed: bytes, updated_columns: Optional[List[str]] = None,
+            on: Optional[List[str]] = None, inserted_keys: Optional[bytes] = None) -> LanceDataset:
+    """Commit what the tasks wrote on the version they read (a merge that inserts: with the
+    hashes of the keys they inserted)."""
+    return LanceDataset(_lance_core._commit_row_changes(ds._ds, fragments, removed, updated_columns, on,
+                                                        inserted_keys))
 
 
 def _with_retries(uri: str, storage_options, retries: int, attempt):
@@ -211,13 +215,14 @@ class SparkMergeInsert(MergeClauses):
             local = _dataset_at(uri, version, storage_options)
             converted = (_types.from_spark(b, lance_schema) for b in batches)
             reader = pa.RecordBatchReader.from_batches(lance_schema, converted)
-            frags, removed, matched, (i, u, d) = _lance_core._merge_part(
+            frags, removed, matched, keys, (i, u, d) = _lance_core._merge_part(
                 local._ds, reader, on, when_matched, condition, insert, by_source, files.prefix)
             if files.keep([p for b in frags for p in FragmentMetadata(b).files]):
                 yield pa.record_batch({
                     "fragments": pa.array([frags], pa.list_(pa.binary())),
                     "removed": pa.array([removed], pa.binary()),
                     "matched": pa.array([matched if when_matched in ("update", "delete") else b""], pa.binary()),
+                    "keys": pa.array([keys], pa.binary()),
                     "inserted": pa.array([i], pa.int64()), "updated": pa.array([u], pa.int64()),
                     "deleted": pa.array([d], pa.int64())})
 
@@ -226,7 +231,8 @@ class SparkMergeInsert(MergeClauses):
                                  .collect())
             fragments = [bytes(b) for r in rows for b in r.fragments]
             self._check_one_match_per_row(ds, b"".join(bytes(r.matched) for r in rows))
-            _commit(ds, fragments, b"".join(bytes(r.removed) for r in rows))
+            keys = b"".join(bytes(r["keys"]) for r in rows if r["keys"] is not None) if insert else None
+            _commit(ds, fragments, b"".join(bytes(r.removed) for r in rows), None, on if insert else None, keys)
         return {"num_inserted_rows": sum(r.inserted for r in rows),
                 "num_updated_rows": sum(r.updated for r in rows),
                 "num_deleted_rows": sum(r.deleted for r in rows)}

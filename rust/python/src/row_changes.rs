@@ -98,8 +98,16 @@ pub fn _update_part(
 }
 
 /// What one merge task did: new fragments (protobuf bytes), addresses to delete and
-/// addresses matched (little-endian u64s), and (inserted, updated, deleted) counts.
-type MergePart = (Vec<Vec<u8>>, Vec<u8>, Vec<u8>, (u64, u64, u64));
+/// addresses matched (little-endian u64s), the hashes of the keys it inserted
+/// (little-endian u64s; None when the merge does not insert), and (inserted, updated,
+/// deleted) counts.
+type MergePart = (
+    Vec<Vec<u8>>,
+    Vec<u8>,
+    Vec<u8>,
+    Option<Vec<u8>>,
+    (u64, u64, u64),
+);
 
 /// One task of a distributed merge whose join Spark did: `data` holds the joined rows
 /// (see `merge_joined`).
@@ -136,6 +144,7 @@ pub fn _merge_part(
             encoded(&part.fragments),
             address_bytes(&part.to_delete),
             address_bytes(&part.matched),
+            part.inserted_keys.map(|k| address_bytes(&k.hashes)),
             (s.inserted, s.updated, s.deleted),
         ))
     })
@@ -144,33 +153,38 @@ pub fn _merge_part(
 /// Commit the pieces of a distributed update or merge on `ds` (the version they read):
 /// their new `fragments` and the `addresses` of the rows they replace or delete, as one
 /// `Update`. `updated_columns` names the columns an update set (None: a merge, any
-/// column). On failure every file written for it is removed.
+/// column); a merge that inserts gives its key columns `on` and the tasks' inserted key
+/// hashes. On failure every file written for it is removed.
 #[pyfunction]
-#[pyo3(signature = (ds, fragments, addresses, updated_columns=None))]
+#[pyo3(signature = (ds, fragments, addresses, updated_columns=None, on=None, inserted_keys=None))]
 pub fn _commit_row_changes(
     py: Python<'_>,
     ds: &PyDataset,
     fragments: Vec<Vec<u8>>,
     addresses: Bound<'_, PyBytes>,
     updated_columns: Option<Vec<String>>,
+    on: Option<Vec<String>>,
+    inserted_keys: Option<Bound<'_, PyBytes>>,
 ) -> PyResult<PyDataset> {
     guard(|| {
         let fragments = crate::commit::decode_fragments(py, &fragments)?;
-        let bytes = addresses.as_bytes();
-        if bytes.len() % 8 != 0 {
-            return Err(raise(
-                py,
-                "InvalidInputError",
-                "row addresses must be whole little-endian u64 values".into(),
-            ));
-        }
-        let addresses: Vec<u64> = bytes
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-            .collect();
+        let addresses = u64s(py, addresses.as_bytes(), "row addresses")?;
+        let hashes = match &inserted_keys {
+            Some(b) => Some(u64s(py, b.as_bytes(), "inserted key hashes")?),
+            None => None,
+        };
         let inner = ds.inner.clone();
         let new = block_on(py, async move {
+            use lance_core::table::transaction::InsertedKeys;
+            use lance_core::write::merge_insert::key_field_ids;
             use lance_core::write::rows::commit_row_changes;
+            let keys = match (on, hashes) {
+                (Some(on), Some(hashes)) => Some(InsertedKeys {
+                    field_ids: key_field_ids(&inner, &on)?,
+                    hashes,
+                }),
+                _ => None,
+            };
             let fields = match updated_columns {
                 Some(paths) => lance_core::write::update::updated_field_ids(&inner, &paths)?,
                 None => inner
@@ -180,9 +194,24 @@ pub fn _commit_row_changes(
                     .map(|i| i as u32)
                     .collect(),
             };
-            commit_row_changes(&inner, fragments, &addresses, fields).await
+            commit_row_changes(&inner, fragments, &addresses, fields, keys).await
         })
         .py()?;
         Ok(PyDataset::from(new))
     })
+}
+
+/// Little-endian u64 values packed in `bytes` (`what` names them in the error).
+fn u64s(py: Python<'_>, bytes: &[u8], what: &str) -> PyResult<Vec<u64>> {
+    if !bytes.len().is_multiple_of(8) {
+        return Err(raise(
+            py,
+            "InvalidInputError",
+            format!("{what} must be whole little-endian u64 values"),
+        ));
+    }
+    Ok(bytes
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect())
 }

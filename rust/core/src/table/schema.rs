@@ -19,6 +19,10 @@ pub const JSON_LANCE: &str = "lance.json";
 /// shallow enough that walking one recursively cannot exhaust the stack.
 const MAX_DEPTH: usize = 64;
 
+/// Field metadata declaring the table's unenforced primary key (the reference's names).
+pub const PRIMARY_KEY: &str = "lance-schema:unenforced-primary-key";
+pub const PRIMARY_KEY_POSITION: &str = "lance-schema:unenforced-primary-key:position";
+
 /// A field of the dataset schema with its id and children.
 #[derive(Clone, Debug)]
 pub struct LanceField {
@@ -52,6 +56,16 @@ impl LanceSchema {
             if !f.extension_name.is_empty() {
                 md.entry(EXTENSION_NAME.to_string())
                     .or_insert_with(|| f.extension_name.clone());
+            }
+            // A primary key the manifest marks is kept in the field's metadata, where the
+            // Arrow schema shows it and `to_proto` finds it again.
+            if f.unenforced_primary_key || f.unenforced_primary_key_position > 0 {
+                md.entry(PRIMARY_KEY.to_string())
+                    .or_insert_with(|| "true".into());
+            }
+            if f.unenforced_primary_key_position > 0 {
+                md.entry(PRIMARY_KEY_POSITION.to_string())
+                    .or_insert_with(|| f.unenforced_primary_key_position.to_string());
             }
             let node = LanceField {
                 id: f.id,
@@ -420,7 +434,17 @@ impl LanceSchema {
             .fields()
             .iter()
             .map(|f| LanceField::from_arrow(f, &mut next))
-            .collect::<Result<_>>()?;
+            .collect::<Result<Vec<LanceField>>>()?;
+        // As the reference: a primary key column (top-level here) holds a value in every row.
+        if let Some(f) = fields
+            .iter()
+            .find(|f| f.nullable && f.primary_key_position().is_some())
+        {
+            return Err(crate::error::Error::invalid(format!(
+                "primary key column '{}' must not be nullable",
+                f.name
+            )));
+        }
         let metadata = schema
             .metadata()
             .iter()
@@ -464,7 +488,8 @@ impl LanceSchema {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
                     .collect(),
-                ..Default::default()
+                unenforced_primary_key: f.primary_key_position().is_some(),
+                unenforced_primary_key_position: f.primary_key_position().unwrap_or(0),
             });
             for c in &f.children {
                 walk(c, f.id, out);
@@ -491,6 +516,19 @@ impl LanceSchema {
 }
 
 impl LanceField {
+    /// Whether the field is part of the table's (unenforced) primary key, declared in its
+    /// metadata as the reference reads it: Some(position), 1-based, or Some(0) when no
+    /// position is given; None when it is not.
+    pub fn primary_key_position(&self) -> Option<u32> {
+        if let Some(p) = self.metadata.get(PRIMARY_KEY_POSITION) {
+            if let Ok(p) = p.trim().parse::<u32>() {
+                return Some(p);
+            }
+        }
+        let flag = self.metadata.get(PRIMARY_KEY)?.trim().to_ascii_lowercase();
+        matches!(flag.as_str(), "true" | "1" | "yes").then_some(0)
+    }
+
     fn from_arrow(f: &Field, next: &mut i32) -> Result<Self> {
         let id = *next;
         *next += 1;

@@ -26,7 +26,7 @@ use crate::expr::{bind_filter, evaluate_filter, parse, Expr};
 use crate::proto::table::DataFragment;
 use crate::scan::take::take;
 use crate::scan::{scan, Projection, ScanOptions, ROW_ADDRESS, ROW_ID};
-use crate::table::transaction::Staged;
+use crate::table::transaction::{InsertedKeys, Staged};
 
 /// What happens to a table row whose key a source row has.
 #[derive(Clone, Debug, PartialEq)]
@@ -612,6 +612,7 @@ async fn merge_once(
     for &a in &planned.to_delete {
         add_address(&mut to_delete, a);
     }
+    let keys = inserted_keys(ds, params, planned.inserted.as_ref())?;
     // The new fragments and the deletion files are written at once.
     let staged = Staged::new(ds.storage());
     let written = async {
@@ -621,8 +622,47 @@ async fn merge_once(
         )
     };
     let (fragments, removal) = staged.guard(written).await?;
-    let new = commit_update(ds, removal, fragments, all_fields(ds), staged).await?;
+    let new = commit_update(ds, removal, fragments, all_fields(ds), keys, staged).await?;
     Ok((new, stats))
+}
+
+/// The keys of the rows a merge inserts (`inserted`, as table rows), which its transaction
+/// records so that a concurrent merge inserting one of them runs again; None for a merge
+/// that inserts nothing by its clauses.
+fn inserted_keys(
+    ds: &Dataset,
+    params: &MergeInsert,
+    inserted: Option<&RecordBatch>,
+) -> Result<Option<InsertedKeys>> {
+    if !params.insert_not_matched {
+        return Ok(None);
+    }
+    let columns: Vec<ArrayRef> = match inserted {
+        Some(rows) => params
+            .on
+            .iter()
+            .filter_map(|key| rows.column_by_name(key).cloned())
+            .collect(),
+        None => vec![],
+    };
+    Ok(Some(InsertedKeys::of_rows(
+        key_field_ids(ds, &params.on)?,
+        &columns,
+    )?))
+}
+
+/// The field ids of the key columns `on`, in that order.
+pub fn key_field_ids(ds: &Dataset, on: &[String]) -> Result<Vec<i32>> {
+    on.iter()
+        .map(|key| {
+            ds.schema.field(key).map(|f| f.id).ok_or_else(|| {
+                Error::invalid(format!(
+                    "{}: merge_insert key column '{key}' does not exist",
+                    ds.uri()
+                ))
+            })
+        })
+        .collect()
 }
 
 /// Names of the columns an outside engine adds to the source rows it joined to the
@@ -641,6 +681,9 @@ pub struct MergePart {
     /// Addresses of every matched table row (before any condition), so the driver can
     /// find a table row that source rows of several tasks match.
     pub matched: Vec<u64>,
+    /// The keys of the rows this task inserted (None when the merge inserts nothing by
+    /// its clauses), for the driver's transaction to record.
+    pub inserted_keys: Option<InsertedKeys>,
     pub stats: MergeStats,
 }
 
@@ -747,6 +790,7 @@ pub async fn merge_joined(
     }
 
     let planned = plan_changes(ds, &source, m, params).await?;
+    let keys = inserted_keys(ds, params, planned.inserted.as_ref())?;
     // A task's files are its job's once written (the job commits or aborts them).
     let staged = Staged::new(ds.storage());
     let written = write_planned(ds, planned.updated, planned.inserted, file_prefix, &staged);
@@ -756,6 +800,7 @@ pub async fn merge_joined(
         fragments,
         to_delete: planned.to_delete,
         matched,
+        inserted_keys: keys,
         stats: planned.stats,
     })
 }

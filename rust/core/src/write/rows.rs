@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::proto::table::data_fragment::RowIdSequence as RowIdSeq;
 use crate::proto::table::{DataFragment, DeletionFile};
 use crate::table::deletion::{deletion_file_name, encode_deletions};
-use crate::table::transaction::{Operation, Staged};
+use crate::table::transaction::{InsertedKeys, Operation, Staged};
 
 /// Row offsets to delete, by fragment id.
 pub type RowsByFragment = BTreeMap<u64, RoaringBitmap>;
@@ -157,12 +157,13 @@ pub fn attach_row_ids(fragments: &mut [DataFragment], ids: &[u64], uri: &str) ->
 }
 
 /// Commit an `Update` of `ds`: `removal` (deletion files already written) and the new
-/// `fragments`, all staged in `staged`.
+/// `fragments`, all staged in `staged`; a merge records the keys it inserted.
 pub async fn commit_update(
     ds: &Dataset,
     removal: Removal,
     fragments: Vec<DataFragment>,
     fields_changed: Vec<u32>,
+    inserted_keys: Option<InsertedKeys>,
     staged: Staged,
 ) -> Result<Dataset> {
     let op = Operation::Update {
@@ -170,19 +171,21 @@ pub async fn commit_update(
         removed_ids: removal.removed_ids,
         new_fragments: fragments,
         fields_changed,
+        inserted_keys,
     };
     commit(ReadFrom::Version(ds), op, staged, Default::default()).await
 }
 
 /// Commit the rows changed by the pieces of a distributed update or merge: the new
-/// `fragments` they wrote and the `addresses` of the read version's rows they replace
-/// or delete. Fails, removing those fragments, when an address is given twice (two
+/// `fragments` they wrote, the `addresses` of the read version's rows they replace or
+/// delete, and (a merge's) the keys they inserted. Fails, removing those fragments, when an address is given twice (two
 /// changes of one row) or names no row of `ds`.
 pub async fn commit_row_changes(
     ds: &Dataset,
     fragments: Vec<DataFragment>,
     addresses: &[u64],
     fields_changed: Vec<u32>,
+    inserted_keys: Option<InsertedKeys>,
 ) -> Result<Dataset> {
     // The tasks' files are this commit's from here on.
     let staged = Staged::new(ds.storage());
@@ -214,7 +217,15 @@ pub async fn commit_row_changes(
         delete_rows(ds, &rows, &staged).await
     };
     let removal = staged.guard(checked).await?;
-    commit_update(ds, removal, fragments, fields_changed, staged).await
+    commit_update(
+        ds,
+        removal,
+        fragments,
+        fields_changed,
+        inserted_keys,
+        staged,
+    )
+    .await
 }
 
 /// The error for a table row that two source rows change (an update or merge whose keys

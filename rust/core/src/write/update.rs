@@ -233,7 +233,8 @@ pub async fn update(
                 Ok((done, removal))
             };
             let (done, removal) = staged.guard(written).await?;
-            let new = commit_update(&ds, removal, done.fragments, fields_changed, staged).await?;
+            let new =
+                commit_update(&ds, removal, done.fragments, fields_changed, None, staged).await?;
             Ok((new, done.count))
         }
     })

@@ -1,6 +1,7 @@
 //! Whether an operation still applies after the transactions other writers committed
 //! since the version it was prepared against: one rule per pair of operations.
 use super::operation::{op_name, touched_by, Operation};
+use super::InsertedKeys;
 use crate::proto::table::transaction::Operation as PbOp;
 
 /// What a transaction committed meanwhile means for ours.
@@ -41,6 +42,17 @@ pub fn resolve(ours: &Operation, theirs: Option<&PbOp>) -> Resolution {
     );
     // The fragments ours changes in place and theirs changed or removed overlap.
     let overlap = || touched_by(theirs).is_some_and(|t| !t.is_disjoint(&ours.touched()));
+    if let Operation::Update {
+        inserted_keys: Some(keys),
+        ..
+    } = ours
+    {
+        if !replaces_table {
+            if let Some(why) = may_have_inserted_our_keys(keys, theirs) {
+                return retry(why);
+            }
+        }
+    }
     match ours {
         Operation::Append { .. } => {
             if replaces_table {
@@ -99,6 +111,23 @@ pub fn resolve(ours: &Operation, theirs: Option<&PbOp>) -> Resolution {
     }
 }
 
+/// Whether `theirs` may have added a row with a key ours inserts (then ours, re-run,
+/// finds it and updates it), as pylance 14 decides: by their inserted-keys filter; any
+/// update without one, and any append, may have.
+fn may_have_inserted_our_keys(keys: &InsertedKeys, theirs: &PbOp) -> Option<&'static str> {
+    match theirs {
+        PbOp::Update(u) => match &u.inserted_rows {
+            Some(filter) if keys.may_share_a_key(filter) => {
+                Some("inserted a key this merge inserts")
+            }
+            Some(_) => None,
+            None => Some("changed rows without recording their keys"),
+        },
+        PbOp::Append(_) => Some("appended rows, which may hold a key this merge inserts"),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +162,7 @@ mod tests {
                     removed_ids: vec![],
                     new_fragments: vec![],
                     fields_changed: vec![],
+                    inserted_keys: None,
                 },
             ),
             (
@@ -287,5 +317,61 @@ mod tests {
         ));
         let delete = PbOp::Delete(txn::Delete::default());
         assert_eq!(resolve(&ours, Some(&delete)), Resolution::Compatible);
+    }
+
+    #[test]
+    fn merges_that_insert_meet_inserted_keys() {
+        use arrow_array::{ArrayRef, Int64Array};
+        use std::sync::Arc;
+        let keys = |v: Vec<i64>| {
+            InsertedKeys::of_rows(vec![0], &[Arc::new(Int64Array::from(v)) as ArrayRef]).unwrap()
+        };
+        // Ours inserts key 5 into fragment 9 (touching none of theirs).
+        let ours = Operation::Update {
+            updated: vec![],
+            removed_ids: vec![],
+            new_fragments: vec![frag(9)],
+            fields_changed: vec![],
+            inserted_keys: Some(keys(vec![5])),
+        };
+        let merge = |k: Option<InsertedKeys>| {
+            PbOp::Update(txn::Update {
+                inserted_rows: k.map(|k| k.to_proto()),
+                ..Default::default()
+            })
+        };
+        let is_retry = |r: Resolution| matches!(r, Resolution::Retryable(_));
+        assert!(is_retry(resolve(
+            &ours,
+            Some(&merge(Some(keys(vec![4, 5]))))
+        )));
+        assert_eq!(
+            resolve(&ours, Some(&merge(Some(keys(vec![6, 7]))))),
+            Resolution::Compatible
+        );
+        // An update that recorded no keys, or an append, may hold the key: re-run.
+        assert!(is_retry(resolve(&ours, Some(&merge(None)))));
+        assert!(is_retry(resolve(
+            &ours,
+            Some(&PbOp::Append(Default::default()))
+        )));
+        // A table replaced meanwhile stays incompatible.
+        let overwrite = PbOp::Overwrite(Default::default());
+        assert!(matches!(
+            resolve(&ours, Some(&overwrite)),
+            Resolution::Incompatible(_)
+        ));
+        // A merge that inserts nothing is not checked by keys.
+        let plain = Operation::Update {
+            updated: vec![],
+            removed_ids: vec![],
+            new_fragments: vec![frag(9)],
+            fields_changed: vec![],
+            inserted_keys: None,
+        };
+        assert_eq!(
+            resolve(&plain, Some(&merge(Some(keys(vec![5]))))),
+            Resolution::Compatible
+        );
     }
 }

@@ -3,10 +3,12 @@
 //! operation against what other writers committed meanwhile (`conflict`) and records it
 //! in the new version's transaction (`read` reads those back).
 pub mod conflict;
+pub mod key_filter;
 pub mod operation;
 pub mod read;
 pub mod staged;
 
 pub use conflict::{resolve, Resolution};
+pub use key_filter::InsertedKeys;
 pub use operation::{op_name, Operation};
 pub use staged::Staged;

@@ -7,6 +7,8 @@ use crate::proto::table::transaction::{self as txn, Operation as PbOp};
 use crate::proto::table::{DataFragment, Manifest};
 use crate::table::schema::LanceSchema;
 
+use super::InsertedKeys;
+
 /// What a commit changes.
 #[derive(Clone, Debug)]
 pub enum Operation {
@@ -62,6 +64,8 @@ pub enum Operation {
         new_fragments: Vec<DataFragment>,
         /// The columns whose values changed (pylance's `fields_for_preserving_frag_bitmap`).
         fields_changed: Vec<u32>,
+        /// A merge_insert's inserted keys, for concurrent merges to check against.
+        inserted_keys: Option<InsertedKeys>,
     },
 }
 
@@ -113,6 +117,7 @@ impl Operation {
                 removed_ids,
                 new_fragments,
                 fields_changed,
+                inserted_keys,
             } => PbOp::Update(txn::Update {
                 removed_fragment_ids: removed_ids.clone(),
                 updated_fragments: updated.clone(),
@@ -120,6 +125,7 @@ impl Operation {
                 fields_modified: vec![],
                 fields_for_preserving_frag_bitmap: fields_changed.clone(),
                 update_mode: txn::UpdateMode::RewriteRows as i32,
+                inserted_rows: inserted_keys.as_ref().map(InsertedKeys::to_proto),
             }),
         }
     }
