@@ -206,3 +206,26 @@ def test_rows_appended_while_columns_are_added_stay(tmp_uri):
     t = lance.dataset(tmp_uri).to_table().sort_by("id")
     assert t.num_rows == 12 and t["w"].to_pylist()[-2:] == [None, None]
     assert_same(lance_core.dataset(tmp_uri).to_table().sort_by("id"), t, "appended after add_columns")
+
+
+def test_a_change_whose_read_version_a_cleanup_removed_retries_on_the_latest(tmp_uri):
+    """A cleanup removed the version a delete, an update and a merge were prepared from
+    (and the versions after it but the latest): they run again on the latest version
+    instead of failing with "not found"."""
+    from datetime import timedelta
+
+    lance_core.write_dataset(_t(0, 100), tmp_uri)
+    stale = {name: lance_core.dataset(tmp_uri) for name in ("delete", "update", "merge")}
+    for i in range(3):
+        lance_core.write_dataset(_t(100 + i, 1), tmp_uri, mode="append")
+    lance_core.dataset(tmp_uri).delete("id = 0")  # rewrites the first fragment's deletions
+    stats = lance_core.dataset(tmp_uri).cleanup_old_versions(older_than=timedelta(0))
+    assert stats.old_versions == 4
+    stale["delete"].delete("id = 5")
+    assert stale["update"].update({"v": "'u'"}, where="id = 6")["num_rows_updated"] == 1
+    src = pa.table({"id": pa.array([7, 500], pa.int64()), "v": ["m7", "m500"]})
+    stale["merge"].merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(src)
+    t = lance.dataset(tmp_uri).to_table().sort_by("id")
+    ids = t["id"].to_pylist()
+    assert 0 not in ids and 5 not in ids and ids[-1] == 500 and len(ids) == 103 - 2 + 1
+    assert dict(zip(ids, t["v"].to_pylist()))[6] == "u"

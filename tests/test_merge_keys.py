@@ -116,3 +116,37 @@ def test_a_nullable_primary_key_is_refused(tmp_uri):
         lance_core.write_dataset(pa.table({"id": [1]}, schema=schema), tmp_uri)
     with pytest.raises(Exception):  # noqa: B017 - pylance refuses it too (its class varies)
         lance.write_dataset(pa.table({"id": [1]}, schema=schema), tmp_uri)
+
+
+def test_two_processes_inserting_the_same_keys(tmp_uri):
+    """Two processes upsert the same new keys at the same time, fifteen merges each: every
+    key ends up in the table once, and no file is left that no version refers to."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+
+    lance_core.write_dataset(_table(False), tmp_uri)
+    script = textwrap.dedent(f"""
+        import sys, time, pyarrow as pa, lance_core
+        who = sys.argv[1]
+        while not __import__("os").path.exists({tmp_uri!r} + ".go"):
+            time.sleep(0.01)
+        for i in range(15):
+            ids = [1000 + 3 * i + j for j in range(3)]
+            src = pa.table({{"id": pa.array(ids, pa.int64()), "v": [who] * 3}})
+            ds = lance_core.dataset({tmp_uri!r})
+            ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all() \\
+                .conflict_retries(100).execute(src)
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script, who]) for who in ("p1", "p2")]
+    open(tmp_uri + ".go", "w").close()
+    assert [p.wait(timeout=300) for p in procs] == [0, 0]
+    ids = lance.dataset(tmp_uri).to_table()["id"].to_pylist()
+    assert sorted(ids) == list(range(10)) + list(range(1000, 1045)), "a key twice, or one lost"
+    assert_same(lance_core.dataset(tmp_uri).to_table(), lance.dataset(tmp_uri).to_table(), "after the race")
+    referenced = set()
+    for v in lance.dataset(tmp_uri).versions():
+        for frag in lance.dataset(tmp_uri, version=v["version"]).get_fragments():
+            referenced.update(f.path for f in frag.metadata.files)
+    assert set(os.listdir(os.path.join(tmp_uri, "data"))) == referenced
