@@ -120,6 +120,10 @@ impl Storage {
             return Ok(out.pop().unwrap_or_default());
         }
         let want = range.end - range.start;
+        if want == 0 {
+            // Object stores refuse an empty range (S3's header cannot say it).
+            return Ok(Bytes::new());
+        }
         let bytes = self
             .store
             .get_range(path, range.clone())
@@ -147,10 +151,25 @@ impl Storage {
         if let Some(fs) = &self.local {
             return self.read_local(fs, path, ranges).await;
         }
-        let out = self.store.get_ranges(path, ranges).await.map_err(|e| {
-            let span = ranges[0].start..ranges.iter().map(|r| r.end).max().unwrap_or(0);
-            self.range_err(path, &span, e)
-        })?;
+        // Object stores refuse empty ranges (an all-null page has empty buffers): ask only
+        // for the others and give the empty ones back as empty bytes.
+        let wanted: Vec<Range<u64>> = ranges.iter().filter(|r| r.end > r.start).cloned().collect();
+        let mut fetched = if wanted.is_empty() {
+            Vec::new()
+        } else {
+            self.store.get_ranges(path, &wanted).await.map_err(|e| {
+                let span = wanted[0].start..wanted.iter().map(|r| r.end).max().unwrap_or(0);
+                self.range_err(path, &span, e)
+            })?
+        }
+        .into_iter();
+        let out: Vec<Bytes> = ranges
+            .iter()
+            .map(|r| match r.end > r.start {
+                true => fetched.next().unwrap_or_default(),
+                false => Bytes::new(),
+            })
+            .collect();
         for (b, r) in out.iter().zip(ranges) {
             if b.len() as u64 != r.end - r.start {
                 return Err(Error::corrupt(

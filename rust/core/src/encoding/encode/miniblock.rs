@@ -629,7 +629,13 @@ pub fn encode(levels: &LeafLevels, opts: &PageOptions) -> Result<EncodedPage> {
         if opts.large_chunks {
             words.extend_from_slice(&(word as u32).to_le_bytes());
         } else {
-            let w = u16::try_from(word).map_err(|_| corrupt("a chunk exceeds 32 KiB"))?;
+            // Format 2.1 sizes chunks in 16 bits; pylance refuses such values there too.
+            let w = u16::try_from(word).map_err(|_| {
+                crate::error::Error::invalid(
+                    "values too large for a mini-block page of format 2.1 (a chunk over 32 KiB): \
+                     drop lance-encoding:structural-encoding=miniblock, or write format 2.2",
+                )
+            })?;
             words.extend_from_slice(&w.to_le_bytes());
         }
         if let Some(rep) = rep {
