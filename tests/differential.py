@@ -336,8 +336,12 @@ def compared_type(x_type, others: list):
         if common is None:
             return None
     exact_numbers = all(is_int(t) or is_dec(t) for t in (x_type, common))
+    # Every other must be the same value in the value's type (16777217 is not a float32),
+    # as lance_core's binder checks; else the fold decides.
     if (embeds(x_type, common) or exact_numbers) and all(
-            isinstance(o, LitNode) and lit_meets(o.lit, x_type) == x_type for o in others):
+            isinstance(o, LitNode) and lit_meets(o.lit, x_type) == x_type
+            and (o.lit.kind in ("null", "str", "date", "ts", "bool", "bytes") or converts_exactly(o.lit, x_type))
+            for o in others):
         return x_type
     return common
 

@@ -28,6 +28,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import LongType, StructField, StructType
 
+from .. import _lance_core
 from ..dataset import LanceDataset, dataset
 from ..errors import DatasetNotFoundError, InvalidInputError
 from ..fragment_metadata import FragmentMetadata, LanceOperation, write_fragments
@@ -365,9 +366,5 @@ class LanceWriter(DataSourceArrowWriter):
 
 def _check_append(existing: pa.Schema, incoming: pa.Schema, uri: str) -> None:
     """Same column names as the dataset (types are converted per batch, and a value that
-    does not fit raises then)."""
-    missing = [n for n in existing.names if n not in incoming.names]
-    extra = [n for n in incoming.names if n not in existing.names]
-    if missing or extra:
-        what = f"has no column '{missing[0]}'" if missing else f"has a column '{extra[0]}' the dataset lacks"
-        raise InvalidInputError(f"{uri}: cannot append: the data {what}")
+    does not fit raises then): the core's rule."""
+    _lance_core._check_append_columns(existing, incoming, uri)

@@ -207,33 +207,7 @@ impl PyDataset {
                 .map(|f| lance_core::expr::parse(&f))
                 .transpose()
                 .py()?;
-            block_on(py, async move {
-                if let Some(filter) = filter {
-                    // Counting matches reads only the filter's columns.
-                    let options = ScanOptions {
-                        columns: Some(vec![]),
-                        filter: Some(filter),
-                        fragment_ids: fragment_id.map(|id| vec![id]),
-                        batch_size: 64 * 1024,
-                        ..Default::default()
-                    };
-                    let s = scan(ds, options)?;
-                    return futures::TryStreamExt::try_fold(s.batches, 0u64, |n, b| async move {
-                        Ok(n + b.num_rows() as u64)
-                    })
-                    .await;
-                }
-                match fragment_id {
-                    None => ds.count_rows().await,
-                    Some(id) => {
-                        let f = ds.fragment(id).ok_or_else(|| {
-                            lance_core::Error::invalid(format!("no fragment {id}"))
-                        })?;
-                        ds.fragment_rows(f).await
-                    }
-                }
-            })
-            .py()
+            block_on(py, lance_core::scan::count_rows(ds, filter, fragment_id)).py()
         })
     }
 

@@ -35,6 +35,7 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::_copy_tree, m)?)?;
     m.add_function(wrap_pyfunction!(write::_write_dataset, m)?)?;
     m.add_function(wrap_pyfunction!(write::_write_fragments, m)?)?;
+    m.add_function(wrap_pyfunction!(write::_check_append_columns, m)?)?;
     m.add_function(wrap_pyfunction!(commit::_commit, m)?)?;
     m.add_function(wrap_pyfunction!(commit::_fragment_info, m)?)?;
     m.add_function(wrap_pyfunction!(history::_transaction, m)?)?;

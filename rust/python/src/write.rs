@@ -5,7 +5,7 @@ use lance_core::write::{write_dataset, WriteMode, WriteOptions};
 use pyo3::prelude::*;
 use std::collections::HashMap;
 
-use crate::arrow_import::{batch_stream, import_stream};
+use crate::arrow_import::{batch_stream, import_schema, import_stream};
 use crate::dataset::PyDataset;
 use crate::errors::{guard, raise, IntoPyResult};
 use crate::runtime::block_on;
@@ -134,5 +134,20 @@ pub fn _write_fragments(
         )
         .py()?;
         Ok(fragments.iter().map(|f| f.encode_to_vec()).collect())
+    })
+}
+
+/// Check that data with `incoming`'s columns can be appended to a dataset with
+/// `existing`'s (the same names; types are converted batch by batch).
+#[pyfunction]
+pub fn _check_append_columns(
+    existing: Bound<'_, PyAny>,
+    incoming: Bound<'_, PyAny>,
+    uri: &str,
+) -> PyResult<()> {
+    guard(|| {
+        let existing = import_schema(&existing)?;
+        let incoming = import_schema(&incoming)?;
+        lance_core::write::check_append_columns(&existing, &incoming, uri).py()
     })
 }

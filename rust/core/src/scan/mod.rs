@@ -199,6 +199,43 @@ pub(crate) fn prepare(
     })
 }
 
+/// The live rows of `dataset` (of fragment `fragment_id` only, when given) for which
+/// `filter` holds (all of them when None). A filter reads only its own columns; without
+/// one, nothing is read but deletion files.
+pub async fn count_rows(
+    dataset: Arc<Dataset>,
+    filter: Option<crate::expr::Expr>,
+    fragment_id: Option<u64>,
+) -> Result<u64> {
+    let Some(filter) = filter else {
+        return match fragment_id {
+            None => dataset.count_rows().await,
+            Some(id) => {
+                let f = dataset.fragment(id).ok_or_else(|| {
+                    crate::error::Error::invalid(format!(
+                        "{}: version {} has no fragment {id}",
+                        dataset.uri(),
+                        dataset.version()
+                    ))
+                })?;
+                dataset.fragment_rows(f).await
+            }
+        };
+    };
+    let options = ScanOptions {
+        columns: Some(vec![]),
+        filter: Some(filter),
+        fragment_ids: fragment_id.map(|id| vec![id]),
+        batch_size: 64 * 1024,
+        ..Default::default()
+    };
+    let s = scan(dataset, options)?;
+    futures::TryStreamExt::try_fold(s.batches, 0u64, |n, b| async move {
+        Ok(n + b.num_rows() as u64)
+    })
+    .await
+}
+
 /// Start scanning `dataset`. Must be called within a tokio runtime.
 pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
     options.batch_size = options.batch_size.max(1);

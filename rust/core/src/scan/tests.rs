@@ -212,3 +212,17 @@ async fn take_returns_rows_in_the_order_asked() {
     let s: Vec<Option<&str>> = b.column(1).as_string::<i32>().iter().collect();
     assert_eq!(s, vec![None, None, Some("v7"), None]);
 }
+
+#[tokio::test]
+async fn counting_rows_with_and_without_a_filter() {
+    use super::count_rows;
+    let ds = Arc::new(table().await);
+    assert_eq!(count_rows(ds.clone(), None, None).await.unwrap(), 8);
+    // Fragment 1 holds 4..8, 5 deleted.
+    assert_eq!(count_rows(ds.clone(), None, Some(1)).await.unwrap(), 3);
+    let nulls = parse("s IS NULL").unwrap();
+    assert_eq!(count_rows(ds.clone(), Some(nulls), None).await.unwrap(), 4);
+    let big = parse("id > 4").unwrap();
+    assert_eq!(count_rows(ds.clone(), Some(big), Some(1)).await.unwrap(), 2);
+    assert!(count_rows(ds, None, Some(9)).await.is_err());
+}

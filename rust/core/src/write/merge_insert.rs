@@ -327,12 +327,7 @@ async fn find_matches(
             match hit {
                 Some(j) => {
                     if src.duplicate[j as usize] && params.when_matched != WhenMatched::DoNothing {
-                        return Err(Error::invalid(format!(
-                            "{}: merge_insert: several source rows have the key of one table row \
-                             ({}); each table row may match at most one source row",
-                            ds.uri(),
-                            describe_key(&src.batch, j as usize, &params.on)
-                        )));
+                        return Err(matched_twice(ds.uri(), &src.batch, j as usize, &params.on));
                     }
                     m.matched_source[j as usize] = true;
                     let id = ids.as_ref().map_or(0, |ids| ids.value(i));
@@ -367,6 +362,16 @@ async fn find_matches(
 }
 
 /// The key of source row `i`, for errors ("id = 1").
+/// The error for a table row that several source rows match (the key of source row `row`
+/// of `batch`), as pylance refuses it.
+fn matched_twice(uri: &str, batch: &RecordBatch, row: usize, on: &[String]) -> Error {
+    Error::invalid(format!(
+        "{uri}: merge_insert: several source rows have the key of one table row ({}); each \
+         table row may match at most one source row",
+        describe_key(batch, row, on)
+    ))
+}
+
 fn describe_key(batch: &RecordBatch, i: usize, on: &[String]) -> String {
     on.iter()
         .map(|k| {
@@ -757,11 +762,7 @@ pub async fn merge_joined(
         let mut sorted: Vec<(u64, u32)> = m.pairs.iter().map(|p| (p.0, p.2)).collect();
         sorted.sort_unstable();
         if let Some(w) = sorted.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(Error::invalid(format!(
-                "{uri}: merge_insert: several source rows have the key of one table row \
-                 ({}); each table row may match at most one source row",
-                describe_key(&source, w[0].1 as usize, &params.on)
-            )));
+            return Err(matched_twice(uri, &source, w[0].1 as usize, &params.on));
         }
     }
 

@@ -170,14 +170,9 @@ where
 /// Check that `incoming` can be appended to `dataset` (same columns and types), naming the
 /// first column that differs.
 pub fn check_append_schema(dataset: &Schema, incoming: &Schema, uri: &str) -> Result<()> {
+    check_append_columns(dataset, incoming, uri)?;
     for f in dataset.fields() {
-        let Ok(g) = incoming.field_with_name(f.name()) else {
-            return Err(Error::invalid(format!(
-                "{uri}: cannot append: the data has no column '{}' (type {})",
-                f.name(),
-                f.data_type()
-            )));
-        };
+        let g = incoming.field_with_name(f.name())?;
         if !types_match(f.data_type(), g.data_type()) {
             return Err(Error::invalid(format!(
                 "{uri}: cannot append: column '{}' is {} in the dataset but {} in the data",
@@ -186,17 +181,34 @@ pub fn check_append_schema(dataset: &Schema, incoming: &Schema, uri: &str) -> Re
                 g.data_type()
             )));
         }
-        if !f.is_nullable() && g.is_nullable() {
-            // Nullable data into a non-nullable column is fine only without nulls; checked per batch.
-        }
+        // Nullable data into a non-nullable column is fine without nulls: checked per batch.
     }
-    for g in incoming.fields() {
-        if dataset.field_with_name(g.name()).is_err() {
-            return Err(Error::invalid(format!(
-                "{uri}: cannot append: the dataset has no column '{}'",
-                g.name()
-            )));
-        }
+    Ok(())
+}
+
+/// Check that `incoming` has the columns of `dataset`, no more and no fewer (the rule for
+/// data whose types are converted batch by batch, as Spark's are).
+pub fn check_append_columns(dataset: &Schema, incoming: &Schema, uri: &str) -> Result<()> {
+    if let Some(f) = dataset
+        .fields()
+        .iter()
+        .find(|f| incoming.field_with_name(f.name()).is_err())
+    {
+        return Err(Error::invalid(format!(
+            "{uri}: cannot append: the data has no column '{}' (type {})",
+            f.name(),
+            f.data_type()
+        )));
+    }
+    if let Some(g) = incoming
+        .fields()
+        .iter()
+        .find(|g| dataset.field_with_name(g.name()).is_err())
+    {
+        return Err(Error::invalid(format!(
+            "{uri}: cannot append: the dataset has no column '{}'",
+            g.name()
+        )));
     }
     Ok(())
 }
