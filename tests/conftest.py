@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import pyarrow as pa
-import pytest
+import os
 
-import lance  # the reference (pylance): a test dependency that must be installed
+# No test may reach the instance metadata service (it is on the network, not this machine):
+# a store left without credentials then fails at once, in lance_core and in pylance.
+os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+
+import pyarrow as pa  # noqa: E402
+import pytest  # noqa: E402
+
+import lance  # noqa: E402  the reference (pylance): a test dependency that must be installed
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -3,7 +3,8 @@ it commits after a change it did not see), run once with pylance 14 and once wit
 lance_core on twin tables: the second ends the same way in both (committed, or refused
 as retryable or incompatible), the tables are then equal (nothing committed is lost), and
 lance_core's loser leaves no file that no version refers to. Not in the matrix yet:
-index creation and config updates, which lance_core does not write.
+index creation and config updates, which lance_core does not write yet (issues 24 and 27
+add them here). `test_concurrent_writers.py` races the same pairs from two processes.
 
 The two writers run one after the other from two handles on the same version: the
 interleaving two processes produce when the first commits first, made deterministic."""
@@ -41,10 +42,10 @@ def _write_fragments(lib, h, data, mode):
 
 
 def _commit_at(lib, h, op):
+    """Commit `op` as prepared on `h`'s version; the dataset at the new version."""
     if lib is lance:
-        lance.LanceDataset.commit(h.uri, op, read_version=h.version)
-    else:
-        lance_core.commit(h.uri, op, read_version=h.version)
+        return lance.LanceDataset.commit(h.uri, op, read_version=h.version)
+    return lance_core.commit(h.uri, op, read_version=h.version)
 
 
 def _append(lib, h):

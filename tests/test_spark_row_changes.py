@@ -136,7 +136,7 @@ def test_spark_merge_racing_other_writers(spark, tmp_path, monkeypatch):
     job run again on the new version."""
     _, sp = _twins(tmp_path, "2.1", stable=False)
     src = _source_df(spark, tmp_path, _table([1, 2, 50], "s"))
-    commit = row_changes._commit
+    commit = row_changes._lance_core._commit_merge_parts
     raced = []
 
     def racing(ds, *args, **kwargs):
@@ -146,7 +146,7 @@ def test_spark_merge_racing_other_writers(spark, tmp_path, monkeypatch):
             lance.dataset(sp).delete("id = 2")
         return commit(ds, *args, **kwargs)
 
-    monkeypatch.setattr(row_changes, "_commit", racing)
+    monkeypatch.setattr(row_changes._lance_core, "_commit_merge_parts", racing)
     res = merge_insert(src, sp, "id").when_matched_update_all().when_not_matched_insert_all().execute()
     # The re-run sees id 2 deleted: it is inserted, not updated.
     assert res == {"num_inserted_rows": 2, "num_updated_rows": 1, "num_deleted_rows": 0}
@@ -161,7 +161,7 @@ def test_spark_merge_racing_a_merge_that_inserts_its_key(spark, tmp_path, monkey
     records the keys its tasks inserted): 60 is then updated, not inserted twice."""
     _, sp = _twins(tmp_path, "2.2", stable=False)
     src = _source_df(spark, tmp_path, _table([1, 60], "s"))
-    commit = row_changes._commit
+    commit = row_changes._lance_core._commit_merge_parts
     raced = []
 
     def racing(ds, *args, **kwargs):
@@ -170,7 +170,7 @@ def test_spark_merge_racing_a_merge_that_inserts_its_key(spark, tmp_path, monkey
             lance_core.dataset(sp).merge_insert("id").when_not_matched_insert_all().execute(_table([60], "r"))
         return commit(ds, *args, **kwargs)
 
-    monkeypatch.setattr(row_changes, "_commit", racing)
+    monkeypatch.setattr(row_changes._lance_core, "_commit_merge_parts", racing)
     res = merge_insert(src, sp, "id").when_matched_update_all().when_not_matched_insert_all().execute()
     assert res == {"num_inserted_rows": 0, "num_updated_rows": 2, "num_deleted_rows": 0}
     t = lance.dataset(sp).to_table(filter="id = 60")
@@ -194,8 +194,14 @@ def test_commit_of_row_changes_checks_the_addresses(tmp_path):
                              (struct.pack("<Q", 5000), "fragment 0 has no row 5000"),
                              (removed[:7], "whole little-endian u64")]:
         with pytest.raises(lance_core.InvalidInputError, match=match):
-            _lance_core._commit_row_changes(ds._ds, frags, addresses)
+            _lance_core._commit_update_parts(ds._ds, frags, addresses, ["x"])
         if match != "whole little-endian u64":
             assert _files(uri) == before
             frags, removed, _ = _lance_core._update_part(ds._ds, [("x", "1")], "id < 3", [0], "spark-test-")
+    # A table row two tasks' source rows matched: the error names its key.
+    first = struct.pack("<Q", 1)
+    key = lance_core.dataset(uri).take([1], columns=["id"])["id"][0].as_py()
+    with pytest.raises(lance_core.InvalidInputError, match=f"several source rows .*id = {key}"):
+        _lance_core._commit_merge_parts(ds._ds, frags, b"", first + first, ["id"])
+    assert _files(uri) == before
     assert lance_core.dataset(uri).version == ds.version

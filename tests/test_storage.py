@@ -35,16 +35,10 @@ def test_memory_store(tmp_uri):
 
 @pytest.fixture(scope="module")
 def s3():
-    import moto.server as moto_server
-    import boto3
-    srv = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    srv.start()
-    host, port = srv.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="key", aws_secret_access_key="secret",
-                 region_name="us-east-1").create_bucket(Bucket="bucket")
-    yield {"aws_endpoint": endpoint, "aws_access_key_id": "key", "aws_secret_access_key": "secret",
-           "aws_region": "us-east-1", "allow_http": "true"}
+    from s3_proxy import S3Server
+
+    srv = S3Server()
+    yield srv.options()
     srv.stop()
 
 

@@ -399,8 +399,8 @@ class LanceDataset:
         self._ds = self._ds.restore()
 
     def checkout_version(self, version: Union[int, str]) -> "LanceDataset":
-        if isinstance(version, str):
-            return dataset(self.uri, version=version)
+        """Another version of this table, by number or tag, opened with the same storage
+        options."""
         return LanceDataset(self._ds.checkout(version))
 
     def count_rows(self, filter: Optional[str] = None) -> int:

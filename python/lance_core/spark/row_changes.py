@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Dict, Iterator, List, Optional, Union
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -47,14 +46,6 @@ _MERGE_PART = pa.schema([("fragments", pa.list_(pa.binary())), ("removed", pa.bi
                          ("deleted", pa.int64())])
 _MERGE_DDL = ("fragments array<binary>, removed binary, matched binary, keys binary, inserted long, updated long, "
               "deleted long")
-
-
-def _commit(ds: LanceDataset, fragments: List[bytes], removed: bytes, updated_columns: Optional[List[str]] = None,
-            on: Optional[List[str]] = None, inserted_keys: Optional[bytes] = None) -> LanceDataset:
-    """Commit what the tasks wrote on the version they read (a merge that inserts: with the
-    hashes of the keys they inserted)."""
-    return LanceDataset(_lance_core._commit_row_changes(ds._ds, fragments, removed, updated_columns, on,
-                                                        inserted_keys))
 
 
 def _with_retries(uri: str, storage_options, retries: int, attempt):
@@ -112,7 +103,7 @@ def update(
             rows = raise_carried(job.collect())
             fragments = [bytes(b) for r in rows for b in r.fragments]
             removed = b"".join(bytes(r.removed) for r in rows)
-            _commit(ds, fragments, removed, [k for k, _ in pairs])
+            _lance_core._commit_update_parts(ds._ds, fragments, removed, [k for k, _ in pairs])
         return {"num_rows_updated": sum(r["count"] for r in rows)}
 
     return _with_retries(uri, storage_options, conflict_retries, attempt)
@@ -230,25 +221,12 @@ class SparkMergeInsert(MergeClauses):
             rows = raise_carried(joined.mapInArrow(carrying_errors(run, _MERGE_PART), with_error_column(_MERGE_DDL))
                                  .collect())
             fragments = [bytes(b) for r in rows for b in r.fragments]
-            self._check_one_match_per_row(ds, b"".join(bytes(r.matched) for r in rows))
             keys = b"".join(bytes(r["keys"]) for r in rows if r["keys"] is not None) if insert else None
-            _commit(ds, fragments, b"".join(bytes(r.removed) for r in rows), None, on if insert else None, keys)
+            _lance_core._commit_merge_parts(ds._ds, fragments, b"".join(bytes(r.removed) for r in rows),
+                                            b"".join(bytes(r.matched) for r in rows), on, keys)
         return {"num_inserted_rows": sum(r.inserted for r in rows),
                 "num_updated_rows": sum(r.updated for r in rows),
                 "num_deleted_rows": sum(r.deleted for r in rows)}
-
-    def _check_one_match_per_row(self, ds: LanceDataset, matched: bytes) -> None:
-        """Several source rows on one table row is an error, as in pylance (tasks check
-        their own rows; this finds such rows split over tasks)."""
-        addrs = np.frombuffer(matched, dtype="<u8")
-        if len(addrs) < 2:
-            return
-        uniq, counts = np.unique(addrs, return_counts=True)
-        if counts.max() > 1:
-            row = ds._take_addresses([int(uniq[counts.argmax()])], self._on)
-            key = ", ".join(f"{k} = {row.column(k)[0].as_py()}" for k in self._on)
-            raise InvalidInputError(f"{ds.uri}: merge_insert: several source rows have the key of one table row "
-                                    f"({key}); each table row may match at most one source row")
 
 
 def merge_insert(df: DataFrame, uri: str, on: Union[str, List[str]],

@@ -3,6 +3,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_schema::SchemaRef;
+use bytes::Bytes;
 use object_store::path::Path;
 use roaring::RoaringBitmap;
 
@@ -71,15 +72,13 @@ pub struct Dataset {
     bases: HashMap<u32, Base>,
     pub location: ManifestLocation,
     pub manifest: Arc<Manifest>,
+    /// The manifest file as read: a commit on this version builds on it without reading
+    /// it again (it carries index sections and legacy dictionaries by position).
+    pub manifest_bytes: Bytes,
     pub schema: Arc<LanceSchema>,
     pub arrow_schema: SchemaRef,
     options: StorageOptions,
     files: Arc<FileCache>,
-}
-
-/// Whether a store is cheap to list (so listing beats following the version hint).
-fn cheap_to_list(uri: &str) -> bool {
-    !uri.contains("://") || uri.starts_with("file://") || uri.starts_with("memory://")
 }
 
 impl Dataset {
@@ -111,7 +110,7 @@ impl Dataset {
         };
         let location = match version {
             Some(v) => locate_version(&storage, v).await?,
-            None => latest_version(&storage, !cheap_to_list(uri)).await?,
+            None => latest_version(&storage).await?,
         };
         Self::load(root.uri().to_string(), storage, location, options).await
     }
@@ -122,8 +121,20 @@ impl Dataset {
         location: ManifestLocation,
         options: StorageOptions,
     ) -> Result<Self> {
-        let name = storage.display(&location.path);
         let bytes = storage.get(&location.path).await?;
+        Self::from_manifest_file(uri, storage, location, bytes, options)
+    }
+
+    /// The dataset at the version whose manifest file is `bytes` (found at `location` of
+    /// `storage`; `uri` is the table's root as the user named it).
+    pub fn from_manifest_file(
+        uri: String,
+        storage: Storage,
+        location: ManifestLocation,
+        bytes: Bytes,
+        options: StorageOptions,
+    ) -> Result<Self> {
+        let name = storage.display(&location.path);
         let manifest = decode_manifest(&bytes, &name)?;
         validate_manifest(&manifest, &name, location.version)?;
         check_file_versions(&manifest, &name)?;
@@ -153,6 +164,7 @@ impl Dataset {
             bases,
             location,
             manifest: Arc::new(manifest),
+            manifest_bytes: bytes,
             schema: Arc::new(schema),
             arrow_schema,
             options,
@@ -184,13 +196,16 @@ impl Dataset {
     }
 
     pub async fn latest_version(&self) -> Result<u64> {
-        Ok(latest_version(&self.storage, !cheap_to_list(&self.uri))
-            .await?
-            .version)
+        Ok(latest_version(&self.storage).await?.version)
     }
 
-    /// Open another version of the same dataset (same branch).
-    pub async fn checkout(&self, version: u64) -> Result<Self> {
+    /// Open another version of the same dataset, with the same storage options: a number
+    /// on the same branch, or a tag (which names its own branch).
+    pub async fn checkout(&self, version: VersionRef) -> Result<Self> {
+        let version = match version {
+            VersionRef::Number(v) => v,
+            tag => return Self::open(&self.uri, Some(tag), self.options.clone()).await,
+        };
         let location = locate_version(&self.storage, version).await?;
         Self::load(
             self.uri.clone(),

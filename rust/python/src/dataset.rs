@@ -167,8 +167,14 @@ impl PyDataset {
         guard(|| block_on(py, self.inner.latest_version()).py())
     }
 
-    fn checkout(&self, py: Python<'_>, version: u64) -> PyResult<Self> {
+    /// Another version (a number or a tag), opened with this one's storage options.
+    fn checkout(&self, py: Python<'_>, version: Bound<'_, PyAny>) -> PyResult<Self> {
         guard(|| {
+            let Some(version) = version_ref(Some(&version))? else {
+                return Ok(PyDataset {
+                    inner: self.inner.clone(),
+                });
+            };
             Ok(PyDataset {
                 inner: Arc::new(block_on(py, self.inner.checkout(version)).py()?),
             })

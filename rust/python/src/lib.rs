@@ -47,7 +47,8 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::_list_data_files, m)?)?;
     m.add_function(wrap_pyfunction!(row_changes::_update_part, m)?)?;
     m.add_function(wrap_pyfunction!(row_changes::_merge_part, m)?)?;
-    m.add_function(wrap_pyfunction!(row_changes::_commit_row_changes, m)?)?;
+    m.add_function(wrap_pyfunction!(row_changes::_commit_update_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(row_changes::_commit_merge_parts, m)?)?;
     {
         use lance_core::write::merge_insert as mi;
         m.add("MERGE_JOINED_ADDRESS", mi::JOINED_ADDRESS)?;

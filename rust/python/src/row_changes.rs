@@ -1,6 +1,7 @@
 //! The pieces of a distributed update or merge_insert: each task rewrites its rows into
 //! new fragments (`_update_part`, `_merge_part`) and the driver commits every task's
-//! fragments and row addresses as one `Update` (`_commit_row_changes`). Row addresses
+//! fragments and row addresses as one `Update` (`_commit_update_parts`,
+//! `_commit_merge_parts`). Row addresses
 //! travel as little-endian u64 bytes.
 use arrow_array::RecordBatchReader;
 use lance_core::proto::table::DataFragment;
@@ -150,51 +151,57 @@ pub fn _merge_part(
     })
 }
 
-/// Commit the pieces of a distributed update or merge on `ds` (the version they read):
-/// their new `fragments` and the `addresses` of the rows they replace or delete, as one
-/// `Update`. `updated_columns` names the columns an update set (None: a merge, any
-/// column); a merge that inserts gives its key columns `on` and the tasks' inserted key
-/// hashes. On failure every file written for it is removed.
+/// Commit the pieces of a distributed update of `columns` on `ds` (the version they
+/// read): their new `fragments` and the `addresses` of the rows they replace.
 #[pyfunction]
-#[pyo3(signature = (ds, fragments, addresses, updated_columns=None, on=None, inserted_keys=None))]
-pub fn _commit_row_changes(
+pub fn _commit_update_parts(
     py: Python<'_>,
     ds: &PyDataset,
     fragments: Vec<Vec<u8>>,
     addresses: Bound<'_, PyBytes>,
-    updated_columns: Option<Vec<String>>,
-    on: Option<Vec<String>>,
-    inserted_keys: Option<Bound<'_, PyBytes>>,
+    columns: Vec<String>,
 ) -> PyResult<PyDataset> {
     guard(|| {
         let fragments = crate::commit::decode_fragments(py, &fragments)?;
         let addresses = u64s(py, addresses.as_bytes(), "row addresses")?;
-        let hashes = match &inserted_keys {
-            Some(b) => Some(u64s(py, b.as_bytes(), "inserted key hashes")?),
-            None => None,
+        let inner = ds.inner.clone();
+        let new = block_on(py, async move {
+            lance_core::write::update::commit_update_parts(&inner, fragments, &addresses, &columns)
+                .await
+        })
+        .py()?;
+        Ok(PyDataset::from(new))
+    })
+}
+
+/// Commit the pieces of a distributed merge on `ds` (the version they read): their new
+/// `fragments`, the addresses of the rows they `removed` and `matched`, the key columns
+/// `on`, and the hashes of the keys they inserted (None when the merge does not insert).
+#[pyfunction]
+#[pyo3(signature = (ds, fragments, removed, matched, on, inserted_keys=None))]
+pub fn _commit_merge_parts(
+    py: Python<'_>,
+    ds: &PyDataset,
+    fragments: Vec<Vec<u8>>,
+    removed: Bound<'_, PyBytes>,
+    matched: Bound<'_, PyBytes>,
+    on: Vec<String>,
+    inserted_keys: Option<Bound<'_, PyBytes>>,
+) -> PyResult<PyDataset> {
+    guard(|| {
+        let parts = lance_core::write::merge_insert::MergeParts {
+            fragments: crate::commit::decode_fragments(py, &fragments)?,
+            removed: u64s(py, removed.as_bytes(), "row addresses")?,
+            matched: u64s(py, matched.as_bytes(), "matched row addresses")?,
+            on,
+            inserted_hashes: match &inserted_keys {
+                Some(b) => Some(u64s(py, b.as_bytes(), "inserted key hashes")?),
+                None => None,
+            },
         };
         let inner = ds.inner.clone();
         let new = block_on(py, async move {
-            use lance_core::table::transaction::InsertedKeys;
-            use lance_core::write::merge_insert::key_field_ids;
-            use lance_core::write::rows::commit_row_changes;
-            let keys = match (on, hashes) {
-                (Some(on), Some(hashes)) => Some(InsertedKeys {
-                    field_ids: key_field_ids(&inner, &on)?,
-                    hashes,
-                }),
-                _ => None,
-            };
-            let fields = match updated_columns {
-                Some(paths) => lance_core::write::update::updated_field_ids(&inner, &paths)?,
-                None => inner
-                    .schema
-                    .field_ids()
-                    .into_iter()
-                    .map(|i| i as u32)
-                    .collect(),
-            };
-            commit_row_changes(&inner, fragments, &addresses, fields, keys).await
+            lance_core::write::merge_insert::commit_merge_parts(&inner, parts).await
         })
         .py()?;
         Ok(PyDataset::from(new))

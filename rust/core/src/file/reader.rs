@@ -11,6 +11,9 @@ use crate::storage::Storage;
 
 /// Bytes read from the end of a file on open; enough for the metadata of most files.
 const TAIL_READ: u64 = 256 * 1024;
+/// A file on an object store no larger than this is kept whole once its tail read
+/// fetched it, and its pages are served from memory: one request per small file.
+const KEEP_WHOLE: u64 = 64 * 1024;
 
 /// An open data file: its metadata, and the means to read its pages.
 #[derive(Clone, Debug)]
@@ -19,6 +22,8 @@ pub struct FileReader {
     path: Path,
     name: String,
     pub metadata: Arc<FileMetadata>,
+    /// The whole file, when it is small and remote (see `KEEP_WHOLE`).
+    whole: Option<Bytes>,
 }
 
 /// The buffers of one page, in the order the page's metadata lists them.
@@ -35,7 +40,12 @@ impl FileReader {
             Some(s) if s > 0 => s,
             _ => storage.head(&path).await?.size,
         };
-        let metadata = match Self::read_metadata(storage, &path, size).await {
+        let read = Self::read_metadata(storage, &path, size).await;
+        let read = read.map(|(m, whole)| {
+            let keep = size <= KEEP_WHOLE && storage.local_file(&path).is_none();
+            (m, whole.filter(|_| keep))
+        });
+        let (metadata, whole) = match read {
             Err(Error::Corrupt { message, .. }) if message.starts_with("truncated") => {
                 // The manifest's size is stale or the file was cut: say which.
                 let actual = storage.head(&path).await?.size;
@@ -53,12 +63,17 @@ impl FileReader {
             path,
             name,
             metadata: Arc::new(metadata),
+            whole,
         })
     }
 
     /// Read the tail of the file, and more of it until the schema (global buffer 0) and
-    /// the column metadata are in the bytes read.
-    async fn read_metadata(storage: &Storage, path: &Path, size: u64) -> Result<FileMetadata> {
+    /// the column metadata are in the bytes read; with the whole file when that was read.
+    async fn read_metadata(
+        storage: &Storage,
+        path: &Path,
+        size: u64,
+    ) -> Result<(FileMetadata, Option<Bytes>)> {
         if size < legacy::FOOTER_LEN as u64 {
             return Err(crate::error::corrupt(format!(
                 "file is {size} bytes, too short for a Lance file"
@@ -67,7 +82,8 @@ impl FileReader {
         let mut start = size.saturating_sub(TAIL_READ);
         let mut tail = storage.get_range(path, start..size).await?;
         if let Some(version) = legacy::legacy_version(&tail) {
-            return Self::read_legacy_metadata(storage, path, size, version, start, tail).await;
+            let m = Self::read_legacy_metadata(storage, path, size, version, start, tail).await?;
+            return Ok((m, None));
         }
         if size < FOOTER_LEN as u64 {
             return Err(crate::error::corrupt(format!(
@@ -93,7 +109,8 @@ impl FileReader {
                 needed = gbo.first().map_or(needed, |g| needed.min(g.start));
             }
             if needed >= start {
-                return FileMetadata::parse(&tail, start, size);
+                let m = FileMetadata::parse(&tail, start, size)?;
+                return Ok((m, (start == 0).then_some(tail)));
             }
             let head = storage.get_range(path, needed..start).await?;
             let mut whole = Vec::with_capacity(head.len() + tail.len());
@@ -162,17 +179,38 @@ impl FileReader {
             .ok_or_else(|| {
                 Error::corrupt(&self.name, format!("no page {page} in column {column}"))
             })?;
-        let buffers = self.storage.get_ranges(&self.path, &info.buffers).await?;
+        let buffers = self.read_ranges(&info.buffers).await?;
         Ok(PageData { buffers })
     }
 
     /// Read several byte ranges of the file at once (nearby ones in one request).
     pub async fn read_ranges(&self, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Bytes>> {
+        if let Some(whole) = &self.whole {
+            return ranges.iter().map(|r| self.slice(whole, r)).collect();
+        }
         self.storage.get_ranges(&self.path, ranges).await
     }
 
     /// Read an arbitrary byte range of the file (out-of-line blob values).
     pub async fn read_range(&self, range: std::ops::Range<u64>) -> Result<Bytes> {
+        if let Some(whole) = &self.whole {
+            return self.slice(whole, &range);
+        }
         self.storage.get_range(&self.path, range).await
+    }
+
+    fn slice(&self, whole: &Bytes, r: &std::ops::Range<u64>) -> Result<Bytes> {
+        if r.start > r.end || r.end > whole.len() as u64 {
+            return Err(Error::corrupt(
+                &self.name,
+                format!(
+                    "truncated: wanted bytes {}..{} but the file has {}",
+                    r.start,
+                    r.end,
+                    whole.len()
+                ),
+            ));
+        }
+        Ok(whole.slice(r.start as usize..r.end as usize))
     }
 }

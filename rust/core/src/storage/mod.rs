@@ -2,6 +2,7 @@
 //!
 //! Everything above this layer addresses files by a path relative to a root; nothing above
 //! it knows whether the bytes come from a local disk, memory or a cloud bucket.
+mod cloud;
 mod local;
 mod uri;
 
@@ -9,7 +10,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 
@@ -25,18 +26,21 @@ pub struct Storage {
     uri: String,
     /// For a local directory: the store, to map paths to files read directly.
     local: Option<Arc<object_store::local::LocalFileSystem>>,
+    /// Where a cloud store's requests go (named in network errors).
+    endpoint: Option<Arc<str>>,
 }
 
 impl Storage {
     /// Open the store that holds `uri` (a local path, `file://`, `memory://`, `s3://`,
     /// `gs://`, `az://`/`abfs://`), passing `options` to its builder.
     pub fn open(uri: &str, options: &StorageOptions) -> Result<Self> {
-        let (store, root, uri, local) = uri::resolve(uri, options)?;
+        let r = uri::resolve(uri, options)?;
         Ok(Storage {
-            store,
-            root,
-            uri,
-            local,
+            store: r.store,
+            root: r.root,
+            uri: r.shown,
+            local: r.local,
+            endpoint: r.endpoint.map(Arc::from),
         })
     }
 
@@ -71,7 +75,10 @@ impl Storage {
             object_store::Error::NotFound { .. } => {
                 Error::not_found(self.display(path), "no such file")
             }
-            other => Error::io(self.display(path), other),
+            other => match cloud::network_failure(&other, self.endpoint.as_deref()) {
+                Some(what) => Error::io(self.display(path), what),
+                None => Error::io(self.display(path), other),
+            },
         }
     }
 
@@ -204,7 +211,7 @@ impl Storage {
                     ),
                 )
             }
-            other => Error::io(self.display(path), other),
+            other => self.map_err(path, other),
         }
     }
 
@@ -288,6 +295,29 @@ impl Storage {
             Err(object_store::Error::NotFound { .. }) => Ok(vec![]),
             Err(e) => Err(self.map_err(&prefix, e)),
         }
+    }
+
+    /// The objects below `dir`, recursively, as the store lists them page by page (object
+    /// stores in lexical order: a caller that stops early saves the later pages).
+    pub fn list_stream(
+        &self,
+        dir: &str,
+    ) -> impl futures::Stream<Item = Result<ObjectMeta>> + Send + 'static {
+        let prefix = self.path(dir);
+        let this = self.clone();
+        self.store.list(Some(&prefix)).filter_map(move |r| {
+            let out = match r {
+                Ok(meta) => Some(Ok(meta)),
+                Err(object_store::Error::NotFound { .. }) => None,
+                Err(e) => Some(Err(this.map_err(&prefix, e))),
+            };
+            futures::future::ready(out)
+        })
+    }
+
+    /// The file behind `path`, when the store is a local directory.
+    pub fn local_file(&self, path: &Path) -> Option<std::path::PathBuf> {
+        self.local.as_ref()?.path_to_filesystem(path).ok()
     }
 
     /// Every object below `dir`, recursively.

@@ -27,16 +27,21 @@ fn memory_store(name: &str) -> Arc<dyn ObjectStore> {
         .clone()
 }
 
-/// A resolved URI: the store, the root path in it, the URI as shown, and the local file
-/// system when the store is one (read directly, not through object_store).
-pub(super) type Resolved = (
-    Arc<dyn ObjectStore>,
-    Path,
-    String,
-    Option<Arc<LocalFileSystem>>,
-);
+/// A resolved URI.
+#[derive(Debug)]
+pub(super) struct Resolved {
+    pub store: Arc<dyn ObjectStore>,
+    /// The root path in the store.
+    pub root: Path,
+    /// The URI as shown in messages.
+    pub shown: String,
+    /// The local file system when the store is one (read directly, not through object_store).
+    pub local: Option<Arc<LocalFileSystem>>,
+    /// Where a cloud store's requests go, for network errors.
+    pub endpoint: Option<String>,
+}
 
-/// Resolve `uri` to (store, root path, display uri, local file system).
+/// Resolve `uri` to its store and root.
 pub(super) fn resolve(uri: &str, options: &StorageOptions) -> Result<Resolved> {
     let trimmed = uri.trim_end_matches('/');
     if trimmed.is_empty() {
@@ -50,7 +55,15 @@ pub(super) fn resolve(uri: &str, options: &StorageOptions) -> Result<Resolved> {
     let Some(url) = parsed else {
         return local(trimmed);
     };
-    let remote = |(store, root, shown)| Ok((store, root, shown, None));
+    let remote = |store, root, shown, endpoint| {
+        Ok(Resolved {
+            store,
+            root,
+            shown,
+            local: None,
+            endpoint,
+        })
+    };
     match url.scheme() {
         "file" => {
             let p = url
@@ -62,7 +75,7 @@ pub(super) fn resolve(uri: &str, options: &StorageOptions) -> Result<Resolved> {
             let host = url.host_str().unwrap_or("").to_string();
             let root =
                 Path::parse(url.path()).map_err(|e| Error::invalid(format!("{uri}: {e}")))?;
-            remote((memory_store(&host), root, trimmed.to_string()))
+            remote(memory_store(&host), root, trimmed.to_string(), None)
         }
         "s3" | "s3a" | "gs" | "az" | "abfs" | "abfss" | "azure" | "http" | "https" => {
             let mut url = url.clone();
@@ -70,9 +83,8 @@ pub(super) fn resolve(uri: &str, options: &StorageOptions) -> Result<Resolved> {
                 let _ = url.set_scheme("s3");
             }
             check_plain_http(uri, &url, options)?;
-            let (store, root) = object_store::parse_url_opts(&url, options.iter())
-                .map_err(|e| Error::invalid(format!("{uri}: cannot open object store: {e}")))?;
-            remote((Arc::from(store), root, trimmed.to_string()))
+            let (store, root, endpoint) = super::cloud::open(uri, &url, options)?;
+            remote(store, root, trimmed.to_string(), endpoint)
         }
         other => Err(Error::invalid(format!(
             "{uri}: unsupported URI scheme '{other}'"
@@ -130,12 +142,13 @@ fn local(path: &str) -> Result<Resolved> {
     let root =
         Path::from_absolute_path(&abs).map_err(|e| Error::invalid(format!("{path}: {e}")))?;
     let fs = Arc::new(LocalFileSystem::new());
-    Ok((
-        fs.clone(),
+    Ok(Resolved {
+        store: fs.clone(),
         root,
-        abs.to_string_lossy().into_owned(),
-        Some(fs),
-    ))
+        shown: abs.to_string_lossy().into_owned(),
+        local: Some(fs),
+        endpoint: None,
+    })
 }
 
 /// Remove `.` and `..` components without touching the file system (the path may not exist yet).
@@ -160,28 +173,28 @@ mod tests {
 
     #[test]
     fn local_paths_resolve_to_absolute_roots() {
-        let (_, root, shown, _) = resolve("/tmp/x/../y/ds.lance/", &StorageOptions::new()).unwrap();
-        assert_eq!(root.as_ref(), "tmp/y/ds.lance");
-        assert_eq!(shown, "/tmp/y/ds.lance");
-        let (_, root2, _, _) = resolve("file:///tmp/y/ds.lance", &StorageOptions::new()).unwrap();
-        assert_eq!(root, root2);
+        let r = resolve("/tmp/x/../y/ds.lance/", &StorageOptions::new()).unwrap();
+        assert_eq!(r.root.as_ref(), "tmp/y/ds.lance");
+        assert_eq!(r.shown, "/tmp/y/ds.lance");
+        let r2 = resolve("file:///tmp/y/ds.lance", &StorageOptions::new()).unwrap();
+        assert_eq!(r.root, r2.root);
     }
 
     #[test]
     fn tilde_is_the_home_directory() {
         let home = std::env::var("HOME").unwrap();
-        let (_, _, shown, _) = resolve("~/t.lance", &StorageOptions::new()).unwrap();
+        let shown = resolve("~/t.lance", &StorageOptions::new()).unwrap().shown;
         assert_eq!(shown, format!("{}/t.lance", home.trim_end_matches('/')));
-        let (_, _, kept, _) = resolve("/tmp/~x", &StorageOptions::new()).unwrap();
+        let kept = resolve("/tmp/~x", &StorageOptions::new()).unwrap().shown;
         assert_eq!(kept, "/tmp/~x");
     }
 
     #[test]
     fn memory_stores_are_shared_by_name() {
-        let (a, ra, _, _) = resolve("memory://bucket/ds", &StorageOptions::new()).unwrap();
-        let (b, _, _, _) = resolve("memory://bucket/other", &StorageOptions::new()).unwrap();
-        assert!(Arc::ptr_eq(&a, &b));
-        assert_eq!(ra.as_ref(), "ds");
+        let a = resolve("memory://bucket/ds", &StorageOptions::new()).unwrap();
+        let b = resolve("memory://bucket/other", &StorageOptions::new()).unwrap();
+        assert!(Arc::ptr_eq(&a.store, &b.store));
+        assert_eq!(a.root.as_ref(), "ds");
     }
 
     #[test]

@@ -257,7 +257,7 @@ pub async fn cleanup_old_versions(
     // the other order could leave (after a crash) versions whose files are missing.
     let manifests: Vec<(object_store::path::Path, u64, Kind)> = removed
         .iter()
-        .map(|(l, _, _)| (l.path.clone(), l.size, Kind::Manifest))
+        .map(|(l, _, _)| (l.path.clone(), l.size.unwrap_or(0), Kind::Manifest))
         .collect();
     for batch in [manifests, doomed] {
         let results: Vec<(u64, Kind, bool)> = futures::stream::iter(batch)

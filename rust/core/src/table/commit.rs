@@ -3,6 +3,7 @@
 //! another writer won, check what it did against this transaction (`transaction::conflict`),
 //! rebase on the new latest version and try again.
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -12,7 +13,7 @@ use super::features::{unknown_reader_flags, DELETION_FILES, STABLE_ROW_IDS};
 use super::manifest::decode_manifest;
 use super::transaction::read::transaction_at;
 use super::transaction::{resolve, Operation, Resolution, Staged};
-use super::versions::{latest_version, NamingScheme, VERSIONS_DIR};
+use super::versions::{latest_version, write_hint, ManifestLocation, NamingScheme, VERSIONS_DIR};
 use crate::error::{Error, Result};
 use crate::proto::table::{
     data_fragment::RowIdSequence as RowIdSeq, manifest, u64_segment, DataFragment, Manifest,
@@ -33,14 +34,26 @@ pub struct CommitOptions {
     /// Free-form properties recorded in the transaction (e.g. a stream's query and batch
     /// ids, which let a replayed batch find that it was committed already).
     pub properties: std::collections::HashMap<String, String>,
+    /// The read version's manifest, when the writer has it: while it is still the latest,
+    /// the commit builds on it without reading it again.
+    pub read_manifest: Option<(Arc<Manifest>, Bytes)>,
+}
+
+/// A version a commit created: where its manifest is, and the file's bytes.
+pub struct Committed {
+    pub location: ManifestLocation,
+    pub bytes: Bytes,
 }
 
 /// Commit `op`, for which the files in `staged` were written; returns the new version.
 /// The staged files (and the transaction file written here) are removed when the commit
 /// does not happen.
-pub async fn commit(op: Operation, staged: Staged, opts: &CommitOptions) -> Result<u64> {
-    let result = commit_loop(staged.storage(), &op, &staged, opts).await;
-    staged.settle(result).await
+pub async fn commit(op: Operation, staged: Staged, opts: &CommitOptions) -> Result<Committed> {
+    let storage = staged.storage().clone();
+    let result = commit_loop(&storage, &op, &staged, opts).await;
+    let committed = staged.settle(result).await?;
+    write_hint(&storage, committed.location.version);
+    Ok(committed)
 }
 
 async fn commit_loop(
@@ -48,7 +61,7 @@ async fn commit_loop(
     op: &Operation,
     staged: &Staged,
     opts: &CommitOptions,
-) -> Result<u64> {
+) -> Result<Committed> {
     let uuid = uuid::Uuid::new_v4().hyphenated().to_string();
     let read_version = opts.read_version.unwrap_or(0);
     let transaction = Transaction {
@@ -69,18 +82,21 @@ async fn commit_loop(
     let mut checked = read_version;
     for attempt in 0..MAX_ATTEMPTS {
         // The latest version, and what happened since we last looked.
-        let latest = match latest_version(storage, false).await {
+        let latest = match latest_version(storage).await {
             Ok(loc) => Some(loc),
             Err(Error::NotFound { .. }) => None,
             Err(e) => return Err(e),
         };
-        let (base, base_bytes, scheme) = match &latest {
-            Some(loc) => {
+        let (base, base_bytes, scheme) = match (&latest, &opts.read_manifest) {
+            (Some(loc), Some((m, bytes))) if m.version == loc.version => {
+                (Some((**m).clone()), bytes.clone(), loc.scheme)
+            }
+            (Some(loc), _) => {
                 let bytes = storage.get(&loc.path).await?;
                 let m = decode_manifest(&bytes, &storage.display(&loc.path))?;
                 (Some(m), bytes, loc.scheme)
             }
-            None => (None, Bytes::new(), NamingScheme::V2),
+            (None, _) => (None, Bytes::new(), NamingScheme::V2),
         };
         if let Some(b) = &base {
             if opts.read_version.is_none() && !matches!(op, Operation::Overwrite { .. }) {
@@ -153,8 +169,17 @@ async fn commit_loop(
         };
         let file = manifest_file(next, base.as_ref(), &base_bytes, &txn_name, &txn_bytes);
         let path = storage.path(&format!("{VERSIONS_DIR}/{}", scheme.file_name(version)));
-        if storage.put_if_absent(&path, file).await? {
-            return Ok(version);
+        if storage.put_if_absent(&path, file.clone()).await? {
+            let location = ManifestLocation {
+                version,
+                path,
+                size: Some(file.len() as u64),
+                scheme,
+            };
+            return Ok(Committed {
+                location,
+                bytes: file,
+            });
         }
         // Another writer took this version: back off a little, then rebase.
         let jitter = (uuid.as_bytes()[attempt % uuid.len()] as u64 % 20) + 5 * attempt as u64;

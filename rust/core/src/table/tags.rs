@@ -100,7 +100,7 @@ fn now() -> String {
 /// exist (or was cleaned up).
 async fn manifest_size(storage: &Storage, version: u64) -> Result<u64> {
     match locate_version(storage, version).await {
-        Ok(loc) => Ok(loc.size),
+        Ok(loc) => Ok(loc.size.unwrap_or(0)),
         Err(Error::NotFound { .. }) => Err(Error::invalid(format!(
             "{}: version {version} does not exist",
             storage.uri()

@@ -1,7 +1,12 @@
 //! Finding manifests: `_versions/{v}.manifest` (V1) or `_versions/{u64::MAX - v:020}.manifest`
-//! (V2, so the newest sorts first). A directory must use one scheme. Writers may also
-//! leave `latest_version_hint.json` (`{"version": N}`); it is only a hint: we check the
-//! named manifest exists and probe upward for newer ones.
+//! (V2, so the newest sorts first). A directory must use one scheme.
+//!
+//! The latest version is found without reading the whole directory where the store
+//! allows: object stores list in lexical order, so the first V2 name of the first page is
+//! the newest; on a local disk a commit leaves `latest_version_hint.json`
+//! (`{"version": N}`), trusted only while nothing in `_versions/` changed after it (the
+//! directory's modification time is not past the hint's change time), and checked by
+//! looking for version N+1. Anything else reads the directory.
 use object_store::path::Path;
 
 use crate::error::{Error, Result};
@@ -45,7 +50,8 @@ pub fn parse_manifest_name(name: &str) -> Option<(u64, NamingScheme)> {
 pub struct ManifestLocation {
     pub version: u64,
     pub path: Path,
-    pub size: u64,
+    /// The file's size, when a listing told it.
+    pub size: Option<u64>,
     pub scheme: NamingScheme,
 }
 
@@ -62,7 +68,7 @@ pub async fn list_manifests(storage: &Storage) -> Result<Vec<ManifestLocation>> 
             found.push(ManifestLocation {
                 version,
                 path: o.location.clone(),
-                size: o.size,
+                size: Some(o.size),
                 scheme,
             });
         }
@@ -94,7 +100,7 @@ pub async fn locate_version(storage: &Storage, version: u64) -> Result<ManifestL
                 return Ok(ManifestLocation {
                     version,
                     path,
-                    size: meta.size,
+                    size: Some(meta.size),
                     scheme,
                 })
             }
@@ -115,53 +121,146 @@ pub async fn locate_version(storage: &Storage, version: u64) -> Result<ManifestL
     ))
 }
 
-/// The newest manifest. Local and in-memory stores are listed (cheap, and it checks the
-/// naming scheme); elsewhere the hint file saves a listing when it is present and true.
-pub async fn latest_version(storage: &Storage, use_hint: bool) -> Result<ManifestLocation> {
-    if use_hint {
-        if let Some(loc) = latest_from_hint(storage).await {
-            return Ok(loc);
+/// The newest manifest.
+pub async fn latest_version(storage: &Storage) -> Result<ManifestLocation> {
+    match storage.local_file(&storage.path(VERSIONS_DIR)) {
+        Some(dir) => {
+            let (uri, root) = (storage.uri().to_string(), storage.path(VERSIONS_DIR));
+            let found = tokio::task::spawn_blocking(move || newest_on_disk(&dir))
+                .await
+                .map_err(|e| Error::io(&uri, e))?;
+            match found {
+                Ok(Some((version, scheme))) => Ok(ManifestLocation {
+                    version,
+                    path: root.clone().join(scheme.file_name(version)),
+                    size: None,
+                    scheme,
+                }),
+                Ok(None) => Err(no_dataset(storage)),
+                Err(Mixed) => Err(mixed_schemes(storage)),
+            }
+        }
+        None => newest_listed(storage).await,
+    }
+}
+
+fn no_dataset(storage: &Storage) -> Error {
+    Error::not_found(
+        storage.uri(),
+        "no Lance dataset here (no manifests in _versions/)",
+    )
+}
+
+fn mixed_schemes(storage: &Storage) -> Error {
+    Error::corrupt(
+        storage.display(&storage.path(VERSIONS_DIR)),
+        "found both manifest naming schemes (V1 '{version}.manifest' and V2 zero-padded) in the same directory",
+    )
+}
+
+/// An object store's listing is in lexical order: the first manifest named in the V2
+/// scheme is the newest, and one page of the listing suffices. V1 names sort by digits,
+/// not by number, so they are all read.
+async fn newest_listed(storage: &Storage) -> Result<ManifestLocation> {
+    use futures::TryStreamExt;
+    let mut listing = std::pin::pin!(storage.list_stream(VERSIONS_DIR));
+    let mut newest: Option<ManifestLocation> = None;
+    while let Some(meta) = listing.try_next().await? {
+        let Some((version, scheme)) = meta.location.filename().and_then(parse_manifest_name) else {
+            continue;
+        };
+        let here = ManifestLocation {
+            version,
+            path: meta.location.clone(),
+            size: Some(meta.size),
+            scheme,
+        };
+        match (&newest, scheme) {
+            (None, NamingScheme::V2) => return Ok(here),
+            (Some(n), s) if n.scheme != s => return Err(mixed_schemes(storage)),
+            (Some(n), _) if n.version >= version => {}
+            _ => newest = Some(here),
         }
     }
-    let all = list_manifests(storage).await?;
-    Ok(all
+    newest.ok_or_else(|| no_dataset(storage))
+}
+
+/// Both naming schemes in one directory.
+struct Mixed;
+
+/// The newest version in the local directory `dir`: from the hint when nothing changed
+/// there since it was written, else by reading the directory's names (not each file's
+/// metadata). None when there is no manifest.
+fn newest_on_disk(
+    dir: &std::path::Path,
+) -> std::result::Result<Option<(u64, NamingScheme)>, Mixed> {
+    if let Some(found) = newest_from_hint(dir) {
+        return Ok(Some(found));
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(None);
+    };
+    let mut newest: Option<(u64, NamingScheme)> = None;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some((version, scheme)) = name.to_str().and_then(parse_manifest_name) else {
+            continue;
+        };
+        match newest {
+            Some((_, s)) if s != scheme => return Err(Mixed),
+            Some((v, _)) if v >= version => {}
+            _ => newest = Some((version, scheme)),
+        }
+    }
+    Ok(newest)
+}
+
+/// The version the hint names, when the hint is the last change to the directory and
+/// its version is there but the next one is not.
+fn newest_from_hint(dir: &std::path::Path) -> Option<(u64, NamingScheme)> {
+    let hint_path = dir.join(HINT_FILE);
+    let hint_meta = std::fs::metadata(&hint_path).ok()?;
+    let dir_meta = std::fs::metadata(dir).ok()?;
+    // Creating, renaming or removing any entry moves the directory's mtime; renaming the
+    // hint into place sets its ctime to the same instant.
+    if dir_meta.modified().ok()? > changed_at(&hint_meta)? {
+        return None;
+    }
+    let text = std::fs::read(&hint_path).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let version = value.get("version")?.as_u64()?;
+    let scheme = [NamingScheme::V2, NamingScheme::V1]
         .into_iter()
-        .next_back()
-        .expect("list_manifests returns at least one"))
+        .find(|s| dir.join(s.file_name(version)).exists())?;
+    (!dir.join(scheme.file_name(version + 1)).exists()).then_some((version, scheme))
 }
 
-/// Follow the hint: the named version must exist, then newer versions are probed one by
-/// one. Any doubt (no hint, bad JSON, missing manifest) returns None and we list instead.
-pub async fn latest_from_hint(storage: &Storage) -> Option<ManifestLocation> {
-    let hint = storage
-        .get(&storage.path(&format!("{VERSIONS_DIR}/{HINT_FILE}")))
-        .await
-        .ok()?;
-    let value: serde_json::Value = serde_json::from_slice(&hint).ok()?;
-    let mut version = value.get("version")?.as_u64()?;
-    let mut loc = probe(storage, version).await?;
-    loop {
-        version += 1;
-        match probe(storage, version).await {
-            Some(next) => loc = next,
-            None => return Some(loc),
-        }
-    }
+#[cfg(unix)]
+fn changed_at(meta: &std::fs::Metadata) -> Option<std::time::SystemTime> {
+    use std::os::unix::fs::MetadataExt;
+    let since_epoch = std::time::Duration::new(
+        u64::try_from(meta.ctime()).ok()?,
+        u32::try_from(meta.ctime_nsec()).ok()?,
+    );
+    Some(std::time::UNIX_EPOCH + since_epoch)
 }
 
-async fn probe(storage: &Storage, version: u64) -> Option<ManifestLocation> {
-    for scheme in [NamingScheme::V2, NamingScheme::V1] {
-        let path = storage.path(&format!("{VERSIONS_DIR}/{}", scheme.file_name(version)));
-        if let Ok(meta) = storage.head(&path).await {
-            return Some(ManifestLocation {
-                version,
-                path,
-                size: meta.size,
-                scheme,
-            });
-        }
+#[cfg(not(unix))]
+fn changed_at(meta: &std::fs::Metadata) -> Option<std::time::SystemTime> {
+    meta.modified().ok()
+}
+
+/// After committing `version` to a local table, leave the hint for the next open (best
+/// effort: a table without a hint is read by listing).
+pub fn write_hint(storage: &Storage, version: u64) {
+    let Some(dir) = storage.local_file(&storage.path(VERSIONS_DIR)) else {
+        return;
+    };
+    let tmp = dir.join(format!(".{HINT_FILE}.{}", uuid::Uuid::new_v4().simple()));
+    let body = format!("{{\"version\": {version}}}");
+    if std::fs::write(&tmp, body).is_err() || std::fs::rename(&tmp, dir.join(HINT_FILE)).is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    None
 }
 
 #[cfg(test)]
@@ -190,63 +289,93 @@ mod tests {
 }
 
 #[cfg(test)]
-mod hint_tests {
+mod latest_tests {
     use bytes::Bytes;
 
     use super::*;
     use crate::storage::StorageOptions;
 
-    async fn store_with(versions: &[u64], hint: Option<&str>) -> Storage {
-        let uri = format!(
-            "memory://hints/{}",
-            versions
-                .iter()
-                .map(|v| v.to_string())
-                .collect::<Vec<_>>()
-                .join("-")
-                + hint.unwrap_or("none")
-        );
-        let s = Storage::open(&uri, &StorageOptions::new()).unwrap();
+    async fn put_versions(s: &Storage, versions: &[u64], scheme: NamingScheme) {
         for v in versions {
-            s.put(
-                &s.path(&format!(
-                    "{VERSIONS_DIR}/{}",
-                    NamingScheme::V2.file_name(*v)
-                )),
-                Bytes::from_static(b"m"),
-            )
-            .await
-            .unwrap();
-        }
-        if let Some(h) = hint {
-            s.put(
-                &s.path(&format!("{VERSIONS_DIR}/{HINT_FILE}")),
-                Bytes::from(h.to_string()),
-            )
-            .await
-            .unwrap();
-        }
-        s
-    }
-
-    #[tokio::test]
-    async fn hint_is_followed_and_checked() {
-        // A stale hint: newer versions are found by probing upward.
-        let s = store_with(&[1, 2, 3], Some(r#"{"version":1}"#)).await;
-        assert_eq!(latest_from_hint(&s).await.unwrap().version, 3);
-        assert_eq!(latest_version(&s, true).await.unwrap().version, 3);
-        // A hint naming a missing version, garbage, or no hint: fall back to listing.
-        for hint in [Some(r#"{"version":99}"#), Some("garbage"), None] {
-            let s = store_with(&[1, 2], hint).await;
-            assert!(latest_from_hint(&s).await.is_none());
-            assert_eq!(latest_version(&s, true).await.unwrap().version, 2);
+            let path = s.path(&format!("{VERSIONS_DIR}/{}", scheme.file_name(*v)));
+            s.put(&path, Bytes::from_static(b"m")).await.unwrap();
         }
     }
 
     #[tokio::test]
-    async fn empty_directory_is_not_a_dataset() {
-        let s = store_with(&[], None).await;
-        let err = latest_version(&s, true).await.unwrap_err();
+    async fn a_sorted_listing_stops_at_the_first_v2_name() {
+        let s = Storage::open("memory://latest/v2", &StorageOptions::new()).unwrap();
+        put_versions(&s, &[1, 2, 3, 10, 11], NamingScheme::V2).await;
+        assert_eq!(latest_version(&s).await.unwrap().version, 11);
+        // V1 names sort by digits ("10" before "9"): all are read.
+        let s = Storage::open("memory://latest/v1", &StorageOptions::new()).unwrap();
+        put_versions(&s, &[1, 9, 10, 2], NamingScheme::V1).await;
+        assert_eq!(latest_version(&s).await.unwrap().version, 10);
+        let s = Storage::open("memory://latest/none", &StorageOptions::new()).unwrap();
+        let err = latest_version(&s).await.unwrap_err();
         assert!(matches!(err, Error::NotFound { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn mixed_schemes_are_refused() {
+        let s = Storage::open("memory://latest/mixed", &StorageOptions::new()).unwrap();
+        put_versions(&s, &[1], NamingScheme::V1).await;
+        put_versions(&s, &[2], NamingScheme::V2).await;
+        let err = latest_version(&s).await.unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }), "{err}");
+    }
+
+    /// Past the granularity of file times, so that a change lands after the hint.
+    fn tick() {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+    }
+
+    #[tokio::test]
+    async fn the_local_hint_is_used_only_while_nothing_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path().to_str().unwrap(), &StorageOptions::new()).unwrap();
+        put_versions(&s, &[1, 2, 3], NamingScheme::V2).await;
+        let versions = dir.path().join(VERSIONS_DIR);
+        assert_eq!(newest_from_hint(&versions), None, "no hint yet");
+        assert_eq!(latest_version(&s).await.unwrap().version, 3);
+        tick();
+        write_hint(&s, 3);
+        assert_eq!(newest_from_hint(&versions), Some((3, NamingScheme::V2)));
+        assert_eq!(latest_version(&s).await.unwrap().version, 3);
+
+        // Another writer commits without updating the hint.
+        tick();
+        put_versions(&s, &[4], NamingScheme::V2).await;
+        assert_eq!(newest_from_hint(&versions), None);
+        assert_eq!(latest_version(&s).await.unwrap().version, 4);
+
+        // Version 2 is kept (say, tagged), the hint names it; another writer then commits
+        // 5 and a cleanup removes 3 and 4: the hint no longer describes the directory.
+        tick();
+        write_hint(&s, 2);
+        tick();
+        put_versions(&s, &[5], NamingScheme::V2).await;
+        for v in [3, 4] {
+            let p = s.path(&format!("{VERSIONS_DIR}/{}", NamingScheme::V2.file_name(v)));
+            s.delete(&p).await.unwrap();
+        }
+        assert_eq!(newest_from_hint(&versions), None);
+        assert_eq!(latest_version(&s).await.unwrap().version, 5);
+    }
+
+    #[tokio::test]
+    async fn a_hint_naming_a_missing_version_or_garbage_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path().to_str().unwrap(), &StorageOptions::new()).unwrap();
+        put_versions(&s, &[1, 2], NamingScheme::V1).await;
+        let versions = dir.path().join(VERSIONS_DIR);
+        tick();
+        write_hint(&s, 99);
+        assert_eq!(newest_from_hint(&versions), None);
+        assert_eq!(latest_version(&s).await.unwrap().version, 2);
+        tick();
+        std::fs::write(versions.join(HINT_FILE), "garbage").unwrap();
+        assert_eq!(newest_from_hint(&versions), None);
+        assert_eq!(latest_version(&s).await.unwrap().version, 2);
     }
 }

@@ -15,7 +15,7 @@ use crate::storage::{Storage, StorageOptions};
 use crate::table::commit::CommitOptions;
 use crate::table::schema::LanceSchema;
 use crate::table::transaction::{Operation, Staged};
-use crate::table::versions::locate_version;
+use crate::table::versions::{latest_version, locate_version};
 
 /// The version an operation was prepared against.
 pub enum ReadFrom<'a> {
@@ -56,8 +56,9 @@ impl ReadFrom<'_> {
             ReadFrom::Version(ds) => Ok(Some(ds.version())),
             ReadFrom::Uri { version, .. } => Ok(*version),
             ReadFrom::Latest { uri, options } => {
-                match Dataset::open(uri, None, (*options).clone()).await {
-                    Ok(ds) => Ok(Some(ds.version())),
+                let storage = Storage::open(uri, options)?;
+                match latest_version(&storage).await {
+                    Ok(loc) => Ok(Some(loc.version)),
                     Err(Error::NotFound { .. }) => Ok(None),
                     Err(e) => Err(e),
                 }
@@ -80,19 +81,28 @@ pub async fn commit(
         Ok(v) => v,
         Err(e) => return staged.settle(Err(e)).await,
     };
+    let read_manifest = match &read_from {
+        ReadFrom::Version(ds) => Some((ds.manifest.clone(), ds.manifest_bytes.clone())),
+        _ => None,
+    };
     let opts = CommitOptions {
         read_version,
         writer_library: LIBRARY.into(),
         writer_version: env!("CARGO_PKG_VERSION").into(),
         properties,
+        read_manifest,
     };
-    let version = crate::table::commit::commit(op, staged, &opts).await?;
-    Dataset::open(
-        read_from.uri(),
-        Some(VersionRef::Number(version)),
+    let storage = staged.storage().clone();
+    let committed = crate::table::commit::commit(op, staged, &opts).await?;
+    // The new version, from the manifest just written (not read back).
+    let root = Storage::open(read_from.uri(), read_from.options())?;
+    Dataset::from_manifest_file(
+        root.uri().to_string(),
+        storage,
+        committed.location,
+        committed.bytes,
         read_from.options().clone(),
     )
-    .await
 }
 
 /// Commit `op`, which writes no file (a schema change), prepared against `ds`.

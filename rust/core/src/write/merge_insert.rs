@@ -18,7 +18,8 @@ use futures::TryStreamExt;
 use std::hash::BuildHasher;
 
 use super::rows::{
-    add_address, attach_row_ids, commit_update, delete_rows, write_rows, RowsByFragment,
+    add_address, attach_row_ids, commit_row_changes, commit_update, delete_rows, write_rows,
+    RowsByFragment,
 };
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
@@ -361,7 +362,6 @@ async fn find_matches(
     Ok(m)
 }
 
-/// The key of source row `i`, for errors ("id = 1").
 /// The error for a table row that several source rows match (the key of source row `row`
 /// of `batch`), as pylance refuses it.
 fn matched_twice(uri: &str, batch: &RecordBatch, row: usize, on: &[String]) -> Error {
@@ -372,6 +372,7 @@ fn matched_twice(uri: &str, batch: &RecordBatch, row: usize, on: &[String]) -> E
     ))
 }
 
+/// The key of row `i` of `batch`, for errors ("id = 1").
 fn describe_key(batch: &RecordBatch, i: usize, on: &[String]) -> String {
     on.iter()
         .map(|k| {
@@ -670,6 +671,71 @@ pub fn key_field_ids(ds: &Dataset, on: &[String]) -> Result<Vec<i32>> {
         .collect()
 }
 
+/// What the tasks of a distributed merge wrote and found, for its driver to commit.
+pub struct MergeParts {
+    /// The new fragments (updated and inserted rows).
+    pub fragments: Vec<DataFragment>,
+    /// The read version's rows they replace or delete.
+    pub removed: Vec<u64>,
+    /// The table rows source rows matched, each task's own (a table row matched by
+    /// source rows of two tasks appears twice).
+    pub matched: Vec<u64>,
+    /// The key columns.
+    pub on: Vec<String>,
+    /// Hashes of the keys inserted (see `InsertedKeys`), when the merge inserts.
+    pub inserted_hashes: Option<Vec<u64>>,
+}
+
+/// Commit the pieces of a distributed merge on `ds` (the version they read) as one
+/// `Update`, refusing a table row matched by source rows of two tasks as a local merge
+/// does. Every file written for it is removed when it does not commit.
+pub async fn commit_merge_parts(ds: &Dataset, parts: MergeParts) -> Result<Dataset> {
+    let staged = Staged::new(ds.storage());
+    staged.add_fragments(&parts.fragments);
+    let checked = async {
+        check_one_match_per_row(ds, &parts.matched, &parts.on).await?;
+        match parts.inserted_hashes {
+            Some(hashes) => Ok(Some(InsertedKeys {
+                field_ids: key_field_ids(ds, &parts.on)?,
+                hashes,
+            })),
+            None => Ok(None),
+        }
+    };
+    let inserted_keys = staged.guard(checked).await?;
+    let fields = ds
+        .schema
+        .field_ids()
+        .into_iter()
+        .map(|i| i as u32)
+        .collect();
+    commit_row_changes(
+        ds,
+        parts.fragments,
+        &parts.removed,
+        fields,
+        inserted_keys,
+        staged,
+    )
+    .await
+}
+
+/// Each table row may match one source row: the error names the key of the first row
+/// of `matched` given twice.
+async fn check_one_match_per_row(ds: &Dataset, matched: &[u64], on: &[String]) -> Result<()> {
+    let mut sorted = matched.to_vec();
+    sorted.sort_unstable();
+    let Some(twice) = sorted.windows(2).find(|w| w[0] == w[1]).map(|w| w[0]) else {
+        return Ok(());
+    };
+    let projection = Projection {
+        columns: Some(on.to_vec()),
+        ..Default::default()
+    };
+    let row = take(Arc::new(ds.clone()), &[twice], &projection).await?;
+    Err(matched_twice(ds.uri(), &row, 0, on))
+}
+
 /// Names of the columns an outside engine adds to the source rows it joined to the
 /// table (see `merge_joined`).
 pub const JOINED_ADDRESS: &str = "__merge_rowaddr";
@@ -699,7 +765,7 @@ pub struct MergePart {
 /// deleted, a table row no source row matched (`JOINED_FROM_SOURCE` false or null) with
 /// whether the by-source predicate holds for it (`JOINED_BY_SOURCE`). The
 /// new rows are written (data file names starting with `file_prefix`); nothing is
-/// deleted or committed (see `rows::commit_row_changes`).
+/// deleted or committed (see `commit_merge_parts`).
 pub async fn merge_joined(
     ds: &Dataset,
     joined: Vec<RecordBatch>,

@@ -5,22 +5,18 @@ use super::{commit, ReadFrom};
 use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::storage::Storage;
-use crate::table::manifest::decode_manifest;
 use crate::table::transaction::{Operation, Staged};
-use crate::table::versions::{latest_version, locate_version};
+use crate::table::versions::latest_version;
 
 /// Commit `ds`'s version as the newest; checked against the latest version (a commit
 /// made in between is a conflict, not something to undo silently).
 pub async fn restore(ds: &Dataset) -> Result<Dataset> {
     let storage = Storage::open(ds.uri(), ds.storage_options())?;
-    let loc = locate_version(&storage, ds.version()).await?;
-    let bytes = storage.get(&loc.path).await?;
-    let manifest = decode_manifest(&bytes, &storage.display(&loc.path))?;
-    let latest = latest_version(&storage, false).await?.version;
+    let latest = latest_version(&storage).await?.version;
     let op = Operation::Restore {
         version: ds.version(),
-        manifest: Box::new(manifest),
-        bytes,
+        manifest: Box::new((*ds.manifest).clone()),
+        bytes: ds.manifest_bytes.clone(),
     };
     let read_from = ReadFrom::Uri {
         uri: ds.uri(),

@@ -177,19 +177,18 @@ pub async fn commit_update(
 }
 
 /// Commit the rows changed by the pieces of a distributed update or merge: the new
-/// `fragments` they wrote, the `addresses` of the read version's rows they replace or
-/// delete, and (a merge's) the keys they inserted. Fails, removing those fragments, when an address is given twice (two
-/// changes of one row) or names no row of `ds`.
+/// `fragments` they wrote (already in `staged`), the `addresses` of the read version's
+/// rows they replace or delete, and (a merge's) the keys they inserted. Fails, removing
+/// those fragments, when an address is given twice (two changes of one row) or names no
+/// row of `ds`.
 pub async fn commit_row_changes(
     ds: &Dataset,
     fragments: Vec<DataFragment>,
     addresses: &[u64],
     fields_changed: Vec<u32>,
     inserted_keys: Option<InsertedKeys>,
+    staged: Staged,
 ) -> Result<Dataset> {
-    // The tasks' files are this commit's from here on.
-    let staged = Staged::new(ds.storage());
-    staged.add_fragments(&fragments);
     let checked = async {
         let mut rows = RowsByFragment::new();
         for &a in addresses {

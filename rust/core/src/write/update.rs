@@ -10,7 +10,8 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::StreamExt;
 
 use super::rows::{
-    add_address, attach_row_ids, commit_update, delete_rows, write_rows, RowsByFragment,
+    add_address, attach_row_ids, commit_row_changes, commit_update, delete_rows, write_rows,
+    RowsByFragment,
 };
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
@@ -255,7 +256,7 @@ pub struct Rewritten {
 
 /// One task's share of a distributed update: the rows of `fragment_ids` that match
 /// `predicate` get their new values in new fragments (data file names starting with
-/// `file_prefix`); nothing is committed (see `rows::commit_row_changes`).
+/// `file_prefix`); nothing is committed (see `commit_update_parts`).
 pub async fn update_fragments(
     ds: &Dataset,
     updates: &[(String, String)],
@@ -279,6 +280,23 @@ pub async fn update_fragments(
     let done = staged.guard(rewritten).await?;
     staged.keep();
     Ok(done)
+}
+
+/// Commit the pieces of a distributed update of `columns` on `ds` (the version they
+/// read): the `fragments` their tasks wrote and the `addresses` of the rows they replace,
+/// as one `Update`. Every file written for it is removed when it does not commit.
+pub async fn commit_update_parts(
+    ds: &Dataset,
+    fragments: Vec<DataFragment>,
+    addresses: &[u64],
+    columns: &[String],
+) -> Result<Dataset> {
+    let staged = Staged::new(ds.storage());
+    staged.add_fragments(&fragments);
+    let fields = staged
+        .guard(async { updated_field_ids(ds, columns) })
+        .await?;
+    commit_row_changes(ds, fragments, addresses, fields, None, staged).await
 }
 
 async fn rewrite(

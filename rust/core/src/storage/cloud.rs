@@ -1,0 +1,248 @@
+//! Cloud object stores (S3, GCS, Azure) from a URI and storage options.
+//!
+//! Each store starts from its provider's environment variables (`AWS_*`, `GOOGLE_*`,
+//! `AZURE_*`, as the providers' own tools read them); storage options override them.
+//! Options object_store does not know are left to the layers that do (pylance's
+//! dataset-level options pass through unharmed), except the retry settings read here:
+//!
+//! - `client_max_retries`: retries of a failed request (default 10);
+//! - `client_retry_timeout`: seconds after the first attempt past which no retry starts
+//!   (default 180);
+//! - `connect_timeout`, `timeout`: object_store's (defaults 5 s and 30 s).
+//!
+//! On S3, a store with no credentials asks the instance metadata service, which is not on
+//! this machine but on the network; `AWS_EC2_METADATA_DISABLED=true` (as the AWS SDKs
+//! read it) turns that into an error naming what to give instead.
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreScheme, RetryConfig};
+use url::Url;
+
+use super::StorageOptions;
+use crate::error::{Error, Result};
+
+pub const DEFAULT_MAX_RETRIES: usize = 10;
+pub const DEFAULT_RETRY_TIMEOUT_SECS: u64 = 180;
+
+/// The store for a cloud `url` (the user wrote `uri`), the root path in it, and where its
+/// requests go.
+pub fn open(
+    uri: &str,
+    url: &Url,
+    options: &StorageOptions,
+) -> Result<(Arc<dyn ObjectStore>, Path, Option<String>)> {
+    let retry = retry_config(uri, options)?;
+    let built =
+        |e: object_store::Error| Error::invalid(format!("{uri}: cannot open object store: {e}"));
+    let (scheme, root) = ObjectStoreScheme::parse(url)
+        .map_err(|e| Error::invalid(format!("{uri}: not an object store URL: {e}")))?;
+    let (store, endpoint): (Arc<dyn ObjectStore>, Option<String>) = match scheme {
+        ObjectStoreScheme::AmazonS3 => {
+            let mut b = AmazonS3Builder::from_env().with_url(url.as_str());
+            for (k, v) in known::<AmazonS3ConfigKey>(options) {
+                b = b.with_config(k, v);
+            }
+            check_s3_credentials(uri, &b, metadata_disabled())?;
+            let endpoint = b
+                .get_config_value(&AmazonS3ConfigKey::Endpoint)
+                .or_else(|| {
+                    let region = b.get_config_value(&AmazonS3ConfigKey::Region);
+                    Some(format!(
+                        "https://s3.{}.amazonaws.com",
+                        region.as_deref().unwrap_or("us-east-1")
+                    ))
+                });
+            let store = b.with_retry(retry).build().map_err(built)?;
+            (Arc::new(store), endpoint)
+        }
+        ObjectStoreScheme::GoogleCloudStorage => {
+            let mut b = GoogleCloudStorageBuilder::from_env().with_url(url.as_str());
+            for (k, v) in known::<GoogleConfigKey>(options) {
+                b = b.with_config(k, v);
+            }
+            let store = b.with_retry(retry).build().map_err(built)?;
+            (
+                Arc::new(store),
+                Some("https://storage.googleapis.com".into()),
+            )
+        }
+        ObjectStoreScheme::MicrosoftAzure => {
+            let mut b = MicrosoftAzureBuilder::from_env().with_url(url.as_str());
+            for (k, v) in known::<AzureConfigKey>(options) {
+                b = b.with_config(k, v);
+            }
+            let endpoint = b.get_config_value(&AzureConfigKey::Endpoint).or_else(|| {
+                let account = b.get_config_value(&AzureConfigKey::AccountName)?;
+                Some(format!("https://{account}.blob.core.windows.net"))
+            });
+            let store = b.with_retry(retry).build().map_err(built)?;
+            (Arc::new(store), endpoint)
+        }
+        _ => {
+            let (store, root) = object_store::parse_url_opts(url, options.iter()).map_err(built)?;
+            let endpoint = Some(url[..url::Position::BeforePath].to_string());
+            return Ok((Arc::from(store), root, endpoint));
+        }
+    };
+    Ok((store, root, endpoint))
+}
+
+/// The options a builder knows, by its config key (case does not matter).
+fn known<K: FromStr>(options: &StorageOptions) -> Vec<(K, String)> {
+    options
+        .iter()
+        .filter_map(|(k, v)| Some((k.to_ascii_lowercase().parse().ok()?, v.clone())))
+        .collect()
+}
+
+fn retry_config(uri: &str, options: &StorageOptions) -> Result<RetryConfig> {
+    let number = |key: &str| -> Result<Option<u64>> {
+        let Some((_, v)) = options.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)) else {
+            return Ok(None);
+        };
+        v.trim().parse().map(Some).map_err(|_| {
+            Error::invalid(format!(
+                "{uri}: storage option {key} must be a whole number, got {v:?}"
+            ))
+        })
+    };
+    Ok(RetryConfig {
+        max_retries: number("client_max_retries")?.map_or(DEFAULT_MAX_RETRIES, |n| n as usize),
+        retry_timeout: Duration::from_secs(
+            number("client_retry_timeout")?.unwrap_or(DEFAULT_RETRY_TIMEOUT_SECS),
+        ),
+        ..Default::default()
+    })
+}
+
+/// Whether `AWS_EC2_METADATA_DISABLED` forbids the instance metadata service.
+fn metadata_disabled() -> bool {
+    std::env::var("AWS_EC2_METADATA_DISABLED").is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
+/// Refuse a store that would fall back to the instance metadata service for its
+/// credentials when that service is disabled.
+fn check_s3_credentials(uri: &str, b: &AmazonS3Builder, metadata_disabled: bool) -> Result<()> {
+    let given = |k: AmazonS3ConfigKey| b.get_config_value(&k).is_some_and(|v| !v.is_empty());
+    let has_credentials = given(AmazonS3ConfigKey::AccessKeyId)
+        || given(AmazonS3ConfigKey::WebIdentityTokenFile)
+        || given(AmazonS3ConfigKey::ContainerCredentialsRelativeUri)
+        || given(AmazonS3ConfigKey::ContainerCredentialsFullUri)
+        || b.get_config_value(&AmazonS3ConfigKey::SkipSignature)
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if metadata_disabled && !has_credentials {
+        return Err(Error::invalid(format!(
+            "{uri}: no S3 credentials: give the storage options aws_access_key_id and \
+             aws_secret_access_key (or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); \
+             AWS_EC2_METADATA_DISABLED=true forbids asking the instance metadata service"
+        )));
+    }
+    Ok(())
+}
+
+/// What went wrong on the network, in words a user can act on, when `e` is a request
+/// that never got an answer: connection refused, a name that does not resolve, a
+/// timeout, a connection cut; with the endpoint and the retries made. None for other
+/// errors (an answer the store gave is reported as it is).
+pub fn network_failure(e: &object_store::Error, endpoint: Option<&str>) -> Option<String> {
+    // object_store wraps the HTTP client's error, which wraps the socket's: look at every
+    // level, the innermost cause is the most precise.
+    let mut texts = Vec::new();
+    let mut kind = None;
+    let mut level: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = level {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            kind = kind.or(Some(io.kind()));
+        }
+        texts.push(err.to_string());
+        level = err.source();
+    }
+    let all = texts.join(": ").to_ascii_lowercase();
+    let what = match kind {
+        Some(std::io::ErrorKind::ConnectionRefused) => "connection refused",
+        Some(std::io::ErrorKind::TimedOut) => "timed out",
+        Some(std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted) => {
+            "connection closed by the server"
+        }
+        _ if all.contains("connection refused") => "connection refused",
+        _ if all.contains("dns error") || all.contains("failed to lookup address") => {
+            "cannot resolve the host name (DNS lookup failed)"
+        }
+        _ if all.contains("timed out") || all.contains("timeout") => "timed out",
+        _ if all.contains("error sending request") || all.contains("connection") => {
+            "could not reach the server"
+        }
+        _ => return None,
+    };
+    let endpoint = texts
+        .iter()
+        .find_map(|t| Some(t.split("for url (").nth(1)?.split(')').next()?.to_string()))
+        .and_then(|u| Url::parse(&u).ok())
+        .map(|u| u[..url::Position::BeforePath].to_string())
+        .or(endpoint.map(str::to_string))
+        .map(|e| format!(" at {e}"))
+        .unwrap_or_default();
+    let retries = all
+        .split("after ")
+        .nth(1)
+        .and_then(|t| t.split(" retries").next())
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .map(|n| format!(" (after {n} retries; storage options client_max_retries and client_retry_timeout set how long to keep trying)"))
+        .unwrap_or_default();
+    Some(format!("{what}{endpoint}{retries}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s3(options: &[(&str, &str)]) -> AmazonS3Builder {
+        let mut b = AmazonS3Builder::new().with_url("s3://bucket/t");
+        let opts: StorageOptions = options
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        for (k, v) in known::<AmazonS3ConfigKey>(&opts) {
+            b = b.with_config(k, v);
+        }
+        b
+    }
+
+    #[test]
+    fn without_credentials_the_metadata_service_must_be_allowed() {
+        let err = check_s3_credentials("s3://bucket/t", &s3(&[]), true).unwrap_err();
+        assert!(
+            err.to_string().contains("AWS_EC2_METADATA_DISABLED"),
+            "{err}"
+        );
+        assert!(check_s3_credentials("s3://bucket/t", &s3(&[]), false).is_ok());
+        let keys = s3(&[("AWS_ACCESS_KEY_ID", "k"), ("aws_secret_access_key", "s")]);
+        assert!(check_s3_credentials("s3://bucket/t", &keys, true).is_ok());
+        let anonymous = s3(&[("aws_skip_signature", "true")]);
+        assert!(check_s3_credentials("s3://bucket/t", &anonymous, true).is_ok());
+    }
+
+    #[test]
+    fn retry_settings_are_storage_options() {
+        let opts: StorageOptions = [("client_max_retries", "2"), ("CLIENT_RETRY_TIMEOUT", "7")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let r = retry_config("s3://b/t", &opts).unwrap();
+        assert_eq!(
+            (r.max_retries, r.retry_timeout),
+            (2, Duration::from_secs(7))
+        );
+        let r = retry_config("s3://b/t", &StorageOptions::new()).unwrap();
+        assert_eq!(r.max_retries, DEFAULT_MAX_RETRIES);
+        let bad: StorageOptions = [("client_max_retries".to_string(), "many".to_string())].into();
+        let err = retry_config("s3://b/t", &bad).unwrap_err().to_string();
+        assert!(err.contains("client_max_retries"), "{err}");
+    }
+}

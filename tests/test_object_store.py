@@ -1,0 +1,125 @@
+"""lance_core on an S3-compatible server (moto, on 127.0.0.1) behind a counting proxy:
+every operation makes no more requests than pylance's on the same table; reopening a
+version keeps the storage options; a store without credentials or a server that does
+not answer fails at once, saying what is wrong."""
+
+from __future__ import annotations
+
+import datetime
+import time
+
+import lance
+import pyarrow as pa
+import pytest
+
+import lance_core
+from s3_proxy import S3Server
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = S3Server()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture()
+def proxy(server):
+    p = server.proxy()
+    yield p
+    p.close()
+
+
+def _rows(start, n):
+    return pa.table({"id": pa.array(range(start, start + n), pa.int64()),
+                     "s": pa.array([f"value-{i}" for i in range(start, start + n)]),
+                     "x": pa.array([i * 0.5 for i in range(start, start + n)])})
+
+
+def _write_twins(opts, name, large):
+    """The same table written by pylance twice, one copy per library: four small
+    fragments of 1,000 rows, or (`large`) two of 200,000 rows (files of megabytes)."""
+    uris = {}
+    n = 200_000 if large else 1000
+    for lib in ("pylance", "lance_core"):
+        uri = uris[lib] = f"s3://bucket/{name}-{lib}.lance"
+        lance.write_dataset(_rows(0, 3 * n), uri, storage_options=opts, max_rows_per_file=n)
+        lance.write_dataset(_rows(3 * n, n), uri, storage_options=opts, mode="append")
+    return uris
+
+
+OPERATIONS = {
+    "count_rows": lambda lib, ds, uri, opts: ds.count_rows(),
+    "to_table": lambda lib, ds, uri, opts: ds.to_table(),
+    "filtered scan": lambda lib, ds, uri, opts: ds.to_table(filter="id >= 3500"),
+    "take": lambda lib, ds, uri, opts: ds.take([1, 1500, 3999]),
+    "append": lambda lib, ds, uri, opts: lib.write_dataset(_rows(9000, 100), uri, mode="append",
+                                                           storage_options=opts),
+    "delete": lambda lib, ds, uri, opts: ds.delete("id < 10"),
+    "update": lambda lib, ds, uri, opts: ds.update({"s": "'changed'"}, where="id = 2500"),
+    "compaction": lambda lib, ds, uri, opts: ds.optimize.compact_files(),
+    "cleanup": lambda lib, ds, uri, opts: ds.cleanup_old_versions(older_than=datetime.timedelta(0)),
+}
+
+
+def _count(proxy, uri, lib, op):
+    """Requests of opening `uri` and of running `op` on it, separately."""
+    module = lance if lib == "pylance" else lance_core
+    opts = proxy.options()
+    proxy.take()
+    ds = module.dataset(uri, storage_options=opts)
+    opened = proxy.take()
+    op(module, ds, uri, opts)
+    return opened, proxy.take()
+
+
+CASES = [(name, False) for name in OPERATIONS] + [(name, True) for name in ("to_table", "filtered scan", "take")]
+
+
+@pytest.mark.parametrize("name,large", CASES, ids=[f"{n}{' (large files)' if big else ''}" for n, big in CASES])
+def test_no_more_requests_than_pylance(server, proxy, name, large):
+    uris = _write_twins(server.options(), name.replace(" ", "-") + ("-large" if large else ""), large)
+    counts = {lib: _count(proxy, uris[lib], lib, OPERATIONS[name]) for lib in uris}
+    (their_open, theirs), (our_open, ours) = counts["pylance"], counts["lance_core"]
+    print(f"requests, {name}{' (large files)' if large else ''}: open {len(our_open)} (pylance {len(their_open)}), "
+          f"operation {len(ours)} (pylance {len(theirs)})")
+    assert len(our_open) <= len(their_open), f"open: {our_open} vs pylance {their_open}"
+    assert len(ours) <= len(theirs), f"{name}: lance_core {len(ours)} requests {ours}, pylance {len(theirs)} {theirs}"
+
+
+def test_checkout_by_tag_keeps_storage_options(server):
+    opts = server.options()
+    uri = "s3://bucket/tagged.lance"
+    lance.write_dataset(_rows(0, 100), uri, storage_options=opts)
+    lance.write_dataset(_rows(100, 100), uri, storage_options=opts, mode="append")
+    ds = lance_core.dataset(uri, storage_options=opts)
+    ds.tags.create("first", 1)
+    for ref in ("first", 1):
+        old = ds.checkout_version(ref)
+        assert old.version == 1 and old.count_rows() == 100
+        # The reopened version writes with the same options too.
+        old.restore()
+    assert lance.dataset(uri, storage_options=opts).count_rows() == 100
+
+
+def test_no_credentials_fails_without_asking_the_metadata_service(server):
+    """conftest sets AWS_EC2_METADATA_DISABLED: a store given no keys fails at once."""
+    t0 = time.monotonic()
+    with pytest.raises(lance_core.InvalidInputError, match="AWS_EC2_METADATA_DISABLED"):
+        lance_core.dataset("s3://bucket/any.lance", storage_options={"aws_endpoint": server.endpoint,
+                                                                      "allow_http": "true"})
+    assert time.monotonic() - t0 < 2
+
+
+def test_a_closed_port_says_connection_refused():
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    opts = {"aws_endpoint": f"http://127.0.0.1:{port}", "aws_access_key_id": "k", "aws_secret_access_key": "s",
+            "aws_region": "us-east-1", "allow_http": "true", "client_max_retries": "1"}
+    with pytest.raises(lance_core.LanceIOError) as err:
+        lance_core.dataset("s3://bucket/t.lance", storage_options=opts)
+    text = str(err.value)
+    assert "connection refused" in text and f"127.0.0.1:{port}" in text and "after 1 retries" in text, text
