@@ -6,9 +6,9 @@ Tables (written by pylance, cached in benches/data/):
 - fragments: 100, 1,000, 10,000 fragments of 100 rows (id int64, x float64, s string),
   one row deleted in every fragment (a deletion file each), 3 versions;
 - versions: 100 fragments as above, then deletes that match nothing (each a version)
-  up to 100, 1,000, 10,000 versions. Tables pylance wrote have no version hint, so lance_core's open reads the
-  `_versions/` directory names; the `+hint` rows are the same table after one commit by
-  lance_core (as any lance_core writer, a streaming sink above all, leaves it).
+  up to 100, 1,000, 10,000 versions. pylance 14 leaves `_versions/latest_version_hint.json`
+  after each commit, as lance_core does; lance_core's open follows it while nothing in
+  `_versions/` changed after it (else it reads the directory's names).
 
 Operations: open (latest), filtered count (`x > 100.0`), full scan, take of 100 random
 rows, open of version 2 and its count, `versions()`, append of 100 rows, cleanup of
@@ -57,17 +57,6 @@ def table(fragments: int, versions: int) -> str:
         ds.delete("id = -1")  # deletes nothing, commits a version
     os.rename(tmp, path)
     print(f"built {path} with pylance in {time.time() - t0:.1f}s", flush=True)
-    return path
-
-
-def hinted(src: str) -> str:
-    """A copy of `src` after one commit by lance_core (which leaves the version hint)."""
-    import lance_core
-
-    path = src.replace(".lance", "_hint.lance")
-    if not os.path.exists(path):
-        shutil.copytree(src, path)
-        lance_core.dataset(path).delete("id = -1")
     return path
 
 
@@ -148,9 +137,7 @@ def main():
     args = ap.parse_args()
     cases = [(f"{f} fragments", table(int(f), 3)) for f in args.fragments.split(",")]
     for v in args.versions.split(","):
-        src = table(100, int(v))
-        cases.append((f"{v} versions", src))
-        cases.append((f"{v} versions+hint", hinted(src)))
+        cases.append((f"{v} versions", table(100, int(v))))
     print(f"best of {args.repeat}; ms; speed = pylance time / lance_core time; peak MB above the "
           "process's memory before the operation", flush=True)
     print(f"{'table':<22} {'operation':<16} {'lance_core':>11} {'pylance':>10} {'speed':>7} {'peak MB':>15}")

@@ -43,6 +43,22 @@ where
     rx
 }
 
+/// Work on fewer bytes than this runs on the calling thread: handing it to the pool and
+/// waking up for the result would cost more than doing it.
+pub const INLINE_CPU_BYTES: u64 = 64 * 1024;
+
+/// Run `f` (work on about `bytes` bytes) here when it is small, else on the CPU pool.
+pub async fn run_cpu<T, F>(what: String, bytes: u64, f: F) -> Result<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Result<T> + Send + 'static,
+{
+    if bytes < INLINE_CPU_BYTES {
+        return catch_panic(&what, f);
+    }
+    spawn_cpu(what, f).await
+}
+
 /// Run `f` on the CPU pool and wait for it.
 pub async fn spawn_cpu<T, F>(what: String, f: F) -> Result<T>
 where

@@ -215,6 +215,8 @@ pub struct PageWork {
     pub path: Vec<PathStep>,
     /// "file (column c, page p)", for errors.
     pub name: String,
+    /// The page's size as stored (small pages are decoded without leaving the thread).
+    pub stored_bytes: u64,
     /// For a plan of some units of a page (a take): the page row each unit starts at.
     pub first_rows: Option<Vec<u64>>,
 }
@@ -278,6 +280,8 @@ pub async fn read_page(
             plan,
             path: leaf.path.clone(),
             name,
+            // Decoded already: nothing left to hand to the pool.
+            stored_bytes: 0,
             first_rows: None,
         }));
     }
@@ -285,7 +289,8 @@ pub async fn read_page(
     let file = source.file.clone();
     let (column, path) = (source.column, leaf.path.clone());
     let name = format!("{} (column {column}, page {page})", file.name());
-    super::cpu::spawn_cpu(name.clone(), move || {
+    let stored_bytes = data.buffers.iter().map(|b| b.len() as u64).sum();
+    super::cpu::run_cpu(name.clone(), stored_bytes, move || {
         let info = &file.metadata.columns[column].pages[page];
         let Some(PathStep::Leaf(f)) = path.last() else {
             unreachable!("paths end at a leaf")
@@ -327,6 +332,7 @@ pub async fn read_page(
             plan,
             path,
             name,
+            stored_bytes,
             first_rows: None,
         }))
     })

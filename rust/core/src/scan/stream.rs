@@ -29,6 +29,8 @@ use crate::proto::table::DataFragment;
 const PERMIT_BYTES: u64 = 1024;
 /// Units of a page decoded ahead of the one being consumed, per leaf.
 const LOOKAHEAD: usize = 2;
+/// Fragments whose files are opened ahead of the one being started.
+const FRAGMENTS_AHEAD: usize = 8;
 
 type PageResult = Result<(Arc<PageWork>, OwnedSemaphorePermit)>;
 
@@ -80,8 +82,12 @@ impl LoadedPage {
         self.start + *self.unit_starts.last().unwrap()
     }
 
-    /// Start decoding units `from..from + n` that have not started.
+    /// Start decoding units `from..from + n` that have not started (a small page's are
+    /// decoded when wanted, on the consumer's thread: see `cpu::INLINE_CPU_BYTES`).
     fn start_units(&mut self, from: usize, n: usize) {
+        if self.work.stored_bytes < super::cpu::INLINE_CPU_BYTES {
+            return;
+        }
         for u in from..(from + n).min(self.units.len()) {
             if let Unit::NotStarted = self.units[u] {
                 let (tx, rx) = oneshot::channel();
@@ -114,6 +120,11 @@ impl LoadedPage {
             *done = Unit::Done;
         }
         self.start_units(u, LOOKAHEAD + 1);
+        if let Unit::NotStarted = self.units[u] {
+            let work = &self.work;
+            let array = super::cpu::catch_panic(&work.name, || decode_unit(work, u))?;
+            self.units[u] = Unit::Ready(array);
+        }
         if let Unit::Decoding(rx) = &mut self.units[u] {
             let array = rx
                 .await
@@ -385,11 +396,26 @@ async fn drive(
     } else {
         options.limit.unwrap_or(u64::MAX)
     };
-    for frag in fragments {
+    // A scan stopped by a limit opens only the fragment it needs next.
+    let ahead = match (filtered, options.limit) {
+        (false, Some(_)) => 1,
+        _ => FRAGMENTS_AHEAD,
+    };
+    let mut opened = futures::stream::iter(fragments)
+        .map(|frag| {
+            let (ds, plan, options) = (ds.clone(), plan.clone(), options.clone());
+            async move {
+                let opened = read_fragment(&ds, &plan, &options, &frag).await;
+                (frag, opened)
+            }
+        })
+        .buffered(ahead);
+    while let Some((frag, opened)) = opened.next().await {
         if to_take == 0 {
             break;
         }
-        let work = open_fragment(&ds, &plan, &options, &frag, &mut to_skip, &mut to_take).await;
+        let work = opened
+            .and_then(|o| start_fragment(&plan, &options, &frag, o, &mut to_skip, &mut to_take));
         match work {
             Ok(None) => continue,
             Ok(Some((w, pages))) => {
@@ -461,41 +487,28 @@ struct PageTask {
     result: oneshot::Sender<PageResult>,
 }
 
-/// Open a fragment: the work for the consumer, and its page tasks in row order.
-async fn open_fragment(
+/// What starting a fragment needs read first: its row count, deletions, stable row ids
+/// and the files of the leaves read. Read for a few fragments ahead of the one started,
+/// so that their requests overlap.
+struct OpenedFragment {
+    physical_rows: u64,
+    deletions: Option<Arc<RoaringBitmap>>,
+    row_ids: Option<Arc<Vec<u64>>>,
+    sources: Vec<Option<super::fragment::LeafSource>>,
+}
+
+async fn read_fragment(
     ds: &Dataset,
     plan: &ScanPlan,
     options: &ScanOptions,
     frag: &DataFragment,
-    to_skip: &mut u64,
-    to_take: &mut u64,
-) -> Result<Option<(FragmentWork, Vec<PageTask>)>> {
+) -> Result<OpenedFragment> {
     let physical_rows = ds.physical_rows(frag).await?;
-    let (first_row, end_row) = match options.row_range {
-        Some((lo, hi)) => (
-            lo.min(physical_rows),
-            hi.clamp(lo.min(physical_rows), physical_rows),
-        ),
-        None => (0, physical_rows),
-    };
     let deletions = if options.include_deleted {
         None
     } else {
         ds.deletions(frag).await?
     };
-    let deleted = deletions
-        .as_ref()
-        .filter(|_| end_row > first_row)
-        .map(|d| d.range_cardinality(first_row as u32..=(end_row - 1) as u32))
-        .unwrap_or(0);
-    let visible = (end_row - first_row).saturating_sub(deleted);
-    if *to_skip >= visible {
-        *to_skip -= visible;
-        return Ok(None);
-    }
-    let skip = std::mem::take(to_skip);
-    let take = (*to_take).min(visible - skip);
-    *to_take -= take;
     let row_ids = if options.with_row_id && ds.has_stable_row_ids() {
         let ids = ds.row_ids(frag).await?.unwrap_or_default();
         if ids.len() as u64 != physical_rows {
@@ -513,6 +526,50 @@ async fn open_fragment(
         None
     };
     let sources = open_leaf_sources(ds, frag, &plan.leaves).await?;
+    Ok(OpenedFragment {
+        physical_rows,
+        deletions,
+        row_ids,
+        sources,
+    })
+}
+
+/// Start an opened fragment: the work for the consumer, and its page tasks in row order;
+/// None when `offset` skips all of it.
+fn start_fragment(
+    plan: &ScanPlan,
+    options: &ScanOptions,
+    frag: &DataFragment,
+    opened: OpenedFragment,
+    to_skip: &mut u64,
+    to_take: &mut u64,
+) -> Result<Option<(FragmentWork, Vec<PageTask>)>> {
+    let OpenedFragment {
+        physical_rows,
+        deletions,
+        row_ids,
+        sources,
+    } = opened;
+    let (first_row, end_row) = match options.row_range {
+        Some((lo, hi)) => (
+            lo.min(physical_rows),
+            hi.clamp(lo.min(physical_rows), physical_rows),
+        ),
+        None => (0, physical_rows),
+    };
+    let deleted = deletions
+        .as_ref()
+        .filter(|_| end_row > first_row)
+        .map(|d| d.range_cardinality(first_row as u32..=(end_row - 1) as u32))
+        .unwrap_or(0);
+    let visible = (end_row - first_row).saturating_sub(deleted);
+    if *to_skip >= visible {
+        *to_skip -= visible;
+        return Ok(None);
+    }
+    let skip = std::mem::take(to_skip);
+    let take = (*to_take).min(visible - skip);
+    *to_take -= take;
 
     // Every page of every leaf, ordered by first row so tasks run in the order needed.
     let mut pages = Vec::new();

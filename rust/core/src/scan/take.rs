@@ -429,6 +429,7 @@ async fn read_units(
     // Each unit decodes from its own bytes: no copy into one buffer (nearby ranges are
     // read together by the store and handed out as slices).
     let parts = file.read_ranges(&ranges).await?;
+    let stored_bytes = parts.iter().map(|b| b.len() as u64).sum();
     let selected = plan
         .select(&units, parts)
         .map_err(|e| e.in_file(file.name()))?;
@@ -438,6 +439,7 @@ async fn read_units(
         plan: selected,
         path: leaf.path.clone(),
         name,
+        stored_bytes,
         first_rows: Some(first_rows),
     })))
 }

@@ -25,6 +25,36 @@ pub enum ReadError {
     Io(std::io::Error),
 }
 
+/// The names of the files in `dir` (relative to it, '/'-separated; with the files of its
+/// subdirectories when `recursive`), without reading each file's metadata. A missing
+/// directory has none.
+pub fn file_names(dir: &std::path::Path, recursive: bool) -> std::io::Result<Vec<String>> {
+    let mut out = Vec::new();
+    let mut pending = vec![(dir.to_path_buf(), String::new())];
+    while let Some((at, prefix)) = pending.pop() {
+        let entries = match std::fs::read_dir(&at) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let entry = entry?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let rel = format!("{prefix}{name}");
+            if entry.file_type()?.is_dir() {
+                if recursive {
+                    pending.push((entry.path(), format!("{rel}/")));
+                }
+            } else {
+                out.push(rel);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Read `ranges` of the file at `path`, one `Bytes` per range, in order.
 pub fn read_ranges(path: &PathBuf, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, ReadError> {
     let file = std::fs::File::open(path).map_err(|e| match e.kind() {

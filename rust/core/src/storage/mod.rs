@@ -17,6 +17,17 @@ use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use crate::error::{Error, Result};
 pub use uri::StorageOptions;
 
+/// A file a listing found (see `Storage::list_files`).
+#[derive(Clone, Debug)]
+pub struct Listed {
+    pub location: Path,
+    /// Size and modification time, when the listing gave them.
+    pub meta: Option<ObjectMeta>,
+}
+
+/// Local reads up to this many bytes run on the calling thread.
+const INLINE_READ_BYTES: u64 = 256 * 1024;
+
 /// An object store rooted at a directory (a dataset root or one of its base paths).
 #[derive(Clone, Debug)]
 pub struct Storage {
@@ -83,6 +94,24 @@ impl Storage {
     }
 
     pub async fn get(&self, path: &Path) -> Result<Bytes> {
+        if let Some(file) = self.local_file(path) {
+            // A small local file (a deletion file, a manifest) is read on this thread.
+            match std::fs::metadata(&file) {
+                Ok(meta) if meta.is_file() && meta.len() <= INLINE_READ_BYTES => {
+                    return match std::fs::read(&file) {
+                        Ok(data) => Ok(Bytes::from(data)),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                            Err(Error::not_found(self.display(path), "no such file"))
+                        }
+                        Err(e) => Err(Error::io(self.display(path), e)),
+                    };
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(Error::not_found(self.display(path), "no such file"))
+                }
+                _ => {}
+            }
+        }
         let res = self
             .store
             .get(path)
@@ -101,10 +130,17 @@ impl Storage {
         let file = fs
             .path_to_filesystem(path)
             .map_err(|e| self.map_err(path, e))?;
-        let ranges = ranges.to_vec();
-        let read = tokio::task::spawn_blocking(move || local::read_ranges(&file, &ranges))
-            .await
-            .map_err(|e| Error::io(self.display(path), e))?;
+        let total: u64 = ranges.iter().map(|r| r.end.saturating_sub(r.start)).sum();
+        // A small read (from the page cache, mostly) costs less than handing it to the
+        // blocking pool and waking up again; only larger ones leave the async thread.
+        let read = if total <= INLINE_READ_BYTES {
+            local::read_ranges(&file, ranges)
+        } else {
+            let ranges = ranges.to_vec();
+            tokio::task::spawn_blocking(move || local::read_ranges(&file, &ranges))
+                .await
+                .map_err(|e| Error::io(self.display(path), e))?
+        };
         read.map_err(|e| match e {
             local::ReadError::NotFound => Error::not_found(self.display(path), "no such file"),
             local::ReadError::Short { wanted, len } => Error::corrupt(
@@ -318,6 +354,59 @@ impl Storage {
     /// The file behind `path`, when the store is a local directory.
     pub fn local_file(&self, path: &Path) -> Option<std::path::PathBuf> {
         self.local.as_ref()?.path_to_filesystem(path).ok()
+    }
+
+    /// The files in `dir` (below it too when `recursive`), each with its size and
+    /// modification time when the listing told them: object stores do; a local directory
+    /// is read by names only (no `stat` per file), see `file_meta`.
+    pub async fn list_files(&self, dir: &str, recursive: bool) -> Result<Vec<Listed>> {
+        let Some(root) = self.local_file(&self.path(dir)) else {
+            let found = match recursive {
+                true => self.list_all(dir).await?,
+                false => self.list_dir(dir).await?,
+            };
+            return Ok(found
+                .into_iter()
+                .map(|meta| Listed {
+                    location: meta.location.clone(),
+                    meta: Some(meta),
+                })
+                .collect());
+        };
+        let names = tokio::task::spawn_blocking(move || local::file_names(&root, recursive))
+            .await
+            .map_err(|e| Error::io(self.uri(), e))?
+            .map_err(|e| Error::io(self.display(&self.path(dir)), e))?;
+        Ok(names
+            .into_iter()
+            .map(|rel| Listed {
+                location: self.path(&format!("{dir}/{rel}")),
+                meta: None,
+            })
+            .collect())
+    }
+
+    /// The size and modification time (ns since the epoch) of a file.
+    pub async fn file_meta(&self, path: &Path) -> Result<(u64, i64)> {
+        if let Some(file) = self.local_file(path) {
+            let meta = std::fs::metadata(&file).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => {
+                    Error::not_found(self.display(path), "no such file")
+                }
+                _ => Error::io(self.display(path), e),
+            })?;
+            let modified = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as i64);
+            return Ok((meta.len(), modified));
+        }
+        let meta = self.head(path).await?;
+        Ok((
+            meta.size,
+            meta.last_modified.timestamp_nanos_opt().unwrap_or(0),
+        ))
     }
 
     /// Every object below `dir`, recursively.

@@ -231,7 +231,7 @@ pub async fn cleanup_old_versions(
         .map(|d| d.as_nanos() as i64)
         .unwrap_or(0);
     let listings = futures::future::try_join_all(
-        ["data", "_deletions", "_transactions", "_indices"].map(|d| storage.list_all(d)),
+        ["data", "_deletions", "_transactions", "_indices"].map(|d| storage.list_files(d, true)),
     )
     .await?;
     let mut doomed: Vec<(object_store::path::Path, u64, Kind)> = Vec::new();
@@ -242,10 +242,19 @@ pub async fn cleanup_old_versions(
             if is_referenced(&rel, &keep_refs, &keep_deletions) {
                 continue;
             }
+            // Only the files that may go need their size and age.
+            let (size, modified) = match &o.meta {
+                Some(m) => (m.size, m.last_modified.timestamp_nanos_opt().unwrap_or(now)),
+                None => match storage.file_meta(&o.location).await {
+                    Ok(found) => found,
+                    Err(Error::NotFound { .. }) => continue, // removed meanwhile
+                    Err(e) => return Err(e),
+                },
+            };
             let verified = is_referenced(&rel, &old_refs, &old_deletions);
-            let age = now - o.last_modified.timestamp_nanos_opt().unwrap_or(now);
+            let age = now - modified;
             if verified || opts.delete_unverified || age > UNVERIFIED_GRACE_NANOS {
-                doomed.push((o.location, o.size, kind));
+                doomed.push((o.location, size, kind));
             }
         }
     }
@@ -257,7 +266,7 @@ pub async fn cleanup_old_versions(
     // the other order could leave (after a crash) versions whose files are missing.
     let manifests: Vec<(object_store::path::Path, u64, Kind)> = removed
         .iter()
-        .map(|(l, _, _)| (l.path.clone(), l.size.unwrap_or(0), Kind::Manifest))
+        .map(|(l, _, bytes)| (l.path.clone(), bytes.len() as u64, Kind::Manifest))
         .collect();
     for batch in [manifests, doomed] {
         let results: Vec<(u64, Kind, bool)> = futures::stream::iter(batch)

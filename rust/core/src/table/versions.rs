@@ -4,7 +4,8 @@
 //! The latest version is found without reading the whole directory where the store
 //! allows: object stores list in lexical order, so the first V2 name of the first page is
 //! the newest; on a local disk a commit leaves `latest_version_hint.json`
-//! (`{"version": N}`), trusted only while nothing in `_versions/` changed after it (the
+//! (`{"version":N}`, as pylance 14 writes it too), trusted only while nothing in
+//! `_versions/` changed after it (the
 //! directory's modification time is not past the hint's change time), and checked by
 //! looking for version N+1. Anything else reads the directory.
 use object_store::path::Path;
@@ -58,7 +59,7 @@ pub struct ManifestLocation {
 /// Every manifest of the dataset, sorted by version. Errors if the directory mixes naming
 /// schemes, and says so plainly when there is no dataset at all.
 pub async fn list_manifests(storage: &Storage) -> Result<Vec<ManifestLocation>> {
-    let objects = storage.list_dir(VERSIONS_DIR).await?;
+    let objects = storage.list_files(VERSIONS_DIR, false).await?;
     let mut found = Vec::new();
     for o in objects {
         let Some(name) = o.location.filename() else {
@@ -67,8 +68,8 @@ pub async fn list_manifests(storage: &Storage) -> Result<Vec<ManifestLocation>> 
         if let Some((version, scheme)) = parse_manifest_name(name) {
             found.push(ManifestLocation {
                 version,
-                path: o.location.clone(),
-                size: Some(o.size),
+                size: o.meta.as_ref().map(|m| m.size),
+                path: o.location,
                 scheme,
             });
         }
@@ -257,7 +258,7 @@ pub fn write_hint(storage: &Storage, version: u64) {
         return;
     };
     let tmp = dir.join(format!(".{HINT_FILE}.{}", uuid::Uuid::new_v4().simple()));
-    let body = format!("{{\"version\": {version}}}");
+    let body = format!("{{\"version\":{version}}}");
     if std::fs::write(&tmp, body).is_err() || std::fs::rename(&tmp, dir.join(HINT_FILE)).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }

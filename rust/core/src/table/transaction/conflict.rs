@@ -77,6 +77,8 @@ pub fn resolve(ours: &Operation, theirs: Option<&PbOp>) -> Resolution {
         Operation::Delete { .. } | Operation::Update { .. } | Operation::Rewrite { .. } => {
             if replaces_table {
                 replaced()
+            } else if let (Operation::Rewrite { .. }, PbOp::CreateIndex(ci)) = (ours, theirs) {
+                rewrite_meets_new_indices(ours, ci)
             } else if matches!(theirs, PbOp::Merge(_)) {
                 retry("added columns")
             } else if overlap() {
@@ -109,6 +111,48 @@ pub fn resolve(ours: &Operation, theirs: Option<&PbOp>) -> Resolution {
             _ => Compatible,
         },
     }
+}
+
+/// A compaction (which remaps no index) against indices created meanwhile, as pylance 14
+/// decides: an index over a fragment it rewrote would point at rows that moved, so it
+/// must be prepared again; an index whose fragments are not recorded may cover any. A
+/// fragment-reuse index alone (pylance's deferred remapping) is compatible.
+fn rewrite_meets_new_indices(
+    ours: &Operation,
+    theirs: &crate::proto::table::transaction::CreateIndex,
+) -> Resolution {
+    const FRAGMENT_REUSE_INDEX: &str = "__lance_frag_reuse";
+    let retry = || {
+        Resolution::Retryable(
+            "a concurrent create index indexed fragments being compacted; retry on the new version"
+                .into(),
+        )
+    };
+    if theirs
+        .new_indices
+        .iter()
+        .any(|i| i.name == FRAGMENT_REUSE_INDEX)
+    {
+        return if theirs.new_indices.len() == 1 && theirs.removed_indices.len() == 1 {
+            Resolution::Compatible
+        } else {
+            Resolution::Incompatible(
+                "a concurrent create index changed the fragment-reuse index with other indices"
+                    .into(),
+            )
+        };
+    }
+    let rewritten = ours.touched();
+    for index in &theirs.new_indices {
+        let covered = match roaring::RoaringBitmap::deserialize_from(&index.fragment_bitmap[..]) {
+            Ok(b) if !index.fragment_bitmap.is_empty() => b,
+            _ => return retry(),
+        };
+        if rewritten.iter().any(|&id| covered.contains(id as u32)) {
+            return retry();
+        }
+    }
+    Resolution::Compatible
 }
 
 /// Whether `theirs` may have added a row with a key ours inserts (then ours, re-run,
@@ -205,6 +249,19 @@ mod tests {
         ]
     }
 
+    /// An index over fragment `f`.
+    fn index_over(f: u64) -> crate::proto::table::IndexMetadata {
+        let mut bitmap = Vec::new();
+        roaring::RoaringBitmap::from_iter([f as u32])
+            .serialize_into(&mut bitmap)
+            .unwrap();
+        crate::proto::table::IndexMetadata {
+            name: "id_idx".into(),
+            fragment_bitmap: bitmap,
+            ..Default::default()
+        }
+    }
+
     /// One of each committed operation, changing fragment `f` where it changes one.
     fn theirs(f: u64) -> Vec<(&'static str, PbOp)> {
         vec![
@@ -217,7 +274,13 @@ mod tests {
                 }),
             ),
             ("overwrite", PbOp::Overwrite(txn::Overwrite::default())),
-            ("create index", PbOp::CreateIndex(Default::default())),
+            (
+                "create index",
+                PbOp::CreateIndex(txn::CreateIndex {
+                    new_indices: vec![index_over(f)],
+                    removed_indices: vec![],
+                }),
+            ),
             (
                 "rewrite",
                 PbOp::Rewrite(txn::Rewrite {
@@ -251,7 +314,7 @@ mod tests {
         ("delete", "CRXCRRXCRCC"),
         ("update", "CRXCRRXCRCC"),
         ("overwrite", "CCRCCCCCCCC"),
-        ("rewrite", "CRXCRRXCRCC"),
+        ("rewrite", "CRXRRRXCRCC"),
         ("merge", "RRXCRRXCRXC"),
         ("restore", "CCCCCCCCCCC"),
         ("project", "CCXCCRXCCRC"),
@@ -287,6 +350,31 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn compaction_meets_indices_by_the_fragments_they_cover() {
+        let ours = ours().into_iter().find(|(n, _)| *n == "rewrite").unwrap().1;
+        let created = |new_indices, removed_indices| {
+            PbOp::CreateIndex(txn::CreateIndex {
+                new_indices,
+                removed_indices,
+            })
+        };
+        // An index that does not say which fragments it covers may cover ours.
+        let unknown = crate::proto::table::IndexMetadata::default();
+        let r = resolve(&ours, Some(&created(vec![unknown], vec![])));
+        assert!(matches!(r, Resolution::Retryable(_)), "{r:?}");
+        // A fragment-reuse index replacing the previous one: pylance's deferred remap.
+        let mut reuse = index_over(1);
+        reuse.name = "__lance_frag_reuse".into();
+        let r = resolve(
+            &ours,
+            Some(&created(vec![reuse.clone()], vec![reuse.clone()])),
+        );
+        assert_eq!(r, Resolution::Compatible);
+        let r = resolve(&ours, Some(&created(vec![reuse, index_over(2)], vec![])));
+        assert!(matches!(r, Resolution::Incompatible(_)), "{r:?}");
     }
 
     #[test]
