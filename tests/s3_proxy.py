@@ -16,12 +16,13 @@ CREDENTIALS = {"aws_access_key_id": "key", "aws_secret_access_key": "secret", "a
 
 
 class CountingProxy:
-    """Forwards every request to `upstream` (host, port), recording (method, path, query)
+    """Forwards every request to `upstream` (host, port), recording (method, path, query, range)
     and sleeping `delay` seconds before answering."""
 
     def __init__(self, upstream: Tuple[str, int], delay: float = 0.0):
         self.upstream, self.delay = upstream, delay
-        self.requests: List[Tuple[str, str, str]] = []
+        self.requests: List[Tuple[str, str, str, str]] = []
+        self.times: List[float] = []  # when each request arrived
         self._lock = threading.Lock()
         proxy = self
 
@@ -36,7 +37,8 @@ class CountingProxy:
                 body = self.rfile.read(length) if length else None
                 path, _, query = self.path.partition("?")
                 with proxy._lock:
-                    proxy.requests.append((self.command, path, query))
+                    proxy.requests.append((self.command, path, query, self.headers.get("Range", "")))
+                    proxy.times.append(time.perf_counter())
                 if proxy.delay:
                     time.sleep(proxy.delay)
                 conn = http.client.HTTPConnection(*proxy.upstream, timeout=60)
@@ -70,7 +72,7 @@ class CountingProxy:
         """Storage options reaching the bucket through this proxy."""
         return {"aws_endpoint": self.endpoint, **CREDENTIALS}
 
-    def take(self) -> List[Tuple[str, str, str]]:
+    def take(self) -> List[Tuple[str, str, str, str]]:
         """The requests recorded since the last call."""
         with self._lock:
             out, self.requests = self.requests, []

@@ -7,13 +7,16 @@ use object_store::path::Path;
 
 use super::{legacy, offset_table, FileMetadata, Footer, FOOTER_LEN};
 use crate::error::{Error, Result};
-use crate::storage::Storage;
+use crate::storage::{ReadBatcher, Storage};
 
-/// Bytes read from the end of a file on open; enough for the metadata of most files.
+/// Bytes read from the end of a local file on open; enough for the metadata of most
+/// files.
 const TAIL_READ: u64 = 256 * 1024;
-/// A file on an object store no larger than this is kept whole once its tail read
-/// fetched it, and its pages are served from memory: one request per small file.
-const KEEP_WHOLE: u64 = 64 * 1024;
+/// The same from an object store. A file no larger than this is read whole by that one
+/// request and kept, and its pages are served from memory: one request per small file.
+/// Reading more of a larger file on open would fetch pages a take or a narrow scan
+/// does not want.
+const REMOTE_TAIL_READ: u64 = 64 * 1024;
 
 /// An open data file: its metadata, and the means to read its pages.
 #[derive(Clone, Debug)]
@@ -22,8 +25,10 @@ pub struct FileReader {
     path: Path,
     name: String,
     pub metadata: Arc<FileMetadata>,
-    /// The whole file, when it is small and remote (see `KEEP_WHOLE`).
+    /// The whole file, when it is small and remote (see `REMOTE_TAIL_READ`).
     whole: Option<Bytes>,
+    /// For a remote file: joins reads asked for at once into one request.
+    batcher: Option<ReadBatcher>,
 }
 
 /// The buffers of one page, in the order the page's metadata lists them.
@@ -40,11 +45,10 @@ impl FileReader {
             Some(s) if s > 0 => s,
             _ => storage.head(&path).await?.size,
         };
-        let read = Self::read_metadata(storage, &path, size).await;
-        let read = read.map(|(m, whole)| {
-            let keep = size <= KEEP_WHOLE && storage.local_file(&path).is_none();
-            (m, whole.filter(|_| keep))
-        });
+        let remote = storage.local_file(&path).is_none();
+        let tail = if remote { REMOTE_TAIL_READ } else { TAIL_READ };
+        let read = Self::read_metadata(storage, &path, size, tail).await;
+        let read = read.map(|(m, whole)| (m, whole.filter(|_| remote)));
         let (metadata, whole) = match read {
             Err(Error::Corrupt { message, .. }) if message.starts_with("truncated") => {
                 // The manifest's size is stale or the file was cut: say which.
@@ -64,6 +68,7 @@ impl FileReader {
             name,
             metadata: Arc::new(metadata),
             whole,
+            batcher: remote.then(ReadBatcher::default),
         })
     }
 
@@ -73,13 +78,14 @@ impl FileReader {
         storage: &Storage,
         path: &Path,
         size: u64,
+        tail_read: u64,
     ) -> Result<(FileMetadata, Option<Bytes>)> {
         if size < legacy::FOOTER_LEN as u64 {
             return Err(crate::error::corrupt(format!(
                 "file is {size} bytes, too short for a Lance file"
             )));
         }
-        let mut start = size.saturating_sub(TAIL_READ);
+        let mut start = size.saturating_sub(tail_read);
         let mut tail = storage.get_range(path, start..size).await?;
         if let Some(version) = legacy::legacy_version(&tail) {
             let m = Self::read_legacy_metadata(storage, path, size, version, start, tail).await?;
@@ -183,20 +189,22 @@ impl FileReader {
         Ok(PageData { buffers })
     }
 
-    /// Read several byte ranges of the file at once (nearby ones in one request).
+    /// Read several byte ranges of the file at once (nearby ones in one request, with
+    /// those other readers of the file ask for meanwhile).
     pub async fn read_ranges(&self, ranges: &[std::ops::Range<u64>]) -> Result<Vec<Bytes>> {
         if let Some(whole) = &self.whole {
             return ranges.iter().map(|r| self.slice(whole, r)).collect();
         }
-        self.storage.get_ranges(&self.path, ranges).await
+        match &self.batcher {
+            Some(b) => b.get_ranges(&self.storage, &self.path, ranges).await,
+            None => self.storage.get_ranges(&self.path, ranges).await,
+        }
     }
 
     /// Read an arbitrary byte range of the file (out-of-line blob values).
     pub async fn read_range(&self, range: std::ops::Range<u64>) -> Result<Bytes> {
-        if let Some(whole) = &self.whole {
-            return self.slice(whole, &range);
-        }
-        self.storage.get_range(&self.path, range).await
+        let mut read = self.read_ranges(std::slice::from_ref(&range)).await?;
+        Ok(read.pop().unwrap_or_default())
     }
 
     fn slice(&self, whole: &Bytes, r: &std::ops::Range<u64>) -> Result<Bytes> {

@@ -151,29 +151,36 @@ async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     let mut skip = options.offset.unwrap_or(0);
     let mut left = options.limit.unwrap_or(u64::MAX);
+    // Filter-first reads of the next fragments run ahead of the one being returned.
+    let mut ahead = Ahead::new(&ds, &options, &filter, &filter_columns, &projection);
     let mut filter_first = true;
-    for id in fragments {
-        if left == 0 {
-            break;
-        }
-        let Some(frag) = ds.fragment(id) else {
-            continue;
-        };
-        let rows = ds.fragment_rows(frag).await?;
-        let mut known = None;
+    let mut next = 0;
+    while next < fragments.len() && left > 0 {
         if filter_first {
-            // The filter's columns first; then the others for the rows that passed, when
-            // few did.
-            let mut addresses = matching(&ds, id, &filter, &filter_columns, &options).await?;
-            filter_first = few(addresses.len() as u64, rows);
-            known = Some(addresses.len() as u64);
+            let Some(read) = ahead.next(&fragments, next).await? else {
+                break;
+            };
+            next += 1;
+            let (mut addresses, mut first) = (read.addresses, read.first);
+            filter_first = few(addresses.len() as u64, read.rows);
             if filter_first {
+                // The filter's columns were read first; the others are taken for the rows
+                // that passed (the first part already, ahead).
                 let s = (skip as usize).min(addresses.len());
                 skip -= s as u64;
-                addresses.drain(..s);
-                addresses.truncate(left.min(usize::MAX as u64) as usize);
-                left -= addresses.len() as u64;
-                for part in addresses.chunks(TAKE_BATCH) {
+                let t = (left.min(usize::MAX as u64) as usize).min(addresses.len() - s);
+                left -= t as u64;
+                let mut done = 0;
+                if let Some(batch) = first.take() {
+                    let (from, to) = (s.min(batch.num_rows()), (s + t).min(batch.num_rows()));
+                    if !send(&tx, batch.slice(from, to - from), options.batch_size).await {
+                        return Ok(());
+                    }
+                    done = batch.num_rows();
+                }
+                addresses.truncate(s + t);
+                let rest = &addresses[done.max(s).min(addresses.len())..];
+                for part in rest.chunks(TAKE_BATCH) {
                     let batch = take(ds.clone(), part, &projection).await?;
                     if !send(&tx, batch, options.batch_size).await {
                         return Ok(());
@@ -181,38 +188,215 @@ async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
                 }
                 continue;
             }
-        }
-        // Rows pass often here: read the fragment whole through the pipeline.
-        let inner = ScanOptions {
-            fragment_ids: Some(vec![id]),
-            offset: Some(skip).filter(|&s| s > 0),
-            limit: Some(left).filter(|&l| l != u64::MAX),
-            late_materialization: false,
-            ..options.clone()
-        };
-        let mut batches = scan(ds.clone(), inner)?.batches;
-        let mut returned = 0u64;
-        while let Some(batch) = batches.try_next().await? {
-            returned += batch.num_rows() as u64;
-            if tx.send(Ok(Some(batch))).await.is_err() {
+            // Rows pass often here: what ran ahead is not wanted, read this fragment whole.
+            ahead.clear();
+            let (returned, _) =
+                whole(&ds, &options, &[fragments[next - 1]], skip, left, &tx).await?;
+            let Some(returned) = returned else {
                 return Ok(());
-            }
-        }
-        if skip > 0 {
-            // What the offset skipped is not known here: count this fragment's matches.
-            let passed = match known {
-                Some(n) => n,
-                None => ds_count(&ds, id, &filter).await?,
             };
-            let skipped = passed.saturating_sub(returned).min(skip);
-            skip -= skipped;
-            filter_first = few(passed, rows);
-        } else {
-            filter_first = few(returned, rows);
+            let passed = addresses.len() as u64;
+            skip -= passed.saturating_sub(returned).min(skip);
+            left = left.saturating_sub(returned);
+            continue;
         }
+        // Rows pass often: read the next fragments whole through the pipeline, a few at a
+        // time so that their reads overlap, and look at how many pass again after them.
+        let run = &fragments[next..(next + ahead.cap).min(fragments.len())];
+        next += run.len();
+        let (returned, rows) = whole(&ds, &options, run, skip, left, &tx).await?;
+        let Some(returned) = returned else {
+            return Ok(());
+        };
+        let passed = match skip {
+            0 => returned,
+            // What the offset skipped is not known here: count the matches.
+            _ => ds_count(&ds, run, &filter).await?,
+        };
+        skip -= passed.saturating_sub(returned).min(skip);
         left = left.saturating_sub(returned);
+        filter_first = few(passed, rows);
     }
     Ok(())
+}
+
+/// A fragment read filter-first: its row count, the addresses of the rows that passed,
+/// and (when few passed) the first part of them already taken.
+struct FilterFirst {
+    rows: u64,
+    addresses: Vec<u64>,
+    first: Option<RecordBatch>,
+}
+
+type Pending = futures::future::BoxFuture<'static, Result<FilterFirst>>;
+
+/// Filter-first reads of the fragments after the one being returned, in order, so that
+/// their round trips overlap: as many as the store serves well (`Storage::io_parallelism`).
+/// Where reading ahead may be wasted, it waits until a fragment has shown that few of its
+/// rows pass (else fragments are read whole): on a local disk, where wasted reads cost
+/// the CPU that decodes the others (an object store's round trips cost more than the
+/// bytes), and under a limit, where it then doubles with each such fragment, so that a
+/// limit reached early wastes little.
+struct Ahead {
+    ds: Arc<Dataset>,
+    options: ScanOptions,
+    filter: crate::expr::Expr,
+    columns: Vec<String>,
+    projection: Projection,
+    /// Rows to take ahead per fragment: what the offset and limit could ever want.
+    take_cap: usize,
+    running: futures::stream::FuturesOrdered<Pending>,
+    /// Index (in the fragment list) of the first fragment not started.
+    started: usize,
+    /// Reads in flight now, and at most.
+    width: usize,
+    cap: usize,
+    limited: bool,
+}
+
+impl Ahead {
+    fn new(
+        ds: &Arc<Dataset>,
+        options: &ScanOptions,
+        filter: &crate::expr::Expr,
+        columns: &[String],
+        projection: &Projection,
+    ) -> Self {
+        let wanted = options
+            .limit
+            .map_or(u64::MAX, |l| l.saturating_add(options.offset.unwrap_or(0)));
+        let cap = ds.storage().io_parallelism();
+        let limited = options.limit.is_some();
+        // Each read ahead scans with a share of the memory budget.
+        let options = ScanOptions {
+            memory_budget: (options.memory_budget / cap).max(1 << 20),
+            ..options.clone()
+        };
+        let local = ds.storage().is_local();
+        Ahead {
+            ds: ds.clone(),
+            options,
+            filter: filter.clone(),
+            columns: columns.to_vec(),
+            projection: projection.clone(),
+            take_cap: wanted.min(TAKE_BATCH as u64) as usize,
+            running: futures::stream::FuturesOrdered::new(),
+            started: 0,
+            width: if local || limited { 1 } else { cap },
+            cap,
+            limited,
+        }
+    }
+
+    /// Forget what runs ahead (the read goes on another way).
+    fn clear(&mut self) {
+        self.running = futures::stream::FuturesOrdered::new();
+    }
+
+    /// The filter-first read of fragment `fragments[at]`, starting the ones after it.
+    async fn next(&mut self, fragments: &[u64], at: usize) -> Result<Option<FilterFirst>> {
+        if self.running.is_empty() {
+            self.started = at;
+        }
+        self.fill(fragments);
+        let read = self.running.next().await.transpose()?;
+        if let Some(r) = &read {
+            self.width = match few(r.addresses.len() as u64, r.rows) {
+                true if self.limited => (self.width * 2).min(self.cap),
+                true => self.cap,
+                false => 1,
+            };
+            // Start the next reads now, while the caller returns this fragment's rows.
+            self.fill(fragments);
+        }
+        Ok(read)
+    }
+
+    fn fill(&mut self, fragments: &[u64]) {
+        while self.running.len() < self.width && self.started < fragments.len() {
+            self.running.push_back(self.read(fragments[self.started]));
+            self.started += 1;
+        }
+    }
+
+    /// Start the filter-first read of fragment `id` as a task of its own, so that it
+    /// runs while the caller is busy with earlier fragments; dropped, it stops.
+    fn read(&self, id: u64) -> Pending {
+        let (ds, options, filter, columns, projection) = (
+            self.ds.clone(),
+            self.options.clone(),
+            self.filter.clone(),
+            self.columns.clone(),
+            self.projection.clone(),
+        );
+        let take_cap = self.take_cap;
+        let read = async move {
+            let rows = match ds.fragment(id) {
+                Some(frag) => ds.fragment_rows(frag).await?,
+                None => 0,
+            };
+            let addresses = matching(&ds, id, &filter, &columns, &options).await?;
+            let first = match few(addresses.len() as u64, rows) && take_cap > 0 {
+                true => {
+                    let n = addresses.len().min(take_cap);
+                    Some(take(ds, &addresses[..n], &projection).await?)
+                }
+                false => None,
+            };
+            Ok(FilterFirst {
+                rows,
+                addresses,
+                first,
+            })
+        };
+        let task = tokio::spawn(read);
+        let running = AbortOnDrop(task.abort_handle());
+        async move {
+            let _running = running;
+            task.await.unwrap_or_else(|e| {
+                Err(Error::corrupt(
+                    "",
+                    format!("internal error while reading ahead: {e}"),
+                ))
+            })
+        }
+        .boxed()
+    }
+}
+
+/// Read fragments `ids` whole through the pipeline (filtered), skipping `skip` and
+/// returning at most `left` of the rows that pass. Returns the rows sent (None when the
+/// reader went away) and the fragments' row count.
+async fn whole(
+    ds: &Arc<Dataset>,
+    options: &ScanOptions,
+    ids: &[u64],
+    skip: u64,
+    left: u64,
+    tx: &Sender,
+) -> Result<(Option<u64>, u64)> {
+    let mut rows = 0;
+    for id in ids {
+        if let Some(frag) = ds.fragment(*id) {
+            rows += ds.fragment_rows(frag).await?;
+        }
+    }
+    let inner = ScanOptions {
+        fragment_ids: Some(ids.to_vec()),
+        offset: Some(skip).filter(|&s| s > 0),
+        limit: Some(left).filter(|&l| l != u64::MAX),
+        late_materialization: false,
+        ..options.clone()
+    };
+    let mut batches = scan(ds.clone(), inner)?.batches;
+    let mut returned = 0u64;
+    while let Some(batch) = batches.try_next().await? {
+        returned += batch.num_rows() as u64;
+        if tx.send(Ok(Some(batch))).await.is_err() {
+            return Ok((None, rows));
+        }
+    }
+    Ok((Some(returned), rows))
 }
 
 /// Whether `passed` rows of `rows` are few enough to take.
@@ -220,12 +404,12 @@ fn few(passed: u64, rows: u64) -> bool {
     (passed as f64) <= TAKE_FRACTION * rows.max(1) as f64
 }
 
-/// Rows of fragment `id` that pass `filter`.
-async fn ds_count(ds: &Arc<Dataset>, id: u64, filter: &crate::expr::Expr) -> Result<u64> {
+/// Rows of fragments `ids` that pass `filter`.
+async fn ds_count(ds: &Arc<Dataset>, ids: &[u64], filter: &crate::expr::Expr) -> Result<u64> {
     let inner = ScanOptions {
         columns: Some(vec![]),
         filter: Some(filter.clone()),
-        fragment_ids: Some(vec![id]),
+        fragment_ids: Some(ids.to_vec()),
         batch_size: 64 * 1024,
         late_materialization: false,
         ..Default::default()

@@ -29,8 +29,16 @@ use crate::proto::table::DataFragment;
 const PERMIT_BYTES: u64 = 1024;
 /// Units of a page decoded ahead of the one being consumed, per leaf.
 const LOOKAHEAD: usize = 2;
-/// Fragments whose files are opened ahead of the one being started.
-const FRAGMENTS_AHEAD: usize = 8;
+/// Fragments whose files are opened, and whose pages may be started, ahead of the one
+/// being consumed (more on an object store: see `Storage::io_parallelism`). The memory
+/// budget bounds the pages read ahead however many fragments that spans.
+fn fragments_ahead(ds: &Dataset, options: &ScanOptions) -> usize {
+    match (options.filter.is_some(), options.limit) {
+        // A scan stopped by a limit opens only the fragment it needs next.
+        (false, Some(_)) => 1,
+        _ => ds.storage().io_parallelism(),
+    }
+}
 
 type PageResult = Result<(Arc<PageWork>, OwnedSemaphorePermit)>;
 
@@ -233,7 +241,8 @@ pub fn start(
     read_schema: SchemaRef,
     output: Arc<Output>,
 ) -> BoxStream<'static, Result<RecordBatch>> {
-    let (tx, rx) = mpsc::channel::<Result<Option<FragmentWork>>>(1);
+    let (tx, rx) =
+        mpsc::channel::<Result<Option<FragmentWork>>>(fragments_ahead(&dataset, &options));
     // Every leaf must be able to hold a page at once (a row needs them all), however
     // small the budget and however many columns.
     let budget =
@@ -396,11 +405,7 @@ async fn drive(
     } else {
         options.limit.unwrap_or(u64::MAX)
     };
-    // A scan stopped by a limit opens only the fragment it needs next.
-    let ahead = match (filtered, options.limit) {
-        (false, Some(_)) => 1,
-        _ => FRAGMENTS_AHEAD,
-    };
+    let ahead = fragments_ahead(&ds, &options);
     let mut opened = futures::stream::iter(fragments)
         .map(|frag| {
             let (ds, plan, options) = (ds.clone(), plan.clone(), options.clone());

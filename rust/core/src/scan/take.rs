@@ -27,9 +27,6 @@ use crate::file::PageEncoding;
 use crate::proto::encodings21::PageLayout;
 use crate::proto::table::DataFragment;
 
-/// Fragments read at once.
-const FRAGMENTS_AT_ONCE: usize = 8;
-
 /// The rows at `addresses`, in that order, with the columns `projection` asks for.
 pub async fn take(
     ds: Arc<Dataset>,
@@ -64,7 +61,7 @@ pub async fn take(
         })
         .collect();
     let parts: Vec<Vec<ArrayRef>> = futures::stream::iter(reads)
-        .buffered(FRAGMENTS_AT_ONCE)
+        .buffered(ds.storage().io_parallelism())
         .collect::<Vec<_>>()
         .await
         .into_iter()

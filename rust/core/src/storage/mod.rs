@@ -2,6 +2,7 @@
 //!
 //! Everything above this layer addresses files by a path relative to a root; nothing above
 //! it knows whether the bytes come from a local disk, memory or a cloud bucket.
+mod batched;
 mod cloud;
 mod local;
 mod uri;
@@ -15,6 +16,7 @@ use object_store::path::Path;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 
 use crate::error::{Error, Result};
+pub use batched::ReadBatcher;
 pub use uri::StorageOptions;
 
 /// A file a listing found (see `Storage::list_files`).
@@ -57,6 +59,22 @@ impl Storage {
 
     pub fn uri(&self) -> &str {
         &self.uri
+    }
+
+    /// Independent reads (files opened, fragments read) worth having in flight at once: a
+    /// local disk is kept busy by a few; an object store answers many in parallel, each
+    /// after a round trip.
+    pub fn io_parallelism(&self) -> usize {
+        if self.is_local() {
+            8
+        } else {
+            64
+        }
+    }
+
+    /// A directory on this machine (read by system calls, not requests).
+    pub fn is_local(&self) -> bool {
+        self.local.is_some()
     }
 
     /// The object path of `relative` (slash-separated) below the root.
