@@ -103,6 +103,25 @@ class S3Server:
     def options(self) -> Dict[str, str]:
         return {"aws_endpoint": self.endpoint, **CREDENTIALS}
 
+    def upload(self, local_dir: str, prefix: str) -> str:
+        """Copy the files under `local_dir` to `s3://bucket/<prefix>/`; returns that URI."""
+        import os
+
+        import boto3
+        from concurrent.futures import ThreadPoolExecutor
+
+        client = boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id="key",
+                              aws_secret_access_key="secret", region_name="us-east-1")
+        files = [os.path.join(d, f) for d, _, fs in os.walk(local_dir) for f in fs]
+
+        def put(path):
+            key = f"{prefix}/{os.path.relpath(path, local_dir)}"
+            client.upload_file(path, "bucket", key)
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(put, files))
+        return f"s3://bucket/{prefix}"
+
     def proxy(self, delay: float = 0.0) -> CountingProxy:
         return CountingProxy((self.host, self.port), delay)
 

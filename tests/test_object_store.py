@@ -125,6 +125,49 @@ def test_a_closed_port_says_connection_refused():
     assert "connection refused" in text and f"127.0.0.1:{port}" in text and "after 1 retries" in text, text
 
 
+def test_a_server_that_does_not_answer_says_timed_out():
+    """A server that accepts connections and never answers: the `timeout` storage option
+    ends each attempt, and the error says so, where, and after how many retries."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)  # connections queue in the backlog; nothing ever reads them
+        port = s.getsockname()[1]
+        opts = {"aws_endpoint": f"http://127.0.0.1:{port}", "aws_access_key_id": "k", "aws_secret_access_key": "s",
+                "aws_region": "us-east-1", "allow_http": "true", "client_max_retries": "1", "timeout": "1s"}
+        t0 = time.monotonic()
+        with pytest.raises(lance_core.LanceIOError) as err:
+            lance_core.dataset("s3://bucket/t.lance", storage_options=opts)
+        elapsed = time.monotonic() - t0
+    text = str(err.value)
+    assert "timed out" in text and f"127.0.0.1:{port}" in text and "after 1 retries" in text, text
+    assert elapsed < 10, elapsed
+
+
+def test_open_and_append_make_the_same_requests_at_10_and_1200_versions(server, proxy, tmp_path):
+    """Manifests named in the V2 scheme sort newest first, so one page of the listing
+    finds the latest version: opening and appending at 1,200 versions (past a listing
+    page of 1,000 names) make exactly the requests they make at 10."""
+    counts = {}
+    for n in (10, 1200):
+        local = str(tmp_path / f"v{n}.lance")
+        ds = lance_core.write_dataset(_rows(0, 100), local)
+        for _ in range(n - 1):
+            ds.delete("id < 0")  # a version that changes no row
+        uri = server.upload(local, f"versions-{n}.lance")
+        proxy.take()
+        assert lance_core.dataset(uri, storage_options=proxy.options()).version == n
+        opened = proxy.take()
+        lance_core.write_dataset(_rows(100, 10), uri, mode="append", storage_options=proxy.options())
+        appended = proxy.take()
+        counts[n] = (len(opened), len(appended))
+        ds = lance_core.dataset(uri, storage_options=server.options())
+        assert (ds.version, ds.count_rows()) == (n + 1, 110)
+        assert lance.dataset(uri, storage_options=server.options()).version == n + 1
+    assert counts[10] == counts[1200], counts
+
+
 def test_late_materialization_reads_ahead_on_s3(server):
     """Filtered reads on an object store read many fragments ahead at once; the rows are
     still exactly pylance's, whatever the offset and limit."""

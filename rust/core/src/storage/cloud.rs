@@ -245,4 +245,31 @@ mod tests {
         let err = retry_config("s3://b/t", &bad).unwrap_err().to_string();
         assert!(err.contains("client_max_retries"), "{err}");
     }
+
+    /// A failed name lookup (which a test cannot cause without a DNS server off this
+    /// machine) is named as such, with the endpoint and the retries from the client's
+    /// error chain.
+    #[test]
+    fn a_failed_name_lookup_is_named() {
+        let lookup = std::io::Error::other(
+            "dns error: failed to lookup address information: Name or service not known",
+        );
+        let e = object_store::Error::Generic {
+            store: "S3",
+            source: format!(
+                "Error after 3 retries in 1.2s, max_retries:3, retry_timeout:180s, source:error \
+                 sending request for url (http://store.example:9000/bucket/t): {lookup}"
+            )
+            .into(),
+        };
+        let text = network_failure(&e, None).unwrap();
+        assert!(text.starts_with("cannot resolve the host name"), "{text}");
+        assert!(text.contains("at http://store.example:9000"), "{text}");
+        assert!(text.contains("after 3 retries"), "{text}");
+        let other = object_store::Error::NotFound {
+            path: "t".into(),
+            source: "no such key".into(),
+        };
+        assert_eq!(network_failure(&other, None), None);
+    }
 }

@@ -17,6 +17,7 @@ use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 
 use crate::error::{Error, Result};
 pub use batched::ReadBatcher;
+pub use local::file_names as local_file_names;
 pub use uri::StorageOptions;
 
 /// A file a listing found (see `Storage::list_files`).

@@ -54,21 +54,28 @@ enum Kind {
     Index,
 }
 
-/// Files some manifests reference, by kind; names borrowed from the manifests (hundreds of
-/// manifests list mostly the same files), deletion files by their identity until the end.
+/// Files some manifests reference, by kind (hundreds of manifests list mostly the same
+/// files: each name is kept once), deletion files by their identity until the end.
 #[derive(Default)]
-struct Refs<'a> {
-    data: HashSet<&'a str>,
+struct Refs {
+    data: HashSet<String>,
     deletions: HashSet<(u64, u64, u64, i32)>,
-    transactions: HashSet<&'a str>,
+    transactions: HashSet<String>,
     indices: HashSet<String>,
 }
 
-impl<'a> Refs<'a> {
-    fn add(&mut self, m: &'a Manifest, bytes: &Bytes) {
+/// Add `name` to `set` unless it is there (without copying it then).
+fn insert_name(set: &mut HashSet<String>, name: &str) {
+    if !set.contains(name) {
+        set.insert(name.to_string());
+    }
+}
+
+impl Refs {
+    fn add(&mut self, m: &Manifest, bytes: &Bytes) {
         for f in &m.fragments {
             for d in f.files.iter().filter(|d| d.base_id.is_none()) {
-                self.data.insert(&d.path);
+                insert_name(&mut self.data, &d.path);
             }
             if let Some(d) = f.deletion_file.as_ref().filter(|d| d.base_id.is_none()) {
                 self.deletions
@@ -76,7 +83,7 @@ impl<'a> Refs<'a> {
             }
         }
         if !m.transaction_file.is_empty() {
-            self.transactions.insert(&m.transaction_file);
+            insert_name(&mut self.transactions, &m.transaction_file);
         }
         // Index directories, from the index section of the manifest file (an unreadable
         // section keeps nothing of its own; the manifest was read whole above).
@@ -165,13 +172,6 @@ pub async fn cleanup_old_versions(
             "no dataset versions to clean up",
         ));
     };
-    // Every manifest, read many at a time.
-    let manifests: Vec<(ManifestLocation, Manifest, Bytes)> = futures::stream::iter(locations)
-        .map(|loc| read_manifest(storage, loc))
-        .buffered(CONCURRENCY)
-        .try_collect()
-        .await?;
-
     let tagged: HashMap<u64, Vec<String>> = list_tags(storage)
         .await?
         .into_iter()
@@ -184,25 +184,32 @@ pub async fn cleanup_old_versions(
         .retain_versions
         .map(|n| latest.saturating_sub(n.saturating_sub(1)));
     let mut old_tagged = Vec::new();
-    let (mut kept, mut removed) = (Vec::new(), Vec::new());
-    for entry in manifests {
-        let (loc, m) = (&entry.0, &entry.1);
-        let old_enough = opts.before_nanos.is_none_or(|t| timestamp_nanos(m) < t);
+    let (mut keep_refs, mut old_refs) = (Refs::default(), Refs::default());
+    // The manifests of removed versions, and their sizes.
+    let mut removed: Vec<(object_store::path::Path, u64)> = Vec::new();
+    // Every manifest, read many at a time, and reduced to the files it references as it
+    // arrives: a thousand decoded manifests held at once would take memory in proportion
+    // to the table's history.
+    let mut manifests = futures::stream::iter(locations)
+        .map(|loc| read_manifest(storage, loc))
+        .buffered(CONCURRENCY);
+    while let Some((loc, m, bytes)) = manifests.try_next().await? {
+        let old_enough = opts.before_nanos.is_none_or(|t| timestamp_nanos(&m) < t);
         let outside_retained = newest_kept.is_none_or(|first| loc.version < first);
         let goes = loc.version != latest && old_enough && outside_retained;
-        if goes {
-            if let Some(names) = tagged.get(&loc.version) {
-                old_tagged.extend(
-                    names
-                        .iter()
-                        .map(|n| format!("{n} (version {})", loc.version)),
-                );
-                kept.push(entry);
-                continue;
-            }
-            removed.push(entry);
+        let tags = tagged.get(&loc.version).filter(|_| goes);
+        if let Some(names) = tags {
+            old_tagged.extend(
+                names
+                    .iter()
+                    .map(|n| format!("{n} (version {})", loc.version)),
+            );
+        }
+        if goes && tags.is_none() {
+            old_refs.add(&m, &bytes);
+            removed.push((loc.path, bytes.len() as u64));
         } else {
-            kept.push(entry);
+            keep_refs.add(&m, &bytes);
         }
     }
     if opts.error_if_tagged_old_versions && !old_tagged.is_empty() {
@@ -214,14 +221,6 @@ pub async fn cleanup_old_versions(
         )));
     }
 
-    let mut keep_refs = Refs::default();
-    for (_, m, bytes) in &kept {
-        keep_refs.add(m, bytes);
-    }
-    let mut old_refs = Refs::default();
-    for (_, m, bytes) in &removed {
-        old_refs.add(m, bytes);
-    }
     let (keep_deletions, old_deletions) = (keep_refs.deletion_names(), old_refs.deletion_names());
 
     // Candidates: files of removed versions no kept version needs, and (when old enough
@@ -265,8 +264,8 @@ pub async fn cleanup_old_versions(
     // Manifests first: once a version's manifest is gone nothing reads its files, while
     // the other order could leave (after a crash) versions whose files are missing.
     let manifests: Vec<(object_store::path::Path, u64, Kind)> = removed
-        .iter()
-        .map(|(l, _, bytes)| (l.path.clone(), bytes.len() as u64, Kind::Manifest))
+        .into_iter()
+        .map(|(path, size)| (path, size, Kind::Manifest))
         .collect();
     for batch in [manifests, doomed] {
         let results: Vec<(u64, Kind, bool)> = futures::stream::iter(batch)

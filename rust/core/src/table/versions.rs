@@ -176,11 +176,12 @@ async fn newest_listed(storage: &Storage) -> Result<ManifestLocation> {
             size: Some(meta.size),
             scheme,
         };
-        match (&newest, scheme) {
-            (None, NamingScheme::V2) => return Ok(here),
-            (Some(n), s) if n.scheme != s => return Err(mixed_schemes(storage)),
-            (Some(n), _) if n.version >= version => {}
-            _ => newest = Some(here),
+        if newest.is_none() && scheme == NamingScheme::V2 {
+            return Ok(here);
+        }
+        let current = newest.as_ref().map(|n| (n.version, n.scheme));
+        if supersedes(current, version, scheme).map_err(|_| mixed_schemes(storage))? {
+            newest = Some(here);
         }
     }
     newest.ok_or_else(|| no_dataset(storage))
@@ -188,6 +189,19 @@ async fn newest_listed(storage: &Storage) -> Result<ManifestLocation> {
 
 /// Both naming schemes in one directory.
 struct Mixed;
+
+/// Whether manifest `version` (named in `scheme`) is newer than the newest found so far.
+fn supersedes(
+    newest: Option<(u64, NamingScheme)>,
+    version: u64,
+    scheme: NamingScheme,
+) -> std::result::Result<bool, Mixed> {
+    match newest {
+        Some((_, s)) if s != scheme => Err(Mixed),
+        Some((v, _)) => Ok(version > v),
+        None => Ok(true),
+    }
+}
 
 /// The newest version in the local directory `dir`: from the hint when nothing changed
 /// there since it was written, else by reading the directory's names (not each file's
@@ -198,19 +212,13 @@ fn newest_on_disk(
     if let Some(found) = newest_from_hint(dir) {
         return Ok(Some(found));
     }
-    let Ok(entries) = std::fs::read_dir(dir) else {
+    let Ok(names) = crate::storage::local_file_names(dir, false) else {
         return Ok(None);
     };
     let mut newest: Option<(u64, NamingScheme)> = None;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some((version, scheme)) = name.to_str().and_then(parse_manifest_name) else {
-            continue;
-        };
-        match newest {
-            Some((_, s)) if s != scheme => return Err(Mixed),
-            Some((v, _)) if v >= version => {}
-            _ => newest = Some((version, scheme)),
+    for (version, scheme) in names.iter().filter_map(|n| parse_manifest_name(n)) {
+        if supersedes(newest, version, scheme)? {
+            newest = Some((version, scheme));
         }
     }
     Ok(newest)

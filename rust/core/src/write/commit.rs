@@ -95,9 +95,15 @@ pub async fn commit(
     let storage = staged.storage().clone();
     let committed = crate::table::commit::commit(op, staged, &opts).await?;
     // The new version, from the manifest just written (not read back).
-    let root = Storage::open(read_from.uri(), read_from.options())?;
+    let uri = match &read_from {
+        ReadFrom::Version(ds) => ds.uri().to_string(),
+        // The URI as a dataset opened there would show it.
+        _ => Storage::open(read_from.uri(), read_from.options())?
+            .uri()
+            .to_string(),
+    };
     Dataset::from_manifest_file(
-        root.uri().to_string(),
+        uri,
         storage,
         committed.location,
         committed.bytes,

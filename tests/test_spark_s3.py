@@ -1,0 +1,62 @@
+"""Spark on an S3-compatible server (moto on 127.0.0.1): every path that opens the table
+again on an executor or the driver — write tasks, read tasks, the streaming source and
+sink, foreachBatch, compaction, update and merge tasks — uses the storage options the
+job was given. conftest sets AWS_EC2_METADATA_DISABLED, so a path that forgot them fails
+here instead of asking the instance metadata service for credentials."""
+
+from __future__ import annotations
+
+import lance
+import pytest
+
+from s3_proxy import S3Server
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = S3Server()
+    yield srv
+    srv.stop()
+
+
+def test_every_spark_path_keeps_the_storage_options(spark, server, tmp_path):
+    from lance_core.spark import LanceBatchWriter, compact, merge_insert, update
+
+    opts = server.options()
+    spark_opts = {f"storage.{k}": v for k, v in opts.items()}
+    uri, copy = "s3://bucket/spark.lance", "s3://bucket/spark-stream.lance"
+
+    # Write tasks, then read tasks with a pushed filter.
+    df = spark.range(0, 3000, numPartitions=3).selectExpr("id", "cast(id % 7 as string) as g")
+    df.write.format("lance").options(**spark_opts).mode("overwrite").save(uri)
+    read = spark.read.format("lance").options(**spark_opts).load(uri)
+    assert read.filter("id >= 2990").count() == 10
+
+    # A micro-batch through foreachBatch's writer, and compaction tasks.
+    sc = spark.sparkContext
+    try:
+        sc.setLocalProperty("sql.streaming.queryId", "s3-query")  # as Spark sets it in foreachBatch
+        LanceBatchWriter(uri, storage_options=opts)(spark.range(3000, 3100).selectExpr("id", "'b' as g"), 0)
+    finally:
+        sc.setLocalProperty("sql.streaming.queryId", None)
+    compact(spark, uri, storage_options=opts, target_rows_per_fragment=10_000)
+    assert len(lance.dataset(uri, storage_options=opts).get_fragments()) == 1
+
+    # Update and merge tasks.
+    assert update(spark, uri, {"g": "'seven'"}, where="id % 7 = 0", storage_options=opts)["num_rows_updated"] == 443
+    source = spark.range(3050, 3200).selectExpr("id", "'merged' as g")
+    merge_insert(source, uri, on="id", storage_options=opts) \
+        .when_matched_update_all().when_not_matched_insert_all().execute()
+
+    # The streaming source reads it, the streaming sink writes a copy.
+    ck = str(tmp_path / "checkpoint")
+    q = (spark.readStream.format("lance").options(**spark_opts).load(uri)
+         .writeStream.format("lance").options(**spark_opts).option("checkpointLocation", ck)
+         .trigger(availableNow=True).start(copy))
+    q.awaitTermination()
+
+    for table_uri in (uri, copy):
+        t = lance.dataset(table_uri, storage_options=opts).to_table().sort_by("id")
+        assert t["id"].to_pylist() == list(range(3200)), table_uri
+        g = dict(zip(t["id"].to_pylist(), t["g"].to_pylist()))
+        assert (g[7], g[8], g[3011], g[3060], g[3150]) == ("seven", "1", "b", "merged", "merged"), table_uri
