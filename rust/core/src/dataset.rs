@@ -219,16 +219,17 @@ impl Dataset {
     /// Every version with its commit time and summary, oldest first.
     pub async fn versions(&self) -> Result<Vec<VersionInfo>> {
         let locations = list_manifests(&self.storage).await?;
-        let reads = locations.iter().map(|l| async move {
-            let bytes = self.storage.get(&l.path).await?;
-            let m = decode_manifest(&bytes, &self.storage.display(&l.path))?;
+        let storage = &self.storage;
+        in_rounds(&locations, storage.io_parallelism(), |l| async move {
+            let bytes = storage.get(&l.path).await?;
+            let m = decode_manifest(&bytes, &storage.display(&l.path))?;
             Ok::<_, Error>(VersionInfo {
                 version: m.version,
                 timestamp_nanos: timestamp_nanos(&m),
                 metadata: summary(&m),
             })
-        });
-        futures::future::try_join_all(reads).await
+        })
+        .await
     }
 
     pub fn fragments(&self) -> &[DataFragment] {
@@ -461,10 +462,19 @@ impl Dataset {
 
     /// Visible rows of the dataset, without decoding any data page.
     pub async fn count_rows(&self) -> Result<u64> {
-        let counts =
-            futures::future::try_join_all(self.fragments().iter().map(|f| self.fragment_rows(f)))
-                .await?;
+        let counts = self.per_fragment(|f| self.fragment_rows(f)).await?;
         Ok(counts.iter().sum())
+    }
+
+    /// `read` of every fragment, in order, a few at a time (`Storage::io_parallelism`):
+    /// answers the manifest holds come at once, and the futures of 10,000 fragments are
+    /// never all alive together (that would take megabytes).
+    pub async fn per_fragment<'a, T, F, Fut>(&'a self, read: F) -> Result<Vec<T>>
+    where
+        F: Fn(&'a DataFragment) -> Fut,
+        Fut: std::future::Future<Output = Result<T>> + 'a,
+    {
+        in_rounds(self.fragments(), self.storage.io_parallelism(), read).await
     }
 
     /// The stable row ids of a fragment (one per physical row), when the dataset has them.
@@ -526,13 +536,15 @@ impl Dataset {
         self.files
             .row_index
             .get_or_try_init(|| async {
-                let reads = self.fragments().iter().map(|f| async move {
-                    let (bytes, name) = self.row_id_bytes(f).await?;
-                    let rows = self.physical_rows(f).await?;
-                    let runs = decode_row_id_runs(&bytes, rows).map_err(|e| e.in_file(&name))?;
-                    Ok::<_, Error>((f.id, runs))
-                });
-                let runs = futures::future::try_join_all(reads).await?;
+                let runs = self
+                    .per_fragment(|f| async move {
+                        let (bytes, name) = self.row_id_bytes(f).await?;
+                        let rows = self.physical_rows(f).await?;
+                        let runs =
+                            decode_row_id_runs(&bytes, rows).map_err(|e| e.in_file(&name))?;
+                        Ok::<_, Error>((f.id, runs))
+                    })
+                    .await?;
                 let index = RowIdIndex::build(runs)
                     .map_err(|e| e.in_file(&self.storage.display(&self.location.path)))?;
                 Ok(Arc::new(index))
@@ -588,9 +600,7 @@ impl Dataset {
     /// The addresses of the dataset's visible rows `indices` (counted over the
     /// fragments in order, deleted rows skipped), in the order given.
     pub async fn addresses_of_indices(&self, indices: &[u64]) -> Result<Vec<u64>> {
-        let counts =
-            futures::future::try_join_all(self.fragments().iter().map(|f| self.fragment_rows(f)))
-                .await?;
+        let counts = self.per_fragment(|f| self.fragment_rows(f)).await?;
         let mut ends = Vec::with_capacity(counts.len());
         let mut total = 0u64;
         for c in &counts {
@@ -717,6 +727,20 @@ fn summary(m: &Manifest) -> Vec<(String, String)> {
         ("total_fragments".into(), m.fragments.len().to_string()),
         ("total_rows".into(), total_rows.to_string()),
     ]
+}
+
+/// `read` of every item, in order, `n` at a time: a future per item alive at once would
+/// take memory in proportion to the table (its fragments, its versions).
+async fn in_rounds<'a, I, T, F, Fut>(items: &'a [I], n: usize, read: F) -> Result<Vec<T>>
+where
+    F: Fn(&'a I) -> Fut,
+    Fut: std::future::Future<Output = Result<T>> + 'a,
+{
+    let mut out = Vec::with_capacity(items.len());
+    for some in items.chunks(n.max(1)) {
+        out.extend(futures::future::try_join_all(some.iter().map(&read)).await?);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
