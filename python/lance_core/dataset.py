@@ -304,6 +304,17 @@ class LanceDataset:
         """The Lance field id of every field, keyed by dotted path ("s.x")."""
         return dict(self._ds.field_ids())
 
+    def list_indices(self) -> List[Dict[str, Any]]:
+        """The index segments of this version, as pylance lists them, sorted by name: name,
+        type ("BTree", "Bitmap", "LabelList", "NGram", "ZoneMap", "BloomFilter", "Inverted",
+        "IVF_PQ", ...), uuid, fields (column names), version (the dataset version the
+        segment was built from), fragment_ids (the fragments it was built over, as
+        recorded) and base_id. Several segments with one name make up one index."""
+        out = [{"name": s["name"], "type": s["type"], "uuid": s["uuid"], "fields": s["field_names"],
+                "version": s["dataset_version"], "fragment_ids": set(s["fragment_ids"] or ()),
+                "base_id": s["base_id"]} for s in self._ds.index_segments()]
+        return sorted(out, key=lambda d: d["name"])
+
     def versions(self) -> List[Dict[str, Any]]:
         """Every version: its number, commit time (local, naive, like pylance) and summary."""
         out = []

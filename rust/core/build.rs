@@ -12,6 +12,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "transaction.proto",
         "encodings_v2_0.proto",
         "encodings_v2_1.proto",
+        "index.proto",
     ];
     for f in &files {
         println!("cargo:rerun-if-changed={}", proto_dir.join(f).display());

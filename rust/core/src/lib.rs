@@ -11,6 +11,7 @@ pub mod file;
 /// Entry points and seed inputs for the fuzz targets (`fuzz/`) and `tests/fuzz_smoke.rs`.
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod index;
 pub mod proto;
 pub mod storage;
 

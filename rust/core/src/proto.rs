@@ -10,6 +10,9 @@ pub mod file {
 pub mod table {
     include!(concat!(env!("OUT_DIR"), "/lance.table.rs"));
 }
+pub mod index {
+    include!(concat!(env!("OUT_DIR"), "/lance.index.pb.rs"));
+}
 pub mod encodings20 {
     include!(concat!(env!("OUT_DIR"), "/lance.encodings.rs"));
 }

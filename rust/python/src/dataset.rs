@@ -181,6 +181,37 @@ impl PyDataset {
         })
     }
 
+    /// The index segments the manifest lists, one dict each (see `index::IndexSegment`).
+    fn index_segments<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        guard(|| {
+            let ds = &self.inner;
+            let all = lance_core::index::segments(ds).py()?;
+            all.iter()
+                .map(|s| {
+                    let d = PyDict::new(py);
+                    d.set_item("name", &s.name)?;
+                    d.set_item("uuid", &s.uuid)?;
+                    d.set_item("type", &s.kind)?;
+                    d.set_item("type_url", &s.type_url)?;
+                    d.set_item("fields", &s.fields)?;
+                    let names: Vec<Option<String>> =
+                        s.fields.iter().map(|&id| ds.schema.path_of(id)).collect();
+                    d.set_item("field_names", names)?;
+                    d.set_item("dataset_version", s.dataset_version)?;
+                    let ids = s.fragments.as_ref().map(|f| f.iter().collect::<Vec<u32>>());
+                    d.set_item("fragment_ids", ids)?;
+                    let live: Vec<u32> = s.live_fragments(ds).iter().collect();
+                    d.set_item("live_fragment_ids", live)?;
+                    d.set_item("index_version", s.index_version)?;
+                    d.set_item("created_at_ms", s.created_at_ms)?;
+                    d.set_item("base_id", s.base_id)?;
+                    d.set_item("files", &s.files)?;
+                    Ok(d)
+                })
+                .collect()
+        })
+    }
+
     /// [(version, timestamp in ns since the epoch, summary metadata)]
     fn versions(&self, py: Python<'_>) -> PyResult<Vec<VersionRow>> {
         guard(|| {

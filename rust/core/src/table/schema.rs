@@ -128,6 +128,20 @@ impl LanceSchema {
         self.fields.iter().find(|f| f.name == name)
     }
 
+    /// The dotted path of the field with id `id` ("a.b" for child b of struct a).
+    pub fn path_of(&self, id: i32) -> Option<String> {
+        fn find(fields: &[LanceField], id: i32) -> Option<Vec<&str>> {
+            fields.iter().find_map(|f| match f.id == id {
+                true => Some(vec![f.name.as_str()]),
+                false => find(&f.children, id).map(|mut p| {
+                    p.insert(0, &f.name);
+                    p
+                }),
+            })
+        }
+        find(&self.fields, id).map(|p| p.join("."))
+    }
+
     /// Every field id, depth-first.
     pub fn field_ids(&self) -> Vec<i32> {
         fn walk(f: &LanceField, out: &mut Vec<i32>) {
