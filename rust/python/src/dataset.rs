@@ -185,7 +185,8 @@ impl PyDataset {
     fn index_segments<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         guard(|| {
             let ds = &self.inner;
-            let all = lance_core::index::segments(ds).py()?;
+            let name = ds.storage().display(&ds.location.path);
+            let all = lance_core::index::segments(&ds.manifest, &ds.manifest_bytes, &name).py()?;
             all.iter()
                 .map(|s| {
                     let d = PyDict::new(py);
@@ -200,7 +201,7 @@ impl PyDataset {
                     d.set_item("dataset_version", s.dataset_version)?;
                     let ids = s.fragments.as_ref().map(|f| f.iter().collect::<Vec<u32>>());
                     d.set_item("fragment_ids", ids)?;
-                    let live: Vec<u32> = s.live_fragments(ds).iter().collect();
+                    let live: Vec<u32> = s.live_fragments(ds.fragments()).iter().collect();
                     d.set_item("live_fragment_ids", live)?;
                     d.set_item("index_version", s.index_version)?;
                     d.set_item("created_at_ms", s.created_at_ms)?;

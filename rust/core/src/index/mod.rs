@@ -6,9 +6,10 @@
 use prost::Message;
 use roaring::RoaringBitmap;
 
-use crate::dataset::Dataset;
+use bytes::Bytes;
+
 use crate::error::Result;
-use crate::proto::table::IndexMetadata;
+use crate::proto::table::{DataFragment, IndexMetadata, Manifest};
 
 /// One segment of an index.
 #[derive(Clone, Debug)]
@@ -36,9 +37,9 @@ pub struct IndexSegment {
 }
 
 impl IndexSegment {
-    /// The recorded fragments that the dataset version still has.
-    pub fn live_fragments(&self, ds: &Dataset) -> RoaringBitmap {
-        let live: RoaringBitmap = ds.fragments().iter().map(|f| f.id as u32).collect();
+    /// The recorded fragments that are still among `fragments` (a version's).
+    pub fn live_fragments(&self, fragments: &[DataFragment]) -> RoaringBitmap {
+        let live: RoaringBitmap = fragments.iter().map(|f| f.id as u32).collect();
         match &self.fragments {
             Some(f) => f & live,
             None => RoaringBitmap::new(),
@@ -46,18 +47,16 @@ impl IndexSegment {
     }
 }
 
-/// The index segments of `ds`, in the order the manifest lists them.
-pub fn segments(ds: &Dataset) -> Result<Vec<IndexSegment>> {
-    let name = ds.storage().display(&ds.location.path);
-    let Some(section) =
-        crate::table::manifest::index_section(&ds.manifest, &ds.manifest_bytes, &name)?
-    else {
+/// The index segments of manifest `m` (read from the manifest file `bytes`, named
+/// `name` in errors), in the order it lists them.
+pub fn segments(m: &Manifest, bytes: &Bytes, name: &str) -> Result<Vec<IndexSegment>> {
+    let Some(section) = crate::table::manifest::index_section(m, bytes, name)? else {
         return Ok(vec![]);
     };
     section
         .indices
         .iter()
-        .map(|m| segment(m).map_err(|e| e.in_file(&name)))
+        .map(|m| segment(m).map_err(|e| e.in_file(name)))
         .collect()
 }
 
