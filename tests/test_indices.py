@@ -68,3 +68,35 @@ def test_a_nested_field_index_is_listed_by_its_path(tmp_path):
     ds.create_scalar_index("point.x", "BTREE")
     assert lance_core.dataset(uri).list_indices() == _pylance_listing(lance.dataset(uri))
     assert lance_core.dataset(uri).list_indices()[0]["fields"] == ["point.x"]
+
+
+def test_index_files_read_as_pylance_reads_them(tmp_path):
+    """The files pylance writes under `_indices/` (Lance files of format 2.0, 2.1 or 2.2,
+    as the table's) read as tables of one fragment, with the rows pylance's file reader
+    gives, whole and by row."""
+    import glob
+    import os
+
+    from lance.file import LanceFileReader
+
+    from lance_core import _lance_core
+    from lance_core.dataset import LanceDataset
+
+    for version in ("2.0", "2.1", "2.2"):
+        uri = str(tmp_path / f"files-{version}.lance")
+        lance.write_dataset(_table(0, 6000), uri, data_storage_version=version, max_rows_per_file=2500)
+        ds = lance.dataset(uri)
+        for column, kind in [("id", "BTREE"), ("cat", "BITMAP"), ("labels", "LABEL_LIST"), ("id", "ZONEMAP"),
+                             ("text", "NGRAM")]:
+            ds.create_scalar_index(column, kind, name=f"{column}_{kind.lower()}")
+        paths = sorted(glob.glob(os.path.join(uri, "_indices", "*", "*.lance")))
+        assert len(paths) == 6, paths
+        for path in paths:
+            ours = LanceDataset(_lance_core._Dataset.open_file(os.path.dirname(path), os.path.basename(path)))
+            theirs = LanceFileReader(path).read_all().to_table()
+            table = ours.to_table()
+            assert table.schema.remove_metadata() == theirs.schema.remove_metadata(), path
+            assert table.equals(theirs), path
+            assert ours.schema.metadata == theirs.schema.metadata, path
+            rows = [0, theirs.num_rows - 1, theirs.num_rows // 2]
+            assert ours.take(rows).equals(theirs.take(rows)), path

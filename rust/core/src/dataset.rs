@@ -136,6 +136,20 @@ impl Dataset {
     ) -> Result<Self> {
         let name = storage.display(&location.path);
         let manifest = decode_manifest(&bytes, &name)?;
+        Self::from_manifest(uri, storage, location, manifest, bytes, options)
+    }
+
+    /// A dataset at the version `manifest` describes (found at `location`, read from the
+    /// manifest file `bytes`; empty for a manifest made in memory).
+    pub fn from_manifest(
+        uri: String,
+        storage: Storage,
+        location: ManifestLocation,
+        manifest: Manifest,
+        bytes: Bytes,
+        options: StorageOptions,
+    ) -> Result<Self> {
+        let name = storage.display(&location.path);
         validate_manifest(&manifest, &name, location.version)?;
         check_file_versions(&manifest, &name)?;
         let unknown = unknown_reader_flags(manifest.reader_feature_flags);
@@ -304,6 +318,13 @@ impl Dataset {
         }
         files.insert(key, reader.clone());
         Ok(reader)
+    }
+
+    /// Keep `reader`, the open data file `path` (relative to its base), as `open_file`
+    /// would have.
+    pub fn cache_open_file(&self, path: &str, reader: Arc<FileReader>) {
+        let mut files = self.files.files.lock().unwrap_or_else(|e| e.into_inner());
+        files.insert((path.to_string(), -1, -1), reader);
     }
 
     /// A page planned for random access, if planned before.

@@ -8,6 +8,7 @@ pub mod dataset;
 pub mod error;
 pub mod expr;
 pub mod file;
+pub mod file_table;
 /// Entry points and seed inputs for the fuzz targets (`fuzz/`) and `tests/fuzz_smoke.rs`.
 #[doc(hidden)]
 pub mod fuzzing;

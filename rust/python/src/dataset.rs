@@ -113,6 +113,23 @@ impl PyDataset {
         })
     }
 
+    /// The Lance file `name` in directory `dir` as a table of one fragment (index files,
+    /// standalone files).
+    #[staticmethod]
+    #[pyo3(signature = (dir, name, storage_options=None))]
+    fn open_file(
+        py: Python<'_>,
+        dir: String,
+        name: String,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let options = storage_options.unwrap_or_default();
+            let ds = block_on(py, lance_core::file_table::open(&dir, &name, &options)).py()?;
+            Ok(PyDataset::from(ds))
+        })
+    }
+
     #[getter]
     fn uri(&self) -> String {
         self.inner.uri().to_string()
