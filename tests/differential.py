@@ -1117,6 +1117,19 @@ class Report:
         return "\n".join(lines)
 
 
+INDEXED = {"BTREE": ["i32", "i64", "u64", "f32", "f64", "dec", "s", "d", "ts", "tsz", "bin", "b"],
+           "BITMAP": ["i8", "u8", "i16", "u16", "f64b", "ls", "u32"]}
+
+
+def build_indices(ds) -> None:
+    """BTREE indices with small pages (so that pages are chosen) and BITMAP indices."""
+    from lance.indices import IndexConfig
+    for column in INDEXED["BTREE"]:
+        ds.create_scalar_index(column, IndexConfig(index_type="btree", parameters={"zone_size": 16}))
+    for column in INDEXED["BITMAP"]:
+        ds.create_scalar_index(column, "BITMAP")
+
+
 class FilterCheck:
     """Datasets written by pylance, open in both libraries."""
 
@@ -1133,6 +1146,14 @@ class FilterCheck:
             lance.dataset(path).delete("id % 7 = 3 OR id = 5")
             self.paths.append(path)
         self.pairs = [(lance_core.dataset(p), lance.dataset(p)) for p in self.paths]
+        # The same table with scalar indices on most columns, which lance_core answers
+        # filters from, against pylance scanning an unindexed copy (same row addresses).
+        indexed, plain = (os.path.join(root, f"filters_{name}.lance") for name in ("indexed", "plain"))
+        for path in (indexed, plain):
+            lance.write_dataset(self.table, path, data_storage_version="2.2", max_rows_per_file=150)
+            lance.dataset(path).delete("id % 7 = 3 OR id = 5")
+        build_indices(lance.dataset(indexed))
+        self.pairs.append((lance_core.dataset(indexed), lance.dataset(plain)))
         self.all_columns = self.table.column_names
 
     def run(self, node: Node, report: Report, rng: random.Random, thorough: bool):

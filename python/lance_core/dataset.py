@@ -39,6 +39,7 @@ class LanceScanner:
         row_range: Optional[Tuple[int, int]] = None,
         include_deleted: bool = False,
         late_materialization: bool = True,
+        use_scalar_index: bool = True,
     ):
         """`columns` is a list of column names (dotted for fields of structs), or a dict of
         output names to SQL expressions (`{"total": "price * qty", "x": "l[1].x"}`).
@@ -79,6 +80,7 @@ class LanceScanner:
             include_deleted=bool(include_deleted),
             projection=projection,
             late_materialization=bool(late_materialization),
+            use_scalar_index=bool(use_scalar_index),
         )
 
     def _native(self) -> "_lance_core._BatchIterator":
@@ -100,6 +102,30 @@ class LanceScanner:
         it = self._native()
         schema = pa.schema(it.schema)
         return pa.Table.from_batches([pa.record_batch(b) for b in it], schema=schema)
+
+    def explain_plan(self, verbose: bool = False) -> str:
+        """How the scan runs: the columns it returns, the filter, each condition a
+        scalar index answers (``ScalarIndexQuery``, as in pylance's plans) and the
+        fragments read with the filter."""
+        a = self._args
+        ds = self._dataset
+        ids = a["fragment_ids"] if a["fragment_ids"] is not None else [f.fragment_id for f in ds.get_fragments()]
+        names = [n for n, _ in a["projection"]] if a["projection"] is not None else (
+            a["columns"] if a["columns"] is not None else ds.schema.names)
+        lines = [f"Scan: {len(ids)} fragments, columns [{', '.join(names)}]"
+                 + (f", limit {a['limit']}" if a["limit"] is not None else "")
+                 + (f", offset {a['offset']}" if a["offset"] is not None else "")]
+        if a["filter"] is None:
+            return "\n".join(lines)
+        lines.append(f"  Filter: {a['filter']}")
+        scanned = ids
+        if a["use_scalar_index"] and a["row_range"] is None and not a["include_deleted"]:
+            answered, rest = ds._ds.explain_filter(a["filter"])
+            lines += ["  " + line for line in answered]
+            scanned = [i for i in ids if i in set(rest)]
+        lines.append(f"  Filtered scan of {len(scanned)} fragments"
+                     + (f": {scanned}" if verbose else ""))
+        return "\n".join(lines)
 
     def to_pandas(self, **kwargs) -> "Any":
         """The result as a pandas DataFrame (`pyarrow.Table.to_pandas(**kwargs)`); an index
@@ -488,15 +514,19 @@ class LanceDataset:
         (dotted for fields of structs) or a dict of output names to SQL expressions;
         `filter` is SQL (comparisons, AND/OR/NOT, IN, BETWEEN, IS [NOT] NULL, LIKE,
         arithmetic, CAST); ``io_buffer_size`` bounds the bytes read ahead (64 MiB).
+        Filters on columns with a BTREE or BITMAP index are answered from the index
+        (``use_scalar_index=False`` scans instead).
         Tuning hints pylance takes (`batch_readahead`, `use_stats`, ...) are accepted and
         have no effect; vector and full-text search are not supported."""
         _check_hints(nearest, hints)
         ids = [f.fragment_id for f in fragments] if fragments is not None else None
         # pylance's late_materialization: a bool, or the columns to read late (any: on).
         late = hints.get("late_materialization")
+        use_index = hints.get("use_scalar_index")
         return LanceScanner(self, columns, limit, offset, batch_size, bool(with_row_id), bool(with_row_address), ids,
                             io_buffer_size, filter, include_deleted=bool(include_deleted_rows),
-                            late_materialization=late is None or bool(late))
+                            late_materialization=late is None or bool(late),
+                            use_scalar_index=use_index is None or bool(use_index))
 
     def to_table(self, columns: Optional[Union[List[str], Dict[str, str]]] = None, filter: Optional[str] = None,
                  limit: Optional[int] = None, offset: Optional[int] = None, nearest: Optional[Dict[str, Any]] = None,

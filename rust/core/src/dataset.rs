@@ -58,6 +58,8 @@ struct FileCache {
     row_index: tokio::sync::OnceCell<Arc<RowIdIndex>>,
     /// Pages planned for random access (without their bulk data), by file, column, page.
     page_plans: std::sync::Mutex<HashMap<(String, usize, usize), Arc<PagePlan>>>,
+    /// The manifest's index section, read on first use.
+    index_segments: std::sync::OnceLock<Arc<Vec<crate::index::IndexSegment>>>,
 }
 
 /// Files kept open per dataset version at most; past that the cache starts over.
@@ -275,6 +277,32 @@ impl Dataset {
                 Ok((b.storage.clone(), b.storage.path(&rel)))
             }
         }
+    }
+
+    /// The directory of index `uuid` (kept under `base_id`, else with the table).
+    pub fn index_dir(&self, uuid: &str, base_id: Option<u32>) -> Result<String> {
+        let storage = match base_id {
+            None => &self.storage,
+            Some(id) => &self.base(id)?.storage,
+        };
+        Ok(format!(
+            "{}/_indices/{uuid}",
+            storage.uri().trim_end_matches('/')
+        ))
+    }
+
+    /// The index segments the manifest lists (read from it once).
+    pub fn index_segments(&self) -> Result<Arc<Vec<crate::index::IndexSegment>>> {
+        if let Some(s) = self.files.index_segments.get() {
+            return Ok(s.clone());
+        }
+        let name = self.storage.display(&self.location.path);
+        let all = crate::index::segments(&self.manifest, &self.manifest_bytes, &name)?;
+        Ok(self
+            .files
+            .index_segments
+            .get_or_init(|| Arc::new(all))
+            .clone())
     }
 
     fn base(&self, id: u32) -> Result<&Base> {

@@ -198,6 +198,27 @@ impl PyDataset {
         })
     }
 
+    /// How the indices answer `filter`: a line per condition an index answered, and the
+    /// fragments left to scan.
+    fn explain_filter(&self, py: Python<'_>, filter: String) -> PyResult<(Vec<String>, Vec<u64>)> {
+        guard(|| {
+            let ds = self.inner.clone();
+            let filter = lance_core::expr::parse(&filter).py()?;
+            block_on(py, async move {
+                let (selection, lines) =
+                    lance_core::index::search::select_explained(&ds, &filter).await?;
+                let scanned = ds
+                    .fragments()
+                    .iter()
+                    .map(|f| f.id)
+                    .filter(|&id| selection.as_ref().and_then(|s| s.part(id)).is_none())
+                    .collect();
+                Ok((lines, scanned))
+            })
+            .py()
+        })
+    }
+
     /// The index segments the manifest lists, one dict each (see `index::IndexSegment`).
     fn index_segments<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         guard(|| {
@@ -787,7 +808,7 @@ impl PyDataset {
         })
     }
 
-    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false, projection=None, late_materialization=true))]
+    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false, projection=None, late_materialization=true, use_scalar_index=true))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -804,6 +825,7 @@ impl PyDataset {
         include_deleted: bool,
         projection: Option<Vec<(String, String)>>,
         late_materialization: bool,
+        use_scalar_index: bool,
     ) -> PyResult<PyBatchIterator> {
         guard(|| {
             let mut options = ScanOptions {
@@ -816,6 +838,7 @@ impl PyDataset {
                 row_range,
                 include_deleted,
                 late_materialization,
+                use_scalar_index,
                 ..Default::default()
             };
             if let Some(b) = batch_size {

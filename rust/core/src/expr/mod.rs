@@ -12,6 +12,7 @@ mod compare;
 mod eval;
 mod functions;
 mod parse;
+pub mod ranges;
 mod types;
 
 use std::collections::BTreeSet;
@@ -296,6 +297,15 @@ impl Expr {
         let mut out = BTreeSet::new();
         self.visit_columns(&mut |path| {
             out.insert(path[0].clone());
+        });
+        out
+    }
+
+    /// Every column path the expression reads (`["s", "x"]` for `s.x`).
+    pub fn column_paths(&self) -> BTreeSet<Vec<String>> {
+        let mut out = BTreeSet::new();
+        self.visit_columns(&mut |path| {
+            out.insert(path.to_vec());
         });
         out
     }

@@ -3,6 +3,12 @@
 //! fragments it was built over, its kind as a protobuf `Any`) and files under
 //! `_indices/<uuid>/`. Several entries with one name are segments of one index, each over
 //! its own fragments.
+pub mod bitmap;
+pub mod btree;
+mod cache;
+pub mod search;
+pub mod selection;
+
 use prost::Message;
 use roaring::RoaringBitmap;
 
@@ -34,6 +40,28 @@ pub struct IndexSegment {
     pub base_id: Option<u32>,
     /// Files of the segment (relative to its directory) and their sizes.
     pub files: Vec<(String, u64)>,
+}
+
+/// The kinds of index lance_core reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    BTree,
+    Bitmap,
+}
+
+impl Kind {
+    pub fn of(segment: &IndexSegment) -> Option<Kind> {
+        match segment.kind.as_str() {
+            "BTree" => Some(Kind::BTree),
+            "Bitmap" => Some(Kind::Bitmap),
+            _ => None,
+        }
+    }
+}
+
+/// The directory holding a segment's files.
+pub(crate) fn segment_dir(ds: &crate::dataset::Dataset, segment: &IndexSegment) -> Result<String> {
+    ds.index_dir(&segment.uuid, segment.base_id)
 }
 
 impl IndexSegment {

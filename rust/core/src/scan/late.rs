@@ -36,6 +36,8 @@ pub fn applies(ds: &Dataset, options: &ScanOptions) -> bool {
         return false;
     }
     match &options.filter {
+        // Rows an index finds are taken.
+        Some(f) if options.use_scalar_index && crate::index::search::may_help(ds, f) => true,
         // Filter-first pays only when the filter does not read every column asked for.
         Some(f) => {
             let needed: Vec<String> = f.columns().into_iter().collect();
@@ -149,10 +151,23 @@ async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
         .iter()
         .map(|c| super::resolve_column(&ds, c, "filter"))
         .collect::<Result<Vec<_>>>()?;
+    let selection = match options.use_scalar_index {
+        true => crate::index::search::select(&ds, &filter)
+            .await?
+            .map(Arc::new),
+        false => None,
+    };
+    // Fragments where the index finds few rows are read filter-first (the index is
+    // the filter), never whole.
+    let indexed_few = |id: u64| {
+        let part = selection.as_ref().and_then(|s| s.part(id));
+        part.is_some_and(|p| few(p.yes.len(), ds.fragment(id).map_or(0, |f| f.physical_rows)))
+    };
     let mut skip = options.offset.unwrap_or(0);
     let mut left = options.limit.unwrap_or(u64::MAX);
     // Filter-first reads of the next fragments run ahead of the one being returned.
     let mut ahead = Ahead::new(&ds, &options, &filter, &filter_columns, &projection);
+    ahead.selection = selection.clone();
     let mut filter_first = true;
     let mut next = 0;
     while next < fragments.len() && left > 0 {
@@ -203,6 +218,11 @@ async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
         // Rows pass often: read the next fragments whole through the pipeline, a few at a
         // time so that their reads overlap, and look at how many pass again after them.
         let run = &fragments[next..(next + ahead.cap).min(fragments.len())];
+        let run = &run[..run.iter().take_while(|&&id| !indexed_few(id)).count()];
+        if run.is_empty() {
+            filter_first = true;
+            continue;
+        }
         next += run.len();
         let (returned, rows) = whole(&ds, &options, run, skip, left, &tx).await?;
         let Some(returned) = returned else {
@@ -252,6 +272,9 @@ struct Ahead {
     width: usize,
     cap: usize,
     limited: bool,
+    /// What indices found: their rows stand for the filter's in the fragments they
+    /// cover.
+    selection: Option<Arc<crate::index::selection::Selection>>,
 }
 
 impl Ahead {
@@ -285,6 +308,7 @@ impl Ahead {
             width: if local || limited { 1 } else { cap },
             cap,
             limited,
+            selection: None,
         }
     }
 
@@ -330,12 +354,22 @@ impl Ahead {
             self.projection.clone(),
         );
         let take_cap = self.take_cap;
+        let selection = self.selection.clone();
         let read = async move {
             let rows = match ds.fragment(id) {
                 Some(frag) => ds.fragment_rows(frag).await?,
                 None => 0,
             };
-            let addresses = matching(&ds, id, &filter, &columns, &options).await?;
+            let addresses = match selection.as_ref().and_then(|s| s.part(id)) {
+                Some(part) => {
+                    let found: Vec<u64> = part.yes.iter().map(|o| (id << 32) | o as u64).collect();
+                    match part.exact {
+                        true => found,
+                        false => recheck(&ds, &found, &filter).await?,
+                    }
+                }
+                None => matching(&ds, id, &filter, &columns, &options).await?,
+            };
             let first = match few(addresses.len() as u64, rows) && take_cap > 0 {
                 true => {
                     let n = addresses.len().min(take_cap);
@@ -443,6 +477,31 @@ async fn matching(
     let batches: Vec<RecordBatch> = scan(ds.clone(), inner)?.batches.try_collect().await?;
     let mut out = Vec::new();
     for b in batches {
+        let a = b.column(b.num_columns() - 1);
+        let a = a
+            .as_any()
+            .downcast_ref::<arrow_array::UInt64Array>()
+            .ok_or_else(|| Error::corrupt("", "internal: row addresses are not u64"))?;
+        out.extend_from_slice(a.values());
+    }
+    Ok(out)
+}
+
+/// Those of the rows at `addresses` (an index's candidates) that pass `filter`, reading
+/// only the filter's columns for them.
+pub(super) async fn recheck(
+    ds: &Arc<Dataset>,
+    addresses: &[u64],
+    filter: &crate::expr::Expr,
+) -> Result<Vec<u64>> {
+    let projection = Projection {
+        columns: Some(vec![]),
+        with_row_address: true,
+        ..Default::default()
+    };
+    let mut out = Vec::new();
+    for part in addresses.chunks(TAKE_BATCH) {
+        let b = super::take::take_where(ds.clone(), part, &projection, Some(filter)).await?;
         let a = b.column(b.num_columns() - 1);
         let a = a
             .as_any()

@@ -54,6 +54,8 @@ pub struct ScanOptions {
     /// Read a filter's columns first and take the others for the rows that pass, when
     /// few do (and take the rows of a small limit): see `late`.
     pub late_materialization: bool,
+    /// Answer the filter from the table's scalar indices where they cover it.
+    pub use_scalar_index: bool,
 }
 
 impl Default for ScanOptions {
@@ -72,6 +74,7 @@ impl Default for ScanOptions {
             row_range: None,
             include_deleted: false,
             late_materialization: true,
+            use_scalar_index: true,
         }
     }
 }
@@ -222,15 +225,40 @@ pub async fn count_rows(
             }
         };
     };
+    let mut fragment_ids = fragment_id.map(|id| vec![id]);
+    let mut counted = 0u64;
+    // Rows an index finds are counted from it (checked with the filter first where it
+    // only finds candidates); the other fragments are scanned.
+    if let Some(selection) = crate::index::search::select(&dataset, &filter).await? {
+        let ids = fragment_ids
+            .take()
+            .unwrap_or_else(|| dataset.fragments().iter().map(|f| f.id).collect());
+        let mut rest = Vec::new();
+        for id in ids {
+            match selection.part(id) {
+                Some(p) if p.exact => counted += p.yes.len(),
+                Some(p) => {
+                    let found: Vec<u64> = p.yes.iter().map(|o| (id << 32) | o as u64).collect();
+                    counted += late::recheck(&dataset, &found, &filter).await?.len() as u64;
+                }
+                None => rest.push(id),
+            }
+        }
+        if rest.is_empty() {
+            return Ok(counted);
+        }
+        fragment_ids = Some(rest);
+    }
     let options = ScanOptions {
         columns: Some(vec![]),
         filter: Some(filter),
-        fragment_ids: fragment_id.map(|id| vec![id]),
+        fragment_ids,
         batch_size: 64 * 1024,
+        use_scalar_index: false,
         ..Default::default()
     };
     let s = scan(dataset, options)?;
-    futures::TryStreamExt::try_fold(s.batches, 0u64, |n, b| async move {
+    futures::TryStreamExt::try_fold(s.batches, counted, |n, b| async move {
         Ok(n + b.num_rows() as u64)
     })
     .await

@@ -33,7 +33,17 @@ pub async fn take(
     addresses: &[u64],
     projection: &Projection,
 ) -> Result<RecordBatch> {
-    let p = prepare(&ds, projection, None)?;
+    take_where(ds, addresses, projection, None).await
+}
+
+/// Those of the rows at `addresses` (in that order) for which `filter` holds.
+pub async fn take_where(
+    ds: Arc<Dataset>,
+    addresses: &[u64],
+    projection: &Projection,
+    filter: Option<&crate::expr::Expr>,
+) -> Result<RecordBatch> {
+    let p = prepare(&ds, projection, filter)?;
     let mut sorted = addresses.to_vec();
     sorted.sort_unstable();
     sorted.dedup();
@@ -100,6 +110,10 @@ pub async fn take(
         batch
     } else {
         arrow_select::take::take_record_batch(&batch, &order)?
+    };
+    let batch = match p.output.mask(&batch, None)? {
+        Some(keep) => arrow_select::filter::filter_record_batch(&batch, &keep)?,
+        None => batch,
     };
     p.output.finish(batch)
 }
@@ -283,7 +297,7 @@ async fn plain_array20_rows(
     let Some(buffer) = info.buffers.get(index).filter(|_| bits == 8 * width as u64) else {
         return Ok(None);
     };
-    let mut ranges = Vec::with_capacity(rel.len());
+    let mut ranges: Vec<std::ops::Range<u64>> = Vec::with_capacity(rel.len());
     for &r in rel {
         let at = buffer.start + r * width as u64;
         if at + width as u64 > buffer.end {
@@ -292,7 +306,10 @@ async fn plain_array20_rows(
                 format!("row {r} lies outside its page"),
             ));
         }
-        ranges.push(at..at + width as u64);
+        match ranges.last_mut() {
+            Some(last) if last.end == at => last.end = at + width as u64,
+            _ => ranges.push(at..at + width as u64),
+        }
     }
     let parts = src.file.read_ranges(&ranges).await?;
     let mut bytes = Vec::with_capacity(rel.len() * width);
@@ -374,10 +391,19 @@ async fn read_units(
     for r in plan.unit_rows() {
         starts.push(starts.last().unwrap() + r);
     }
-    let mut units: Vec<usize> = rel
-        .iter()
-        .map(|&r| starts.partition_point(|&s| s <= r) - 1)
-        .collect();
+    // The unit of each row (rows ascend, so one walk finds them all).
+    let mut unit_of = Vec::with_capacity(rel.len());
+    let mut u = 0usize;
+    for &r in rel {
+        if r < starts[u] {
+            u = starts.partition_point(|&s| s <= r) - 1;
+        }
+        while u + 1 < starts.len() - 1 && starts[u + 1] <= r {
+            u += 1;
+        }
+        unit_of.push(u);
+    }
+    let mut units = unit_of.clone();
     units.dedup();
     // Plain fixed-width values of a top-level column: read just the values asked for.
     let dt = f.data_type();
@@ -388,9 +414,8 @@ async fn read_units(
             .iter()
             .all(|&u| plan.plain_values(u).is_some_and(|(w, _)| Some(w) == width));
     if plain {
-        let mut ranges = Vec::with_capacity(rel.len());
-        for &r in rel {
-            let u = starts.partition_point(|&s| s <= r) - 1;
+        let mut ranges: Vec<std::ops::Range<u64>> = Vec::with_capacity(rel.len());
+        for (&r, &u) in rel.iter().zip(&unit_of) {
             let (w, start) = plan.plain_values(u).expect("checked above");
             let at = bulk_range.start + (start as u64) + (r - starts[u]) * w as u64;
             if at + w as u64 > bulk_range.end {
@@ -399,7 +424,11 @@ async fn read_units(
                     format!("row {r} lies outside its page"),
                 ));
             }
-            ranges.push(at..at + w as u64);
+            // Neighbouring rows are one range (a run of rows is one read).
+            match ranges.last_mut() {
+                Some(last) if last.end == at => last.end = at + w as u64,
+                _ => ranges.push(at..at + w as u64),
+            }
         }
         let parts = file.read_ranges(&ranges).await?;
         let mut bytes = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());

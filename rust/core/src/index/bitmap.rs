@@ -1,0 +1,161 @@
+//! BITMAP indices: one row per distinct value of the column (`keys`, NULL among them),
+//! with the set of rows holding it (`bitmaps`), in `bitmap_page_lookup.lance`.
+//!
+//! A condition on the column is run on the keys themselves, so that any condition on
+//! that one column is answered exactly as a scan answers it; the rows are the union of
+//! the sets of the keys that pass.
+//!
+//! A set of rows is written as a count (u32) of groups, then per group its high 32 bits
+//! (the fragment, for addresses; u32), the size of its part (u32) and the low 32 bits as
+//! a portable 32-bit roaring bitmap; a size of 0 means every row of the fragment. All
+//! little-endian.
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, BinaryArray, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use roaring::RoaringBitmap;
+
+use super::selection::{Found, IdSet};
+use super::{cache, IndexSegment};
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::expr::Expr;
+
+pub const FILE: &str = "bitmap_page_lookup.lance";
+
+pub struct Bitmap {
+    shown: String,
+    keys: ArrayRef,
+    bitmaps: BinaryArray,
+}
+
+impl Bitmap {
+    pub async fn load(ds: &Dataset, segment: &IndexSegment) -> Result<Arc<Bitmap>> {
+        let dir = super::segment_dir(ds, segment)?;
+        let shown = format!("{dir}/{FILE}");
+        cache::get_or_load(format!("{dir}#bitmap"), || async {
+            let file = crate::file_table::open(&dir, FILE, ds.storage_options()).await?;
+            let batch = super::btree::read_all(Arc::new(file)).await?;
+            let keys = batch
+                .column_by_name("keys")
+                .cloned()
+                .ok_or_else(|| Error::corrupt(&shown, "no 'keys' column"))?;
+            let bitmaps = batch
+                .column_by_name("bitmaps")
+                .and_then(|b| b.as_binary_opt::<i32>().cloned())
+                .ok_or_else(|| Error::corrupt(&shown, "no binary 'bitmaps' column"))?;
+            let bytes = batch.get_array_memory_size();
+            Ok((
+                Bitmap {
+                    shown,
+                    keys,
+                    bitmaps,
+                },
+                bytes,
+            ))
+        })
+        .await
+    }
+
+    pub fn key_type(&self) -> &DataType {
+        self.keys.data_type()
+    }
+
+    /// The ids of the rows for which `condition` (on column `name`) is TRUE and those
+    /// for which it is NULL; None when it cannot be run on the keys.
+    pub fn search(&self, name: &str, condition: &Expr) -> Result<Option<Found>> {
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            name,
+            self.keys.data_type().clone(),
+            true,
+        )]));
+        let Ok(bound) = crate::expr::bind_filter(condition, &schema) else {
+            return Ok(None);
+        };
+        let keys = RecordBatch::try_new(schema, vec![self.keys.clone()])?;
+        let pass = crate::expr::evaluate_filter(&bound, &keys)?;
+        let mut found = Found {
+            exact: true,
+            ..Default::default()
+        };
+        for k in 0..pass.len() {
+            let into = match pass.is_null(k) {
+                true => &mut found.nulls,
+                false if pass.value(k) => &mut found.yes,
+                false => continue,
+            };
+            if self.bitmaps.is_valid(k) {
+                read_id_set(self.bitmaps.value(k), into).map_err(|e| {
+                    Error::corrupt(&self.shown, format!("the rows of key {k}: {e}"))
+                })?;
+            }
+        }
+        Ok(Some(found))
+    }
+}
+
+/// Add the ids of a serialized set to `into`.
+pub fn read_id_set(mut bytes: &[u8], into: &mut IdSet) -> std::result::Result<(), String> {
+    let u32_at = |bytes: &mut &[u8]| -> std::result::Result<u32, String> {
+        let (head, rest) = bytes
+            .split_first_chunk::<4>()
+            .ok_or("the set is cut short")?;
+        *bytes = rest;
+        Ok(u32::from_le_bytes(*head))
+    };
+    let groups = u32_at(&mut bytes)?;
+    for _ in 0..groups {
+        let high = u32_at(&mut bytes)?;
+        let size = u32_at(&mut bytes)? as usize;
+        if size == 0 {
+            let mut all = RoaringBitmap::new();
+            all.insert_range(..);
+            into.union_with(high, &all);
+            continue;
+        }
+        if bytes.len() < size {
+            return Err("the set is cut short".into());
+        }
+        let (part, rest) = bytes.split_at(size);
+        let low = RoaringBitmap::deserialize_from(part).map_err(|e| e.to_string())?;
+        into.union_with(high, &low);
+        bytes = rest;
+    }
+    Ok(())
+}
+
+/// A set of ids as BITMAP indices write it.
+pub fn write_id_set(ids: &IdSet) -> Vec<u8> {
+    let mut out = Vec::new();
+    let groups: Vec<_> = ids.0.iter().filter(|(_, b)| !b.is_empty()).collect();
+    out.extend_from_slice(&(groups.len() as u32).to_le_bytes());
+    for (high, low) in groups {
+        out.extend_from_slice(&high.to_le_bytes());
+        out.extend_from_slice(&(low.serialized_size() as u32).to_le_bytes());
+        low.serialize_into(&mut out).expect("writing to memory");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn id_sets_round_trip_and_reject_short_input() {
+        let mut ids = IdSet::default();
+        for id in [0u64, 7, 1 << 32, (3 << 32) | 99] {
+            ids.insert(id);
+        }
+        let bytes = write_id_set(&ids);
+        let mut back = IdSet::default();
+        read_id_set(&bytes, &mut back).unwrap();
+        assert_eq!(back, ids);
+        assert!(read_id_set(&bytes[..bytes.len() - 1], &mut IdSet::default()).is_err());
+        // Size 0: the whole group.
+        let mut back = IdSet::default();
+        read_id_set(&[1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0], &mut back).unwrap();
+        assert_eq!(back.0[&5].len(), 1 << 32);
+    }
+}

@@ -1,0 +1,426 @@
+//! BTREE indices: the column's values sorted (NULLs first), with the id of each row, cut
+//! into pages of `batch_size` rows (`page_data.lance`: `values`, `ids`); a small lookup
+//! (`page_lookup.lance`) gives each page's smallest and largest value and its NULL count.
+//!
+//! A condition on the column is answered by reading only the pages whose value range can
+//! hold a match and running the condition itself on their values, so the rows found are
+//! exactly those a scan keeps: the lookup only decides which pages are read, and there
+//! it errs on the side of reading (a page's minimum is NULL when it holds NULLs; floats
+//! compare in total order, where NaN and the two zeros sit apart from where comparisons
+//! put them).
+use std::cmp::Ordering;
+use std::ops::Bound as Edge;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array};
+use arrow_ord::ord::make_comparator;
+use arrow_schema::{DataType, Field, Schema, SortOptions};
+use futures::{StreamExt, TryStreamExt};
+
+use super::selection::Found;
+use super::{cache, IndexSegment};
+use crate::dataset::Dataset;
+use crate::error::{corrupt, Error, Result};
+use crate::expr::ranges::{value_ranges, ValueRanges};
+use crate::expr::Expr;
+use crate::scan::{scan, ScanOptions};
+
+pub const LOOKUP_FILE: &str = "page_lookup.lance";
+pub const PAGES_FILE: &str = "page_data.lance";
+const DEFAULT_BATCH_SIZE: u64 = 4096;
+
+/// A BTREE index's lookup, and the files its pages are read from.
+pub struct BTree {
+    /// `_indices/<uuid>` (for errors and cache keys).
+    dir: String,
+    /// The page files: one, or (as older pylance wrote them) one per range of pages,
+    /// each numbering its pages from 0.
+    parts: Vec<PagePart>,
+    value_type: DataType,
+    mins: ArrayRef,
+    maxs: ArrayRef,
+    null_counts: Vec<u32>,
+    page_ids: Vec<u32>,
+    batch_size: u64,
+    /// The lookup lists pages in the order of their values (as pylance writes it); else
+    /// every page is read.
+    sorted: bool,
+}
+
+struct PagePart {
+    name: String,
+    first_page: u64,
+    file: Arc<Dataset>,
+    /// Rows in the file.
+    rows: u64,
+}
+
+impl BTree {
+    /// The lookup of `segment` (its pages are read when queried).
+    pub async fn load(ds: &Dataset, segment: &IndexSegment) -> Result<Arc<BTree>> {
+        let dir = super::segment_dir(ds, segment)?;
+        let key = format!("{dir}#btree");
+        cache::get_or_load(key, || async {
+            let options = ds.storage_options();
+            let lookup = crate::file_table::open(&dir, LOOKUP_FILE, options).await?;
+            let shown = format!("{dir}/{LOOKUP_FILE}");
+            let batch = read_all(Arc::new(lookup)).await?;
+            let batch_size = match batch.schema().metadata().get("batch_size") {
+                Some(s) => s.parse::<u64>().ok().filter(|&b| b > 0).ok_or_else(|| {
+                    Error::corrupt(&shown, format!("batch_size '{s}' is not a page size"))
+                })?,
+                None => DEFAULT_BATCH_SIZE,
+            };
+            let metadata = batch.schema().metadata().clone();
+            // Partitioned: `[[partition id, pages], ...]`, each partition's pages in
+            // `part_<id>_page_data.lance`, numbered on from the previous partition's.
+            let partitions: Vec<(String, u64)> = match metadata.get("range_partitioned") {
+                Some(v) if v == "true" => {
+                    let text = metadata
+                        .get("page_num_per_range_partition")
+                        .ok_or_else(|| Error::corrupt(&shown, "partitioned, but no partitions"))?;
+                    let parts: Vec<(u64, u64)> = serde_json::from_str(text).map_err(|e| {
+                        Error::corrupt(&shown, format!("page_num_per_range_partition: {e}"))
+                    })?;
+                    parts
+                        .into_iter()
+                        .map(|(id, pages)| (format!("part_{id}_{PAGES_FILE}"), pages))
+                        .collect()
+                }
+                _ => vec![(PAGES_FILE.to_string(), u64::MAX)],
+            };
+            let column = |name: &str| {
+                batch
+                    .column_by_name(name)
+                    .cloned()
+                    .ok_or_else(|| Error::corrupt(&shown, format!("no '{name}' column")))
+            };
+            let (mins, maxs) = (column("min")?, column("max")?);
+            let u32s = |name: &str| -> Result<Vec<u32>> {
+                let c = column(name)?;
+                let c = c.as_any().downcast_ref::<UInt32Array>().ok_or_else(|| {
+                    Error::corrupt(&shown, format!("'{name}' is {}, not uint32", c.data_type()))
+                })?;
+                Ok(c.values().to_vec())
+            };
+            let (null_counts, page_ids) = (u32s("null_count")?, u32s("page_idx")?);
+            let mut parts = Vec::with_capacity(partitions.len());
+            let mut first_page = 0u64;
+            for (name, pages) in partitions {
+                let file = crate::file_table::open(&dir, &name, options).await?;
+                let rows = file.fragments()[0].physical_rows;
+                parts.push(PagePart {
+                    name,
+                    first_page,
+                    file: Arc::new(file),
+                    rows,
+                });
+                first_page = first_page.saturating_add(pages);
+            }
+            let first = &parts[0];
+            let value_type = first
+                .file
+                .arrow_schema
+                .field_with_name("values")
+                .map_err(|_| Error::corrupt(format!("{dir}/{}", first.name), "no 'values' column"))?
+                .data_type()
+                .clone();
+            if mins.data_type() != &value_type || maxs.data_type() != &value_type {
+                return Err(Error::corrupt(
+                    &shown,
+                    format!(
+                        "page bounds are {}, but the values are {value_type}",
+                        mins.data_type()
+                    ),
+                ));
+            }
+            let sorted = ascending(&mins) && ascending(&maxs);
+            let bytes = mins.get_array_memory_size() + maxs.get_array_memory_size();
+            let tree = BTree {
+                dir,
+                parts,
+                value_type,
+                mins,
+                maxs,
+                null_counts,
+                page_ids,
+                batch_size,
+                sorted,
+            };
+            Ok((tree, bytes))
+        })
+        .await
+    }
+
+    pub fn value_type(&self) -> &DataType {
+        &self.value_type
+    }
+
+    /// The ids of the rows for which `condition` (on column `name`, whose values the
+    /// index holds) is TRUE, and with `nulls` those for which it is NULL; None when the
+    /// condition does not narrow the values down (a scan serves it better).
+    pub async fn search(&self, name: &str, condition: &Expr, nulls: bool) -> Result<Option<Found>> {
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            name,
+            self.value_type.clone(),
+            true,
+        )]));
+        let Ok(bound) = crate::expr::bind_filter(condition, &schema) else {
+            return Ok(None);
+        };
+        let Some(mut ranges) = value_ranges(&bound, 0) else {
+            return Ok(None);
+        };
+        let typed = ranges.intervals.iter().all(|(lo, hi)| {
+            [lo, hi].into_iter().all(|e| match e {
+                Edge::Included(v) | Edge::Excluded(v) => v.data_type() == &self.value_type,
+                Edge::Unbounded => true,
+            })
+        });
+        if !typed {
+            return Ok(None);
+        }
+        // Rows where the condition is NULL are among those whose value is, unless it
+        // compares with a NULL constant: then any page may hold them.
+        if nulls && !ranges.strict {
+            ranges = ValueRanges {
+                intervals: vec![(Edge::Unbounded, Edge::Unbounded)],
+                nulls: true,
+                exact: false,
+                strict: false,
+            };
+        }
+        ranges.nulls |= nulls;
+        // Where the condition is just "the value is in these intervals", a page's rows
+        // are found by searching its sorted values; else the condition is run on them.
+        // (Floats sort in total order, which comparisons do not follow.)
+        let by_search = ranges.exact && !nulls && !self.floats();
+        let pages = self.pages_for(&ranges);
+        let reads = pages.into_iter().map(|p| self.page(p));
+        let mut out = Found {
+            exact: true,
+            ..Default::default()
+        };
+        let mut pages = futures::stream::iter(reads).buffered(8);
+        while let Some(page) = pages.next().await {
+            let page = page?;
+            let ids = page
+                .column(1)
+                .as_primitive::<arrow_array::types::UInt64Type>();
+            if by_search {
+                let mut yes = Vec::new();
+                for rows in page_rows(page.column(0), &ranges)? {
+                    yes.extend_from_slice(&ids.values()[rows]);
+                }
+                out.yes.extend(yes);
+                continue;
+            }
+            let values = RecordBatch::try_new(schema.clone(), vec![page.column(0).clone()])?;
+            let keep = crate::expr::evaluate_filter(&bound, &values)?;
+            let (mut yes, mut no_value) = (Vec::new(), Vec::new());
+            for (i, id) in ids.values().iter().enumerate() {
+                if keep.is_null(i) {
+                    no_value.push(*id);
+                } else if keep.value(i) {
+                    yes.push(*id);
+                }
+            }
+            out.yes.extend(yes);
+            out.nulls.extend(no_value);
+        }
+        Ok(Some(out))
+    }
+
+    fn floats(&self) -> bool {
+        matches!(
+            self.value_type,
+            DataType::Float16 | DataType::Float32 | DataType::Float64
+        )
+    }
+
+    /// Pages whose values can fall in `ranges`. Pages hold ascending values, so each
+    /// interval is a run of pages: from the first whose maximum reaches its low end to
+    /// the last whose minimum is within its high end (NULL bounds sort first: a page's
+    /// minimum is NULL when it holds NULLs, its maximum when it holds nothing else).
+    fn pages_for(&self, ranges: &ValueRanges) -> Vec<u32> {
+        let n = self.page_ids.len();
+        if !self.sorted {
+            return self.page_ids.clone();
+        }
+        let mut want = vec![false; n];
+        for (p, w) in want.iter_mut().enumerate() {
+            *w = (ranges.nulls && self.null_counts[p] > 0) || self.has_nan(p);
+        }
+        for (lo, hi) in &ranges.intervals {
+            let first = match lo {
+                Edge::Unbounded => 0,
+                Edge::Included(v) => partition(&self.maxs, v, |o| o.is_lt()),
+                Edge::Excluded(v) => partition(&self.maxs, v, |o| o.is_le()),
+            };
+            let end = match hi {
+                Edge::Unbounded => n,
+                Edge::Included(v) | Edge::Excluded(v) => partition(&self.mins, v, |o| o.is_le()),
+            };
+            for w in want.iter_mut().take(end).skip(first) {
+                *w = true;
+            }
+        }
+        (0..n)
+            .filter(|&p| want[p] && (ranges.nulls || self.maxs.is_valid(p)))
+            .map(|p| self.page_ids[p])
+            .collect()
+    }
+
+    /// Whether page `p` holds a NaN (of either sign: they sort at both ends).
+    fn has_nan(&self, p: usize) -> bool {
+        if !self.floats() {
+            return false;
+        }
+        let nan = |a: &ArrayRef| {
+            a.is_valid(p)
+                && match a.data_type() {
+                    DataType::Float64 => a
+                        .as_primitive::<arrow_array::types::Float64Type>()
+                        .value(p)
+                        .is_nan(),
+                    DataType::Float32 => a
+                        .as_primitive::<arrow_array::types::Float32Type>()
+                        .value(p)
+                        .is_nan(),
+                    _ => a
+                        .as_primitive::<arrow_array::types::Float16Type>()
+                        .value(p)
+                        .is_nan(),
+                }
+        };
+        nan(&self.mins) || nan(&self.maxs)
+    }
+
+    /// Page `p` (`values`, `ids`), kept in the cache.
+    async fn page(&self, p: u32) -> Result<Arc<RecordBatch>> {
+        let p = p as u64;
+        let part = self
+            .parts
+            .iter()
+            .rev()
+            .find(|part| part.first_page <= p)
+            .expect("the first part starts at page 0");
+        let start = (p - part.first_page) * self.batch_size;
+        if start >= part.rows {
+            return Err(corrupt(format!(
+                "{}/{LOOKUP_FILE}: page {p} starts past the {} rows of {}",
+                self.dir, part.rows, part.name
+            )));
+        }
+        let end = (start + self.batch_size).min(part.rows);
+        let key = format!("{}#page{p}", self.dir);
+        cache::get_or_load(key, || async {
+            let options = ScanOptions {
+                columns: Some(vec!["values".into(), "ids".into()]),
+                row_range: Some((start, end)),
+                batch_size: self.batch_size as usize,
+                ..Default::default()
+            };
+            let shown = format!("{}/{}", self.dir, part.name);
+            let batches: Vec<RecordBatch> = scan(part.file.clone(), options)
+                .map_err(|e| e.in_file(&shown))?
+                .batches
+                .try_collect()
+                .await?;
+            let schema = batches
+                .first()
+                .map(|b| b.schema())
+                .ok_or_else(|| Error::corrupt(&shown, format!("page {p} has no rows")))?;
+            let batch = arrow_select::concat::concat_batches(&schema, &batches)?;
+            if batch.column(1).data_type() != &DataType::UInt64 {
+                return Err(Error::corrupt(
+                    &shown,
+                    format!("ids are {}, not uint64", batch.column(1).data_type()),
+                ));
+            }
+            // Rows are found in a page by searching its values: they must be in order.
+            if !ascending(batch.column(0)) {
+                return Err(Error::corrupt(
+                    &shown,
+                    format!("the values of page {p} are not in ascending order"),
+                ));
+            }
+            let bytes = batch.get_array_memory_size();
+            Ok((batch, bytes))
+        })
+        .await
+    }
+}
+
+/// Whether `values` ascend (NULLs first).
+fn ascending(values: &ArrayRef) -> bool {
+    let Ok(cmp) = make_comparator(values.as_ref(), values.as_ref(), SortOptions::default()) else {
+        return false;
+    };
+    (1..values.len()).all(|i| cmp(i - 1, i).is_le())
+}
+
+/// How many of the ascending `values` (NULLs first) stand before `v`: those for which
+/// `before(value compared with v)` holds.
+fn partition(values: &ArrayRef, v: &ArrayRef, before: impl Fn(Ordering) -> bool) -> usize {
+    let Ok(cmp) = make_comparator(values.as_ref(), v.as_ref(), SortOptions::default()) else {
+        return 0;
+    };
+    let (mut lo, mut hi) = (0, values.len());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if before(cmp(mid, 0)) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// The rows of a page (ascending values, NULLs first) whose values are in `ranges`.
+fn page_rows(values: &ArrayRef, ranges: &ValueRanges) -> Result<Vec<std::ops::Range<usize>>> {
+    let mut out = Vec::with_capacity(ranges.intervals.len() + 1);
+    if ranges.nulls {
+        out.push(0..values.null_count());
+    }
+    let skip_nulls = values.null_count();
+    for (lo, hi) in &ranges.intervals {
+        let start = match lo {
+            Edge::Unbounded => skip_nulls,
+            Edge::Included(v) => partition(values, v, |o| o.is_lt()),
+            Edge::Excluded(v) => partition(values, v, |o| o.is_le()),
+        }
+        .max(skip_nulls);
+        let end = match hi {
+            Edge::Unbounded => values.len(),
+            Edge::Included(v) => partition(values, v, |o| o.is_le()),
+            Edge::Excluded(v) => partition(values, v, |o| o.is_lt()),
+        };
+        if start < end {
+            out.push(start..end);
+        }
+    }
+    // Overlapping intervals (IN lists with repeats) name rows once.
+    out.sort_by_key(|r| r.start);
+    let mut merged: Vec<std::ops::Range<usize>> = Vec::with_capacity(out.len());
+    for r in out {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    Ok(merged)
+}
+
+/// Every row of a one-fragment table, as one batch.
+pub(crate) async fn read_all(t: Arc<Dataset>) -> Result<RecordBatch> {
+    let schema = t.arrow_schema.clone();
+    let options = ScanOptions {
+        batch_size: 1 << 20,
+        ..Default::default()
+    };
+    let batches: Vec<RecordBatch> = scan(t, options)?.batches.try_collect().await?;
+    Ok(arrow_select::concat::concat_batches(&schema, &batches)?)
+}

@@ -1,0 +1,188 @@
+"""Filters answered from the scalar indices pylance builds (issue 24, point 1): the rows are
+exactly those of a full scan, in both libraries, whatever happened to the table after
+the index was built (deletions, appends, compactions, stable row ids, file formats)."""
+
+from __future__ import annotations
+
+import os
+
+import lance
+import pyarrow as pa
+import pytest
+from lance.indices import IndexConfig
+
+import lance_core
+
+FILTERS = [
+    "id = 777",
+    "id < 30",
+    "id >= 2990",
+    "id BETWEEN 1000 AND 1040",
+    "id IN (1, 500, 999, 1000, 2500, 12345)",
+    "id IN (3, 4)",
+    "id IS NULL",
+    "id IS NOT NULL AND id < 10",
+    "NOT (id > 5)",
+    "id <> 5",
+    "id NOT IN (1, 2, 3, 4)",
+    "id NOT BETWEEN 10 AND 2980",
+    "cat = 'c3'",
+    "cat IS NULL",
+    "cat IN ('c1', 'c2') AND id < 300",
+    "cat = 'c1' OR id = 5",
+    "NOT cat = 'c1'",
+    "cat <> 'c2' AND id > 2900",
+    "id > 2950 OR cat IS NULL",
+    "x > 5 AND id = 3",
+    "(id < 100 OR id > 2900) AND NOT (cat = 'c0')",
+    "lower(cat) = 'c5' AND id < 2000",
+    "id = 777 OR x < 3",
+]
+
+
+def _table(start: int, n: int) -> pa.Table:
+    ids = [None if i % 97 == 0 else (i * 7919) % 3000 for i in range(start, start + n)]
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "cat": pa.array([None if i % 51 == 0 else f"c{i % 8}" for i in range(start, start + n)]),
+        "x": pa.array([float(i) for i in range(start, start + n)]),
+        "payload": pa.array([f"row {i}" for i in range(start, start + n)]),
+    })
+
+
+def _index(ds) -> None:
+    # Small pages, so that page selection matters on a small table.
+    ds.create_scalar_index("id", IndexConfig(index_type="btree", parameters={"zone_size": 64}))
+    ds.create_scalar_index("cat", "BITMAP")
+
+
+def _check(uri: str, filters=FILTERS, indexed: bool = True, pylance_indexed: bool = True) -> None:
+    ours, ref = lance_core.dataset(uri), lance.dataset(uri)
+    for f in filters:
+        want = ref.to_table(filter=f, with_row_id=True, use_scalar_index=False)
+        got = ours.to_table(filter=f, with_row_id=True)
+        assert got.equals(want), f
+        assert ours.to_table(filter=f, with_row_id=True, use_scalar_index=False).equals(want), f
+        if pylance_indexed:
+            assert ref.to_table(filter=f, with_row_id=True).sort_by("_rowid").equals(want.sort_by("_rowid")), f
+        assert ours.count_rows(f) == want.num_rows, f
+        # A narrow projection, and an offset and limit, through the index too.
+        assert ours.to_table(columns=["payload"], filter=f).column(0).equals(want.column("payload")), f
+        assert ours.to_table(filter=f, offset=2, limit=3, with_row_id=True).equals(want.slice(2, 3)), f
+    if indexed:
+        plan = ours.scanner(filter="id = 777").explain_plan()
+        assert "ScalarIndexQuery: id = 777 on id_idx (BTree)" in plan, plan
+        plan = ours.scanner(filter="cat = 'c1'").explain_plan()
+        assert "on cat_idx (Bitmap)" in plan, plan
+        assert "ScalarIndexQuery" not in ours.scanner(filter="x > 3").explain_plan()
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+@pytest.mark.parametrize("stable", [False, True])
+def test_pylance_indices_answer_filters_as_a_scan(tmp_path, version, stable):
+    uri = str(tmp_path / "t.lance")
+    ds = lance.write_dataset(_table(0, 3000), uri, max_rows_per_file=1000, data_storage_version=version,
+                             enable_stable_row_ids=stable)
+    _index(ds)
+    _check(uri)
+    # Deleted rows never come back; appended fragments are scanned.
+    ds = lance.dataset(uri)
+    ds.delete("id % 10 = 7 OR id = 777")
+    lance.write_dataset(_table(3000, 700), uri, mode="append")
+    ds = lance.dataset(uri)
+    ds.delete("x = 3500")
+    _check(uri)
+    plan = lance_core.dataset(uri).scanner(filter="id = 5").explain_plan(verbose=True)
+    assert "fragments [0, 1, 2]" in plan and "Filtered scan of 1 fragments: [3]" in plan, plan
+    # pylance's compaction remaps the indices; then its incremental update covers the rest.
+    lance.dataset(uri).optimize.compact_files(target_rows_per_fragment=2000)
+    _check(uri)
+    lance.dataset(uri).optimize.optimize_indices()
+    _check(uri)
+    # Turning the index off reads every fragment.
+    plan = lance_core.dataset(uri).scanner(filter="id = 5", use_scalar_index=False).explain_plan()
+    assert "ScalarIndexQuery" not in plan
+
+
+def test_compaction_with_deferred_index_remapping(tmp_path):
+    uri = str(tmp_path / "t.lance")
+    ds = lance.write_dataset(_table(0, 3000), uri, max_rows_per_file=500)
+    _index(ds)
+    ds = lance.dataset(uri)
+    ds.delete("id % 3 = 0")
+    ds.optimize.compact_files(target_rows_per_fragment=1500, defer_index_remap=True)
+    _check(uri, indexed=False)
+
+
+def test_delta_segments_and_wholly_deleted_fragments(tmp_path):
+    uri = str(tmp_path / "t.lance")
+    ds = lance.write_dataset(_table(0, 2000), uri, max_rows_per_file=500)
+    _index(ds)
+    lance.write_dataset(_table(2000, 1000), uri, mode="append", max_rows_per_file=500)
+    lance.dataset(uri).optimize.optimize_indices(num_indices_to_merge=0)
+    assert len([i for i in lance_core.dataset(uri).list_indices() if i["name"] == "id_idx"]) == 2
+    lance.dataset(uri).delete("x < 500")
+    _check(uri)
+
+
+def test_a_damaged_index_is_an_error_naming_its_file(tmp_path):
+    uri = str(tmp_path / "t.lance")
+    ds = lance.write_dataset(_table(0, 3000), uri)
+    _index(ds)
+    want = lance.dataset(uri).count_rows("cat = 'c1'")
+    idx = {i["name"]: i["uuid"] for i in lance_core.dataset(uri).list_indices()}
+    # Index files never change once written (their data is kept in memory between
+    # queries), so they are damaged before anything reads them.
+    pages = os.path.join(uri, "_indices", idx["id_idx"], "page_data.lance")
+    with open(pages, "r+b") as f:
+        f.truncate(os.path.getsize(pages) // 2)
+    ds = lance_core.dataset(uri)
+    with pytest.raises(Exception, match="page_data.lance"):
+        ds.to_table(filter="id = 5")
+    # The index can be left out, and other indices still work.
+    assert ds.to_table(filter="id = 5", use_scalar_index=False).num_rows == 1
+    assert ds.count_rows("cat = 'c1'") == want
+    # A lookup file overwritten with garbage.
+    uri2 = str(tmp_path / "t2.lance")
+    ds = lance.write_dataset(_table(0, 3000), uri2)
+    _index(ds)
+    idx = {i["name"]: i["uuid"] for i in lance_core.dataset(uri2).list_indices()}
+    lookup = os.path.join(uri2, "_indices", idx["cat_idx"], "bitmap_page_lookup.lance")
+    size = os.path.getsize(lookup)
+    with open(lookup, "r+b") as f:
+        f.seek(size - 200)
+        f.write(b"\x07" * 200)
+    with pytest.raises(Exception, match="bitmap_page_lookup.lance"):
+        lance_core.dataset(uri2).to_table(filter="cat = 'c1'")
+
+
+def test_range_partitioned_btree_as_older_pylance_wrote_it(tmp_path):
+    """Older pylance split a BTREE's pages over one file per range of pages
+    (`part_<id>_page_data.lance`, the lookup saying how many pages each holds); pylance 14
+    still reads them. Made here by splitting pylance 14's own files."""
+    from lance.file import LanceFileReader, LanceFileWriter
+
+    uri = str(tmp_path / "t.lance")
+    ds = lance.write_dataset(_table(0, 3000), uri)
+    _index(ds)
+    uuid = {i["name"]: i["uuid"] for i in lance_core.dataset(uri).list_indices()}["id_idx"]
+    d = os.path.join(uri, "_indices", uuid)
+    pages = LanceFileReader(os.path.join(d, "page_data.lance")).read_all().to_table()
+    lookup = LanceFileReader(os.path.join(d, "page_lookup.lance")).read_all().to_table()
+    per_page = 64
+    split = 20  # pages in the first part
+    for part, rows in ((0, pages.slice(0, split * per_page)), (1 << 32, pages.slice(split * per_page))):
+        w = LanceFileWriter(os.path.join(d, f"part_{part}_page_data.lance"), rows.schema)
+        w.write_batch(rows)
+        w.close()
+    os.remove(os.path.join(d, "page_data.lance"))
+    os.remove(os.path.join(d, "page_lookup.lance"))
+    n = lookup.num_rows
+    meta = {"batch_size": str(per_page), "range_partitioned": "true",
+            "page_num_per_range_partition": f"[[0,{split}],[{1 << 32},{n - split}]]"}
+    w = LanceFileWriter(os.path.join(d, "page_lookup.lance"), lookup.schema.with_metadata(meta))
+    w.write_batch(lookup)
+    w.close()
+    # (pylance checks the files' sizes the manifest records, which changed here.)
+    _check(uri, filters=FILTERS[:12], indexed=False, pylance_indexed=False)
+    assert "on id_idx (BTree)" in lance_core.dataset(uri).scanner(filter="id = 2999").explain_plan()
