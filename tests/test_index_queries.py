@@ -186,3 +186,110 @@ def test_range_partitioned_btree_as_older_pylance_wrote_it(tmp_path):
     # (pylance checks the files' sizes the manifest records, which changed here.)
     _check(uri, filters=FILTERS[:12], indexed=False, pylance_indexed=False)
     assert "on id_idx (BTree)" in lance_core.dataset(uri).scanner(filter="id = 2999").explain_plan()
+
+
+def _pylance_uses(uri: str, filters=FILTERS) -> None:
+    """pylance answers from the indices (its plan says so) with a full scan's rows."""
+    ref = lance.dataset(uri)
+    for f in filters:
+        want = ref.to_table(filter=f, with_row_id=True, use_scalar_index=False).sort_by("_rowid")
+        assert ref.to_table(filter=f, with_row_id=True).sort_by("_rowid").equals(want), f
+        assert ref.count_rows(f) == want.num_rows, f
+    assert "ScalarIndexQuery: query=[id = 5]@id_idx(BTree)" in ref.scanner(filter="id = 5").explain_plan()
+    assert "@cat_idx(Bitmap)" in ref.scanner(filter="cat = 'c1'").explain_plan()
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+@pytest.mark.parametrize("stable", [False, True])
+def test_indices_we_build_are_used_by_pylance(tmp_path, version, stable):
+    uri = str(tmp_path / "t.lance")
+    lance.write_dataset(_table(0, 3000), uri, max_rows_per_file=1000, data_storage_version=version,
+                        enable_stable_row_ids=stable)
+    lance.dataset(uri).delete("id % 10 = 7")
+    ds = lance_core.dataset(uri)
+    ds.create_scalar_index("id", IndexConfig(index_type="btree", parameters={"zone_size": 64}))
+    ds.create_scalar_index("cat", "BITMAP")
+    _check(uri)
+    _pylance_uses(uri)
+    described = {d.name: d for d in lance.dataset(uri).describe_indices()}
+    assert described["id_idx"].num_rows_indexed == lance.dataset(uri).count_rows() and described["cat_idx"].field_names == ["cat"]
+    stats = lance.dataset(uri).stats.index_stats("id_idx")
+    assert stats["num_indexed_fragments"] == 3 and stats["indices"][0]["num_pages"] == 43
+    # New rows are scanned until the index covers them, in both libraries.
+    lance.write_dataset(_table(3000, 500), uri, mode="append")
+    _check(uri)
+    _pylance_uses(uri)
+    # Replacing, refusing to replace, dropping.
+    ds = lance_core.dataset(uri)
+    with pytest.raises(lance_core.errors.InvalidInputError, match="already exists"):
+        ds.create_scalar_index("id", "BTREE", replace=False)
+    ds.create_scalar_index("id", "BTREE")
+    assert [i["fragment_ids"] for i in lance.dataset(uri).list_indices() if i["name"] == "id_idx"] == [{0, 1, 2, 3}]
+    _check(uri)
+    ds.drop_index("cat_idx")
+    assert [d.name for d in lance.dataset(uri).describe_indices()] == ["id_idx"]
+    assert "ScalarIndexQuery" not in lance_core.dataset(uri).scanner(filter="cat = 'c1'").explain_plan()
+    _check(uri, indexed=False)
+
+
+def test_bad_index_requests_are_clear_errors(tmp_path):
+    uri = str(tmp_path / "t.lance")
+    lance.write_dataset(pa.table({"id": [1, 2], "tags": [["a"], ["b"]]}), uri)
+    ds = lance_core.dataset(uri)
+    with pytest.raises(lance_core.errors.InvalidInputError, match="no such column"):
+        ds.create_scalar_index("nope", "BTREE")
+    with pytest.raises(lance_core.errors.InvalidInputError, match="cannot be built on column 'tags'"):
+        ds.create_scalar_index("tags", "BTREE")
+    with pytest.raises(lance_core.errors.InvalidInputError, match="not built by lance_core"):
+        ds.create_scalar_index("id", "IVF_PQ")
+    with pytest.raises(lance_core.errors.InvalidInputError, match="zone_size"):
+        ds.create_scalar_index("id", "BTREE", zone_size=0)
+    with pytest.raises(Exception, match="no index named 'x'"):
+        ds.drop_index("x")
+    assert lance.dataset(uri).describe_indices() == []
+
+
+def test_an_index_built_while_pylance_compacts_is_built_again(tmp_path):
+    """A compaction committed after the index read its rows moved them: the commit
+    conflicts, and the index is built again from the compacted table."""
+    uri = str(tmp_path / "t.lance")
+    lance.write_dataset(_table(0, 3000), uri, max_rows_per_file=500)
+    lance.dataset(uri).delete("id % 3 = 0")
+    stale = lance_core.dataset(uri)
+    lance.dataset(uri).optimize.compact_files(target_rows_per_fragment=1500)
+    stale.create_scalar_index("id", "BTREE")
+    stale.create_scalar_index("cat", "BITMAP")
+    fragments = {f.fragment_id for f in lance.dataset(uri).get_fragments()}
+    assert [i["fragment_ids"] for i in lance.dataset(uri).list_indices()] == [fragments, fragments]
+    _check(uri)
+    _pylance_uses(uri)
+
+
+def _same_descriptions(uri: str) -> None:
+    ref, ours = lance.dataset(uri), lance_core.dataset(uri)
+    theirs = {d.name: d for d in ref.describe_indices()}
+    mine = {d.name: d for d in ours.describe_indices()}
+    assert sorted(theirs) == sorted(mine)
+    for name, d in theirs.items():
+        m = mine[name]
+        for k in ("type_url", "index_type", "num_rows_indexed", "fields", "field_names", "total_size_bytes",
+                  "details"):
+            assert getattr(m, k) == getattr(d, k), (name, k)
+        for a, b in zip(sorted(d.segments, key=lambda s: s.uuid), sorted(m.segments, key=lambda s: s.uuid)):
+            for k in ("uuid", "fragment_ids", "index_version", "created_at", "dataset_version_at_last_update",
+                      "size_bytes", "base_id"):
+                assert getattr(b, k) == getattr(a, k), (name, k)
+        want, got = ref.stats.index_stats(name), ours.index_statistics(name)
+        assert got == want, name
+
+
+def test_describe_and_statistics_as_pylance(tmp_path):
+    uri = str(tmp_path / "t.lance")
+    ds = lance.write_dataset(_table(0, 3000), uri, max_rows_per_file=1000)
+    _index(ds)
+    lance_core.dataset(uri).create_scalar_index("x", "BTREE")
+    lance_core.dataset(uri).create_scalar_index("payload", "BITMAP")
+    lance.write_dataset(_table(3000, 500), uri, mode="append")
+    lance.dataset(uri).optimize.optimize_indices(index_names=["id_idx"], num_indices_to_merge=0)
+    lance.dataset(uri).delete("id % 5 = 1")
+    _same_descriptions(uri)

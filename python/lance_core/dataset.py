@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import inspect
+import json
 import itertools
 from dataclasses import dataclass
 import os
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import pyarrow as pa
@@ -340,6 +341,73 @@ class LanceDataset:
                 "version": s["dataset_version"], "fragment_ids": set(s["fragment_ids"] or ()),
                 "base_id": s["base_id"]} for s in self._ds.index_segments()]
         return sorted(out, key=lambda d: d["name"])
+
+    def describe_indices(self) -> List["IndexDescription"]:
+        """Every index of this version, as pylance describes it: one `IndexDescription`
+        per name (its segments, the rows they cover, the files' total size)."""
+        segments = self._ds.index_segments()
+        rows = self._ds.index_rows_covered()
+        by_name: Dict[str, List[Tuple[Dict[str, Any], int]]] = {}
+        for s, n in zip(segments, rows):
+            by_name.setdefault(s["name"], []).append((s, n))
+        out = []
+        for name, parts in by_name.items():
+            first = parts[0][0]
+            segs = [IndexSegmentDescription(
+                uuid=s["uuid"], fragment_ids=set(s["fragment_ids"] or ()), index_version=s["index_version"],
+                created_at=(datetime.fromtimestamp(s["created_at_ms"] / 1000, timezone.utc)
+                            if s["created_at_ms"] is not None else None),
+                dataset_version_at_last_update=s["dataset_version"], size_bytes=sum(sz for _, sz in s["files"]),
+                base_id=s["base_id"], covering_fields=[]) for s, _ in parts]
+            out.append(IndexDescription(
+                name=name, type_url=first["type_url"], index_type=first["type"],
+                num_rows_indexed=sum(n for _, n in parts), fields=list(first["fields"]),
+                field_names=list(first["field_names"]), segments=segs,
+                total_size_bytes=sum(x.size_bytes for x in segs), details={}))
+        return sorted(out, key=lambda d: d.name)
+
+    def index_statistics(self, name: str) -> Dict[str, Any]:
+        """pylance's statistics of index `name`: its kind, segments, what each segment's
+        files say (a BTREE's value range and pages, a BITMAP's keys) and the rows and
+        fragments it covers and does not."""
+        return json.loads(self._ds.index_statistics(name))
+
+    @property
+    def stats(self) -> "DatasetStats":
+        return DatasetStats(self)
+
+    def create_scalar_index(self, column: str, index_type: Any, name: Optional[str] = None, *,
+                            replace: bool = True, conflict_retries: int = 10, **kwargs: Any) -> "LanceDataset":
+        """Build a scalar index on `column` and commit it, as pylance does: `index_type`
+        "BTREE" or "BITMAP" (or pylance's `IndexConfig`); the index is named `name`
+        (`<column>_idx` by default) and replaces one of that name unless `replace=False`.
+        A BTREE's rows per page are `zone_size` (4096), given as a keyword or in an
+        `IndexConfig`'s parameters. pylance reads and uses the index built. A concurrent
+        commit that moved the indexed rows (a compaction) or changed the same index makes
+        it build again from the new version, up to `conflict_retries` times."""
+        params = dict(kwargs)
+        if not isinstance(index_type, str):
+            # pylance's IndexConfig(index_type, parameters)
+            params.update(getattr(index_type, "parameters", None) or {})
+            index_type = getattr(index_type, "index_type", None)
+            if not isinstance(index_type, str):
+                raise InvalidInputError("index_type must be a string such as 'BTREE' or an IndexConfig")
+        zone_size = params.pop("zone_size", None)
+        if zone_size is not None and (not isinstance(zone_size, int) or zone_size <= 0):
+            raise InvalidInputError(f"zone_size must be a positive integer, got {zone_size!r}")
+        for ignored in ("train", "index_uuid"):
+            params.pop(ignored, None)
+        if params.get("fragment_ids") is not None:
+            raise InvalidInputError("create_scalar_index builds over every fragment; fragment_ids is not supported")
+        params.pop("fragment_ids", None)
+        self._ds = self._ds.create_scalar_index(column, index_type, name, bool(replace), zone_size,
+                                                int(conflict_retries))
+        return self
+
+    def drop_index(self, name: str) -> None:
+        """Remove index `name` from the table (a new version; its files stay until cleanup
+        removes the versions that list it)."""
+        self._ds = self._ds.drop_index(name)
 
     def versions(self) -> List[Dict[str, Any]]:
         """Every version: its number, commit time (local, naive, like pylance) and summary."""
@@ -705,6 +773,47 @@ class DatasetOptimizer:
                                       float(materialize_deletions_threshold), batch_size)
         ds._ds = new
         return CompactionMetrics(*m)
+
+
+@dataclass
+class IndexSegmentDescription:
+    """One segment of an index (pylance's `IndexSegmentDescription`)."""
+    uuid: str
+    fragment_ids: set
+    index_version: int
+    created_at: Optional[datetime]
+    dataset_version_at_last_update: int
+    size_bytes: int
+    base_id: Optional[int]
+    covering_fields: list
+
+
+@dataclass
+class IndexDescription:
+    """An index and its segments (pylance's `IndexDescription`)."""
+    name: str
+    type_url: str
+    index_type: str
+    num_rows_indexed: int
+    fields: List[int]
+    field_names: List[str]
+    segments: List[IndexSegmentDescription]
+    total_size_bytes: int
+    details: Dict[str, Any]
+
+    @property
+    def num_segments(self) -> int:
+        return len(self.segments)
+
+
+class DatasetStats:
+    """`ds.stats`, as in pylance."""
+
+    def __init__(self, dataset: "LanceDataset"):
+        self._dataset = dataset
+
+    def index_stats(self, name: str) -> Dict[str, Any]:
+        return self._dataset.index_statistics(name)
 
 
 class CleanupStats:

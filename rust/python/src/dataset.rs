@@ -650,6 +650,81 @@ impl PyDataset {
         })
     }
 
+    /// Build a scalar index ("BTREE", "BITMAP") on `column` and commit it.
+    #[pyo3(signature = (column, index_type, name=None, replace=true, page_rows=None, retries=10))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_scalar_index(
+        &self,
+        py: Python<'_>,
+        column: String,
+        index_type: String,
+        name: Option<String>,
+        replace: bool,
+        page_rows: Option<u64>,
+        retries: u32,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let kind = lance_core::index::Kind::from_user(&index_type).ok_or_else(|| {
+                lance_core::Error::invalid(format!(
+                    "index type '{index_type}' is not built by lance_core (it builds BTREE and BITMAP)"
+                ))
+            })
+            .py()?;
+            let params = lance_core::write::index::ScalarIndexParams {
+                kind,
+                name,
+                replace,
+                page_rows,
+            };
+            let ds = block_on(
+                py,
+                lance_core::write::index::create_scalar_index(
+                    &self.inner,
+                    &column,
+                    &params,
+                    retries,
+                ),
+            )
+            .py()?;
+            Ok(PyDataset::from(ds))
+        })
+    }
+
+    /// pylance's statistics of index `name`, as JSON text.
+    fn index_statistics(&self, py: Python<'_>, name: String) -> PyResult<String> {
+        guard(|| {
+            let ds = self.inner.clone();
+            let v = block_on(py, async move {
+                lance_core::index::stats::index_statistics(&ds, &name).await
+            })
+            .py()?;
+            Ok(v.to_string())
+        })
+    }
+
+    /// The live rows each index segment covers, in `index_segments` order.
+    fn index_rows_covered(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
+        guard(|| {
+            let ds = self.inner.clone();
+            block_on(py, async move {
+                let mut out = Vec::new();
+                for s in ds.index_segments()?.iter() {
+                    out.push(lance_core::index::stats::rows_covered(&ds, s).await?);
+                }
+                Ok(out)
+            })
+            .py()
+        })
+    }
+
+    /// Remove index `name` from the table.
+    fn drop_index(&self, py: Python<'_>, name: String) -> PyResult<Self> {
+        guard(|| {
+            let ds = block_on(py, lance_core::write::index::drop_index(&self.inner, &name)).py()?;
+            Ok(PyDataset::from(ds))
+        })
+    }
+
     /// Write new columns for fragment `fragment_id`: `data` (an Arrow stream) has one row
     /// per physical row, deleted ones included. Returns the fragment's metadata (protobuf
     /// bytes) with the new file added, to commit with a merge from this version.

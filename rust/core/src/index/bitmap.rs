@@ -58,6 +58,15 @@ impl Bitmap {
         .await
     }
 
+    /// Distinct values (NULL among them).
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
     pub fn key_type(&self) -> &DataType {
         self.keys.data_type()
     }
@@ -136,6 +145,61 @@ pub fn write_id_set(ids: &IdSet) -> Vec<u8> {
         low.serialize_into(&mut out).expect("writing to memory");
     }
     out
+}
+
+/// The file of a BITMAP over `values` (one per row) and the rows' `ids`: each distinct
+/// value (NULL first, then ascending; floats in total order) with the set of its rows.
+pub fn build(values: &ArrayRef, ids: &arrow_array::UInt64Array) -> Result<RecordBatch> {
+    let order = arrow_ord::sort::sort_to_indices(
+        values,
+        Some(arrow_schema::SortOptions {
+            descending: false,
+            nulls_first: true,
+        }),
+        None,
+    )?;
+    let sorted = arrow_select::take::take(values, &order, None)?;
+    let same = arrow_ord::ord::make_comparator(
+        sorted.as_ref(),
+        sorted.as_ref(),
+        arrow_schema::SortOptions::default(),
+    )?;
+    let mut firsts: Vec<u32> = Vec::new();
+    let mut sets = arrow_array::builder::BinaryBuilder::new();
+    let mut run: Vec<u64> = Vec::new();
+    for i in 0..sorted.len() {
+        if i > 0 && !same(i - 1, i).is_eq() {
+            let mut set = IdSet::default();
+            set.extend(std::mem::take(&mut run));
+            sets.append_value(write_id_set(&set));
+        }
+        if i == 0 || !same(i - 1, i).is_eq() {
+            firsts.push(i as u32);
+        }
+        run.push(ids.value(order.value(i) as usize));
+    }
+    if !sorted.is_empty() {
+        let mut set = IdSet::default();
+        set.extend(run);
+        sets.append_value(write_id_set(&set));
+    }
+    let keys = arrow_select::take::take(&sorted, &arrow_array::UInt32Array::from(firsts), None)?;
+    let metadata: std::collections::HashMap<String, String> = [(
+        "lance:index_stats".to_string(),
+        format!("{{\"num_bitmaps\":{}}}", keys.len()),
+    )]
+    .into_iter()
+    .collect();
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new_with_metadata(
+            vec![
+                Field::new("keys", keys.data_type().clone(), true),
+                Field::new("bitmaps", DataType::Binary, true),
+            ],
+            metadata,
+        )),
+        vec![keys, Arc::new(sets.finish())],
+    )?)
 }
 
 #[cfg(test)]

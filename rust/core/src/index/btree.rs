@@ -153,6 +153,11 @@ impl BTree {
         .await
     }
 
+    /// Each page's first and last value.
+    pub fn bounds(&self) -> (&ArrayRef, &ArrayRef) {
+        (&self.mins, &self.maxs)
+    }
+
     pub fn value_type(&self) -> &DataType {
         &self.value_type
     }
@@ -423,4 +428,70 @@ pub(crate) async fn read_all(t: Arc<Dataset>) -> Result<RecordBatch> {
     };
     let batches: Vec<RecordBatch> = scan(t, options)?.batches.try_collect().await?;
     Ok(arrow_select::concat::concat_batches(&schema, &batches)?)
+}
+
+/// The files of a BTREE over `values` (one per row) and the rows' `ids`, `page_rows` to a
+/// page: the page file (`values`, `ids` sorted by value, NULLs first, floats in total
+/// order) and the lookup (each page's first and last value, its NULL count, its number).
+pub fn build(
+    values: &ArrayRef,
+    ids: &arrow_array::UInt64Array,
+    page_rows: usize,
+) -> Result<(RecordBatch, RecordBatch)> {
+    let page_rows = page_rows.max(1);
+    let order = arrow_ord::sort::sort_to_indices(
+        values,
+        Some(SortOptions {
+            descending: false,
+            nulls_first: true,
+        }),
+        None,
+    )?;
+    let values = arrow_select::take::take(values, &order, None)?;
+    let ids = arrow_select::take::take(ids, &order, None)?;
+    let pages = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("values", values.data_type().clone(), true),
+            Field::new("ids", DataType::UInt64, false),
+        ])),
+        vec![values.clone(), ids],
+    )?;
+    let n = values.len();
+    let starts: Vec<usize> = (0..n).step_by(page_rows).collect();
+    let firsts = UInt32Array::from(starts.iter().map(|&s| s as u32).collect::<Vec<_>>());
+    let lasts = UInt32Array::from(
+        starts
+            .iter()
+            .map(|&s| ((s + page_rows).min(n) - 1) as u32)
+            .collect::<Vec<_>>(),
+    );
+    let mins = arrow_select::take::take(&values, &firsts, None)?;
+    let maxs = arrow_select::take::take(&values, &lasts, None)?;
+    let null_counts: UInt32Array = starts
+        .iter()
+        .map(|&s| {
+            let end = (s + page_rows).min(n);
+            Some(values.slice(s, end - s).null_count() as u32)
+        })
+        .collect();
+    let page_ids = UInt32Array::from((0..starts.len() as u32).collect::<Vec<_>>());
+    let metadata: std::collections::HashMap<String, String> = [
+        ("batch_size".to_string(), page_rows.to_string()),
+        ("range_partitioned".to_string(), "false".to_string()),
+    ]
+    .into_iter()
+    .collect();
+    let lookup = RecordBatch::try_new(
+        Arc::new(Schema::new_with_metadata(
+            vec![
+                Field::new("min", values.data_type().clone(), true),
+                Field::new("max", values.data_type().clone(), true),
+                Field::new("null_count", DataType::UInt32, false),
+                Field::new("page_idx", DataType::UInt32, false),
+            ],
+            metadata,
+        )),
+        vec![mins, maxs, Arc::new(null_counts), Arc::new(page_ids)],
+    )?;
+    Ok((pages, lookup))
 }

@@ -8,6 +8,7 @@ pub mod btree;
 mod cache;
 pub mod search;
 pub mod selection;
+pub mod stats;
 
 use prost::Message;
 use roaring::RoaringBitmap;
@@ -51,9 +52,34 @@ pub enum Kind {
 
 impl Kind {
     pub fn of(segment: &IndexSegment) -> Option<Kind> {
-        match segment.kind.as_str() {
+        Self::named(&segment.kind)
+    }
+
+    pub fn of_metadata(m: &IndexMetadata) -> Option<Kind> {
+        Self::named(&kind_of(m.index_details.as_ref()?))
+    }
+
+    fn named(kind: &str) -> Option<Kind> {
+        match kind {
             "BTree" => Some(Kind::BTree),
             "Bitmap" => Some(Kind::Bitmap),
+            _ => None,
+        }
+    }
+
+    /// The type URL of its details, as pylance writes them (no fields).
+    pub fn type_url(self) -> &'static str {
+        match self {
+            Kind::BTree => "/lance.table.BTreeIndexDetails",
+            Kind::Bitmap => "/lance.table.BitmapIndexDetails",
+        }
+    }
+
+    /// The kind a user names (`create_scalar_index(col, "BTREE")`), any case.
+    pub fn from_user(name: &str) -> Option<Kind> {
+        match name.to_ascii_uppercase().as_str() {
+            "BTREE" => Some(Kind::BTree),
+            "BITMAP" => Some(Kind::Bitmap),
             _ => None,
         }
     }

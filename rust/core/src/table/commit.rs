@@ -155,15 +155,28 @@ async fn commit_loop(
         let recompute = base.as_ref().is_some_and(|b| b.writer_version.is_none());
         migrate_fragments(storage, &mut next, recompute).await?;
         settle_data_format(storage, &mut next)?;
-        // Rewritten fragments leave the indices that covered them: readers scan their rows
-        // instead of trusting index entries that point at the old fragments.
         let (base, base_bytes) = match op {
+            // Rewritten fragments leave the indices that covered them: readers scan their
+            // rows instead of trusting index entries that point at the old fragments.
             Operation::Rewrite { groups } => {
                 let gone: HashSet<u32> = groups
                     .iter()
                     .flat_map(|g| g.0.iter().map(|f| f.id as u32))
                     .collect();
-                without_fragments_in_indices(base, base_bytes, &gone)?
+                edit_indices(base, base_bytes, |indices| {
+                    without_fragments(indices, &gone)
+                })?
+            }
+            Operation::CreateIndex {
+                new_indices,
+                removed_indices,
+            } => {
+                next.index_section = Some(0);
+                edit_indices(base, base_bytes, |indices| {
+                    indices.retain(|i| !removed_indices.iter().any(|r| r.uuid == i.uuid));
+                    indices.extend(new_indices.iter().cloned());
+                    Ok(())
+                })?
             }
             _ => (base, base_bytes),
         };
@@ -326,6 +339,8 @@ fn next_manifest(
             m.schema_metadata = schema.metadata_proto();
         }
         Operation::Restore { .. } => {}
+        // The section itself is changed with the manifest file's bytes (`edit_indices`).
+        Operation::CreateIndex { .. } => {}
         Operation::Rewrite { groups } => {
             for (old, new) in groups {
                 let ids: HashSet<u64> = old.iter().map(|f| f.id).collect();
@@ -488,22 +503,35 @@ fn dictionary_prefix(m: &Manifest, base_bytes: &Bytes) -> usize {
     end
 }
 
-/// `base` and its file's bytes with fragments `gone` removed from the fragment bitmap of
-/// every index in its index section (the section is re-encoded at the end of the bytes,
-/// where `manifest_file` finds it through `index_section`).
-fn without_fragments_in_indices(
+/// `base` and its file's bytes with its index section changed by `edit` (re-encoded at
+/// the end of the bytes, where `manifest_file` finds it through `index_section`; made
+/// when there was none).
+fn edit_indices(
     base: Option<Manifest>,
     bytes: Bytes,
-    gone: &HashSet<u32>,
+    edit: impl FnOnce(&mut Vec<crate::proto::table::IndexMetadata>) -> Result<()>,
 ) -> Result<(Option<Manifest>, Bytes)> {
     let Some(mut m) = base else {
         return Ok((None, bytes));
     };
-    let Some(mut section) = super::manifest::index_section(&m, &bytes, "the latest manifest")?
-    else {
-        return Ok((Some(m), bytes));
-    };
-    for index in section.indices.iter_mut() {
+    let mut section =
+        super::manifest::index_section(&m, &bytes, "the latest manifest")?.unwrap_or_default();
+    edit(&mut section.indices)?;
+    let encoded = section.encode_to_vec();
+    let mut out = bytes.to_vec();
+    let at = out.len();
+    out.extend_from_slice(&(encoded.len() as u32).to_le_bytes());
+    out.extend_from_slice(&encoded);
+    m.index_section = Some(at as u64);
+    Ok((Some(m), Bytes::from(out)))
+}
+
+/// Fragments `gone` out of the fragment bitmap of every index.
+fn without_fragments(
+    indices: &mut [crate::proto::table::IndexMetadata],
+    gone: &HashSet<u32>,
+) -> Result<()> {
+    for index in indices.iter_mut() {
         if index.fragment_bitmap.is_empty() {
             continue;
         }
@@ -518,13 +546,7 @@ fn without_fragments_in_indices(
             .map_err(|e| Error::io("", format!("an index's fragment bitmap: {e}")))?;
         index.fragment_bitmap = out;
     }
-    let encoded = section.encode_to_vec();
-    let mut out = bytes.to_vec();
-    let at = out.len();
-    out.extend_from_slice(&(encoded.len() as u32).to_le_bytes());
-    out.extend_from_slice(&encoded);
-    m.index_section = Some(at as u64);
-    Ok((Some(m), Bytes::from(out)))
+    Ok(())
 }
 
 /// The next manifest file: [legacy dictionaries] [index section] [transaction] [manifest]

@@ -50,6 +50,18 @@ impl DataFileWriter {
         leaves: &[LeafSpec],
     ) -> Self {
         let path: Path = storage.path(&format!("data/{file_name}"));
+        Self::create_at(storage, path, file_name, version, leaves)
+    }
+
+    /// Start the file at `path` (an index file, say), named `file_name` in the `DataFile`
+    /// `finish` returns.
+    pub fn create_at(
+        storage: &Storage,
+        path: Path,
+        file_name: String,
+        version: FileVersion,
+        leaves: &[LeafSpec],
+    ) -> Self {
         DataFileWriter {
             file: FileWriter::create(storage, &path, version, leaves.len()),
             name: storage.display(&path),

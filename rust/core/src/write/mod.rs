@@ -8,6 +8,7 @@ pub mod commit;
 pub mod compact;
 mod delete;
 mod file;
+pub mod index;
 pub mod leaves;
 pub mod merge_insert;
 mod project;

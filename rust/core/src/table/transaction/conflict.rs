@@ -101,6 +101,64 @@ pub fn resolve(ours: &Operation, theirs: Option<&PbOp>) -> Resolution {
             | PbOp::UpdateBases(_) => Compatible,
             _ => retry("changed the fragments"),
         },
+        // An index was built from the rows of the fragments it lists, at their addresses
+        // then: it stays true while those rows stay where they were with the values they
+        // had (deleted rows are left out when it is read; new fragments are scanned).
+        Operation::CreateIndex {
+            new_indices,
+            removed_indices,
+        } => {
+            let covered: std::collections::HashSet<u64> = new_indices
+                .iter()
+                .filter_map(|i| {
+                    roaring::RoaringBitmap::deserialize_from(&i.fragment_bitmap[..]).ok()
+                })
+                .flat_map(|b| b.into_iter().map(u64::from))
+                .collect();
+            let fields: std::collections::HashSet<i32> = new_indices
+                .iter()
+                .flat_map(|i| i.fields.iter().copied())
+                .collect();
+            let moved = || touched_by(theirs).is_some_and(|t| !t.is_disjoint(&covered));
+            match theirs {
+                _ if replaces_table => replaced(),
+                PbOp::CreateIndex(other) => {
+                    let names = |l: &[crate::proto::table::IndexMetadata]| {
+                        l.iter().map(|i| i.name.clone()).collect::<Vec<_>>()
+                    };
+                    let ours_names: Vec<String> = names(new_indices)
+                        .into_iter()
+                        .chain(names(removed_indices))
+                        .collect();
+                    let clash = names(&other.new_indices)
+                        .into_iter()
+                        .chain(names(&other.removed_indices))
+                        .any(|n| ours_names.contains(&n));
+                    match clash {
+                        true => retry("changed the same index"),
+                        false => Compatible,
+                    }
+                }
+                PbOp::Rewrite(_) | PbOp::DataReplacement(_) if moved() => {
+                    retry("rewrote fragments the index covers")
+                }
+                PbOp::Update(u)
+                    if moved()
+                        && (u.update_mode
+                            != crate::proto::table::transaction::UpdateMode::RewriteRows
+                                as i32
+                            || u.fields_modified
+                                .iter()
+                                .any(|f| fields.contains(&(*f as i32)))) =>
+                {
+                    retry("changed values of the indexed column")
+                }
+                PbOp::Project(p) if !fields.iter().all(|f| p.schema.iter().any(|s| s.id == *f)) => {
+                    Incompatible(format!("a concurrent {name} dropped the indexed column"))
+                }
+                _ => Compatible,
+            }
+        }
         // The fields were derived from the read version's schema.
         Operation::Project { tightens, .. } => match theirs {
             _ if replaces_table => replaced(),

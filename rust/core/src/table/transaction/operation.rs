@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use bytes::Bytes;
 
 use crate::proto::table::transaction::{self as txn, Operation as PbOp};
-use crate::proto::table::{DataFragment, Manifest};
+use crate::proto::table::{DataFragment, IndexMetadata, Manifest};
 use crate::table::schema::LanceSchema;
 
 use super::InsertedKeys;
@@ -67,6 +67,12 @@ pub enum Operation {
         /// A merge_insert's inserted keys, for concurrent merges to check against.
         inserted_keys: Option<InsertedKeys>,
     },
+    /// Index segments added and removed (an index built, replaced, updated or dropped):
+    /// only the manifest's index section changes.
+    CreateIndex {
+        new_indices: Vec<IndexMetadata>,
+        removed_indices: Vec<IndexMetadata>,
+    },
 }
 
 impl Operation {
@@ -126,6 +132,13 @@ impl Operation {
                 fields_for_preserving_frag_bitmap: fields_changed.clone(),
                 update_mode: txn::UpdateMode::RewriteRows as i32,
                 inserted_rows: inserted_keys.as_ref().map(InsertedKeys::to_proto),
+            }),
+            Operation::CreateIndex {
+                new_indices,
+                removed_indices,
+            } => PbOp::CreateIndex(txn::CreateIndex {
+                new_indices: new_indices.clone(),
+                removed_indices: removed_indices.clone(),
             }),
         }
     }

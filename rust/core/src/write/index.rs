@@ -1,0 +1,283 @@
+//! Building scalar indices and dropping them: the indexed column is read with each row's
+//! address (or stable row id, where the kind of index keeps those), the index's files are
+//! written under `_indices/<uuid>/` as pylance 14 lays them out (`index::btree::build`,
+//! `index::bitmap::build`), and a `CreateIndex` transaction adds the segment (and removes
+//! the one it replaces).
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
+use arrow_schema::DataType;
+use futures::TryStreamExt;
+
+use super::commit::{commit, ReadFrom};
+use super::file::DataFileWriter;
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::file::FileVersion;
+use crate::index::Kind;
+use crate::proto::table::{IndexFile, IndexMetadata, Uuid};
+use crate::scan::{scan, ScanOptions, ROW_ADDRESS, ROW_ID};
+use crate::table::schema::LanceSchema;
+use crate::table::transaction::{Operation, Staged};
+
+/// Rows per BTREE page, as pylance writes them.
+pub const BTREE_PAGE_ROWS: u64 = 4096;
+
+#[derive(Clone, Debug)]
+pub struct ScalarIndexParams {
+    pub kind: Kind,
+    /// `<column>_idx` when None.
+    pub name: Option<String>,
+    /// Replace an index of the same name (else that is an error).
+    pub replace: bool,
+    /// BTREE: rows per page (pylance's `zone_size`).
+    pub page_rows: Option<u64>,
+}
+
+/// Build a scalar index on `column` of `ds` and commit it (re-read and rebuilt up to
+/// `retries` times when a concurrent commit moved the rows it indexed).
+pub async fn create_scalar_index(
+    ds: &Dataset,
+    column: &str,
+    params: &ScalarIndexParams,
+    retries: u32,
+) -> Result<Dataset> {
+    super::with_conflict_retries(ds, retries, |ds| async move {
+        let ds = Arc::new(ds);
+        let (field_id, data_type) = indexable(&ds, column, params.kind)?;
+        let name = params
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{column}_idx"));
+        let removed = segments_named(&ds, &name)?;
+        if !removed.is_empty() && !params.replace {
+            return Err(Error::invalid(format!(
+                "{}: an index named '{name}' already exists (replace=True replaces it)",
+                ds.uri()
+            )));
+        }
+        // BTREE indices on tables with stable row ids hold addresses (its format's
+        // version 1); BITMAP indices there hold the stable row ids.
+        let (index_version, by_row_id) = match params.kind {
+            Kind::BTree => (i32::from(ds.has_stable_row_ids()), false),
+            Kind::Bitmap => (0, ds.has_stable_row_ids()),
+        };
+        let (values, ids) = read_column(&ds, column, by_row_id).await?;
+        if values.data_type() != &data_type {
+            return Err(Error::corrupt(
+                ds.uri(),
+                format!(
+                    "column '{column}' read as {}, not {data_type}",
+                    values.data_type()
+                ),
+            ));
+        }
+        let files: Vec<(&str, RecordBatch)> = match params.kind {
+            Kind::BTree => {
+                let page_rows = params.page_rows.unwrap_or(BTREE_PAGE_ROWS);
+                if page_rows == 0 {
+                    return Err(Error::invalid("a BTREE page must hold at least one row"));
+                }
+                let (pages, lookup) =
+                    crate::index::btree::build(&values, &ids, page_rows as usize)?;
+                vec![
+                    (crate::index::btree::PAGES_FILE, pages),
+                    (crate::index::btree::LOOKUP_FILE, lookup),
+                ]
+            }
+            Kind::Bitmap => vec![(
+                crate::index::bitmap::FILE,
+                crate::index::bitmap::build(&values, &ids)?,
+            )],
+        };
+        let uuid = uuid::Uuid::new_v4();
+        let staged = Staged::new(ds.storage());
+        let written = staged
+            .guard(write_files(&ds, &staged, &uuid, files))
+            .await?;
+        let mut fragments = roaring::RoaringBitmap::new();
+        fragments.extend(ds.fragments().iter().map(|f| f.id as u32));
+        let mut bitmap = Vec::with_capacity(fragments.serialized_size());
+        fragments
+            .serialize_into(&mut bitmap)
+            .map_err(|e| Error::io(ds.uri(), e.to_string()))?;
+        let created_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as u64;
+        let segment = IndexMetadata {
+            uuid: Some(Uuid {
+                uuid: uuid.as_bytes().to_vec(),
+            }),
+            fields: vec![field_id],
+            name,
+            dataset_version: ds.version(),
+            fragment_bitmap: bitmap,
+            index_details: Some(prost_types::Any {
+                type_url: params.kind.type_url().to_string(),
+                value: vec![],
+            }),
+            index_version: Some(index_version),
+            created_at: Some(created_at),
+            base_id: None,
+            files: written,
+        };
+        let op = Operation::CreateIndex {
+            new_indices: vec![segment],
+            removed_indices: removed,
+        };
+        commit(ReadFrom::Version(&ds), op, staged, Default::default()).await
+    })
+    .await
+}
+
+/// Remove every segment of index `name` from the table (its files stay until a cleanup
+/// removes versions that list it).
+pub async fn drop_index(ds: &Dataset, name: &str) -> Result<Dataset> {
+    super::with_conflict_retries(ds, 3, |ds| async move {
+        let removed = segments_named(&ds, name)?;
+        if removed.is_empty() {
+            return Err(Error::not_found(
+                ds.uri(),
+                format!("there is no index named '{name}'"),
+            ));
+        }
+        let op = Operation::CreateIndex {
+            new_indices: vec![],
+            removed_indices: removed,
+        };
+        let staged = Staged::new(ds.storage());
+        commit(ReadFrom::Version(&ds), op, staged, Default::default()).await
+    })
+    .await
+}
+
+/// The field id and type of `column`, if an index of `kind` can be built on it.
+fn indexable(ds: &Dataset, column: &str, kind: Kind) -> Result<(i32, DataType)> {
+    let field = ds.schema.field(column).ok_or_else(|| {
+        let names: Vec<&str> = ds.schema.fields.iter().map(|f| f.name.as_str()).collect();
+        Error::invalid(format!(
+            "{}: cannot index '{column}': there is no such column (columns are {})",
+            ds.uri(),
+            names.join(", ")
+        ))
+    })?;
+    let dt = field.data_type()?;
+    let scalar = matches!(
+        dt,
+        DataType::Boolean
+            | DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::UInt64
+            | DataType::Float16
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::FixedSizeBinary(_)
+            | DataType::Date32
+            | DataType::Date64
+            | DataType::Timestamp(..)
+            | DataType::Time32(_)
+            | DataType::Time64(_)
+            | DataType::Duration(_)
+            | DataType::Decimal128(..)
+            | DataType::Decimal256(..)
+    );
+    if !scalar || field.logical_type == "json" || field.is_blob_v1() || field.is_blob_v2() {
+        return Err(Error::invalid(format!(
+            "{}: a {kind:?} index cannot be built on column '{column}' of type {dt}",
+            ds.uri()
+        )));
+    }
+    Ok((field.id, dt))
+}
+
+/// The manifest's index entries.
+fn index_metadata(ds: &Dataset) -> Result<Vec<IndexMetadata>> {
+    let name = ds.storage().display(&ds.location.path);
+    Ok(
+        crate::table::manifest::index_section(&ds.manifest, &ds.manifest_bytes, &name)?
+            .map(|s| s.indices)
+            .unwrap_or_default(),
+    )
+}
+
+fn segments_named(ds: &Dataset, name: &str) -> Result<Vec<IndexMetadata>> {
+    Ok(index_metadata(ds)?
+        .into_iter()
+        .filter(|i| i.name == name)
+        .collect())
+}
+
+/// Every live value of `column`, with its row's address (or stable row id).
+async fn read_column(
+    ds: &Arc<Dataset>,
+    column: &str,
+    by_row_id: bool,
+) -> Result<(ArrayRef, UInt64Array)> {
+    let options = ScanOptions {
+        columns: Some(vec![column.to_string()]),
+        with_row_address: !by_row_id,
+        with_row_id: by_row_id,
+        batch_size: 64 * 1024,
+        late_materialization: false,
+        use_scalar_index: false,
+        ..Default::default()
+    };
+    let s = scan(ds.clone(), options)?;
+    let batches: Vec<RecordBatch> = s.batches.try_collect().await?;
+    let batch = arrow_select::concat::concat_batches(&s.schema, &batches)?;
+    let id_column = if by_row_id { ROW_ID } else { ROW_ADDRESS };
+    let ids = batch
+        .column_by_name(id_column)
+        .map(|a| a.as_primitive::<arrow_array::types::UInt64Type>().clone())
+        .ok_or_else(|| Error::corrupt(ds.uri(), "internal: the scan returned no row ids"))?;
+    Ok((batch.column(0).clone(), ids))
+}
+
+/// Write each batch as a Lance file of the index's directory; their names and sizes.
+async fn write_files(
+    ds: &Dataset,
+    staged: &Staged,
+    uuid: &uuid::Uuid,
+    files: Vec<(&str, RecordBatch)>,
+) -> Result<Vec<IndexFile>> {
+    // Index files follow the table's format; older tables get 2.1 files (lance_core
+    // writes no older format, and pylance reads these whatever the table's).
+    let version = match ds.data_storage_version().as_str() {
+        "0.1" | "2.0" | "2.1" => FileVersion { major: 2, minor: 1 },
+        _ => FileVersion { major: 2, minor: 2 },
+    };
+    let mut out = Vec::with_capacity(files.len());
+    for (name, batch) in files {
+        let schema = LanceSchema::from_arrow(&batch.schema(), 0)?;
+        let leaves = super::leaves::leaves(&schema, version.minor >= 2)?;
+        let path = ds
+            .storage()
+            .path(&format!("_indices/{}/{name}", uuid.hyphenated()));
+        staged.add(path.clone());
+        let mut w =
+            DataFileWriter::create_at(ds.storage(), path, name.to_string(), version, &leaves);
+        let mut at = 0;
+        while at < batch.num_rows() {
+            let n = (batch.num_rows() - at).min(64 * 1024);
+            w.write(&batch.slice(at, n)).await?;
+            at += n;
+        }
+        let file = w.finish(&schema).await?;
+        out.push(IndexFile {
+            path: name.to_string(),
+            size_bytes: file.file_size_bytes,
+        });
+    }
+    Ok(out)
+}
