@@ -321,23 +321,17 @@ impl BTree {
         let end = (start + self.batch_size).min(part.rows);
         let key = format!("{}#page{p}", self.dir);
         cache::get_or_load(key, || async {
-            let options = ScanOptions {
+            // A random access read: only the units of the file's pages that hold the
+            // page's rows are decoded (a scan would decode whole file pages).
+            let projection = crate::scan::Projection {
                 columns: Some(vec!["values".into(), "ids".into()]),
-                row_range: Some((start, end)),
-                batch_size: self.batch_size as usize,
                 ..Default::default()
             };
             let shown = format!("{}/{}", self.dir, part.name);
-            let batches: Vec<RecordBatch> = scan(part.file.clone(), options)
-                .map_err(|e| e.in_file(&shown))?
-                .batches
-                .try_collect()
-                .await?;
-            let schema = batches
-                .first()
-                .map(|b| b.schema())
-                .ok_or_else(|| Error::corrupt(&shown, format!("page {p} has no rows")))?;
-            let batch = arrow_select::concat::concat_batches(&schema, &batches)?;
+            let rows: Vec<u64> = (start..end).collect();
+            let batch = crate::scan::take::take(part.file.clone(), &rows, &projection)
+                .await
+                .map_err(|e| e.in_file(&shown))?;
             if batch.column(1).data_type() != &DataType::UInt64 {
                 return Err(Error::corrupt(
                     &shown,
