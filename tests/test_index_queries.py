@@ -293,3 +293,67 @@ def test_describe_and_statistics_as_pylance(tmp_path):
     lance.dataset(uri).optimize.optimize_indices(index_names=["id_idx"], num_indices_to_merge=0)
     lance.dataset(uri).delete("id % 5 = 1")
     _same_descriptions(uri)
+
+
+def _ops():
+    """lance_core's operations that move, delete or replace rows, or change columns."""
+    def merge(ds):
+        src = _table(2990, 40).drop_columns(["payload"]).append_column("payload", pa.array(["merged"] * 40))
+        src = src.set_column(0, "id", pa.array(range(2990, 3030), pa.int64()))
+        ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(src)
+
+    def restore(ds):
+        v = ds.version
+        ds.delete("id < 100")
+        ds.checkout_version(v).restore()
+
+    return {
+        "delete": lambda ds: ds.delete("id % 4 = 1 OR cat = 'c3'"),
+        "update": lambda ds: ds.update({"id": "id + 1", "cat": "'c9'"}, where="id < 500"),
+        "merge_insert": merge,
+        "compaction": lambda ds: ds.optimize.compact_files(target_rows_per_fragment=2000),
+        "overwrite": lambda ds: lance_core.write_dataset(_table(5000, 800), ds.uri, mode="overwrite"),
+        "restore": restore,
+        "alter_columns": lambda ds: ds.alter_columns({"path": "cat", "name": "cat2"}),
+        "drop_columns": lambda ds: ds.drop_columns(["cat"]),
+        "cleanup": lambda ds: (ds.delete("id < 50"), ds.cleanup_old_versions(older_than=__import__("datetime").timedelta(0))),
+    }
+
+
+@pytest.mark.parametrize("builder", ["pylance", "lance_core"])
+@pytest.mark.parametrize("op", list(_ops()))
+def test_indices_stay_true_through_every_change(tmp_path, op, builder):
+    """After each operation lance_core commits, a filter through the indices (those
+    pylance built, and ours) gives a full scan's rows in both libraries: an index is
+    either still right for the fragments it lists or no longer lists them."""
+    uri = str(tmp_path / "t.lance")
+    lance.write_dataset(_table(0, 3000), uri, max_rows_per_file=1000)
+    if builder == "pylance":
+        _index(lance.dataset(uri))
+    else:
+        ds = lance_core.dataset(uri)
+        ds.create_scalar_index("id", "BTREE", zone_size=64)
+        ds.create_scalar_index("cat", "BITMAP")
+    _ops()[op](lance_core.dataset(uri))
+    names = set(lance_core.dataset(uri).schema.names)
+    filters = [f for f in FILTERS if ("cat" in f) <= ("cat" in names)]
+    if "cat2" in names:
+        filters += ["cat2 = 'c1'", "cat2 IS NULL OR id < 10"]
+    _check(uri, filters=filters, indexed=False)
+
+
+def test_cleanup_removes_replaced_and_dropped_index_files(tmp_path):
+    import datetime
+
+    uri = str(tmp_path / "t.lance")
+    lance.write_dataset(_table(0, 3000), uri, max_rows_per_file=1000)
+    ds = lance_core.dataset(uri)
+    ds.create_scalar_index("id", "BTREE")
+    ds.create_scalar_index("cat", "BITMAP")
+    old = {i["name"]: i["uuid"] for i in ds.list_indices()}
+    ds.create_scalar_index("id", "BTREE")  # replaced: a new directory
+    ds.drop_index("cat_idx")
+    new = ds.list_indices()[0]["uuid"]
+    ds.cleanup_old_versions(older_than=datetime.timedelta(0))
+    assert sorted(os.listdir(os.path.join(uri, "_indices"))) == [new] != [old["id_idx"]]
+    _check(uri, filters=FILTERS[:8], indexed=False)

@@ -267,6 +267,12 @@ pub async fn cleanup_old_versions(
         .into_iter()
         .map(|(path, size)| (path, size, Kind::Manifest))
         .collect();
+    // Index directories emptied here go too (on a local disk, where directories exist).
+    let index_dirs: HashSet<std::path::PathBuf> = doomed
+        .iter()
+        .filter(|(_, _, kind)| matches!(kind, Kind::Index))
+        .filter_map(|(path, _, _)| storage.local_file(path)?.parent().map(|p| p.to_path_buf()))
+        .collect();
     for batch in [manifests, doomed] {
         let results: Vec<(u64, Kind, bool)> = futures::stream::iter(batch)
             .map(|(path, size, kind)| delete_one(storage, path, size, kind))
@@ -287,6 +293,10 @@ pub async fn cleanup_old_versions(
                 Kind::Manifest => {}
             }
         }
+    }
+    for dir in index_dirs {
+        // Only when empty: a directory still holding files is left as it is.
+        let _ = std::fs::remove_dir(dir);
     }
     Ok(stats)
 }

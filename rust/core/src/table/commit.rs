@@ -167,6 +167,15 @@ async fn commit_loop(
                     without_fragments(indices, &gone)
                 })?
             }
+            // An index on a dropped column goes with it (pylance refuses to read a
+            // table whose index names a field the schema lacks).
+            Operation::Project { fields, .. } => {
+                let kept: HashSet<i32> = fields.iter().map(|f| f.id).collect();
+                edit_indices(base, base_bytes, |indices| {
+                    indices.retain(|i| i.fields.iter().all(|f| kept.contains(f)));
+                    Ok(())
+                })?
+            }
             Operation::CreateIndex {
                 new_indices,
                 removed_indices,
@@ -514,9 +523,13 @@ fn edit_indices(
     let Some(mut m) = base else {
         return Ok((None, bytes));
     };
-    let mut section =
-        super::manifest::index_section(&m, &bytes, "the latest manifest")?.unwrap_or_default();
+    let had = super::manifest::index_section(&m, &bytes, "the latest manifest")?;
+    let existed = had.is_some();
+    let mut section = had.unwrap_or_default();
     edit(&mut section.indices)?;
+    if !existed && section.indices.is_empty() {
+        return Ok((Some(m), bytes));
+    }
     let encoded = section.encode_to_vec();
     let mut out = bytes.to_vec();
     let at = out.len();
