@@ -357,3 +357,30 @@ def test_cleanup_removes_replaced_and_dropped_index_files(tmp_path):
     ds.cleanup_old_versions(older_than=datetime.timedelta(0))
     assert sorted(os.listdir(os.path.join(uri, "_indices"))) == [new] != [old["id_idx"]]
     _check(uri, filters=FILTERS[:8], indexed=False)
+
+
+def test_row_ranges_of_a_fragment_use_the_index(tmp_path):
+    """A Spark task reads a range of a fragment's rows: the index answers there too."""
+    uri = str(tmp_path / "t.lance")
+    ds = lance.write_dataset(_table(0, 3000), uri, max_rows_per_file=1000)
+    _index(ds)
+    ds.delete("id % 10 = 3")
+    ours = lance_core.dataset(uri)
+    for f in ["id < 300", "cat = 'c1' AND id > 100", "NOT (id > 5)", "id = 777"]:
+        for frag in ours.get_fragments():
+            for start, end in [(0, 1000), (100, 400), (999, 1000), (500, 500)]:
+                got = frag.to_table(filter=f, row_range=(start, end), with_row_id=True)
+                want = frag.to_table(filter=f, row_range=(start, end), with_row_id=True, use_scalar_index=False)
+                assert got.equals(want), (f, frag.fragment_id, start, end)
+
+
+def test_spark_reads_through_the_index(spark, tmp_path):
+    uri = str(tmp_path / "t.lance")
+    ds = lance.write_dataset(_table(0, 3000), uri, max_rows_per_file=1000)
+    _index(ds)
+    df = spark.read.format("lance").load(uri)
+    ref = lance.dataset(uri)
+    for f in ["id = 777", "id < 300 AND cat = 'c1'", "cat IS NULL"]:
+        got = sorted(r["x"] for r in df.filter(f).select("x").collect())
+        want = sorted(ref.to_table(filter=f, use_scalar_index=False)["x"].to_pylist())
+        assert got == want, f

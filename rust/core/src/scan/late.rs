@@ -32,12 +32,13 @@ const TAKE_BATCH: usize = 64 * 1024;
 
 /// Whether a scan is better served here than by the pipeline.
 pub fn applies(ds: &Dataset, options: &ScanOptions) -> bool {
-    if !options.late_materialization || options.include_deleted || options.row_range.is_some() {
+    if !options.late_materialization || options.include_deleted {
         return false;
     }
     match &options.filter {
-        // Rows an index finds are taken.
+        // Rows an index finds are taken (also within a range of rows: a Spark task's).
         Some(f) if options.use_scalar_index && crate::index::search::may_help(ds, f) => true,
+        _ if options.row_range.is_some() => false,
         // Filter-first pays only when the filter does not read every column asked for.
         Some(f) => {
             let needed: Vec<String> = f.columns().into_iter().collect();
@@ -231,7 +232,7 @@ async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
         let passed = match skip {
             0 => returned,
             // What the offset skipped is not known here: count the matches.
-            _ => ds_count(&ds, run, &filter).await?,
+            _ => ds_count(&ds, run, &filter, options.row_range).await?,
         };
         skip -= passed.saturating_sub(returned).min(skip);
         left = left.saturating_sub(returned);
@@ -362,7 +363,13 @@ impl Ahead {
             };
             let addresses = match selection.as_ref().and_then(|s| s.part(id)) {
                 Some(part) => {
-                    let found: Vec<u64> = part.yes.iter().map(|o| (id << 32) | o as u64).collect();
+                    let (start, end) = options.row_range.unwrap_or((0, u64::MAX));
+                    let found: Vec<u64> = part
+                        .yes
+                        .iter()
+                        .filter(|&o| (start..end).contains(&(o as u64)))
+                        .map(|o| (id << 32) | o as u64)
+                        .collect();
                     match part.exact {
                         true => found,
                         false => recheck(&ds, &found, &filter).await?,
@@ -439,11 +446,17 @@ fn few(passed: u64, rows: u64) -> bool {
 }
 
 /// Rows of fragments `ids` that pass `filter`.
-async fn ds_count(ds: &Arc<Dataset>, ids: &[u64], filter: &crate::expr::Expr) -> Result<u64> {
+async fn ds_count(
+    ds: &Arc<Dataset>,
+    ids: &[u64],
+    filter: &crate::expr::Expr,
+    row_range: Option<(u64, u64)>,
+) -> Result<u64> {
     let inner = ScanOptions {
         columns: Some(vec![]),
         filter: Some(filter.clone()),
         fragment_ids: Some(ids.to_vec()),
+        row_range,
         batch_size: 64 * 1024,
         late_materialization: false,
         ..Default::default()
