@@ -380,6 +380,9 @@ def test_spark_reads_through_the_index(spark, tmp_path):
     _index(ds)
     df = spark.read.format("lance").load(uri)
     ref = lance.dataset(uri)
+    # Only the fragment holding id 777 is planned.
+    assert df.filter("id = 777").rdd.getNumPartitions() == 1
+    assert df.filter("id < 0").count() == 0
     for f in ["id = 777", "id < 300 AND cat = 'c1'", "cat IS NULL"]:
         got = sorted(r["x"] for r in df.filter(f).select("x").collect())
         want = sorted(ref.to_table(filter=f, use_scalar_index=False)["x"].to_pylist())

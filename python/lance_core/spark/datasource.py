@@ -251,7 +251,15 @@ class LanceReader(ColumnReading, DataSourceReader):
         return True
 
     def partitions(self) -> List[InputPartition]:
-        if self.limit is None or self.predicates:
+        if self.predicates:
+            # Fragments where the table's indices find no row that passes get no task
+            # (the tasks of the others read the rows the index finds).
+            predicate = " AND ".join(f"({p})" for p in self.predicates)
+            ds = dataset(self.uri, version=self.version, storage_options=self.storage_options)
+            empty = set(ds._ds.fragments_without_matches(predicate))
+            kept = [p for p in self._partitions if p.fragment_id not in empty]
+            return kept or list(self._partitions[:1])
+        if self.limit is None:
             return list(self._partitions)
         out, rows = [], 0
         for p in self._partitions:

@@ -219,6 +219,26 @@ impl PyDataset {
         })
     }
 
+    /// The fragments where the indices find, exactly, that no row passes `filter` (a
+    /// distributed read plans no task for them).
+    fn fragments_without_matches(&self, py: Python<'_>, filter: String) -> PyResult<Vec<u64>> {
+        guard(|| {
+            let ds = self.inner.clone();
+            let filter = lance_core::expr::parse(&filter).py()?;
+            block_on(py, async move {
+                let selection = lance_core::index::search::select(&ds, &filter).await?;
+                Ok(selection.map_or_else(Vec::new, |s| {
+                    s.fragments
+                        .iter()
+                        .filter(|(_, rows)| rows.exact && rows.yes.is_empty())
+                        .map(|(&id, _)| id as u64)
+                        .collect()
+                }))
+            })
+            .py()
+        })
+    }
+
     /// The index segments the manifest lists, one dict each (see `index::IndexSegment`).
     fn index_segments<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         guard(|| {
