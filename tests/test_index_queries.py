@@ -387,3 +387,37 @@ def test_spark_reads_through_the_index(spark, tmp_path):
         got = sorted(r["x"] for r in df.filter(f).select("x").collect())
         want = sorted(ref.to_table(filter=f, use_scalar_index=False)["x"].to_pylist())
         assert got == want, f
+
+
+@pytest.mark.parametrize("builder", ["pylance", "lance_core"])
+@pytest.mark.parametrize("merge", [0, 1])
+def test_optimize_indices_covers_new_fragments(tmp_path, builder, merge):
+    """Our optimize_indices over pylance's indices and ours: a delta segment over the new
+    fragments, or one segment over all; both libraries use the result."""
+    uri = str(tmp_path / "t.lance")
+    lance.write_dataset(_table(0, 2000), uri, max_rows_per_file=1000)
+    if builder == "pylance":
+        _index(lance.dataset(uri))
+    else:
+        ds = lance_core.dataset(uri)
+        ds.create_scalar_index("id", "BTREE", zone_size=64)
+        ds.create_scalar_index("cat", "BITMAP")
+    lance.write_dataset(_table(2000, 1000), uri, mode="append", max_rows_per_file=500)
+    lance.dataset(uri).delete("id % 9 = 2")
+    ds = lance_core.dataset(uri)
+    version = ds.version
+    ds.optimize.optimize_indices(num_indices_to_merge=merge)
+    listed = lance.dataset(uri).list_indices()
+    segments = {n: [i["fragment_ids"] for i in listed if i["name"] == n] for n in ("id_idx", "cat_idx")}
+    if merge:
+        assert segments == {"id_idx": [{0, 1, 2, 3}], "cat_idx": [{0, 1, 2, 3}]}
+    else:
+        assert all(sorted(map(sorted, s)) == [[0, 1], [2, 3]] for s in segments.values()), segments
+    plan = lance_core.dataset(uri).scanner(filter="id = 5").explain_plan()
+    assert "Filtered scan of 0 fragments" in plan, plan
+    _check(uri)
+    _pylance_uses(uri)
+    _same_descriptions(uri)
+    # Up to date: nothing to commit.
+    ds.optimize.optimize_indices()
+    assert lance_core.dataset(uri).version == version + 1

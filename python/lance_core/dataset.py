@@ -749,10 +749,22 @@ class CompactionMetrics:
 
 
 class DatasetOptimizer:
-    """`ds.optimize`: compaction."""
+    """`ds.optimize`: compaction, and bringing indices up to date."""
 
     def __init__(self, ds: "LanceDataset") -> None:
         self._dataset = ds
+
+    def optimize_indices(self, *, index_names: Optional[List[str]] = None, num_indices_to_merge: int = 1,
+                         retrain: bool = False, **kwargs: Any) -> None:
+        """Index the fragments added since each BTREE or BITMAP index was built, as
+        pylance does: by default (`num_indices_to_merge` > 0, or `retrain`) each such
+        index becomes one segment over every fragment; with `num_indices_to_merge=0` a new
+        segment over just the new fragments joins the old ones (a delta). `index_names`
+        limits it to those indices. One new version, or none when every index is up to
+        date."""
+        merge = bool(retrain) or int(num_indices_to_merge) > 0
+        names = list(index_names) if index_names is not None else None
+        self._dataset._ds = self._dataset._ds.optimize_indices(names, merge)
 
     def compact_files(self, *, target_rows_per_fragment: int = 1024 * 1024, max_rows_per_group: int = 1024,
                       max_bytes_per_file: Optional[int] = None, materialize_deletions: bool = True,

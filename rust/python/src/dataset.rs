@@ -737,6 +737,25 @@ impl PyDataset {
         })
     }
 
+    /// Index the fragments added since each index was built (see
+    /// `write::index::optimize_indices`).
+    #[pyo3(signature = (names, merge))]
+    fn optimize_indices(
+        &self,
+        py: Python<'_>,
+        names: Option<Vec<String>>,
+        merge: bool,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let ds = block_on(
+                py,
+                lance_core::write::index::optimize_indices(&self.inner, names.as_deref(), merge),
+            )
+            .py()?;
+            Ok(PyDataset::from(ds))
+        })
+    }
+
     /// Remove index `name` from the table.
     fn drop_index(&self, py: Python<'_>, name: String) -> PyResult<Self> {
         guard(|| {

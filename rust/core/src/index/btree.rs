@@ -153,6 +153,11 @@ impl BTree {
         .await
     }
 
+    /// Rows per page.
+    pub fn page_rows(&self) -> u64 {
+        self.batch_size
+    }
+
     /// Each page's first and last value.
     pub fn bounds(&self) -> (&ArrayRef, &ArrayRef) {
         (&self.mins, &self.maxs)

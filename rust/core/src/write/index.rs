@@ -57,75 +57,191 @@ pub async fn create_scalar_index(
                 ds.uri()
             )));
         }
-        // BTREE indices on tables with stable row ids hold addresses (its format's
-        // version 1); BITMAP indices there hold the stable row ids.
-        let (index_version, by_row_id) = match params.kind {
-            Kind::BTree => (i32::from(ds.has_stable_row_ids()), false),
-            Kind::Bitmap => (0, ds.has_stable_row_ids()),
-        };
-        let (values, ids) = read_column(&ds, column, by_row_id).await?;
-        if values.data_type() != &data_type {
-            return Err(Error::corrupt(
-                ds.uri(),
-                format!(
-                    "column '{column}' read as {}, not {data_type}",
-                    values.data_type()
-                ),
-            ));
-        }
-        let files: Vec<(&str, RecordBatch)> = match params.kind {
-            Kind::BTree => {
-                let page_rows = params.page_rows.unwrap_or(BTREE_PAGE_ROWS);
-                if page_rows == 0 {
-                    return Err(Error::invalid("a BTREE page must hold at least one row"));
-                }
-                let (pages, lookup) =
-                    crate::index::btree::build(&values, &ids, page_rows as usize)?;
-                vec![
-                    (crate::index::btree::PAGES_FILE, pages),
-                    (crate::index::btree::LOOKUP_FILE, lookup),
-                ]
-            }
-            Kind::Bitmap => vec![(
-                crate::index::bitmap::FILE,
-                crate::index::bitmap::build(&values, &ids)?,
-            )],
-        };
-        let uuid = uuid::Uuid::new_v4();
+        let page_rows = params.page_rows.unwrap_or(BTREE_PAGE_ROWS);
         let staged = Staged::new(ds.storage());
-        let written = staged
-            .guard(write_files(&ds, &staged, &uuid, files))
+        let segment = staged
+            .guard(build_segment(
+                &ds,
+                &staged,
+                column,
+                field_id,
+                &data_type,
+                params.kind,
+                &name,
+                page_rows,
+                None,
+            ))
             .await?;
-        let mut fragments = roaring::RoaringBitmap::new();
-        fragments.extend(ds.fragments().iter().map(|f| f.id as u32));
-        let mut bitmap = Vec::with_capacity(fragments.serialized_size());
-        fragments
-            .serialize_into(&mut bitmap)
-            .map_err(|e| Error::io(ds.uri(), e.to_string()))?;
-        let created_at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis() as u64;
-        let segment = IndexMetadata {
-            uuid: Some(Uuid {
-                uuid: uuid.as_bytes().to_vec(),
-            }),
-            fields: vec![field_id],
-            name,
-            dataset_version: ds.version(),
-            fragment_bitmap: bitmap,
-            index_details: Some(prost_types::Any {
-                type_url: params.kind.type_url().to_string(),
-                value: vec![],
-            }),
-            index_version: Some(index_version),
-            created_at: Some(created_at),
-            base_id: None,
-            files: written,
-        };
         let op = Operation::CreateIndex {
             new_indices: vec![segment],
             removed_indices: removed,
+        };
+        commit(ReadFrom::Version(&ds), op, staged, Default::default()).await
+    })
+    .await
+}
+
+/// Build one segment of index `name` of `kind` on `column` over `fragments` (all when
+/// None): its files written (and staged), its manifest entry returned.
+#[allow(clippy::too_many_arguments)]
+async fn build_segment(
+    ds: &Arc<Dataset>,
+    staged: &Staged,
+    column: &str,
+    field_id: i32,
+    data_type: &DataType,
+    kind: Kind,
+    name: &str,
+    page_rows: u64,
+    fragments: Option<Vec<u64>>,
+) -> Result<IndexMetadata> {
+    if page_rows == 0 {
+        return Err(Error::invalid("a BTREE page must hold at least one row"));
+    }
+    // BTREE indices on tables with stable row ids hold addresses (its format's version
+    // 1); BITMAP indices there hold the stable row ids.
+    let (index_version, by_row_id) = match kind {
+        Kind::BTree => (i32::from(ds.has_stable_row_ids()), false),
+        Kind::Bitmap => (0, ds.has_stable_row_ids()),
+    };
+    let covered: Vec<u64> =
+        fragments.unwrap_or_else(|| ds.fragments().iter().map(|f| f.id).collect());
+    let (values, ids) = read_column(ds, column, by_row_id, &covered).await?;
+    if values.data_type() != data_type {
+        return Err(Error::corrupt(
+            ds.uri(),
+            format!(
+                "column '{column}' read as {}, not {data_type}",
+                values.data_type()
+            ),
+        ));
+    }
+    let files: Vec<(&str, RecordBatch)> = match kind {
+        Kind::BTree => {
+            let (pages, lookup) = crate::index::btree::build(&values, &ids, page_rows as usize)?;
+            vec![
+                (crate::index::btree::PAGES_FILE, pages),
+                (crate::index::btree::LOOKUP_FILE, lookup),
+            ]
+        }
+        Kind::Bitmap => vec![(
+            crate::index::bitmap::FILE,
+            crate::index::bitmap::build(&values, &ids)?,
+        )],
+    };
+    let uuid = uuid::Uuid::new_v4();
+    let written = write_files(ds, staged, &uuid, files).await?;
+    let mut bitmap = roaring::RoaringBitmap::new();
+    bitmap.extend(covered.iter().map(|&f| f as u32));
+    let mut fragment_bitmap = Vec::with_capacity(bitmap.serialized_size());
+    bitmap
+        .serialize_into(&mut fragment_bitmap)
+        .map_err(|e| Error::io(ds.uri(), e.to_string()))?;
+    let created_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64;
+    Ok(IndexMetadata {
+        uuid: Some(Uuid {
+            uuid: uuid.as_bytes().to_vec(),
+        }),
+        fields: vec![field_id],
+        name: name.to_string(),
+        dataset_version: ds.version(),
+        fragment_bitmap,
+        index_details: Some(prost_types::Any {
+            type_url: kind.type_url().to_string(),
+            value: vec![],
+        }),
+        index_version: Some(index_version),
+        created_at: Some(created_at),
+        base_id: None,
+        files: written,
+    })
+}
+
+/// Bring indices up to date with the fragments added since they were built, as pylance's
+/// `optimize_indices`: for each BTREE or BITMAP index (those named in `names`, else all)
+/// with fragments it does not cover, a new segment over those fragments alone (`merge`
+/// false: a delta), or one segment over every fragment in place of its segments (`merge`).
+/// One commit for all; indices of other kinds are left as they are.
+pub async fn optimize_indices(
+    ds: &Dataset,
+    names: Option<&[String]>,
+    merge: bool,
+) -> Result<Dataset> {
+    super::with_conflict_retries(ds, 3, |ds| async move {
+        let ds = Arc::new(ds);
+        let all = index_metadata(&ds)?;
+        let mut seen: Vec<&str> = Vec::new();
+        for m in &all {
+            if !seen.contains(&m.name.as_str()) && names.is_none_or(|n| n.contains(&m.name)) {
+                seen.push(&m.name);
+            }
+        }
+        let staged = Staged::new(ds.storage());
+        let (mut new_indices, mut removed_indices) = (Vec::new(), Vec::new());
+        let work = async {
+            for name in seen {
+                let segments: Vec<&IndexMetadata> = all.iter().filter(|m| m.name == name).collect();
+                let first = segments[0];
+                let (Some(kind), [field_id]) = (Kind::of_metadata(first), first.fields.as_slice())
+                else {
+                    continue;
+                };
+                let Some(column) = ds
+                    .schema
+                    .path_of(*field_id)
+                    .filter(|p| ds.schema.field(p).is_some())
+                else {
+                    continue;
+                };
+                let mut covered = roaring::RoaringBitmap::new();
+                for m in &segments {
+                    if let Ok(b) = roaring::RoaringBitmap::deserialize_from(&m.fragment_bitmap[..])
+                    {
+                        covered |= b;
+                    }
+                }
+                let missing: Vec<u64> = ds
+                    .fragments()
+                    .iter()
+                    .map(|f| f.id)
+                    .filter(|&f| !covered.contains(f as u32))
+                    .collect();
+                if missing.is_empty() {
+                    continue;
+                }
+                let page_rows = match kind {
+                    Kind::BTree => {
+                        let listed = ds.index_segments()?;
+                        match listed.iter().find(|s| s.name == name) {
+                            Some(s) => crate::index::btree::BTree::load(&ds, s).await?.page_rows(),
+                            None => BTREE_PAGE_ROWS,
+                        }
+                    }
+                    Kind::Bitmap => BTREE_PAGE_ROWS,
+                };
+                let data_type = ds.schema.field(&column).expect("checked").data_type()?;
+                let over = (!merge).then_some(missing);
+                let segment = build_segment(
+                    &ds, &staged, &column, *field_id, &data_type, kind, name, page_rows, over,
+                )
+                .await?;
+                new_indices.push(segment);
+                if merge {
+                    removed_indices.extend(segments.into_iter().cloned());
+                }
+            }
+            Ok::<_, Error>(())
+        };
+        staged.guard(work).await?;
+        if new_indices.is_empty() {
+            return Ok(ds.as_ref().clone());
+        }
+        let op = Operation::CreateIndex {
+            new_indices,
+            removed_indices,
         };
         commit(ReadFrom::Version(&ds), op, staged, Default::default()).await
     })
@@ -218,14 +334,17 @@ fn segments_named(ds: &Dataset, name: &str) -> Result<Vec<IndexMetadata>> {
         .collect())
 }
 
-/// Every live value of `column`, with its row's address (or stable row id).
+/// Every live value of `column` in `fragments`, with its row's address (or stable row
+/// id).
 async fn read_column(
     ds: &Arc<Dataset>,
     column: &str,
     by_row_id: bool,
+    fragments: &[u64],
 ) -> Result<(ArrayRef, UInt64Array)> {
     let options = ScanOptions {
         columns: Some(vec![column.to_string()]),
+        fragment_ids: Some(fragments.to_vec()),
         with_row_address: !by_row_id,
         with_row_id: by_row_id,
         batch_size: 64 * 1024,
