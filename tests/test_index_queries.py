@@ -56,6 +56,16 @@ def _index(ds) -> None:
     ds.create_scalar_index("cat", "BITMAP")
 
 
+def _index_with(builder: str, uri: str) -> None:
+    """The indices of `_index`, built by pylance or by lance_core."""
+    if builder == "pylance":
+        _index(lance.dataset(uri))
+    else:
+        ds = lance_core.dataset(uri)
+        ds.create_scalar_index("id", "BTREE", zone_size=64)
+        ds.create_scalar_index("cat", "BITMAP")
+
+
 def _check(uri: str, filters=FILTERS, indexed: bool = True, pylance_indexed: bool = True) -> None:
     ours, ref = lance_core.dataset(uri), lance.dataset(uri)
     for f in filters:
@@ -328,12 +338,7 @@ def test_indices_stay_true_through_every_change(tmp_path, op, builder):
     either still right for the fragments it lists or no longer lists them."""
     uri = str(tmp_path / "t.lance")
     lance.write_dataset(_table(0, 3000), uri, max_rows_per_file=1000)
-    if builder == "pylance":
-        _index(lance.dataset(uri))
-    else:
-        ds = lance_core.dataset(uri)
-        ds.create_scalar_index("id", "BTREE", zone_size=64)
-        ds.create_scalar_index("cat", "BITMAP")
+    _index_with(builder, uri)
     _ops()[op](lance_core.dataset(uri))
     names = set(lance_core.dataset(uri).schema.names)
     filters = [f for f in FILTERS if ("cat" in f) <= ("cat" in names)]
@@ -396,12 +401,7 @@ def test_optimize_indices_covers_new_fragments(tmp_path, builder, merge):
     fragments, or one segment over all; both libraries use the result."""
     uri = str(tmp_path / "t.lance")
     lance.write_dataset(_table(0, 2000), uri, max_rows_per_file=1000)
-    if builder == "pylance":
-        _index(lance.dataset(uri))
-    else:
-        ds = lance_core.dataset(uri)
-        ds.create_scalar_index("id", "BTREE", zone_size=64)
-        ds.create_scalar_index("cat", "BITMAP")
+    _index_with(builder, uri)
     lance.write_dataset(_table(2000, 1000), uri, mode="append", max_rows_per_file=500)
     lance.dataset(uri).delete("id % 9 = 2")
     ds = lance_core.dataset(uri)

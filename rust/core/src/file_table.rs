@@ -106,6 +106,18 @@ pub async fn open(dir: &str, name: &str, options: &StorageOptions) -> Result<Dat
     Ok(ds)
 }
 
+/// Every row of a table made by `open`, as one batch (index lookups, small files).
+pub async fn read_all(t: Arc<Dataset>) -> Result<arrow_array::RecordBatch> {
+    let schema = t.arrow_schema.clone();
+    let options = crate::scan::ScanOptions {
+        batch_size: 1 << 20,
+        ..Default::default()
+    };
+    let batches: Vec<arrow_array::RecordBatch> =
+        futures::TryStreamExt::try_collect(crate::scan::scan(t, options)?.batches).await?;
+    Ok(arrow_select::concat::concat_batches(&schema, &batches)?)
+}
+
 /// The field ids of a file's columns, in order: in format 2.0 every field has a column;
 /// from 2.1 on only the leaves do (a packed struct or a blob is one leaf).
 fn column_field_ids(schema: &LanceSchema, every_field: bool) -> Vec<i32> {

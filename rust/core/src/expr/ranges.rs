@@ -205,8 +205,8 @@ fn intersect(a: &ValueRanges, b: &ValueRanges) -> ValueRanges {
     let mut intervals = Vec::new();
     for x in &a.intervals {
         for y in &b.intervals {
-            let lo = higher_low(&x.0, &y.0);
-            let hi = lower_high(&x.1, &y.1);
+            let lo = tighter(&x.0, &y.0, Ordering::Greater);
+            let hi = tighter(&x.1, &y.1, Ordering::Less);
             if !is_empty(&lo, &hi) {
                 intervals.push((lo, hi));
             }
@@ -220,29 +220,16 @@ fn intersect(a: &ValueRanges, b: &ValueRanges) -> ValueRanges {
     }
 }
 
-fn higher_low(a: &Edge<ArrayRef>, b: &Edge<ArrayRef>) -> Edge<ArrayRef> {
+/// The tighter of two ends of intervals: of two low ends the higher (`inward` Greater),
+/// of two high ends the lower (`inward` Less); at equal values an excluded end.
+fn tighter(a: &Edge<ArrayRef>, b: &Edge<ArrayRef>, inward: Ordering) -> Edge<ArrayRef> {
     match (a, b) {
         (Edge::Unbounded, e) | (e, Edge::Unbounded) => e.clone(),
         (Edge::Included(x) | Edge::Excluded(x), Edge::Included(y) | Edge::Excluded(y)) => {
             match compare(x, y) {
-                Ordering::Greater => a.clone(),
-                Ordering::Less => b.clone(),
+                o if o == inward => a.clone(),
                 Ordering::Equal if matches!(a, Edge::Excluded(_)) => a.clone(),
-                Ordering::Equal => b.clone(),
-            }
-        }
-    }
-}
-
-fn lower_high(a: &Edge<ArrayRef>, b: &Edge<ArrayRef>) -> Edge<ArrayRef> {
-    match (a, b) {
-        (Edge::Unbounded, e) | (e, Edge::Unbounded) => e.clone(),
-        (Edge::Included(x) | Edge::Excluded(x), Edge::Included(y) | Edge::Excluded(y)) => {
-            match compare(x, y) {
-                Ordering::Less => a.clone(),
-                Ordering::Greater => b.clone(),
-                Ordering::Equal if matches!(a, Edge::Excluded(_)) => a.clone(),
-                Ordering::Equal => b.clone(),
+                _ => b.clone(),
             }
         }
     }

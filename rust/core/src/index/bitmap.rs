@@ -36,7 +36,7 @@ impl Bitmap {
         let shown = format!("{dir}/{FILE}");
         cache::get_or_load(format!("{dir}#bitmap"), || async {
             let file = crate::file_table::open(&dir, FILE, ds.storage_options()).await?;
-            let batch = super::btree::read_all(Arc::new(file)).await?;
+            let batch = crate::file_table::read_all(Arc::new(file)).await?;
             let keys = batch
                 .column_by_name("keys")
                 .cloned()

@@ -16,7 +16,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array};
 use arrow_ord::ord::make_comparator;
 use arrow_schema::{DataType, Field, Schema, SortOptions};
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 
 use super::selection::Found;
 use super::{cache, IndexSegment};
@@ -24,7 +24,6 @@ use crate::dataset::Dataset;
 use crate::error::{corrupt, Error, Result};
 use crate::expr::ranges::{value_ranges, ValueRanges};
 use crate::expr::Expr;
-use crate::scan::{scan, ScanOptions};
 
 pub const LOOKUP_FILE: &str = "page_lookup.lance";
 pub const PAGES_FILE: &str = "page_data.lance";
@@ -65,7 +64,7 @@ impl BTree {
             let options = ds.storage_options();
             let lookup = crate::file_table::open(&dir, LOOKUP_FILE, options).await?;
             let shown = format!("{dir}/{LOOKUP_FILE}");
-            let batch = read_all(Arc::new(lookup)).await?;
+            let batch = crate::file_table::read_all(Arc::new(lookup)).await?;
             let batch_size = match batch.schema().metadata().get("batch_size") {
                 Some(s) => s.parse::<u64>().ok().filter(|&b| b > 0).ok_or_else(|| {
                     Error::corrupt(&shown, format!("batch_size '{s}' is not a page size"))
@@ -416,17 +415,6 @@ fn page_rows(values: &ArrayRef, ranges: &ValueRanges) -> Result<Vec<std::ops::Ra
         }
     }
     Ok(merged)
-}
-
-/// Every row of a one-fragment table, as one batch.
-pub(crate) async fn read_all(t: Arc<Dataset>) -> Result<RecordBatch> {
-    let schema = t.arrow_schema.clone();
-    let options = ScanOptions {
-        batch_size: 1 << 20,
-        ..Default::default()
-    };
-    let batches: Vec<RecordBatch> = scan(t, options)?.batches.try_collect().await?;
-    Ok(arrow_select::concat::concat_batches(&schema, &batches)?)
 }
 
 /// The files of a BTREE over `values` (one per row) and the rows' `ids`, `page_rows` to a

@@ -26,6 +26,16 @@ impl Rows {
         }
     }
 
+    /// The row addresses of fragment `fragment`'s TRUE rows among physical rows
+    /// `range`, ascending.
+    pub fn addresses(&self, fragment: u64, range: std::ops::Range<u64>) -> Vec<u64> {
+        self.yes
+            .iter()
+            .filter(|&o| range.contains(&(o as u64)))
+            .map(|o| (fragment << 32) | o as u64)
+            .collect()
+    }
+
     /// Rows that may pass, to be checked.
     pub fn candidates(yes: RoaringBitmap) -> Rows {
         Rows {

@@ -364,12 +364,7 @@ impl Ahead {
             let addresses = match selection.as_ref().and_then(|s| s.part(id)) {
                 Some(part) => {
                     let (start, end) = options.row_range.unwrap_or((0, u64::MAX));
-                    let found: Vec<u64> = part
-                        .yes
-                        .iter()
-                        .filter(|&o| (start..end).contains(&(o as u64)))
-                        .map(|o| (id << 32) | o as u64)
-                        .collect();
+                    let found = part.addresses(id, start..end);
                     match part.exact {
                         true => found,
                         false => recheck(&ds, &found, &filter).await?,

@@ -238,7 +238,7 @@ pub async fn count_rows(
             match selection.part(id) {
                 Some(p) if p.exact => counted += p.yes.len(),
                 Some(p) => {
-                    let found: Vec<u64> = p.yes.iter().map(|o| (id << 32) | o as u64).collect();
+                    let found = p.addresses(id, 0..u64::MAX);
                     counted += late::recheck(&dataset, &found, &filter).await?.len() as u64;
                 }
                 None => rest.push(id),
