@@ -56,7 +56,9 @@ impl<'a> Unraveler<'a> {
         let mut rc = 0u16;
         for l in layers {
             match l {
-                Layer::AllValidItem | Layer::AllValidList => {}
+                Layer::AllValidItem => {}
+                // No levels of its own, but the layers above it lie outside one more list.
+                Layer::AllValidList => rc += 1,
                 Layer::NullableItem => levels_to_rep.push(rc),
                 Layer::NullableList | Layer::EmptyableList => {
                     rc += 1;
@@ -473,6 +475,40 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![Some(1), Some(2), None]
         );
+    }
+
+    #[test]
+    fn null_struct_above_a_list_without_levels() {
+        // [None, {l: [2]}]: the list has no null or empty level of its own, so the struct's
+        // null level (2) must still be told apart from the item's (1).
+        let item = f("item", DataType::Int32);
+        let list = f("l", DataType::List(item.clone()));
+        let st = f("s", DataType::Struct(vec![list.clone()].into()));
+        let path = vec![
+            PathStep::Struct(st),
+            PathStep::List {
+                field: list,
+                large: false,
+            },
+            PathStep::Leaf(item),
+        ];
+        let p = page(
+            vec![
+                Layer::NullableItem,
+                Layer::AllValidList,
+                Layer::NullableItem,
+            ],
+            Some(vec![1, 1]),
+            Some(vec![2, 0]),
+            vec![2],
+            2,
+        );
+        let a = unravel(p, &path).unwrap();
+        let s = a.as_struct();
+        assert!(s.is_null(0) && s.is_valid(1));
+        let l = s.column(0).as_list::<i32>();
+        assert_eq!(l.value_offsets(), &[0, 0, 1]);
+        assert_eq!(l.values().null_count(), 0);
     }
 
     #[test]

@@ -103,9 +103,15 @@ pub fn leaf_levels(array: &ArrayRef, steps: &[Step]) -> Result<LeafLevels> {
 
     // Layer kinds, outer first (node k is arrays[k]; the leaf is last).
     let mut kinds = Vec::with_capacity(arrays.len());
+    // Whether a struct since the last list (or the top) has nulls. A list below one is
+    // written as nullable even if it has no nulls of its own, as pylance does: pylance's
+    // reader misplaces the struct's null level above a list that has no levels.
+    let mut struct_nulls_above = false;
     for (k, a) in arrays.iter().enumerate() {
-        let nulls = a.null_count() > 0 && !matches!(a.data_type(), DataType::Null);
+        let own_nulls = a.null_count() > 0 && !matches!(a.data_type(), DataType::Null);
         if is_list(k) {
+            let nulls = own_nulls || struct_nulls_above;
+            struct_nulls_above = false;
             let (offsets, _) = list_parts(a.as_ref())?;
             let empty = (0..a.len()).any(|i| a.is_valid(i) && offsets[i] == offsets[i + 1]);
             kinds.push(match (nulls, empty) {
@@ -115,7 +121,8 @@ pub fn leaf_levels(array: &ArrayRef, steps: &[Step]) -> Result<LeafLevels> {
                 (true, true) => Layer::NullAndEmptyList,
             });
         } else {
-            kinds.push(if nulls || matches!(a.data_type(), DataType::Null) {
+            struct_nulls_above |= own_nulls;
+            kinds.push(if own_nulls || matches!(a.data_type(), DataType::Null) {
                 Layer::NullableItem
             } else {
                 Layer::AllValidItem
@@ -274,6 +281,27 @@ mod tests {
     use arrow_array::builder::{Int32Builder, ListBuilder};
 
     use super::*;
+
+    #[test]
+    fn a_list_below_a_null_struct_is_written_nullable() {
+        // [None (hiding [None]), {l: [2]}]: the hidden null item gets no level, and the
+        // list is nullable like the struct above it (what pylance's reader expects).
+        let mut b = ListBuilder::new(Int32Builder::new());
+        b.append_value([None]);
+        b.append_value([Some(2)]);
+        let l: ArrayRef = Arc::new(b.finish());
+        let field = arrow_schema::Field::new("l", l.data_type().clone(), true);
+        let s: ArrayRef = Arc::new(StructArray::new(
+            vec![field].into(),
+            vec![l],
+            Some(arrow_buffer::NullBuffer::from(vec![false, true])),
+        ));
+        let levels = leaf_levels(&s, &[Step::StructChild(0), Step::ListItems]).unwrap();
+        assert_eq!(levels.layers[1], Layer::NullableList);
+        assert_eq!(levels.rep.unwrap(), vec![1, 1]);
+        assert_eq!(levels.def.unwrap(), vec![3, 0]);
+        assert_eq!(levels.values.len(), 1);
+    }
 
     #[test]
     fn list_levels_match_the_format() {
