@@ -139,6 +139,9 @@ def build_table(n: int, seed: int) -> pa.Table:
     cols["li"] = pa.array([None if rng.random() < 0.1 else
                            [rng.choice([None, 0, 1, -1, 7, 2 ** 31 - 1]) for _ in range(rng.randint(0, 3))]
                            for _ in range(n)], pa.list_(pa.int32()))
+    cols["lst"] = pa.array([None if rng.random() < 0.1 else
+                            [rng.choice(STRINGS[:8] + [None]) for _ in range(rng.randint(0, 3))]
+                            for _ in range(n)], pa.list_(pa.string()))
     cols["st"] = pa.array([None if rng.random() < 0.1 else
                            {"x": rng.choice([None, 0, 1, -5, 2 ** 31 - 1]), "y": rng.choice(STRINGS + [None])}
                            for _ in range(n)], pa.struct([("x", pa.int32()), ("y", pa.string())]))
@@ -736,6 +739,23 @@ class Logic(Node):
         return f"{paren(self.left.typed())} {self.op} {paren(self.right.typed())}"
 
 
+@dataclass
+class ListHas(Node):
+    """`array_has_any(li, [..])`, `array_has_all`, `array_has(li, x)` and their other names."""
+    function: str
+    name: str
+    items: List[str]
+    type: pa.DataType = pa.bool_()
+
+    def sql(self):
+        if self.function in ("array_has", "array_contains", "list_has", "list_contains"):
+            return f"{self.function}({self.name}, {self.items[0]})"
+        return f"{self.function}({self.name}, [{', '.join(self.items)}])"
+
+    def typed(self):
+        return self.sql()
+
+
 def has_strict_cast(n: Node) -> bool:
     if isinstance(n, Cast) and not n.safe:
         return True
@@ -1046,6 +1066,18 @@ class Generator:
         node = Cmp(op, x, y)
         return node if node.common is not None else Cmp(op, x, self.lit_for(x.type))
 
+    def list_has(self) -> Node:
+        rng = self.rng
+        if rng.random() < 0.5 and "li" in self.types:
+            name, pool = "li", ["NULL", "0", "1", "-1", "7", "2147483647", "2.5", "3000000000", "1.0"]
+        else:
+            name, pool = "lst", ["NULL", "''", "'a'", "'A'", "'abc'", "'ab%'", "'zz'"]
+        function = rng.choice(["array_has_any", "array_has_all", "array_has", "array_contains", "list_has_any",
+                               "arrays_overlap", "list_has_all"])
+        single = function in ("array_has", "array_contains")
+        items = [rng.choice(pool) for _ in range(1 if single else rng.randint(0 if rng.random() < 0.1 else 1, 3))]
+        return ListHas(function, name, items)
+
     def predicate(self, depth: int) -> Node:
         r = self.rng.random()
         if depth <= 0 or r < 0.4:
@@ -1067,7 +1099,9 @@ class Generator:
                                        "_b%", "%c"])
             return Like(self.string(depth - 1), pattern.replace("'", "''"), self.rng.random() < 0.3,
                         self.rng.random() < 0.3)
-        if r < 0.84:
+        if r < 0.80:
+            return self.list_has()
+        if r < 0.86:
             return Not(self.predicate(depth - 1))
         if r < 0.90:
             return self.col("b")
@@ -1118,16 +1152,20 @@ class Report:
 
 
 INDEXED = {"BTREE": ["i32", "i64", "u64", "f32", "f64", "dec", "s", "d", "ts", "tsz", "bin", "b"],
-           "BITMAP": ["i8", "u8", "i16", "u16", "f64b", "ls", "u32"]}
+           "BITMAP": ["i8", "u8", "i16", "u16", "f64b", "ls", "u32"],
+           "LABEL_LIST": ["li", "lst"]}
 
 
 def build_indices(ds) -> None:
-    """BTREE indices with small pages (so that pages are chosen) and BITMAP indices."""
+    """BTREE indices with small pages (so that pages are chosen), BITMAP and LABEL_LIST
+    indices."""
     from lance.indices import IndexConfig
     for column in INDEXED["BTREE"]:
         ds.create_scalar_index(column, IndexConfig(index_type="btree", parameters={"zone_size": 16}))
     for column in INDEXED["BITMAP"]:
         ds.create_scalar_index(column, "BITMAP")
+    for column in INDEXED["LABEL_LIST"]:
+        ds.create_scalar_index(column, "LABEL_LIST")
 
 
 class FilterCheck:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import re
 
 import lance
 import pyarrow as pa
@@ -52,6 +53,10 @@ PROJECTIONS = [
     {"x": "a > 1", "y": "s = 'x'", "neg": "-a", "lit": "1"},
     {"a": "a", "renamed": "s"},
     {"x": "ts > TIMESTAMP '2020-01-01 00:00:00'", "y": "NOT (a > 1)", "z": "a BETWEEN 1 AND 2"},
+    {"x": "array_has_any(li, [1, 4])", "y": "array_has_all(li, [1, 2])", "z": "array_has(li, 4)",
+     "w": "array_contains(fsl, 2.0)", "v": "array_has_all(li, [])", "u": "array_has_any(li, [])",
+     "t": "array_has(li, NULL)", "r": "list_has_any(li, make_array(3, 9))"},
+    {"x": "contains(s, 'b')", "y": "starts_with(s, '1')", "z": "ends_with(s, 'c')", "w": "contains(s, '%')"},
 ]
 
 
@@ -138,3 +143,17 @@ def test_numbers_meet_exactly_where_pylance_refuses(table_path):
     assert ds.count_rows(filter="u8 > -1") == 200
     assert ds.count_rows(filter="dec > 2.1") == 100
     assert ds.count_rows(filter="dec = 2.25") == 50
+
+
+def test_list_searches_refuse_what_cannot_be_looked_for(table_path):
+    ds = lance_core.dataset(table_path)
+    for text, message in [
+        ("array_has_any(a, [1])", "array_has_any needs a list, but column 'a' is Int32"),
+        ("array_has(li, 'x')", "cannot look for the string 'x' among the Int16 items of column 'li'"),
+        ("array_has_any(li, [a])", "array_has_any looks for constant values, and column 'a' is not one"),
+        ("array_has_any(li, a)", "array_has_any needs a list of constant values"),
+        ("array_has_all(li)", "array_has_all takes 2 arguments, not 1"),
+        ("contains(s, a)", "contains needs a string literal to look for"),
+    ]:
+        with pytest.raises(lance_core.InvalidInputError, match=re.escape(message)):
+            ds.to_table(filter=text)

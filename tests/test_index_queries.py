@@ -37,6 +37,12 @@ FILTERS = [
     "(id < 100 OR id > 2900) AND NOT (cat = 'c0')",
     "lower(cat) = 'c5' AND id < 2000",
     "id = 777 OR x < 3",
+    "array_has_any(tags, ['t1', 't2'])",
+    "array_has_all(tags, ['t0', 't3'])",
+    "NOT array_has(tags, 't4')",
+    "array_has_any(tags, ['t5']) AND id < 1500",
+    "array_has_any(tags, [NULL]) OR cat = 'c2'",
+    "NOT (array_has_all(tags, ['t1', 't2']) OR id > 1000)",
 ]
 
 
@@ -47,6 +53,9 @@ def _table(start: int, n: int) -> pa.Table:
         "cat": pa.array([None if i % 51 == 0 else f"c{i % 8}" for i in range(start, start + n)]),
         "x": pa.array([float(i) for i in range(start, start + n)]),
         "payload": pa.array([f"row {i}" for i in range(start, start + n)]),
+        "tags": pa.array([None if i % 43 == 0 else [None if (i + k) % 29 == 0 else f"t{(i * (k + 1)) % 6}"
+                                                    for k in range(i % 4)] for i in range(start, start + n)],
+                         pa.list_(pa.string())),
     })
 
 
@@ -54,6 +63,7 @@ def _index(ds) -> None:
     # Small pages, so that page selection matters on a small table.
     ds.create_scalar_index("id", IndexConfig(index_type="btree", parameters={"zone_size": 64}))
     ds.create_scalar_index("cat", "BITMAP")
+    ds.create_scalar_index("tags", "LABEL_LIST")
 
 
 def _index_with(builder: str, uri: str) -> None:
@@ -64,6 +74,7 @@ def _index_with(builder: str, uri: str) -> None:
         ds = lance_core.dataset(uri)
         ds.create_scalar_index("id", "BTREE", zone_size=64)
         ds.create_scalar_index("cat", "BITMAP")
+        ds.create_scalar_index("tags", "LABEL_LIST")
 
 
 def _check(uri: str, filters=FILTERS, indexed: bool = True, pylance_indexed: bool = True) -> None:
@@ -84,6 +95,8 @@ def _check(uri: str, filters=FILTERS, indexed: bool = True, pylance_indexed: boo
         assert "ScalarIndexQuery: id = 777 on id_idx (BTree)" in plan, plan
         plan = ours.scanner(filter="cat = 'c1'").explain_plan()
         assert "on cat_idx (Bitmap)" in plan, plan
+        plan = ours.scanner(filter="array_has_any(tags, ['t1'])").explain_plan()
+        assert "on tags_idx (LabelList)" in plan, plan
         assert "ScalarIndexQuery" not in ours.scanner(filter="x > 3").explain_plan()
 
 
@@ -207,6 +220,7 @@ def _pylance_uses(uri: str, filters=FILTERS) -> None:
         assert ref.count_rows(f) == want.num_rows, f
     assert "ScalarIndexQuery: query=[id = 5]@id_idx(BTree)" in ref.scanner(filter="id = 5").explain_plan()
     assert "@cat_idx(Bitmap)" in ref.scanner(filter="cat = 'c1'").explain_plan()
+    assert "@tags_idx(LabelList)" in ref.scanner(filter="array_has_any(tags, ['t1'])").explain_plan()
 
 
 @pytest.mark.parametrize("version", ["2.1", "2.2"])
@@ -219,6 +233,7 @@ def test_indices_we_build_are_used_by_pylance(tmp_path, version, stable):
     ds = lance_core.dataset(uri)
     ds.create_scalar_index("id", IndexConfig(index_type="btree", parameters={"zone_size": 64}))
     ds.create_scalar_index("cat", "BITMAP")
+    ds.create_scalar_index("tags", "LABEL_LIST")
     _check(uri)
     _pylance_uses(uri)
     described = {d.name: d for d in lance.dataset(uri).describe_indices()}
@@ -237,7 +252,7 @@ def test_indices_we_build_are_used_by_pylance(tmp_path, version, stable):
     assert [i["fragment_ids"] for i in lance.dataset(uri).list_indices() if i["name"] == "id_idx"] == [{0, 1, 2, 3}]
     _check(uri)
     ds.drop_index("cat_idx")
-    assert [d.name for d in lance.dataset(uri).describe_indices()] == ["id_idx"]
+    assert sorted(d.name for d in lance.dataset(uri).describe_indices()) == ["id_idx", "tags_idx"]
     assert "ScalarIndexQuery" not in lance_core.dataset(uri).scanner(filter="cat = 'c1'").explain_plan()
     _check(uri, indexed=False)
 
@@ -250,6 +265,8 @@ def test_bad_index_requests_are_clear_errors(tmp_path):
         ds.create_scalar_index("nope", "BTREE")
     with pytest.raises(lance_core.errors.InvalidInputError, match="cannot be built on column 'tags'"):
         ds.create_scalar_index("tags", "BTREE")
+    with pytest.raises(lance_core.errors.InvalidInputError, match="LABEL_LIST index needs a list column, and 'id'"):
+        ds.create_scalar_index("id", "LABEL_LIST")
     with pytest.raises(lance_core.errors.InvalidInputError, match="not built by lance_core"):
         ds.create_scalar_index("id", "IVF_PQ")
     with pytest.raises(lance_core.errors.InvalidInputError, match="zone_size"):
@@ -269,8 +286,9 @@ def test_an_index_built_while_pylance_compacts_is_built_again(tmp_path):
     lance.dataset(uri).optimize.compact_files(target_rows_per_fragment=1500)
     stale.create_scalar_index("id", "BTREE")
     stale.create_scalar_index("cat", "BITMAP")
+    stale.create_scalar_index("tags", "LABEL_LIST")
     fragments = {f.fragment_id for f in lance.dataset(uri).get_fragments()}
-    assert [i["fragment_ids"] for i in lance.dataset(uri).list_indices()] == [fragments, fragments]
+    assert [i["fragment_ids"] for i in lance.dataset(uri).list_indices()] == [fragments] * 3
     _check(uri)
     _pylance_uses(uri)
 

@@ -379,7 +379,8 @@ class LanceDataset:
     def create_scalar_index(self, column: str, index_type: Any, name: Optional[str] = None, *,
                             replace: bool = True, conflict_retries: int = 10, **kwargs: Any) -> "LanceDataset":
         """Build a scalar index on `column` and commit it, as pylance does: `index_type`
-        "BTREE" or "BITMAP" (or pylance's `IndexConfig`); the index is named `name`
+        "BTREE", "BITMAP" or "LABEL_LIST" (on a list column, for `array_has_any`,
+        `array_has_all` and `array_has`), or pylance's `IndexConfig`; the index is named `name`
         (`<column>_idx` by default) and replaces one of that name unless `replace=False`.
         A BTREE's rows per page are `zone_size` (4096), given as a keyword or in an
         `IndexConfig`'s parameters. pylance reads and uses the index built. A concurrent
@@ -582,7 +583,7 @@ class LanceDataset:
         (dotted for fields of structs) or a dict of output names to SQL expressions;
         `filter` is SQL (comparisons, AND/OR/NOT, IN, BETWEEN, IS [NOT] NULL, LIKE,
         arithmetic, CAST); ``io_buffer_size`` bounds the bytes read ahead (64 MiB).
-        Filters on columns with a BTREE or BITMAP index are answered from the index
+        Filters on columns with a BTREE, BITMAP or LABEL_LIST index are answered from the index
         (``use_scalar_index=False`` scans instead).
         Tuning hints pylance takes (`batch_readahead`, `use_stats`, ...) are accepted and
         have no effect; vector and full-text search are not supported."""
@@ -756,7 +757,7 @@ class DatasetOptimizer:
 
     def optimize_indices(self, *, index_names: Optional[List[str]] = None, num_indices_to_merge: int = 1,
                          retrain: bool = False, **kwargs: Any) -> None:
-        """Index the fragments added since each BTREE or BITMAP index was built, as
+        """Index the fragments added since each BTREE, BITMAP or LABEL_LIST index was built, as
         pylance does: by default (`num_indices_to_merge` > 0, or `retrain`) each such
         index becomes one segment over every fragment; with `num_indices_to_merge=0` a new
         segment over just the new fragments joins the old ones (a delta). `index_names`

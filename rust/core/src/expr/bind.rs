@@ -17,7 +17,7 @@ use super::types::{
     arithmetic_inputs, comparison_type, embeds, is_binary, is_decimal, is_numeric, is_string,
     is_temporal, union_type, value_type,
 };
-use super::{ArithOp, CmpOp, Expr, Function, Literal, Truth, TypedKind};
+use super::{ArithOp, CmpOp, Expr, Function, ListSearch, Literal, Truth, TypedKind};
 use crate::error::{Error, Result};
 
 /// An expression ready to run: its nodes and the type and nullability of its result.
@@ -91,6 +91,14 @@ pub(super) enum Node {
     Case {
         branches: Vec<(Bound, Bound)>,
         otherwise: Option<Box<Bound>>,
+    },
+    /// `array_has_any` and kin. `values` are in the list's item type; `impossible` says
+    /// that some value cannot equal any item (2.5 in a list of integers).
+    ListHas {
+        input: Box<Bound>,
+        values: ArrayRef,
+        search: ListSearch,
+        impossible: bool,
     },
     /// A function on arguments of the types it takes (checked and converted here).
     Call {
@@ -391,6 +399,11 @@ impl<'a> Binder<'a> {
                 list,
                 negated,
             } => self.in_list(expr, list, *negated)?,
+            Expr::ListHas {
+                list,
+                values,
+                search,
+            } => self.list_has(list, values, *search)?,
             Expr::Like {
                 expr,
                 pattern,
@@ -1053,6 +1066,88 @@ impl<'a> Binder<'a> {
                 input: Box::new(x),
                 values,
                 negated,
+            },
+            DataType::Boolean,
+            nullable,
+        ))
+    }
+}
+
+impl Binder<'_> {
+    fn list_has(&self, list: &Expr, values: &[Expr], search: ListSearch) -> Result<Bound> {
+        let l = self.bind(list)?;
+        let item = match &l.data_type {
+            DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+                f.data_type().clone()
+            }
+            other => {
+                return Err(self.error(format!(
+                    "{} needs a list, but {} is {other}",
+                    search.name(),
+                    side(list)
+                )))
+            }
+        };
+        let mut found = Vec::with_capacity(values.len());
+        let mut impossible = false;
+        for v in values {
+            // A literal takes the item type as in a comparison; another constant
+            // (`CAST('NaN' AS DOUBLE)`) is converted if it stays the same value.
+            let (exact, converts) = match v {
+                Expr::Literal(lit) => (
+                    literal_as(lit, &item, true),
+                    literal_as(lit, &item, false).is_some()
+                        || (is_numeric(&item)
+                            && natural(lit).is_ok_and(|a| is_numeric(a.data_type()))),
+                ),
+                other => {
+                    let b = self.bind(other)?;
+                    let Node::Scalar(a) = &b.node else {
+                        return Err(self.error(format!(
+                            "{} looks for constant values, and {} is not one",
+                            search.name(),
+                            side(other)
+                        )));
+                    };
+                    let exact = if a.is_null(0) {
+                        Some(new_null_array(value_type(&item), 1))
+                    } else {
+                        convert_exactly(a, value_type(&item))
+                    };
+                    (exact, can_cast_types(a.data_type(), &item))
+                }
+            };
+            match exact {
+                Some(a) if a.is_null(0) && search == ListSearch::Element => {
+                    // Whether NULL is in a list is never known.
+                    return Ok(self.scalar(new_null_array(&DataType::Boolean, 1)));
+                }
+                Some(a) => found.push(a),
+                // Converts only by changing: equal to no item, as when the items are
+                // converted to the value's type instead.
+                None if converts => impossible = true,
+                None => {
+                    return Err(self.error(format!(
+                        "cannot look for {} among the {item} items of {}",
+                        side(v),
+                        side(list)
+                    )))
+                }
+            }
+        }
+        let values = if found.is_empty() {
+            new_empty_array(value_type(&item))
+        } else {
+            let refs: Vec<&dyn arrow_array::Array> = found.iter().map(|a| a.as_ref()).collect();
+            arrow_select::concat::concat(&refs).map_err(|e| self.error(e))?
+        };
+        let nullable = l.nullable;
+        Ok(self.node(
+            Node::ListHas {
+                input: Box::new(l),
+                values,
+                search,
+                impossible,
             },
             DataType::Boolean,
             nullable,

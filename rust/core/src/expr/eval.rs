@@ -208,6 +208,20 @@ fn eval(b: &Bound, batch: &RecordBatch) -> std::result::Result<Val, ArrowError> 
             };
             Val::Array(Arc::new(if *negated { not(&acc)? } else { acc }))
         }
+        Node::ListHas {
+            input,
+            values,
+            search,
+            impossible,
+        } => {
+            let l = eval(input, batch)?.into_array(rows)?;
+            Val::Array(Arc::new(super::lists::list_has(
+                l.as_ref(),
+                values,
+                *search,
+                *impossible,
+            )?))
+        }
         Node::Like {
             input,
             pattern,
@@ -430,6 +444,7 @@ fn may_fail(b: &Bound) -> bool {
         | Node::IsNull { input: x, .. }
         | Node::Is { input: x, .. }
         | Node::InList { input: x, .. }
+        | Node::ListHas { input: x, .. }
         | Node::Like { input: x, .. }
         | Node::Negative(x)
         | Node::Field { input: x, .. } => may_fail(x),

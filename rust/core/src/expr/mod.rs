@@ -11,6 +11,7 @@ mod bind;
 mod compare;
 mod eval;
 mod functions;
+mod lists;
 mod parse;
 pub mod ranges;
 mod types;
@@ -90,6 +91,53 @@ pub enum ArithOp {
     Mul,
     Div,
     Rem,
+}
+
+/// How `ListHas` searches a list for its values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListSearch {
+    /// `array_has_any(l, [..])` (also `list_has_any`, `arrays_overlap`): some value is in
+    /// the list. A NULL value matches a NULL item.
+    Any,
+    /// `array_has_all(l, [..])` (also `list_has_all`): every value is in the list.
+    All,
+    /// `array_has(l, x)` (also `array_contains`, `list_has`, `list_contains`): `x` is in
+    /// the list; NULL when `x` is NULL.
+    Element,
+}
+
+impl ListSearch {
+    const NAMES: [(&'static str, ListSearch); 9] = [
+        ("array_has_any", ListSearch::Any),
+        ("list_has_any", ListSearch::Any),
+        ("arrays_overlap", ListSearch::Any),
+        ("array_has_all", ListSearch::All),
+        ("list_has_all", ListSearch::All),
+        ("array_has", ListSearch::Element),
+        ("array_contains", ListSearch::Element),
+        ("list_has", ListSearch::Element),
+        ("list_contains", ListSearch::Element),
+    ];
+
+    /// The search called `name` (any case).
+    pub fn from_name(name: &str) -> Option<ListSearch> {
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, s)| *s)
+    }
+
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        Self::NAMES.into_iter().map(|(n, _)| n)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ListSearch::Any => "array_has_any",
+            ListSearch::All => "array_has_all",
+            ListSearch::Element => "array_has",
+        }
+    }
 }
 
 /// The functions an expression can call. Names are matched ignoring case; some have a
@@ -260,6 +308,15 @@ pub enum Expr {
         branches: Vec<(Expr, Expr)>,
         otherwise: Option<Box<Expr>>,
     },
+    /// Whether a list holds some, all or one of constant values: `array_has_any(l, [1, 2])`.
+    /// Values compare as in `=`, except that NULL matches NULL items and NaN matches NaN.
+    /// A NULL list gives NULL, except with no values (`array_has_any` FALSE,
+    /// `array_has_all` TRUE).
+    ListHas {
+        list: Box<Expr>,
+        values: Vec<Expr>,
+        search: ListSearch,
+    },
     /// A function call: `lower(s)`, `coalesce(a, 0)`.
     Call {
         function: Function,
@@ -337,6 +394,7 @@ impl Expr {
             | Expr::IsNull { expr: e, .. }
             | Expr::Is { expr: e, .. }
             | Expr::InList { expr: e, .. }
+            | Expr::ListHas { list: e, .. }
             | Expr::Like { expr: e, .. }
             | Expr::Field { expr: e, .. }
             | Expr::Cast { expr: e, .. } => e.visit_columns(f),
@@ -487,6 +545,17 @@ impl std::fmt::Display for Expr {
                     .collect();
                 let not = if *negated { "NOT " } else { "" };
                 write!(f, "{} {not}IN ({})", Operand(expr), items.join(", "))
+            }
+            Expr::ListHas {
+                list,
+                values,
+                search,
+            } => {
+                let items: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+                match search {
+                    ListSearch::Element => write!(f, "array_has({list}, {})", items.join(", ")),
+                    _ => write!(f, "{}({list}, [{}])", search.name(), items.join(", ")),
+                }
             }
             Expr::Between {
                 expr,

@@ -11,7 +11,7 @@ use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
-use super::{ArithOp, CmpOp, Expr, Function, Literal, Truth, TypedKind};
+use super::{ArithOp, CmpOp, Expr, Function, ListSearch, Literal, Truth, TypedKind};
 use crate::error::{Error, Result};
 
 /// The text being parsed, and what it is for ("filter", "expression"), for errors.
@@ -409,19 +409,11 @@ fn is(inner: &ast::Expr, truth: Truth, negated: bool, text: Source<'_>) -> Resul
     })
 }
 
-/// A call of a function `Function` knows, with plain arguments (no DISTINCT, OVER, ...).
+/// A call of a function `Function` knows, of a list search (`ListSearch`) or of a string
+/// test (`contains`, `starts_with`, `ends_with`), with plain arguments (no DISTINCT, OVER,
+/// ...).
 fn function(call: &ast::Function, text: Source<'_>) -> Result<Expr> {
     let name = call.name.to_string();
-    let function = match &call.name.0[..] {
-        [ast::ObjectNamePart::Identifier(id)] => Function::from_name(&id.value),
-        _ => None,
-    }
-    .ok_or_else(|| {
-        bad(
-            text,
-            format!("unknown function '{name}' (known: {})", Function::known()),
-        )
-    })?;
     let unsupported = || bad(text, format!("unsupported call of {name}: '{call}'"));
     let plain = call.filter.is_none()
         && call.over.is_none()
@@ -435,15 +427,164 @@ fn function(call: &ast::Function, text: Source<'_>) -> Result<Expr> {
     if !plain || list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
         return Err(unsupported());
     }
-    let args = list
+    let args: Vec<&ast::Expr> = list
         .args
         .iter()
         .map(|a| match a {
-            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => convert(e, text),
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
             _ => Err(unsupported()),
         })
         .collect::<Result<_>>()?;
+    let simple_name = match &call.name.0[..] {
+        [ast::ObjectNamePart::Identifier(id)] => Some(id.value.as_str()),
+        _ => None,
+    };
+    if let Some(search) = simple_name.and_then(ListSearch::from_name) {
+        return list_search(search, &name, &args, text);
+    }
+    if let Some(test) = simple_name.and_then(StringTest::from_name) {
+        return string_test(test, &name, &args, text);
+    }
+    let function = simple_name.and_then(Function::from_name).ok_or_else(|| {
+        bad(
+            text,
+            format!("unknown function '{name}' (known: {})", known_functions()),
+        )
+    })?;
+    let args = args
+        .into_iter()
+        .map(|e| convert(e, text))
+        .collect::<Result<_>>()?;
     Ok(Expr::Call { function, args })
+}
+
+fn known_functions() -> String {
+    let mut names: Vec<String> = Function::known().split(", ").map(String::from).collect();
+    names.extend(ListSearch::names().map(String::from));
+    names.extend(["contains", "ends_with", "starts_with"].map(String::from));
+    names.sort_unstable();
+    names.join(", ")
+}
+
+/// `array_has_any(l, [1, 2])`, `array_has(l, 1)`: the list, then literal values (a list
+/// literal `[..]` or `make_array(..)` for `Any` and `All`, one literal for `Element`).
+fn list_search(
+    search: ListSearch,
+    name: &str,
+    args: &[&ast::Expr],
+    text: Source<'_>,
+) -> Result<Expr> {
+    let [list, values] = args else {
+        return Err(bad(
+            text,
+            format!("{name} takes 2 arguments, not {}", args.len()),
+        ));
+    };
+    let values = match search {
+        ListSearch::Element => vec![convert(values, text)?],
+        ListSearch::Any | ListSearch::All => list_literal(values)
+            .ok_or_else(|| {
+                bad(
+                    text,
+                    format!("{name} needs a list of constant values ([1, 2]), not '{values}'"),
+                )
+            })?
+            .into_iter()
+            .map(|e| convert(e, text))
+            .collect::<Result<_>>()?,
+    };
+    Ok(Expr::ListHas {
+        list: Box::new(convert(list, text)?),
+        values,
+        search,
+    })
+}
+
+/// The elements of `[a, b]` or `make_array(a, b)`.
+fn list_literal(e: &ast::Expr) -> Option<Vec<&ast::Expr>> {
+    match e {
+        ast::Expr::Array(a) => Some(a.elem.iter().collect()),
+        ast::Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("make_array") => {
+            match &f.args {
+                ast::FunctionArguments::List(l) => l
+                    .args
+                    .iter()
+                    .map(|a| match a {
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
+                        _ => None,
+                    })
+                    .collect(),
+                ast::FunctionArguments::None => Some(vec![]),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The string tests that are LIKE patterns.
+#[derive(Clone, Copy)]
+enum StringTest {
+    Contains,
+    StartsWith,
+    EndsWith,
+}
+
+impl StringTest {
+    fn from_name(name: &str) -> Option<StringTest> {
+        [
+            ("contains", StringTest::Contains),
+            ("starts_with", StringTest::StartsWith),
+            ("ends_with", StringTest::EndsWith),
+        ]
+        .into_iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, t)| t)
+    }
+}
+
+/// `contains(s, 'x')` is `s LIKE '%x%'` (with `%`, `_` and `\` in 'x' escaped), and so on:
+/// one kernel, and indices see them as the LIKE they are. A NULL text gives NULL.
+fn string_test(
+    test: StringTest,
+    name: &str,
+    args: &[&ast::Expr],
+    text: Source<'_>,
+) -> Result<Expr> {
+    let [s, needle] = args else {
+        return Err(bad(
+            text,
+            format!("{name} takes 2 arguments, not {}", args.len()),
+        ));
+    };
+    let needle = match literal_of(needle, text) {
+        Ok(Literal::String(n)) => n,
+        Ok(Literal::Null) => return Ok(Expr::Literal(Literal::Null)),
+        _ => {
+            return Err(bad(
+                text,
+                format!("{name} needs a string literal to look for, not '{needle}'"),
+            ))
+        }
+    };
+    let mut escaped = String::with_capacity(needle.len() + 2);
+    for c in needle.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    let pattern = match test {
+        StringTest::Contains => format!("%{escaped}%"),
+        StringTest::StartsWith => format!("{escaped}%"),
+        StringTest::EndsWith => format!("%{escaped}"),
+    };
+    Ok(Expr::Like {
+        expr: Box::new(convert(s, text)?),
+        pattern,
+        negated: false,
+        case_insensitive: false,
+    })
 }
 
 /// How an error names a literal.

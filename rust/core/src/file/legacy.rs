@@ -141,6 +141,7 @@ pub fn parse_metadata(
         num_rows: *layout.batch_starts.last().unwrap(),
         schema: Default::default(),
         columns: vec![],
+        global_buffers: vec![],
         legacy: Some(Arc::new(layout)),
     }))
 }

@@ -178,6 +178,8 @@ pub struct FileMetadata {
     pub num_rows: u64,
     pub schema: crate::proto::file::Schema,
     pub columns: Vec<ColumnInfo>,
+    /// Where each global buffer is (buffer 0 holds the schema); indices keep more.
+    pub global_buffers: Vec<Range<u64>>,
     /// For a legacy (0.1) file, its batches and page table (its columns are filled in
     /// once the field ids it holds are known: `FileReader::with_field_ids`).
     pub legacy: Option<std::sync::Arc<legacy::LegacyLayout>>,
@@ -245,6 +247,7 @@ impl FileMetadata {
             schema: descriptor.schema.unwrap_or_default(),
             columns,
             footer,
+            global_buffers: gbo,
             legacy: None,
         })
     }

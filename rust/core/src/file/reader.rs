@@ -201,6 +201,25 @@ impl FileReader {
         }
     }
 
+    /// The bytes of global buffer `k` (0 is the schema; writers may add more).
+    pub async fn global_buffer(&self, k: usize) -> Result<Bytes> {
+        let range = self
+            .metadata
+            .global_buffers
+            .get(k)
+            .cloned()
+            .ok_or_else(|| {
+                Error::corrupt(
+                    &self.name,
+                    format!(
+                        "no global buffer {k} (the file has {})",
+                        self.metadata.global_buffers.len()
+                    ),
+                )
+            })?;
+        self.read_range(range).await
+    }
+
     /// Read an arbitrary byte range of the file (out-of-line blob values).
     pub async fn read_range(&self, range: std::ops::Range<u64>) -> Result<Bytes> {
         let mut read = self.read_ranges(std::slice::from_ref(&range)).await?;

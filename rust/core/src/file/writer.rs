@@ -38,6 +38,8 @@ pub struct FileWriter {
     columns: Vec<ColumnMetadata>,
     /// Rows written so far per column (the next page's first row).
     column_rows: Vec<u64>,
+    /// Global buffers after the schema (offset, size), in order from buffer 1.
+    extra_buffers: Vec<(u64, u64)>,
 }
 
 impl FileWriter {
@@ -64,6 +66,7 @@ impl FileWriter {
             version,
             columns: vec![column; num_columns],
             column_rows: vec![0; num_columns],
+            extra_buffers: Vec::new(),
         }
     }
 
@@ -114,6 +117,14 @@ impl FileWriter {
         Ok(())
     }
 
+    /// Write a global buffer (an index's side data); returns its number (1 and up).
+    pub async fn add_global_buffer(&mut self, data: Vec<u8>) -> Result<u32> {
+        let size = data.len() as u64;
+        let at = self.write_aligned(data).await?;
+        self.extra_buffers.push((at, size));
+        Ok(self.extra_buffers.len() as u32)
+    }
+
     /// Write the metadata and footer and publish the file; returns its size.
     pub async fn finish(mut self, schema: PbSchema, num_rows: u64) -> Result<u64> {
         let descriptor = FileDescriptor {
@@ -138,12 +149,17 @@ impl FileWriter {
         let gbo_table_start = self.position;
         let mut gbo = schema_at.to_le_bytes().to_vec();
         gbo.extend_from_slice(&schema_len.to_le_bytes());
+        for (at, size) in &self.extra_buffers {
+            gbo.extend_from_slice(&at.to_le_bytes());
+            gbo.extend_from_slice(&size.to_le_bytes());
+        }
+        let num_global_buffers = 1 + self.extra_buffers.len() as u32;
         self.write(Bytes::from(gbo)).await?;
         let mut footer = Vec::with_capacity(FOOTER_LEN);
         for v in [column_meta_start, cmo_table_start, gbo_table_start] {
             footer.extend_from_slice(&v.to_le_bytes());
         }
-        footer.extend_from_slice(&1u32.to_le_bytes());
+        footer.extend_from_slice(&num_global_buffers.to_le_bytes());
         footer.extend_from_slice(&(num_columns as u32).to_le_bytes());
         footer.extend_from_slice(&self.version.major.to_le_bytes());
         footer.extend_from_slice(&self.version.minor.to_le_bytes());

@@ -25,10 +25,16 @@ use crate::expr::Expr;
 pub const FILE: &str = "bitmap_page_lookup.lance";
 
 pub struct Bitmap {
-    shown: String,
-    keys: ArrayRef,
-    bitmaps: BinaryArray,
+    pub(super) shown: String,
+    pub(super) keys: ArrayRef,
+    pub(super) bitmaps: BinaryArray,
+    /// LABEL_LIST: the rows whose list is NULL (global buffer `LIST_NULLS_KEY` names);
+    /// None when the file has none (written before pylance kept them).
+    pub(super) list_nulls: Option<IdSet>,
 }
+
+/// The schema metadata naming the global buffer of a LABEL_LIST's NULL lists.
+pub const LIST_NULLS_KEY: &str = "lance:label_list_nulls";
 
 impl Bitmap {
     pub async fn load(ds: &Dataset, segment: &IndexSegment) -> Result<Arc<Bitmap>> {
@@ -36,6 +42,21 @@ impl Bitmap {
         let shown = format!("{dir}/{FILE}");
         cache::get_or_load(format!("{dir}#bitmap"), || async {
             let file = crate::file_table::open(&dir, FILE, ds.storage_options()).await?;
+            let list_nulls = match file.arrow_schema.metadata().get(LIST_NULLS_KEY) {
+                Some(k) => {
+                    let k: usize = k.parse().map_err(|_| {
+                        Error::corrupt(&shown, format!("{LIST_NULLS_KEY} is '{k}', not a number"))
+                    })?;
+                    let reader = file.open_file(&file.fragments()[0].files[0], None).await?;
+                    let bytes = reader.global_buffer(k).await?;
+                    let mut nulls = IdSet::default();
+                    read_id_set(&bytes, &mut nulls).map_err(|e| {
+                        Error::corrupt(&shown, format!("the set of NULL lists: {e}"))
+                    })?;
+                    Some(nulls)
+                }
+                None => None,
+            };
             let batch = crate::file_table::read_all(Arc::new(file)).await?;
             let keys = batch
                 .column_by_name("keys")
@@ -51,6 +72,7 @@ impl Bitmap {
                     shown,
                     keys,
                     bitmaps,
+                    list_nulls,
                 },
                 bytes,
             ))

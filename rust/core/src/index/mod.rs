@@ -6,6 +6,7 @@
 pub mod bitmap;
 pub mod btree;
 mod cache;
+pub mod label_list;
 pub mod search;
 pub mod selection;
 pub mod stats;
@@ -48,6 +49,8 @@ pub struct IndexSegment {
 pub enum Kind {
     BTree,
     Bitmap,
+    /// A BITMAP over the items of a list column (`array_has_any` and kin).
+    LabelList,
 }
 
 impl Kind {
@@ -63,6 +66,7 @@ impl Kind {
         match kind {
             "BTree" => Some(Kind::BTree),
             "Bitmap" => Some(Kind::Bitmap),
+            "LabelList" => Some(Kind::LabelList),
             _ => None,
         }
     }
@@ -72,6 +76,7 @@ impl Kind {
         match self {
             Kind::BTree => "/lance.table.BTreeIndexDetails",
             Kind::Bitmap => "/lance.table.BitmapIndexDetails",
+            Kind::LabelList => "/lance.table.LabelListIndexDetails",
         }
     }
 
@@ -80,6 +85,8 @@ impl Kind {
         match name.to_ascii_uppercase().as_str() {
             "BTREE" => Some(Kind::BTree),
             "BITMAP" => Some(Kind::Bitmap),
+            // pylance's names for it: the index type and the plug-in.
+            "LABEL_LIST" | "LABELLIST" => Some(Kind::LabelList),
             _ => None,
         }
     }

@@ -85,6 +85,7 @@ fn readable(s: &IndexSegment) -> bool {
     match Kind::of(s) {
         Some(Kind::BTree) => s.index_version <= 1,
         Some(Kind::Bitmap) => s.index_version == 0,
+        Some(Kind::LabelList) => s.index_version <= super::label_list::INDEX_VERSION,
         _ => false,
     }
 }
@@ -223,6 +224,9 @@ impl Search<'_> {
             Some(Kind::Bitmap) => super::bitmap::Bitmap::load(ds, segment)
                 .await?
                 .search(column, e),
+            Some(Kind::LabelList) => super::bitmap::Bitmap::load(ds, segment)
+                .await?
+                .search_lists(column, e, nulls),
             _ => Ok(None),
         }
     }

@@ -139,9 +139,11 @@ impl IdSet {
             .insert(id as u32);
     }
 
-    /// Add many ids at once (sorted here: far cheaper than one by one).
+    /// Add many ids at once (sorted here: far cheaper than one by one); an id may come
+    /// more than once.
     pub fn extend(&mut self, mut ids: Vec<u64>) {
         ids.sort_unstable();
+        ids.dedup();
         for run in ids.chunk_by(|a, b| a >> 32 == b >> 32) {
             let low =
                 RoaringBitmap::from_sorted_iter(run.iter().map(|&id| id as u32)).expect("sorted");
@@ -151,6 +153,19 @@ impl IdSet {
 
     pub fn union_with(&mut self, high: u32, low: &RoaringBitmap) {
         *self.0.entry(high).or_default() |= low;
+    }
+
+    /// The ids in both sets.
+    pub fn intersection(&self, other: &IdSet) -> IdSet {
+        IdSet(
+            self.0
+                .iter()
+                .filter_map(|(high, low)| {
+                    let both = low & other.0.get(high)?;
+                    (!both.is_empty()).then_some((*high, both))
+                })
+                .collect(),
+        )
     }
 
     pub fn len(&self) -> u64 {

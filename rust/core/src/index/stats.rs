@@ -89,7 +89,7 @@ async fn segment_details(ds: &Dataset, segment: &IndexSegment) -> Result<Value> 
             m.insert("num_pages".into(), json!(n));
             Value::Object(m)
         }
-        Some(Kind::Bitmap) => {
+        Some(Kind::Bitmap | Kind::LabelList) => {
             let bitmap = super::bitmap::Bitmap::load(ds, segment).await?;
             json!({ "num_bitmaps": bitmap.len() })
         }

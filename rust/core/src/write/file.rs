@@ -159,6 +159,11 @@ impl DataFileWriter {
     }
 
     /// Encode what is left, write the metadata and publish the file.
+    /// Write a global buffer beside the columns (an index's side data); its number.
+    pub async fn add_global_buffer(&mut self, data: Vec<u8>) -> Result<u32> {
+        self.file.add_global_buffer(data).await
+    }
+
     pub async fn finish(mut self, schema: &LanceSchema) -> Result<DataFile> {
         for i in 0..self.leaves.len() {
             self.flush_leaf(i).await?;

@@ -103,6 +103,10 @@ async fn build_segment(
     let (index_version, by_row_id) = match kind {
         Kind::BTree => (i32::from(ds.has_stable_row_ids()), false),
         Kind::Bitmap => (0, ds.has_stable_row_ids()),
+        Kind::LabelList => (
+            crate::index::label_list::INDEX_VERSION,
+            ds.has_stable_row_ids(),
+        ),
     };
     let covered: Vec<u64> =
         fragments.unwrap_or_else(|| ds.fragments().iter().map(|f| f.id).collect());
@@ -116,18 +120,26 @@ async fn build_segment(
             ),
         ));
     }
-    let files: Vec<(&str, RecordBatch)> = match kind {
+    let files: Vec<IndexFileData> = match kind {
         Kind::BTree => {
             let (pages, lookup) = crate::index::btree::build(&values, &ids, page_rows as usize)?;
             vec![
-                (crate::index::btree::PAGES_FILE, pages),
-                (crate::index::btree::LOOKUP_FILE, lookup),
+                IndexFileData::new(crate::index::btree::PAGES_FILE, pages),
+                IndexFileData::new(crate::index::btree::LOOKUP_FILE, lookup),
             ]
         }
-        Kind::Bitmap => vec![(
+        Kind::Bitmap => vec![IndexFileData::new(
             crate::index::bitmap::FILE,
             crate::index::bitmap::build(&values, &ids)?,
         )],
+        Kind::LabelList => {
+            let (batch, list_nulls) = crate::index::label_list::build(&values, &ids)?;
+            vec![IndexFileData {
+                name: crate::index::bitmap::FILE,
+                batch,
+                global_buffers: vec![list_nulls],
+            }]
+        }
     };
     let uuid = uuid::Uuid::new_v4();
     let written = write_files(ds, staged, &uuid, files).await?;
@@ -220,7 +232,7 @@ pub async fn optimize_indices(
                             None => BTREE_PAGE_ROWS,
                         }
                     }
-                    Kind::Bitmap => BTREE_PAGE_ROWS,
+                    Kind::Bitmap | Kind::LabelList => BTREE_PAGE_ROWS,
                 };
                 let data_type = ds.schema.field(&column).expect("checked").data_type()?;
                 let over = (!merge).then_some(missing);
@@ -280,7 +292,32 @@ fn indexable(ds: &Dataset, column: &str, kind: Kind) -> Result<(i32, DataType)> 
         ))
     })?;
     let dt = field.data_type()?;
-    let scalar = matches!(
+    let values = match (kind, &dt) {
+        (Kind::LabelList, DataType::List(item) | DataType::LargeList(item)) => item.data_type(),
+        (Kind::LabelList, _) => {
+            return Err(Error::invalid(format!(
+                "{}: a LABEL_LIST index needs a list column, and '{column}' is {dt}",
+                ds.uri()
+            )))
+        }
+        _ => &dt,
+    };
+    if !is_scalar(values)
+        || field.logical_type == "json"
+        || field.is_blob_v1()
+        || field.is_blob_v2()
+    {
+        return Err(Error::invalid(format!(
+            "{}: a {kind:?} index cannot be built on column '{column}' of type {dt}",
+            ds.uri()
+        )));
+    }
+    Ok((field.id, dt))
+}
+
+/// Whether values of this type can be index keys.
+fn is_scalar(dt: &DataType) -> bool {
+    matches!(
         dt,
         DataType::Boolean
             | DataType::Int8
@@ -307,14 +344,7 @@ fn indexable(ds: &Dataset, column: &str, kind: Kind) -> Result<(i32, DataType)> 
             | DataType::Duration(_)
             | DataType::Decimal128(..)
             | DataType::Decimal256(..)
-    );
-    if !scalar || field.logical_type == "json" || field.is_blob_v1() || field.is_blob_v2() {
-        return Err(Error::invalid(format!(
-            "{}: a {kind:?} index cannot be built on column '{column}' of type {dt}",
-            ds.uri()
-        )));
-    }
-    Ok((field.id, dt))
+    )
 }
 
 /// The manifest's index entries.
@@ -363,12 +393,30 @@ async fn read_column(
     Ok((batch.column(0).clone(), ids))
 }
 
-/// Write each batch as a Lance file of the index's directory; their names and sizes.
+/// One file of an index: its name, its rows and the global buffers it keeps beside
+/// them (numbered from 1).
+struct IndexFileData {
+    name: &'static str,
+    batch: RecordBatch,
+    global_buffers: Vec<Vec<u8>>,
+}
+
+impl IndexFileData {
+    fn new(name: &'static str, batch: RecordBatch) -> Self {
+        IndexFileData {
+            name,
+            batch,
+            global_buffers: vec![],
+        }
+    }
+}
+
+/// Write each file of an index in its directory; their names and sizes.
 async fn write_files(
     ds: &Dataset,
     staged: &Staged,
     uuid: &uuid::Uuid,
-    files: Vec<(&str, RecordBatch)>,
+    files: Vec<IndexFileData>,
 ) -> Result<Vec<IndexFile>> {
     // Index files follow the table's format; older tables get 2.1 files (lance_core
     // writes no older format, and pylance reads these whatever the table's).
@@ -377,7 +425,12 @@ async fn write_files(
         _ => FileVersion { major: 2, minor: 2 },
     };
     let mut out = Vec::with_capacity(files.len());
-    for (name, batch) in files {
+    for IndexFileData {
+        name,
+        batch,
+        global_buffers,
+    } in files
+    {
         let schema = LanceSchema::from_arrow(&batch.schema(), 0)?;
         let leaves = super::leaves::leaves(&schema, version.minor >= 2)?;
         let path = ds
@@ -386,6 +439,9 @@ async fn write_files(
         staged.add(path.clone());
         let mut w =
             DataFileWriter::create_at(ds.storage(), path, name.to_string(), version, &leaves);
+        for buffer in global_buffers {
+            w.add_global_buffer(buffer).await?;
+        }
         let mut at = 0;
         while at < batch.num_rows() {
             let n = (batch.num_rows() - at).min(64 * 1024);

@@ -1,0 +1,166 @@
+//! LABEL_LIST indices: a BITMAP over the items of a list column (`keys` of the item type,
+//! one set of rows per distinct item, NULL items under the NULL key), in the same file
+//! as a BITMAP, plus the set of rows whose list is NULL, kept as global buffer 1 and
+//! named by the schema metadata `lance:label_list_nulls` (index version 1).
+//!
+//! They answer the list searches: `array_has_any(l, [a, b])` is the union of the sets of
+//! the keys equal to `a` or `b`, `array_has_all` the intersection of those of each value,
+//! and the NULL lists are where the search is NULL. Keys are matched by running the
+//! search itself on one-item lists of them, so that the index compares as a scan does.
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, ArrayRef, LargeListArray, ListArray, RecordBatch};
+use arrow_array::{UInt32Array, UInt64Array};
+use arrow_buffer::OffsetBuffer;
+use arrow_schema::{DataType, Field, Schema};
+
+use super::bitmap::{read_id_set, write_id_set, Bitmap, LIST_NULLS_KEY};
+use super::selection::{Found, IdSet};
+use crate::error::{Error, Result};
+use crate::expr::{Expr, ListSearch};
+
+/// The index version whose files keep the NULL lists.
+pub const INDEX_VERSION: i32 = 1;
+
+impl Bitmap {
+    /// The rows for which list search `condition` on column `name` is TRUE and those for
+    /// which it is NULL; None when it is not a list search the index answers (`nulls`:
+    /// the NULL rows are needed, which an index without its NULL lists cannot tell).
+    pub fn search_lists(&self, name: &str, condition: &Expr, nulls: bool) -> Result<Option<Found>> {
+        let Expr::ListHas {
+            list,
+            values,
+            search,
+        } = condition
+        else {
+            return Ok(None);
+        };
+        // With no values the answer does not depend on the rows (FALSE or TRUE, even
+        // for NULL lists); a scan gives it.
+        if !matches!(**list, Expr::Column(_)) || values.is_empty() {
+            return Ok(None);
+        }
+        let list_nulls = match &self.list_nulls {
+            Some(n) => n.clone(),
+            None if !nulls => IdSet::default(),
+            None => return Ok(None),
+        };
+        // One list per key, holding just that key.
+        let item = Arc::new(Field::new("item", self.keys.data_type().clone(), true));
+        let singles: ArrayRef = Arc::new(ListArray::try_new(
+            item.clone(),
+            OffsetBuffer::from_lengths(std::iter::repeat_n(1, self.keys.len())),
+            self.keys.clone(),
+            None,
+        )?);
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            name,
+            DataType::List(item),
+            true,
+        )]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![singles])?;
+        // All of several values: each looked up alone, and the rows intersected.
+        let groups: Vec<(Vec<Expr>, ListSearch)> = match search {
+            ListSearch::All => values
+                .iter()
+                .map(|v| (vec![v.clone()], ListSearch::Any))
+                .collect(),
+            s => vec![(values.clone(), *s)],
+        };
+        let mut yes: Option<IdSet> = None;
+        for (values, search) in groups {
+            let one = Expr::ListHas {
+                list: list.clone(),
+                values,
+                search,
+            };
+            let Ok(bound) = crate::expr::bind_filter(&one, &schema) else {
+                return Ok(None);
+            };
+            let pass = crate::expr::evaluate(&bound, &batch)?;
+            let pass = pass.as_boolean();
+            if pass.null_count() > 0 {
+                // NULL whatever the list (`array_has(l, NULL)`).
+                return Ok(None);
+            }
+            let mut rows = IdSet::default();
+            for k in (0..pass.len()).filter(|&k| pass.value(k)) {
+                if self.bitmaps.is_valid(k) {
+                    read_id_set(self.bitmaps.value(k), &mut rows).map_err(|e| {
+                        Error::corrupt(&self.shown, format!("the rows of key {k}: {e}"))
+                    })?;
+                }
+            }
+            yes = Some(match yes {
+                None => rows,
+                Some(prev) => prev.intersection(&rows),
+            });
+        }
+        Ok(Some(Found {
+            yes: yes.unwrap_or_default(),
+            nulls: list_nulls,
+            exact: true,
+        }))
+    }
+}
+
+/// The items of a list column and the position of each item's list, leaving out the
+/// items under NULL lists; and which lists are NULL.
+fn flatten(lists: &ArrayRef) -> Result<(ArrayRef, Vec<u32>, Vec<usize>)> {
+    let (items, spans): (ArrayRef, Vec<(usize, usize)>) = match lists.data_type() {
+        DataType::List(_) => {
+            let l: &ListArray = lists.as_list::<i32>();
+            let spans = l
+                .offsets()
+                .windows(2)
+                .map(|w| (w[0] as usize, w[1] as usize));
+            (l.values().clone(), spans.collect())
+        }
+        DataType::LargeList(_) => {
+            let l: &LargeListArray = lists.as_list::<i64>();
+            let spans = l
+                .offsets()
+                .windows(2)
+                .map(|w| (w[0] as usize, w[1] as usize));
+            (l.values().clone(), spans.collect())
+        }
+        other => {
+            return Err(Error::invalid(format!(
+                "a LABEL_LIST index needs a list column, not {other}"
+            )))
+        }
+    };
+    let mut take = Vec::new();
+    let mut owner = Vec::new();
+    let mut null_lists = Vec::new();
+    for (row, &(start, end)) in spans.iter().enumerate() {
+        if lists.is_null(row) {
+            null_lists.push(row);
+            continue;
+        }
+        for i in start..end {
+            take.push(i as u32);
+            owner.push(row as u32);
+        }
+    }
+    let items = arrow_select::take::take(&items, &UInt32Array::from(take), None)?;
+    Ok((items, owner, null_lists))
+}
+
+/// The file of a LABEL_LIST over `lists` (one per row) and the rows' `ids`: a BITMAP of
+/// the items, with the set of NULL lists to write as global buffer 1.
+pub fn build(lists: &ArrayRef, ids: &UInt64Array) -> Result<(RecordBatch, Vec<u8>)> {
+    let (items, owner, null_lists) = flatten(lists)?;
+    let item_ids = UInt64Array::from_iter_values(owner.iter().map(|&r| ids.value(r as usize)));
+    let batch = super::bitmap::build(&items, &item_ids)?;
+    let mut nulls = IdSet::default();
+    nulls.extend(null_lists.iter().map(|&r| ids.value(r)).collect());
+    let mut metadata = batch.schema().metadata().clone();
+    metadata.insert(LIST_NULLS_KEY.to_string(), "1".to_string());
+    let schema = Arc::new(Schema::new_with_metadata(
+        batch.schema().fields().clone(),
+        metadata,
+    ));
+    Ok((batch.with_schema(schema)?, write_id_set(&nulls)))
+}
