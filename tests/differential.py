@@ -1151,14 +1151,15 @@ class Report:
         return "\n".join(lines)
 
 
-INDEXED = {"BTREE": ["i32", "i64", "u64", "f32", "f64", "dec", "s", "d", "ts", "tsz", "bin", "b"],
+INDEXED = {"BTREE": ["i32", "i64", "u64", "f64", "dec", "s", "d", "ts", "b"],
+           "ZONEMAP": ["id", "f32", "tsz", "bin"],
            "BITMAP": ["i8", "u8", "i16", "u16", "f64b", "ls", "u32"],
            "LABEL_LIST": ["li", "lst"]}
 
 
 def build_indices(ds) -> None:
     """BTREE indices with small pages (so that pages are chosen), BITMAP and LABEL_LIST
-    indices."""
+    indices, and ZONEMAP indices with small zones."""
     from lance.indices import IndexConfig
     for column in INDEXED["BTREE"]:
         ds.create_scalar_index(column, IndexConfig(index_type="btree", parameters={"zone_size": 16}))
@@ -1166,6 +1167,8 @@ def build_indices(ds) -> None:
         ds.create_scalar_index(column, "BITMAP")
     for column in INDEXED["LABEL_LIST"]:
         ds.create_scalar_index(column, "LABEL_LIST")
+    for column in INDEXED["ZONEMAP"]:
+        ds.create_scalar_index(column, IndexConfig(index_type="zonemap", parameters={"rows_per_zone": 40}))
 
 
 class FilterCheck:

@@ -379,8 +379,9 @@ class LanceDataset:
     def create_scalar_index(self, column: str, index_type: Any, name: Optional[str] = None, *,
                             replace: bool = True, conflict_retries: int = 10, **kwargs: Any) -> "LanceDataset":
         """Build a scalar index on `column` and commit it, as pylance does: `index_type`
-        "BTREE", "BITMAP" or "LABEL_LIST" (on a list column, for `array_has_any`,
-        `array_has_all` and `array_has`), or pylance's `IndexConfig`; the index is named `name`
+        "BTREE", "BITMAP", "LABEL_LIST" (on a list column, for `array_has_any`,
+        `array_has_all` and `array_has`) or "ZONEMAP" (value ranges per `rows_per_zone`
+        rows, 8192), or pylance's `IndexConfig`; the index is named `name`
         (`<column>_idx` by default) and replaces one of that name unless `replace=False`.
         A BTREE's rows per page are `zone_size` (4096), given as a keyword or in an
         `IndexConfig`'s parameters. pylance reads and uses the index built. A concurrent
@@ -393,10 +394,12 @@ class LanceDataset:
             index_type = getattr(index_type, "index_type", None)
             if not isinstance(index_type, str):
                 raise InvalidInputError("index_type must be a string such as 'BTREE' or an IndexConfig")
-        zone_size = params.pop("zone_size", None)
+        # Rows per BTREE page, or per ZONEMAP zone.
+        size_name = "rows_per_zone" if index_type.upper() == "ZONEMAP" else "zone_size"
+        zone_size = params.pop(size_name, None)
         if zone_size is not None and (not isinstance(zone_size, int) or zone_size <= 0):
-            raise InvalidInputError(f"zone_size must be a positive integer, got {zone_size!r}")
-        for ignored in ("train", "index_uuid"):
+            raise InvalidInputError(f"{size_name} must be a positive integer, got {zone_size!r}")
+        for ignored in ("train", "index_uuid", "use_seeds"):
             params.pop(ignored, None)
         if params.get("fragment_ids") is not None:
             raise InvalidInputError("create_scalar_index builds over every fragment; fragment_ids is not supported")

@@ -686,7 +686,7 @@ impl PyDataset {
         guard(|| {
             let kind = lance_core::index::Kind::from_user(&index_type).ok_or_else(|| {
                 lance_core::Error::invalid(format!(
-                    "index type '{index_type}' is not built by lance_core (it builds BTREE, BITMAP and LABEL_LIST)"
+                    "index type '{index_type}' is not built by lance_core (it builds BTREE, BITMAP, LABEL_LIST and ZONEMAP)"
                 ))
             })
             .py()?;

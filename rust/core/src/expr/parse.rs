@@ -413,7 +413,29 @@ fn is(inner: &ast::Expr, truth: Truth, negated: bool, text: Source<'_>) -> Resul
 /// test (`contains`, `starts_with`, `ends_with`), with plain arguments (no DISTINCT, OVER,
 /// ...).
 fn function(call: &ast::Function, text: Source<'_>) -> Result<Expr> {
+    /// What a name calls.
+    enum Callee {
+        Search(ListSearch),
+        Test(StringTest),
+        Function(Function),
+    }
     let name = call.name.to_string();
+    let callee = match &call.name.0[..] {
+        [ast::ObjectNamePart::Identifier(id)] => {
+            let n = id.value.as_str();
+            ListSearch::from_name(n)
+                .map(Callee::Search)
+                .or_else(|| StringTest::from_name(n).map(Callee::Test))
+                .or_else(|| Function::from_name(n).map(Callee::Function))
+        }
+        _ => None,
+    }
+    .ok_or_else(|| {
+        bad(
+            text,
+            format!("unknown function '{name}' (known: {})", known_functions()),
+        )
+    })?;
     let unsupported = || bad(text, format!("unsupported call of {name}: '{call}'"));
     let plain = call.filter.is_none()
         && call.over.is_none()
@@ -435,27 +457,17 @@ fn function(call: &ast::Function, text: Source<'_>) -> Result<Expr> {
             _ => Err(unsupported()),
         })
         .collect::<Result<_>>()?;
-    let simple_name = match &call.name.0[..] {
-        [ast::ObjectNamePart::Identifier(id)] => Some(id.value.as_str()),
-        _ => None,
-    };
-    if let Some(search) = simple_name.and_then(ListSearch::from_name) {
-        return list_search(search, &name, &args, text);
+    match callee {
+        Callee::Search(search) => list_search(search, &name, &args, text),
+        Callee::Test(test) => string_test(test, &name, &args, text),
+        Callee::Function(function) => Ok(Expr::Call {
+            function,
+            args: args
+                .into_iter()
+                .map(|e| convert(e, text))
+                .collect::<Result<_>>()?,
+        }),
     }
-    if let Some(test) = simple_name.and_then(StringTest::from_name) {
-        return string_test(test, &name, &args, text);
-    }
-    let function = simple_name.and_then(Function::from_name).ok_or_else(|| {
-        bad(
-            text,
-            format!("unknown function '{name}' (known: {})", known_functions()),
-        )
-    })?;
-    let args = args
-        .into_iter()
-        .map(|e| convert(e, text))
-        .collect::<Result<_>>()?;
-    Ok(Expr::Call { function, args })
 }
 
 fn known_functions() -> String {

@@ -110,6 +110,37 @@ pub fn value_ranges(pred: &Bound, column: usize) -> Option<ValueRanges> {
             strict: values.iter().all(|v| !v.is_null(0)),
             ..Default::default()
         }),
+        // `LIKE 'abc%...'`: the values starting with the pattern's fixed prefix.
+        Node::Like {
+            input,
+            pattern,
+            negated: false,
+            case_insensitive: false,
+        } if is_column(input) => {
+            use arrow_array::cast::AsArray;
+            let text = match pattern.data_type() {
+                DataType::Utf8 => pattern.as_string::<i32>().value(0),
+                DataType::LargeUtf8 => pattern.as_string::<i64>().value(0),
+                _ => return None,
+            };
+            let prefix = like_prefix(text);
+            if prefix.is_empty() {
+                return None;
+            }
+            let as_type = |s: &str| -> Option<ArrayRef> {
+                let a: ArrayRef = std::sync::Arc::new(arrow_array::StringArray::from(vec![s]));
+                arrow_cast::cast(&a, pattern.data_type()).ok()
+            };
+            let hi = match next_prefix(&prefix) {
+                Some(next) => Edge::Excluded(as_type(&next)?),
+                None => Edge::Unbounded,
+            };
+            Some(ValueRanges {
+                intervals: vec![(Edge::Included(as_type(&prefix)?), hi)],
+                exact: false,
+                ..Default::default()
+            })
+        }
         // A constant: nothing when it is not TRUE.
         Node::Scalar(a) => {
             use arrow_array::cast::AsArray;
@@ -138,6 +169,41 @@ pub fn value_ranges(pred: &Bound, column: usize) -> Option<ValueRanges> {
         },
         _ => None,
     }
+}
+
+/// The fixed start of a LIKE pattern: up to its first `%` or `_` (a `\\` takes the next
+/// character as it is).
+fn like_prefix(pattern: &str) -> String {
+    let mut out = String::new();
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '%' | '_' => break,
+            '\\' => match chars.next() {
+                Some(next) => out.push(next),
+                None => break,
+            },
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The smallest string above every string starting with `prefix` (bytewise, as UTF-8
+/// sorts): its last character that can grow, grown by one; None when none can.
+fn next_prefix(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let mut code = last as u32 + 1;
+        if (0xD800..0xE000).contains(&code) {
+            code = 0xE000;
+        }
+        if let Some(c) = char::from_u32(code) {
+            chars.push(c);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
 }
 
 fn flip(op: CmpOp) -> CmpOp {

@@ -10,6 +10,7 @@ pub mod label_list;
 pub mod search;
 pub mod selection;
 pub mod stats;
+pub mod zonemap;
 
 use prost::Message;
 use roaring::RoaringBitmap;
@@ -51,6 +52,8 @@ pub enum Kind {
     Bitmap,
     /// A BITMAP over the items of a list column (`array_has_any` and kin).
     LabelList,
+    /// Value ranges per zone of rows.
+    ZoneMap,
 }
 
 impl Kind {
@@ -67,6 +70,7 @@ impl Kind {
             "BTree" => Some(Kind::BTree),
             "Bitmap" => Some(Kind::Bitmap),
             "LabelList" => Some(Kind::LabelList),
+            "ZoneMap" => Some(Kind::ZoneMap),
             _ => None,
         }
     }
@@ -77,6 +81,18 @@ impl Kind {
             Kind::BTree => "/lance.table.BTreeIndexDetails",
             Kind::Bitmap => "/lance.table.BitmapIndexDetails",
             Kind::LabelList => "/lance.table.LabelListIndexDetails",
+            Kind::ZoneMap => "/lance.table.ZoneMapIndexDetails",
+        }
+    }
+
+    /// Whether a segment of this kind on a table with stable row ids holds row ids (else
+    /// row addresses): BITMAP and LABEL_LIST do, BTREE from its version 1 and ZONEMAP
+    /// never.
+    pub fn holds_row_ids(self, index_version: i32) -> bool {
+        match self {
+            Kind::Bitmap | Kind::LabelList => true,
+            Kind::BTree => index_version < 1,
+            Kind::ZoneMap => false,
         }
     }
 
@@ -87,6 +103,7 @@ impl Kind {
             "BITMAP" => Some(Kind::Bitmap),
             // pylance's names for it: the index type and the plug-in.
             "LABEL_LIST" | "LABELLIST" => Some(Kind::LabelList),
+            "ZONEMAP" => Some(Kind::ZoneMap),
             _ => None,
         }
     }

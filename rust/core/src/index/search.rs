@@ -86,6 +86,7 @@ fn readable(s: &IndexSegment) -> bool {
         Some(Kind::BTree) => s.index_version <= 1,
         Some(Kind::Bitmap) => s.index_version == 0,
         Some(Kind::LabelList) => s.index_version <= super::label_list::INDEX_VERSION,
+        Some(Kind::ZoneMap) => s.index_version == 0,
         _ => false,
     }
 }
@@ -122,7 +123,12 @@ impl Search<'_> {
                     .answer(a, nulls)
                     .await?
                     .or(self.answer(b, nulls).await?),
-                Expr::Not(a) => self.answer(a, true).await?.not(physical),
+                // NOT of an ordering is the opposite ordering, which an index that only
+                // narrows rows down (a ZONEMAP) can still answer.
+                Expr::Not(a) => match complement(a) {
+                    Some(c) => self.answer(&c, nulls).await?,
+                    None => self.answer(a, true).await?.not(physical),
+                },
                 _ => match negated(e) {
                     Some(positive) => self.answer(&positive, true).await?.not(physical),
                     None => Selection::default(),
@@ -183,7 +189,7 @@ impl Search<'_> {
                     if found.exact { "" } else { ", rechecked" }
                 ));
             let ids_are_row_ids = self.ds.has_stable_row_ids()
-                && !(Kind::of(segment) == Some(Kind::BTree) && segment.index_version >= 1);
+                && Kind::of(segment).is_some_and(|k| k.holds_row_ids(segment.index_version));
             let (yes, no_value) = match ids_are_row_ids {
                 true => (
                     self.addresses(&found.yes).await?,
@@ -227,6 +233,9 @@ impl Search<'_> {
             Some(Kind::LabelList) => super::bitmap::Bitmap::load(ds, segment)
                 .await?
                 .search_lists(column, e, nulls),
+            Some(Kind::ZoneMap) => super::zonemap::ZoneMap::load(ds, segment)
+                .await?
+                .search(column, e, nulls),
             _ => Ok(None),
         }
     }
@@ -290,4 +299,20 @@ fn negated(e: &Expr) -> Option<Expr> {
         },
         _ => return None,
     })
+}
+
+/// The comparison true exactly where ordering comparison `e` is false, and NULL where it
+/// is (`NOT x > 5` is `x <= 5`).
+fn complement(e: &Expr) -> Option<Expr> {
+    let Expr::Cmp { op, left, right } = e else {
+        return None;
+    };
+    let op = match op {
+        CmpOp::Lt => CmpOp::GtEq,
+        CmpOp::LtEq => CmpOp::Gt,
+        CmpOp::Gt => CmpOp::LtEq,
+        CmpOp::GtEq => CmpOp::Lt,
+        _ => return None,
+    };
+    Some(Expr::cmp(op, (**left).clone(), (**right).clone()))
 }

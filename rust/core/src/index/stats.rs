@@ -93,6 +93,10 @@ async fn segment_details(ds: &Dataset, segment: &IndexSegment) -> Result<Value> 
             let bitmap = super::bitmap::Bitmap::load(ds, segment).await?;
             json!({ "num_bitmaps": bitmap.len() })
         }
+        Some(Kind::ZoneMap) => {
+            let zones = super::zonemap::ZoneMap::load(ds, segment).await?;
+            json!({ "num_zones": zones.num_zones(), "rows_per_zone": zones.rows_per_zone() })
+        }
         None => json!({}),
     })
 }

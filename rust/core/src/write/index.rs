@@ -31,7 +31,8 @@ pub struct ScalarIndexParams {
     pub name: Option<String>,
     /// Replace an index of the same name (else that is an error).
     pub replace: bool,
-    /// BTREE: rows per page (pylance's `zone_size`).
+    /// BTREE: rows per page (pylance's `zone_size`); ZONEMAP: rows per zone
+    /// (`rows_per_zone`).
     pub page_rows: Option<u64>,
 }
 
@@ -57,7 +58,10 @@ pub async fn create_scalar_index(
                 ds.uri()
             )));
         }
-        let page_rows = params.page_rows.unwrap_or(BTREE_PAGE_ROWS);
+        let page_rows = params.page_rows.unwrap_or(match params.kind {
+            Kind::ZoneMap => crate::index::zonemap::DEFAULT_ROWS_PER_ZONE,
+            _ => BTREE_PAGE_ROWS,
+        });
         let staged = Staged::new(ds.storage());
         let segment = staged
             .guard(build_segment(
@@ -96,18 +100,18 @@ async fn build_segment(
     fragments: Option<Vec<u64>>,
 ) -> Result<IndexMetadata> {
     if page_rows == 0 {
-        return Err(Error::invalid("a BTREE page must hold at least one row"));
+        return Err(Error::invalid(format!(
+            "a {kind:?} page or zone must hold at least one row"
+        )));
     }
-    // BTREE indices on tables with stable row ids hold addresses (its format's version
-    // 1); BITMAP indices there hold the stable row ids.
-    let (index_version, by_row_id) = match kind {
-        Kind::BTree => (i32::from(ds.has_stable_row_ids()), false),
-        Kind::Bitmap => (0, ds.has_stable_row_ids()),
-        Kind::LabelList => (
-            crate::index::label_list::INDEX_VERSION,
-            ds.has_stable_row_ids(),
-        ),
+    // What the segment's ids are on a table with stable row ids: BTREE's format version 1
+    // holds addresses there.
+    let index_version = match kind {
+        Kind::BTree => i32::from(ds.has_stable_row_ids()),
+        Kind::LabelList => crate::index::label_list::INDEX_VERSION,
+        Kind::Bitmap | Kind::ZoneMap => 0,
     };
+    let by_row_id = ds.has_stable_row_ids() && kind.holds_row_ids(index_version);
     let covered: Vec<u64> =
         fragments.unwrap_or_else(|| ds.fragments().iter().map(|f| f.id).collect());
     let (values, ids) = read_column(ds, column, by_row_id, &covered).await?;
@@ -132,6 +136,14 @@ async fn build_segment(
             crate::index::bitmap::FILE,
             crate::index::bitmap::build(&values, &ids)?,
         )],
+        Kind::ZoneMap => {
+            let (batch, nulls) = crate::index::zonemap::build(&values, &ids, page_rows)?;
+            vec![IndexFileData {
+                name: crate::index::zonemap::FILE,
+                batch,
+                global_buffers: vec![nulls],
+            }]
+        }
         Kind::LabelList => {
             let (batch, list_nulls) = crate::index::label_list::build(&values, &ids)?;
             vec![IndexFileData {
@@ -163,13 +175,27 @@ async fn build_segment(
         fragment_bitmap,
         index_details: Some(prost_types::Any {
             type_url: kind.type_url().to_string(),
-            value: vec![],
+            value: details(kind, data_type, page_rows),
         }),
         index_version: Some(index_version),
         created_at: Some(created_at),
         base_id: None,
         files: written,
     })
+}
+
+/// The serialized details of a segment of `kind` (only ZONEMAP has any).
+fn details(kind: Kind, data_type: &DataType, rows_per_zone: u64) -> Vec<u8> {
+    use prost::Message;
+    match kind {
+        Kind::ZoneMap => crate::proto::table::ZoneMapIndexDetails {
+            rows_per_zone: Some(rows_per_zone),
+            use_seeds: Some(crate::index::zonemap::seeds_by_default(data_type)),
+            has_null_bitmap: Some(true),
+        }
+        .encode_to_vec(),
+        _ => vec![],
+    }
 }
 
 /// Bring indices up to date with the fragments added since they were built, as pylance's
@@ -230,6 +256,15 @@ pub async fn optimize_indices(
                         match listed.iter().find(|s| s.name == name) {
                             Some(s) => crate::index::btree::BTree::load(&ds, s).await?.page_rows(),
                             None => BTREE_PAGE_ROWS,
+                        }
+                    }
+                    Kind::ZoneMap => {
+                        let listed = ds.index_segments()?;
+                        match listed.iter().find(|s| s.name == name) {
+                            Some(s) => crate::index::zonemap::ZoneMap::load(&ds, s)
+                                .await?
+                                .rows_per_zone(),
+                            None => crate::index::zonemap::DEFAULT_ROWS_PER_ZONE,
                         }
                     }
                     Kind::Bitmap | Kind::LabelList => BTREE_PAGE_ROWS,

@@ -1,0 +1,335 @@
+//! ZONEMAP indices: each fragment's live rows cut into zones of `rows_per_zone` rows, and
+//! per zone the smallest and largest value, the NULL and NaN counts and where the zone
+//! lies (`fragment_id`, `zone_start`: offset of its first live row, `zone_length`: span
+//! to its last, deleted rows included), in `zonemap.lance`; plus the exact set of rows
+//! holding NULL, kept as the global buffer the schema metadata `null_bitmap` names.
+//!
+//! A condition on the column rules out the zones whose value range cannot meet it; the
+//! rows of the others are candidates the filter is run on again. `IS NULL` is answered
+//! exactly from the NULL rows. Zones are keyed by row address, stable row ids or not.
+use std::ops::Bound as Edge;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{UInt32Type, UInt64Type};
+use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array, UInt64Array};
+use arrow_schema::{DataType, Field, Schema};
+use roaring::RoaringBitmap;
+
+use super::bitmap::{read_id_set, write_id_set};
+use super::selection::{Found, IdSet};
+use super::{cache, IndexSegment};
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::expr::ranges::{compare, value_ranges, Interval};
+use crate::expr::Expr;
+
+pub const FILE: &str = "zonemap.lance";
+/// Live rows per zone when the user names none, as pylance.
+pub const DEFAULT_ROWS_PER_ZONE: u64 = 8192;
+/// The schema metadata naming the global buffer of the NULL rows.
+pub const NULL_BITMAP_KEY: &str = "null_bitmap";
+const ROWS_PER_ZONE_KEY: &str = "rows_per_zone";
+
+pub struct ZoneMap {
+    shown: String,
+    mins: ArrayRef,
+    maxs: ArrayRef,
+    null_counts: UInt32Array,
+    nan_counts: UInt32Array,
+    fragments: UInt64Array,
+    starts: UInt64Array,
+    lengths: UInt64Array,
+    /// The addresses of the NULL values; None in files written without them.
+    nulls: Option<IdSet>,
+    rows_per_zone: u64,
+}
+
+impl ZoneMap {
+    pub async fn load(ds: &Dataset, segment: &IndexSegment) -> Result<Arc<ZoneMap>> {
+        let dir = super::segment_dir(ds, segment)?;
+        let shown = format!("{dir}/{FILE}");
+        cache::get_or_load(format!("{dir}#zonemap"), || async {
+            let file = crate::file_table::open(&dir, FILE, ds.storage_options()).await?;
+            let metadata = file.arrow_schema.metadata().clone();
+            let nulls = match metadata.get(NULL_BITMAP_KEY) {
+                Some(k) => {
+                    let k: usize = k.parse().map_err(|_| {
+                        Error::corrupt(&shown, format!("{NULL_BITMAP_KEY} is '{k}', not a number"))
+                    })?;
+                    let reader = file.open_file(&file.fragments()[0].files[0], None).await?;
+                    let mut set = IdSet::default();
+                    read_id_set(&reader.global_buffer(k).await?, &mut set).map_err(|e| {
+                        Error::corrupt(&shown, format!("the set of NULL rows: {e}"))
+                    })?;
+                    Some(set)
+                }
+                None => None,
+            };
+            let rows_per_zone = metadata
+                .get(ROWS_PER_ZONE_KEY)
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(DEFAULT_ROWS_PER_ZONE);
+            let batch = crate::file_table::read_all(Arc::new(file)).await?;
+            let column = |name: &str| {
+                batch
+                    .column_by_name(name)
+                    .cloned()
+                    .ok_or_else(|| Error::corrupt(&shown, format!("no '{name}' column")))
+            };
+            let u32s = |name: &str| -> Result<UInt32Array> {
+                column(name)?
+                    .as_primitive_opt::<UInt32Type>()
+                    .cloned()
+                    .ok_or_else(|| Error::corrupt(&shown, format!("'{name}' is not uint32")))
+            };
+            let u64s = |name: &str| -> Result<UInt64Array> {
+                column(name)?
+                    .as_primitive_opt::<UInt64Type>()
+                    .cloned()
+                    .ok_or_else(|| Error::corrupt(&shown, format!("'{name}' is not uint64")))
+            };
+            let z = ZoneMap {
+                mins: column("min")?,
+                maxs: column("max")?,
+                null_counts: u32s("null_count")?,
+                nan_counts: u32s("nan_count")?,
+                fragments: u64s("fragment_id")?,
+                starts: u64s("zone_start")?,
+                lengths: u64s("zone_length")?,
+                nulls,
+                rows_per_zone,
+                shown: shown.clone(),
+            };
+            if z.mins.data_type() != z.maxs.data_type() {
+                return Err(Error::corrupt(&shown, "'min' and 'max' differ in type"));
+            }
+            let bytes = batch.get_array_memory_size();
+            Ok((z, bytes))
+        })
+        .await
+    }
+
+    pub fn num_zones(&self) -> usize {
+        self.fragments.len()
+    }
+
+    pub fn rows_per_zone(&self) -> u64 {
+        self.rows_per_zone
+    }
+
+    /// The addresses of the rows for which `condition` (on column `name`) may be TRUE,
+    /// or exactly those for `IS NULL`; None when no zone can be ruled out (or `nulls`,
+    /// the NULL rows, are wanted, which zones cannot tell).
+    pub fn search(&self, name: &str, condition: &Expr, nulls: bool) -> Result<Option<Found>> {
+        let value_type = self.mins.data_type().clone();
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            name,
+            value_type.clone(),
+            true,
+        )]));
+        let Ok(bound) = crate::expr::bind_filter(condition, &schema) else {
+            return Ok(None);
+        };
+        let Some(ranges) = value_ranges(&bound, 0) else {
+            return Ok(None);
+        };
+        let typed = ranges.intervals.iter().all(|(lo, hi)| {
+            [lo, hi].into_iter().all(|e| match e {
+                Edge::Included(v) | Edge::Excluded(v) => v.data_type() == &value_type,
+                Edge::Unbounded => true,
+            })
+        });
+        if !typed || !ranges.strict {
+            return Ok(None);
+        }
+        if ranges.exact && ranges.intervals.is_empty() && ranges.nulls {
+            // IS NULL, exactly (never NULL itself).
+            if let Some(rows) = &self.nulls {
+                return Ok(Some(Found {
+                    yes: rows.clone(),
+                    nulls: IdSet::default(),
+                    exact: true,
+                }));
+            }
+        }
+        if nulls {
+            return Ok(None);
+        }
+        let mut found = Found::default();
+        for z in 0..self.num_zones() {
+            let candidate = (ranges.nulls && self.null_counts.value(z) > 0)
+                || self.nan_counts.value(z) > 0
+                || ranges.intervals.iter().any(|i| self.meets(z, i));
+            if candidate {
+                let start = self.starts.value(z);
+                let end = start
+                    .saturating_add(self.lengths.value(z))
+                    .min(u32::MAX as u64);
+                let mut rows = RoaringBitmap::new();
+                rows.insert_range(start.min(u32::MAX as u64) as u32..end as u32);
+                let fragment = u32::try_from(self.fragments.value(z)).map_err(|_| {
+                    Error::corrupt(&self.shown, format!("zone {z} names fragment past u32"))
+                })?;
+                found.yes.union_with(fragment, &rows);
+            }
+        }
+        Ok(Some(found))
+    }
+
+    /// Whether zone `z`'s values can fall in `interval`.
+    fn meets(&self, z: usize, (lo, hi): &Interval) -> bool {
+        let (min, max) = (self.mins.slice(z, 1), self.maxs.slice(z, 1));
+        if min.is_null(0) || max.is_null(0) {
+            // No values, or (fixed-size binary, as pylance writes it) bounds not kept.
+            return matches!(self.mins.data_type(), DataType::FixedSizeBinary(_))
+                && self.null_counts.value(z) as u64 != self.lengths.value(z);
+        }
+        let above_lo = match lo {
+            Edge::Unbounded => true,
+            Edge::Included(v) => compare(&max, v).is_ge(),
+            Edge::Excluded(v) => compare(&max, v).is_gt(),
+        };
+        let below_hi = match hi {
+            Edge::Unbounded => true,
+            Edge::Included(v) => compare(&min, v).is_le(),
+            Edge::Excluded(v) => compare(&min, v).is_lt(),
+        };
+        above_lo && below_hi
+    }
+}
+
+/// Whether value `i` of a float array is NaN.
+fn nan_at(values: &ArrayRef, i: usize) -> bool {
+    use arrow_array::types::{Float16Type, Float32Type, Float64Type};
+    match values.data_type() {
+        DataType::Float64 => values.as_primitive::<Float64Type>().value(i).is_nan(),
+        DataType::Float32 => values.as_primitive::<Float32Type>().value(i).is_nan(),
+        DataType::Float16 => values.as_primitive::<Float16Type>().value(i).is_nan(),
+        _ => false,
+    }
+}
+
+/// The file of a ZONEMAP over `values` and their rows' `addresses` (ascending within
+/// each fragment), and the set of NULL rows to keep as global buffer 1.
+pub fn build(
+    values: &ArrayRef,
+    addresses: &UInt64Array,
+    rows_per_zone: u64,
+) -> Result<(RecordBatch, Vec<u8>)> {
+    if rows_per_zone == 0 {
+        return Err(Error::invalid("a ZONEMAP zone must hold at least one row"));
+    }
+    let floats = values.data_type().is_floating();
+    // Fixed-size binaries get no bounds, as pylance writes them.
+    let bounded = !matches!(values.data_type(), DataType::FixedSizeBinary(_));
+    let order = arrow_ord::ord::make_comparator(
+        values.as_ref(),
+        values.as_ref(),
+        arrow_schema::SortOptions::default(),
+    )?;
+    let (mut mins, mut maxs) = (Vec::<Option<u32>>::new(), Vec::<Option<u32>>::new());
+    let (mut null_counts, mut nan_counts) = (Vec::new(), Vec::new());
+    let (mut fragments, mut starts, mut lengths) = (Vec::new(), Vec::new(), Vec::new());
+    let mut null_rows = Vec::new();
+    let mut at = 0;
+    while at < values.len() {
+        let fragment = addresses.value(at) >> 32;
+        let mut end = at;
+        while end < values.len()
+            && end - at < rows_per_zone as usize
+            && addresses.value(end) >> 32 == fragment
+        {
+            end += 1;
+        }
+        let (mut min, mut max, mut nan) = (None::<usize>, None::<usize>, None::<usize>);
+        let (mut n_null, mut n_nan) = (0u32, 0u32);
+        for i in at..end {
+            if values.is_null(i) {
+                n_null += 1;
+                null_rows.push(addresses.value(i));
+            } else if floats && nan_at(values, i) {
+                n_nan += 1;
+                nan.get_or_insert(i);
+            } else if bounded {
+                if min.is_none_or(|m| order(i, m).is_lt()) {
+                    min = Some(i);
+                }
+                if max.is_none_or(|m| order(i, m).is_gt()) {
+                    max = Some(i);
+                }
+            }
+        }
+        mins.push(min.map(|i| i as u32));
+        // A zone holding NaN has NaN as its largest value.
+        maxs.push(nan.or(max).map(|i| i as u32));
+        null_counts.push(n_null);
+        nan_counts.push(n_nan);
+        fragments.push(fragment);
+        let first = addresses.value(at) & 0xFFFF_FFFF;
+        let last = addresses.value(end - 1) & 0xFFFF_FFFF;
+        starts.push(first);
+        lengths.push(last - first + 1);
+        at = end;
+    }
+    let take =
+        |which: Vec<Option<u32>>| arrow_select::take::take(values, &UInt32Array::from(which), None);
+    let (mins, maxs) = (take(mins)?, take(maxs)?);
+    // Zones in (fragment, start) order, whatever order the fragments were read in.
+    let mut order: Vec<u32> = (0..fragments.len() as u32).collect();
+    order.sort_by_key(|&z| (fragments[z as usize], starts[z as usize]));
+    let order = UInt32Array::from(order);
+    let columns: Vec<ArrayRef> = vec![
+        mins,
+        maxs,
+        Arc::new(UInt32Array::from(null_counts)),
+        Arc::new(UInt32Array::from(nan_counts)),
+        Arc::new(UInt64Array::from(fragments)),
+        Arc::new(UInt64Array::from(starts)),
+        Arc::new(UInt64Array::from(lengths)),
+    ];
+    let columns = columns
+        .iter()
+        .map(|c| arrow_select::take::take(c, &order, None))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let metadata: std::collections::HashMap<String, String> = [
+        (ROWS_PER_ZONE_KEY.to_string(), rows_per_zone.to_string()),
+        (NULL_BITMAP_KEY.to_string(), "1".to_string()),
+    ]
+    .into_iter()
+    .collect();
+    let schema = Schema::new_with_metadata(
+        vec![
+            Field::new("min", values.data_type().clone(), true),
+            Field::new("max", values.data_type().clone(), true),
+            Field::new("null_count", DataType::UInt32, false),
+            Field::new("nan_count", DataType::UInt32, false),
+            Field::new("fragment_id", DataType::UInt64, false),
+            Field::new("zone_start", DataType::UInt64, false),
+            Field::new("zone_length", DataType::UInt64, false),
+        ],
+        metadata,
+    );
+    let mut nulls = IdSet::default();
+    nulls.extend(null_rows);
+    Ok((
+        RecordBatch::try_new(Arc::new(schema), columns)?,
+        write_id_set(&nulls),
+    ))
+}
+
+/// Whether pylance embeds zone seeds in new data files for an index on this type (its
+/// default for `use_seeds`).
+pub fn seeds_by_default(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::BinaryView
+            | DataType::Decimal128(..)
+            | DataType::Decimal256(..)
+    ) || matches!(dt, DataType::FixedSizeBinary(n) if *n > 8)
+}
