@@ -1151,15 +1151,16 @@ class Report:
         return "\n".join(lines)
 
 
-INDEXED = {"BTREE": ["i32", "i64", "u64", "f64", "dec", "s", "d", "ts", "b"],
+INDEXED = {"BTREE": ["i32", "i64", "u64", "f64", "dec", "s", "d", "b"],
            "ZONEMAP": ["id", "f32", "tsz", "bin"],
-           "BITMAP": ["i8", "u8", "i16", "u16", "f64b", "ls", "u32"],
+           "BLOOMFILTER": ["i16", "ts"],
+           "BITMAP": ["i8", "u8", "u16", "f64b", "ls", "u32"],
            "LABEL_LIST": ["li", "lst"]}
 
 
 def build_indices(ds) -> None:
     """BTREE indices with small pages (so that pages are chosen), BITMAP and LABEL_LIST
-    indices, and ZONEMAP indices with small zones."""
+    indices, and ZONEMAP and BLOOMFILTER indices with small zones."""
     from lance.indices import IndexConfig
     for column in INDEXED["BTREE"]:
         ds.create_scalar_index(column, IndexConfig(index_type="btree", parameters={"zone_size": 16}))
@@ -1169,6 +1170,8 @@ def build_indices(ds) -> None:
         ds.create_scalar_index(column, "LABEL_LIST")
     for column in INDEXED["ZONEMAP"]:
         ds.create_scalar_index(column, IndexConfig(index_type="zonemap", parameters={"rows_per_zone": 40}))
+    for column in INDEXED["BLOOMFILTER"]:
+        ds.create_scalar_index(column, IndexConfig(index_type="bloomfilter", parameters={"number_of_items": 40}))
 
 
 class FilterCheck:

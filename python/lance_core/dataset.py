@@ -380,8 +380,9 @@ class LanceDataset:
                             replace: bool = True, conflict_retries: int = 10, **kwargs: Any) -> "LanceDataset":
         """Build a scalar index on `column` and commit it, as pylance does: `index_type`
         "BTREE", "BITMAP", "LABEL_LIST" (on a list column, for `array_has_any`,
-        `array_has_all` and `array_has`) or "ZONEMAP" (value ranges per `rows_per_zone`
-        rows, 8192), or pylance's `IndexConfig`; the index is named `name`
+        `array_has_all` and `array_has`), "ZONEMAP" (value ranges per `rows_per_zone`
+        rows, 8192) or "BLOOMFILTER" (a Bloom filter per `number_of_items` rows, 8192, with
+        false-match `probability` 0.00057), or pylance's `IndexConfig`; the index is named `name`
         (`<column>_idx` by default) and replaces one of that name unless `replace=False`.
         A BTREE's rows per page are `zone_size` (4096), given as a keyword or in an
         `IndexConfig`'s parameters. pylance reads and uses the index built. A concurrent
@@ -394,8 +395,11 @@ class LanceDataset:
             index_type = getattr(index_type, "index_type", None)
             if not isinstance(index_type, str):
                 raise InvalidInputError("index_type must be a string such as 'BTREE' or an IndexConfig")
-        # Rows per BTREE page, or per ZONEMAP zone.
-        size_name = "rows_per_zone" if index_type.upper() == "ZONEMAP" else "zone_size"
+        # Rows per BTREE page, ZONEMAP zone or BLOOMFILTER zone.
+        size_name = {"ZONEMAP": "rows_per_zone", "BLOOMFILTER": "number_of_items"}.get(index_type.upper(), "zone_size")
+        probability = params.pop("probability", None)
+        if probability is not None and not (isinstance(probability, (int, float)) and 0 <= probability < 1):
+            raise InvalidInputError(f"probability must be a number in [0, 1), got {probability!r}")
         zone_size = params.pop(size_name, None)
         if zone_size is not None and (not isinstance(zone_size, int) or zone_size <= 0):
             raise InvalidInputError(f"{size_name} must be a positive integer, got {zone_size!r}")
@@ -405,7 +409,8 @@ class LanceDataset:
             raise InvalidInputError("create_scalar_index builds over every fragment; fragment_ids is not supported")
         params.pop("fragment_ids", None)
         self._ds = self._ds.create_scalar_index(column, index_type, name, bool(replace), zone_size,
-                                                int(conflict_retries))
+                                                int(conflict_retries),
+                                                None if probability is None else float(probability))
         return self
 
     def drop_index(self, name: str) -> None:

@@ -670,8 +670,9 @@ impl PyDataset {
         })
     }
 
-    /// Build a scalar index ("BTREE", "BITMAP") on `column` and commit it.
-    #[pyo3(signature = (column, index_type, name=None, replace=true, page_rows=None, retries=10))]
+    /// Build a scalar index (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER) on `column`
+    /// and commit it.
+    #[pyo3(signature = (column, index_type, name=None, replace=true, page_rows=None, retries=10, probability=None))]
     #[allow(clippy::too_many_arguments)]
     fn create_scalar_index(
         &self,
@@ -682,11 +683,12 @@ impl PyDataset {
         replace: bool,
         page_rows: Option<u64>,
         retries: u32,
+        probability: Option<f64>,
     ) -> PyResult<Self> {
         guard(|| {
             let kind = lance_core::index::Kind::from_user(&index_type).ok_or_else(|| {
                 lance_core::Error::invalid(format!(
-                    "index type '{index_type}' is not built by lance_core (it builds BTREE, BITMAP, LABEL_LIST and ZONEMAP)"
+                    "index type '{index_type}' is not built by lance_core (it builds BTREE, BITMAP, LABEL_LIST, ZONEMAP and BLOOMFILTER)"
                 ))
             })
             .py()?;
@@ -695,6 +697,7 @@ impl PyDataset {
                 name,
                 replace,
                 page_rows,
+                probability,
             };
             let ds = block_on(
                 py,

@@ -42,21 +42,7 @@ impl Bitmap {
         let shown = format!("{dir}/{FILE}");
         cache::get_or_load(format!("{dir}#bitmap"), || async {
             let file = crate::file_table::open(&dir, FILE, ds.storage_options()).await?;
-            let list_nulls = match file.arrow_schema.metadata().get(LIST_NULLS_KEY) {
-                Some(k) => {
-                    let k: usize = k.parse().map_err(|_| {
-                        Error::corrupt(&shown, format!("{LIST_NULLS_KEY} is '{k}', not a number"))
-                    })?;
-                    let reader = file.open_file(&file.fragments()[0].files[0], None).await?;
-                    let bytes = reader.global_buffer(k).await?;
-                    let mut nulls = IdSet::default();
-                    read_id_set(&bytes, &mut nulls).map_err(|e| {
-                        Error::corrupt(&shown, format!("the set of NULL lists: {e}"))
-                    })?;
-                    Some(nulls)
-                }
-                None => None,
-            };
+            let list_nulls = id_set_in_buffer(&file, LIST_NULLS_KEY, &shown).await?;
             let batch = crate::file_table::read_all(Arc::new(file)).await?;
             let keys = batch
                 .column_by_name("keys")
@@ -124,6 +110,22 @@ impl Bitmap {
         }
         Ok(Some(found))
     }
+}
+
+/// The set of ids kept as the global buffer that schema metadata `key` of index file
+/// `file` names (`shown` in errors); None when the file names none.
+pub async fn id_set_in_buffer(file: &Dataset, key: &str, shown: &str) -> Result<Option<IdSet>> {
+    let Some(k) = file.arrow_schema.metadata().get(key) else {
+        return Ok(None);
+    };
+    let k: usize = k
+        .parse()
+        .map_err(|_| Error::corrupt(shown, format!("{key} is '{k}', not a number")))?;
+    let reader = file.open_file(&file.fragments()[0].files[0], None).await?;
+    let mut set = IdSet::default();
+    read_id_set(&reader.global_buffer(k).await?, &mut set)
+        .map_err(|e| Error::corrupt(shown, format!("the set of rows in global buffer {k}: {e}")))?;
+    Ok(Some(set))
 }
 
 /// Add the ids of a serialized set to `into`.

@@ -4,6 +4,7 @@
 //! `_indices/<uuid>/`. Several entries with one name are segments of one index, each over
 //! its own fragments.
 pub mod bitmap;
+pub mod bloom;
 pub mod btree;
 mod cache;
 pub mod label_list;
@@ -11,6 +12,7 @@ pub mod search;
 pub mod selection;
 pub mod stats;
 pub mod zonemap;
+mod zones;
 
 use prost::Message;
 use roaring::RoaringBitmap;
@@ -54,6 +56,8 @@ pub enum Kind {
     LabelList,
     /// Value ranges per zone of rows.
     ZoneMap,
+    /// A Bloom filter of the values per zone of rows.
+    BloomFilter,
 }
 
 impl Kind {
@@ -71,6 +75,7 @@ impl Kind {
             "Bitmap" => Some(Kind::Bitmap),
             "LabelList" => Some(Kind::LabelList),
             "ZoneMap" => Some(Kind::ZoneMap),
+            "BloomFilter" => Some(Kind::BloomFilter),
             _ => None,
         }
     }
@@ -82,17 +87,18 @@ impl Kind {
             Kind::Bitmap => "/lance.table.BitmapIndexDetails",
             Kind::LabelList => "/lance.table.LabelListIndexDetails",
             Kind::ZoneMap => "/lance.table.ZoneMapIndexDetails",
+            Kind::BloomFilter => "/lance.index.pb.BloomFilterIndexDetails",
         }
     }
 
     /// Whether a segment of this kind on a table with stable row ids holds row ids (else
-    /// row addresses): BITMAP and LABEL_LIST do, BTREE from its version 1 and ZONEMAP
-    /// never.
+    /// row addresses): BITMAP and LABEL_LIST do, BTREE before its version 1, zones
+    /// (ZONEMAP, BLOOMFILTER) never.
     pub fn holds_row_ids(self, index_version: i32) -> bool {
         match self {
             Kind::Bitmap | Kind::LabelList => true,
             Kind::BTree => index_version < 1,
-            Kind::ZoneMap => false,
+            Kind::ZoneMap | Kind::BloomFilter => false,
         }
     }
 
@@ -104,6 +110,7 @@ impl Kind {
             // pylance's names for it: the index type and the plug-in.
             "LABEL_LIST" | "LABELLIST" => Some(Kind::LabelList),
             "ZONEMAP" => Some(Kind::ZoneMap),
+            "BLOOMFILTER" => Some(Kind::BloomFilter),
             _ => None,
         }
     }

@@ -86,7 +86,7 @@ fn readable(s: &IndexSegment) -> bool {
         Some(Kind::BTree) => s.index_version <= 1,
         Some(Kind::Bitmap) => s.index_version == 0,
         Some(Kind::LabelList) => s.index_version <= super::label_list::INDEX_VERSION,
-        Some(Kind::ZoneMap) => s.index_version == 0,
+        Some(Kind::ZoneMap | Kind::BloomFilter) => s.index_version == 0,
         _ => false,
     }
 }
@@ -236,6 +236,18 @@ impl Search<'_> {
             Some(Kind::ZoneMap) => super::zonemap::ZoneMap::load(ds, segment)
                 .await?
                 .search(column, e, nulls),
+            Some(Kind::BloomFilter) => {
+                let Some(value_type) = ds.schema.field(column).and_then(|f| f.data_type().ok())
+                else {
+                    return Ok(None);
+                };
+                super::bloom::BloomFilter::load(ds, segment).await?.search(
+                    column,
+                    &value_type,
+                    e,
+                    nulls,
+                )
+            }
             _ => Ok(None),
         }
     }

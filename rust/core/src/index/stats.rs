@@ -97,6 +97,15 @@ async fn segment_details(ds: &Dataset, segment: &IndexSegment) -> Result<Value> 
             let zones = super::zonemap::ZoneMap::load(ds, segment).await?;
             json!({ "num_zones": zones.num_zones(), "rows_per_zone": zones.rows_per_zone() })
         }
+        Some(Kind::BloomFilter) => {
+            let bloom = super::bloom::BloomFilter::load(ds, segment).await?;
+            json!({
+                "type": "BloomFilter",
+                "num_blocks": bloom.num_zones(),
+                "number_of_items": bloom.items(),
+                "probability": bloom.probability(),
+            })
+        }
         None => json!({}),
     })
 }

@@ -14,9 +14,8 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{UInt32Type, UInt64Type};
 use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
-use roaring::RoaringBitmap;
 
-use super::bitmap::{read_id_set, write_id_set};
+use super::bitmap::{id_set_in_buffer, write_id_set};
 use super::selection::{Found, IdSet};
 use super::{cache, IndexSegment};
 use crate::dataset::Dataset;
@@ -52,20 +51,7 @@ impl ZoneMap {
         cache::get_or_load(format!("{dir}#zonemap"), || async {
             let file = crate::file_table::open(&dir, FILE, ds.storage_options()).await?;
             let metadata = file.arrow_schema.metadata().clone();
-            let nulls = match metadata.get(NULL_BITMAP_KEY) {
-                Some(k) => {
-                    let k: usize = k.parse().map_err(|_| {
-                        Error::corrupt(&shown, format!("{NULL_BITMAP_KEY} is '{k}', not a number"))
-                    })?;
-                    let reader = file.open_file(&file.fragments()[0].files[0], None).await?;
-                    let mut set = IdSet::default();
-                    read_id_set(&reader.global_buffer(k).await?, &mut set).map_err(|e| {
-                        Error::corrupt(&shown, format!("the set of NULL rows: {e}"))
-                    })?;
-                    Some(set)
-                }
-                None => None,
-            };
+            let nulls = id_set_in_buffer(&file, NULL_BITMAP_KEY, &shown).await?;
             let rows_per_zone = metadata
                 .get(ROWS_PER_ZONE_KEY)
                 .and_then(|r| r.parse().ok())
@@ -162,16 +148,13 @@ impl ZoneMap {
                 || self.nan_counts.value(z) > 0
                 || ranges.intervals.iter().any(|i| self.meets(z, i));
             if candidate {
-                let start = self.starts.value(z);
-                let end = start
-                    .saturating_add(self.lengths.value(z))
-                    .min(u32::MAX as u64);
-                let mut rows = RoaringBitmap::new();
-                rows.insert_range(start.min(u32::MAX as u64) as u32..end as u32);
-                let fragment = u32::try_from(self.fragments.value(z)).map_err(|_| {
-                    Error::corrupt(&self.shown, format!("zone {z} names fragment past u32"))
-                })?;
-                found.yes.union_with(fragment, &rows);
+                super::zones::add_rows(
+                    &mut found.yes,
+                    self.fragments.value(z),
+                    self.starts.value(z),
+                    self.lengths.value(z),
+                    &self.shown,
+                )?;
             }
         }
         Ok(Some(found))
@@ -217,9 +200,6 @@ pub fn build(
     addresses: &UInt64Array,
     rows_per_zone: u64,
 ) -> Result<(RecordBatch, Vec<u8>)> {
-    if rows_per_zone == 0 {
-        return Err(Error::invalid("a ZONEMAP zone must hold at least one row"));
-    }
     let floats = values.data_type().is_floating();
     // Fixed-size binaries get no bounds, as pylance writes them.
     let bounded = !matches!(values.data_type(), DataType::FixedSizeBinary(_));
@@ -232,19 +212,10 @@ pub fn build(
     let (mut null_counts, mut nan_counts) = (Vec::new(), Vec::new());
     let (mut fragments, mut starts, mut lengths) = (Vec::new(), Vec::new(), Vec::new());
     let mut null_rows = Vec::new();
-    let mut at = 0;
-    while at < values.len() {
-        let fragment = addresses.value(at) >> 32;
-        let mut end = at;
-        while end < values.len()
-            && end - at < rows_per_zone as usize
-            && addresses.value(end) >> 32 == fragment
-        {
-            end += 1;
-        }
+    for zone in super::zones::cut(addresses, rows_per_zone)? {
         let (mut min, mut max, mut nan) = (None::<usize>, None::<usize>, None::<usize>);
         let (mut n_null, mut n_nan) = (0u32, 0u32);
-        for i in at..end {
+        for i in zone.rows.clone() {
             if values.is_null(i) {
                 n_null += 1;
                 null_rows.push(addresses.value(i));
@@ -265,33 +236,21 @@ pub fn build(
         maxs.push(nan.or(max).map(|i| i as u32));
         null_counts.push(n_null);
         nan_counts.push(n_nan);
-        fragments.push(fragment);
-        let first = addresses.value(at) & 0xFFFF_FFFF;
-        let last = addresses.value(end - 1) & 0xFFFF_FFFF;
-        starts.push(first);
-        lengths.push(last - first + 1);
-        at = end;
+        fragments.push(zone.fragment);
+        starts.push(zone.start);
+        lengths.push(zone.length);
     }
     let take =
         |which: Vec<Option<u32>>| arrow_select::take::take(values, &UInt32Array::from(which), None);
-    let (mins, maxs) = (take(mins)?, take(maxs)?);
-    // Zones in (fragment, start) order, whatever order the fragments were read in.
-    let mut order: Vec<u32> = (0..fragments.len() as u32).collect();
-    order.sort_by_key(|&z| (fragments[z as usize], starts[z as usize]));
-    let order = UInt32Array::from(order);
     let columns: Vec<ArrayRef> = vec![
-        mins,
-        maxs,
+        take(mins)?,
+        take(maxs)?,
         Arc::new(UInt32Array::from(null_counts)),
         Arc::new(UInt32Array::from(nan_counts)),
         Arc::new(UInt64Array::from(fragments)),
         Arc::new(UInt64Array::from(starts)),
         Arc::new(UInt64Array::from(lengths)),
     ];
-    let columns = columns
-        .iter()
-        .map(|c| arrow_select::take::take(c, &order, None))
-        .collect::<std::result::Result<Vec<_>, _>>()?;
     let metadata: std::collections::HashMap<String, String> = [
         (ROWS_PER_ZONE_KEY.to_string(), rows_per_zone.to_string()),
         (NULL_BITMAP_KEY.to_string(), "1".to_string()),

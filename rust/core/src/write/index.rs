@@ -32,8 +32,10 @@ pub struct ScalarIndexParams {
     /// Replace an index of the same name (else that is an error).
     pub replace: bool,
     /// BTREE: rows per page (pylance's `zone_size`); ZONEMAP: rows per zone
-    /// (`rows_per_zone`).
+    /// (`rows_per_zone`); BLOOMFILTER: rows (values) per zone (`number_of_items`).
     pub page_rows: Option<u64>,
+    /// BLOOMFILTER: the chance of a false match per zone filter.
+    pub probability: Option<f64>,
 }
 
 /// Build a scalar index on `column` of `ds` and commit it (re-read and rebuilt up to
@@ -60,8 +62,12 @@ pub async fn create_scalar_index(
         }
         let page_rows = params.page_rows.unwrap_or(match params.kind {
             Kind::ZoneMap => crate::index::zonemap::DEFAULT_ROWS_PER_ZONE,
+            Kind::BloomFilter => crate::index::bloom::DEFAULT_ITEMS,
             _ => BTREE_PAGE_ROWS,
         });
+        let probability = params
+            .probability
+            .unwrap_or(crate::index::bloom::DEFAULT_PROBABILITY);
         let staged = Staged::new(ds.storage());
         let segment = staged
             .guard(build_segment(
@@ -73,6 +79,7 @@ pub async fn create_scalar_index(
                 params.kind,
                 &name,
                 page_rows,
+                probability,
                 None,
             ))
             .await?;
@@ -97,6 +104,7 @@ async fn build_segment(
     kind: Kind,
     name: &str,
     page_rows: u64,
+    probability: f64,
     fragments: Option<Vec<u64>>,
 ) -> Result<IndexMetadata> {
     if page_rows == 0 {
@@ -109,7 +117,7 @@ async fn build_segment(
     let index_version = match kind {
         Kind::BTree => i32::from(ds.has_stable_row_ids()),
         Kind::LabelList => crate::index::label_list::INDEX_VERSION,
-        Kind::Bitmap | Kind::ZoneMap => 0,
+        Kind::Bitmap | Kind::ZoneMap | Kind::BloomFilter => 0,
     };
     let by_row_id = ds.has_stable_row_ids() && kind.holds_row_ids(index_version);
     let covered: Vec<u64> =
@@ -136,6 +144,14 @@ async fn build_segment(
             crate::index::bitmap::FILE,
             crate::index::bitmap::build(&values, &ids)?,
         )],
+        Kind::BloomFilter => {
+            let (batch, nulls) = crate::index::bloom::build(&values, &ids, page_rows, probability)?;
+            vec![IndexFileData {
+                name: crate::index::bloom::FILE,
+                batch,
+                global_buffers: vec![nulls],
+            }]
+        }
         Kind::ZoneMap => {
             let (batch, nulls) = crate::index::zonemap::build(&values, &ids, page_rows)?;
             vec![IndexFileData {
@@ -250,6 +266,7 @@ pub async fn optimize_indices(
                 if missing.is_empty() {
                     continue;
                 }
+                let mut probability = crate::index::bloom::DEFAULT_PROBABILITY;
                 let page_rows = match kind {
                     Kind::BTree => {
                         let listed = ds.index_segments()?;
@@ -267,12 +284,32 @@ pub async fn optimize_indices(
                             None => crate::index::zonemap::DEFAULT_ROWS_PER_ZONE,
                         }
                     }
+                    Kind::BloomFilter => {
+                        let listed = ds.index_segments()?;
+                        match listed.iter().find(|s| s.name == name) {
+                            Some(s) => {
+                                let b = crate::index::bloom::BloomFilter::load(&ds, s).await?;
+                                probability = b.probability();
+                                b.items()
+                            }
+                            None => crate::index::bloom::DEFAULT_ITEMS,
+                        }
+                    }
                     Kind::Bitmap | Kind::LabelList => BTREE_PAGE_ROWS,
                 };
                 let data_type = ds.schema.field(&column).expect("checked").data_type()?;
                 let over = (!merge).then_some(missing);
                 let segment = build_segment(
-                    &ds, &staged, &column, *field_id, &data_type, kind, name, page_rows, over,
+                    &ds,
+                    &staged,
+                    &column,
+                    *field_id,
+                    &data_type,
+                    kind,
+                    name,
+                    page_rows,
+                    probability,
+                    over,
                 )
                 .await?;
                 new_indices.push(segment);
@@ -329,6 +366,12 @@ fn indexable(ds: &Dataset, column: &str, kind: Kind) -> Result<(i32, DataType)> 
     let dt = field.data_type()?;
     let values = match (kind, &dt) {
         (Kind::LabelList, DataType::List(item) | DataType::LargeList(item)) => item.data_type(),
+        (Kind::BloomFilter, t) if !crate::index::bloom::supports(t) => {
+            return Err(Error::invalid(format!(
+                "{}: a BLOOMFILTER index cannot be built on column '{column}' of type {dt}",
+                ds.uri()
+            )))
+        }
         (Kind::LabelList, _) => {
             return Err(Error::invalid(format!(
                 "{}: a LABEL_LIST index needs a list column, and '{column}' is {dt}",

@@ -1,0 +1,443 @@
+//! BLOOMFILTER indices: the column's live rows cut into zones of `number_of_items` rows,
+//! and per zone a split-block Bloom filter of its values (`bloom_filter_data`) and
+//! whether it holds NULL, in `bloomfilter.lance`; plus the exact set of NULL rows, kept as
+//! the global buffer the schema metadata `null_bitmap` names.
+//!
+//! The filter of a zone is blocks of eight little-endian u32 words. A value is hashed with
+//! XXH64 (seed 0) over its bytes (integers and floats little-endian at their width, the
+//! stored integer of dates and times, the bytes of strings and binaries); the high half of
+//! the hash picks a block, and eight bits of the low half, one per word, are set or
+//! tested. Equality and IN rule out the zones whose filters lack every value; the rows of
+//! the others are candidates the filter is run on again.
+use std::borrow::Cow;
+use std::ops::Bound as Edge;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt64Type;
+use arrow_array::{Array, ArrayRef, BinaryArray, BooleanArray, RecordBatch, UInt64Array};
+use arrow_schema::{DataType, Field, Schema};
+use twox_hash::XxHash64;
+
+use super::bitmap::{id_set_in_buffer, write_id_set};
+use super::selection::{Found, IdSet};
+use super::zonemap::NULL_BITMAP_KEY;
+use super::{cache, IndexSegment};
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::expr::ranges::{compare, value_ranges};
+use crate::expr::Expr;
+
+pub const FILE: &str = "bloomfilter.lance";
+pub const DEFAULT_ITEMS: u64 = 8192;
+pub const DEFAULT_PROBABILITY: f64 = 0.00057;
+const ITEMS_KEY: &str = "bloomfilter_item";
+const PROBABILITY_KEY: &str = "bloomfilter_probability";
+
+const SALT: [u32; 8] = [
+    0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d, 0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31,
+];
+
+/// The bytes a value is hashed over; None for types the index does not take.
+fn value_bytes(values: &ArrayRef, i: usize) -> Option<Cow<'_, [u8]>> {
+    let dt = values.data_type();
+    Some(match dt {
+        DataType::Utf8 => Cow::Borrowed(values.as_string::<i32>().value(i).as_bytes()),
+        DataType::LargeUtf8 => Cow::Borrowed(values.as_string::<i64>().value(i).as_bytes()),
+        DataType::Binary => Cow::Borrowed(values.as_binary::<i32>().value(i)),
+        DataType::LargeBinary => Cow::Borrowed(values.as_binary::<i64>().value(i)),
+        DataType::Int8
+        | DataType::Int16
+        | DataType::Int32
+        | DataType::Int64
+        | DataType::UInt8
+        | DataType::UInt16
+        | DataType::UInt32
+        | DataType::UInt64
+        | DataType::Float32
+        | DataType::Float64
+        | DataType::Date32
+        | DataType::Date64
+        | DataType::Time32(_)
+        | DataType::Time64(_)
+        | DataType::Timestamp(..) => {
+            let width = dt.primitive_width()?;
+            let data = values.to_data();
+            let at = (data.offset() + i) * width;
+            // Arrow buffers hold native-endian values; the index hashes little-endian.
+            let bytes = data.buffers()[0].as_slice().get(at..at + width)?;
+            if cfg!(target_endian = "little") {
+                Cow::Owned(bytes.to_vec())
+            } else {
+                Cow::Owned(bytes.iter().rev().copied().collect())
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// Whether the index takes values of this type.
+pub fn supports(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Binary
+            | DataType::LargeBinary
+            | DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::UInt64
+            | DataType::Float32
+            | DataType::Float64
+            | DataType::Date32
+            | DataType::Date64
+            | DataType::Time32(_)
+            | DataType::Time64(_)
+            | DataType::Timestamp(..)
+    )
+}
+
+/// Where value hash `h` lives in a filter of `blocks` blocks: the block and its mask.
+fn probe(h: u64, blocks: usize) -> (usize, [u32; 8]) {
+    let block = (((h >> 32) * blocks as u64) >> 32) as usize;
+    let x = h as u32;
+    (block, SALT.map(|salt| 1u32 << (x.wrapping_mul(salt) >> 27)))
+}
+
+fn word(filter: &[u8], block: usize, j: usize) -> u32 {
+    let at = block * 32 + j * 4;
+    u32::from_le_bytes(filter[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn may_hold(filter: &[u8], bytes: &[u8]) -> bool {
+    let blocks = filter.len() / 32;
+    if blocks == 0 {
+        return true;
+    }
+    let (block, mask) = probe(XxHash64::oneshot(0, bytes), blocks);
+    (0..8).all(|j| word(filter, block, j) & mask[j] == mask[j])
+}
+
+fn insert(filter: &mut [u8], bytes: &[u8]) {
+    let (block, mask) = probe(XxHash64::oneshot(0, bytes), filter.len() / 32);
+    for (j, m) in mask.iter().enumerate() {
+        let at = block * 32 + j * 4;
+        let w = word(filter, block, j) | m;
+        filter[at..at + 4].copy_from_slice(&w.to_le_bytes());
+    }
+}
+
+/// The chance of a false match for `items` distinct values in a filter of 2^`log_bytes`
+/// bytes (Putze et al.'s estimate for split-block filters).
+fn false_positive_rate(items: u64, log_bytes: u32) -> f64 {
+    if items == 0 {
+        return 0.0;
+    }
+    let bits = 2f64.powi(log_bytes as i32) * 8.0;
+    let items = items as f64;
+    if items / bits > 2.0 {
+        return 1.0;
+    }
+    let lambda = 256.0 / (bits / items);
+    // ln(i!) for i up to 749.
+    let mut ln_factorial = vec![0.0f64; 750];
+    for i in 1..750 {
+        ln_factorial[i] = ln_factorial[i - 1] + (i as f64).ln();
+    }
+    let mut sum = 0.0;
+    for i in (1..750).rev() {
+        let miss = 1.0 - (31.0f64 / 32.0).powi(i as i32);
+        sum += (i as f64 * lambda.ln() - lambda - ln_factorial[i] + 8.0 * miss.ln()).exp();
+    }
+    sum.min(1.0)
+}
+
+/// Bytes per zone filter for `items` values at false-match chance `probability`.
+fn filter_bytes(items: u64, probability: f64) -> usize {
+    let (mut lo, mut hi) = (0u32, 64u32);
+    while hi > lo + 1 {
+        let mid = (lo + hi) / 2;
+        if false_positive_rate(items, mid) <= probability {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    1usize << hi.clamp(5, 27)
+}
+
+pub struct BloomFilter {
+    shown: String,
+    fragments: UInt64Array,
+    starts: UInt64Array,
+    lengths: UInt64Array,
+    has_null: BooleanArray,
+    filters: BinaryArray,
+    nulls: Option<IdSet>,
+    items: u64,
+    probability: f64,
+}
+
+impl BloomFilter {
+    pub async fn load(ds: &Dataset, segment: &IndexSegment) -> Result<Arc<BloomFilter>> {
+        let dir = super::segment_dir(ds, segment)?;
+        let shown = format!("{dir}/{FILE}");
+        cache::get_or_load(format!("{dir}#bloom"), || async {
+            let file = crate::file_table::open(&dir, FILE, ds.storage_options()).await?;
+            let metadata = file.arrow_schema.metadata().clone();
+            let nulls = id_set_in_buffer(&file, NULL_BITMAP_KEY, &shown).await?;
+            let batch = crate::file_table::read_all(Arc::new(file)).await?;
+            let column = |name: &str| {
+                batch
+                    .column_by_name(name)
+                    .cloned()
+                    .ok_or_else(|| Error::corrupt(&shown, format!("no '{name}' column")))
+            };
+            let u64s = |name: &str| -> Result<UInt64Array> {
+                column(name)?
+                    .as_primitive_opt::<UInt64Type>()
+                    .cloned()
+                    .ok_or_else(|| Error::corrupt(&shown, format!("'{name}' is not uint64")))
+            };
+            let b = BloomFilter {
+                fragments: u64s("fragment_id")?,
+                starts: u64s("zone_start")?,
+                lengths: u64s("zone_length")?,
+                has_null: column("has_null")?
+                    .as_boolean_opt()
+                    .cloned()
+                    .ok_or_else(|| Error::corrupt(&shown, "'has_null' is not boolean"))?,
+                filters: column("bloom_filter_data")?
+                    .as_binary_opt::<i32>()
+                    .cloned()
+                    .ok_or_else(|| Error::corrupt(&shown, "'bloom_filter_data' is not binary"))?,
+                nulls,
+                items: metadata
+                    .get(ITEMS_KEY)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(DEFAULT_ITEMS),
+                probability: metadata
+                    .get(PROBABILITY_KEY)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(DEFAULT_PROBABILITY),
+                shown: shown.clone(),
+            };
+            if let Some(bad) =
+                (0..b.filters.len()).find(|&z| !b.filters.value(z).len().is_multiple_of(32))
+            {
+                return Err(Error::corrupt(
+                    &shown,
+                    format!("the filter of zone {bad} is not whole 32-byte blocks"),
+                ));
+            }
+            let bytes = batch.get_array_memory_size();
+            Ok((b, bytes))
+        })
+        .await
+    }
+
+    pub fn num_zones(&self) -> usize {
+        self.fragments.len()
+    }
+
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+
+    pub fn probability(&self) -> f64 {
+        self.probability
+    }
+
+    /// The addresses of the rows for which `condition` (equality or IN on column `name`,
+    /// of type `value_type`) may be TRUE, or exactly those for `IS NULL`; None when the
+    /// filters cannot tell.
+    pub fn search(
+        &self,
+        name: &str,
+        value_type: &DataType,
+        condition: &Expr,
+        nulls: bool,
+    ) -> Result<Option<Found>> {
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            name,
+            value_type.clone(),
+            true,
+        )]));
+        let Ok(bound) = crate::expr::bind_filter(condition, &schema) else {
+            return Ok(None);
+        };
+        let Some(ranges) = value_ranges(&bound, 0) else {
+            return Ok(None);
+        };
+        if !ranges.strict {
+            return Ok(None);
+        }
+        if ranges.exact && ranges.intervals.is_empty() && ranges.nulls {
+            if let Some(rows) = &self.nulls {
+                return Ok(Some(Found {
+                    yes: rows.clone(),
+                    nulls: IdSet::default(),
+                    exact: true,
+                }));
+            }
+        }
+        if nulls {
+            return Ok(None);
+        }
+        // Only single values can be probed (an interval around zero holds both zeros).
+        let mut probes: Vec<ArrayRef> = Vec::new();
+        for (lo, hi) in &ranges.intervals {
+            let (Edge::Included(lo), Edge::Included(hi)) = (lo, hi) else {
+                return Ok(None);
+            };
+            if lo.data_type() != value_type || hi.data_type() != value_type {
+                return Ok(None);
+            }
+            probes.push(lo.clone());
+            if compare(lo, hi).is_ne() {
+                if !is_zero(lo) || !is_zero(hi) {
+                    return Ok(None);
+                }
+                probes.push(hi.clone());
+            }
+        }
+        let Some(probes) = probes
+            .iter()
+            .map(|p| value_bytes(p, 0).map(|b| b.into_owned()))
+            .collect::<Option<Vec<Vec<u8>>>>()
+        else {
+            return Ok(None);
+        };
+        let mut found = Found::default();
+        for z in 0..self.num_zones() {
+            let filter = self.filters.value(z);
+            let candidate = (ranges.nulls && self.has_null.value(z))
+                || probes.iter().any(|p| may_hold(filter, p));
+            if candidate {
+                super::zones::add_rows(
+                    &mut found.yes,
+                    self.fragments.value(z),
+                    self.starts.value(z),
+                    self.lengths.value(z),
+                    &self.shown,
+                )?;
+            }
+        }
+        Ok(Some(found))
+    }
+}
+
+/// Whether a one-value float array holds a zero of either sign.
+fn is_zero(a: &ArrayRef) -> bool {
+    use arrow_array::types::{Float32Type, Float64Type};
+    match a.data_type() {
+        DataType::Float64 => a.as_primitive::<Float64Type>().value(0) == 0.0,
+        DataType::Float32 => a.as_primitive::<Float32Type>().value(0) == 0.0,
+        _ => false,
+    }
+}
+
+/// The file of a BLOOMFILTER over `values` and their rows' `addresses` (ascending within
+/// each fragment), and the set of NULL rows to keep as global buffer 1.
+pub fn build(
+    values: &ArrayRef,
+    addresses: &UInt64Array,
+    items: u64,
+    probability: f64,
+) -> Result<(RecordBatch, Vec<u8>)> {
+    if !(0.0..1.0).contains(&probability) {
+        return Err(Error::invalid(format!(
+            "a BLOOMFILTER's probability must be in [0, 1), not {probability}"
+        )));
+    }
+    let bytes = filter_bytes(items, probability);
+    let (mut fragments, mut starts, mut lengths) = (Vec::new(), Vec::new(), Vec::new());
+    let mut has_null = Vec::new();
+    let mut filters = arrow_array::builder::BinaryBuilder::new();
+    let mut null_rows = Vec::new();
+    for zone in super::zones::cut(addresses, items)? {
+        let mut filter = vec![0u8; bytes];
+        let mut nulls = false;
+        for i in zone.rows.clone() {
+            if values.is_null(i) {
+                nulls = true;
+                null_rows.push(addresses.value(i));
+            } else {
+                let v = value_bytes(values, i).ok_or_else(|| {
+                    Error::invalid(format!(
+                        "a BLOOMFILTER index cannot hold {} values",
+                        values.data_type()
+                    ))
+                })?;
+                insert(&mut filter, &v);
+            }
+        }
+        filters.append_value(&filter);
+        has_null.push(nulls);
+        fragments.push(zone.fragment);
+        starts.push(zone.start);
+        lengths.push(zone.length);
+    }
+    let metadata: std::collections::HashMap<String, String> = [
+        (ITEMS_KEY.to_string(), items.to_string()),
+        (PROBABILITY_KEY.to_string(), probability.to_string()),
+        (NULL_BITMAP_KEY.to_string(), "1".to_string()),
+    ]
+    .into_iter()
+    .collect();
+    let schema = Schema::new_with_metadata(
+        vec![
+            Field::new("fragment_id", DataType::UInt64, false),
+            Field::new("zone_start", DataType::UInt64, false),
+            Field::new("zone_length", DataType::UInt64, false),
+            Field::new("has_null", DataType::Boolean, false),
+            Field::new("bloom_filter_data", DataType::Binary, false),
+        ],
+        metadata,
+    );
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(UInt64Array::from(fragments)),
+        Arc::new(UInt64Array::from(starts)),
+        Arc::new(UInt64Array::from(lengths)),
+        Arc::new(BooleanArray::from(has_null)),
+        Arc::new(filters.finish()),
+    ];
+    let mut nulls = IdSet::default();
+    nulls.extend(null_rows);
+    Ok((
+        RecordBatch::try_new(Arc::new(schema), columns)?,
+        write_id_set(&nulls),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_sizes_follow_the_estimate() {
+        assert_eq!(filter_bytes(8192, 0.00057), 32768);
+        assert_eq!(filter_bytes(64, 0.01), 128);
+        assert_eq!(filter_bytes(5, 1e-7), 128);
+        assert_eq!(filter_bytes(5, 0.5), 32);
+        assert_eq!(XxHash64::oneshot(0, b""), 0xEF46DB3751D8E999);
+    }
+
+    #[test]
+    fn inserted_values_are_found() {
+        let mut filter = vec![0u8; 1024];
+        for i in 0..50u64 {
+            insert(&mut filter, &i.to_le_bytes());
+        }
+        assert!((0..50u64).all(|i| may_hold(&filter, &i.to_le_bytes())));
+        let false_matches = (1000..2000u64)
+            .filter(|i| may_hold(&filter, &i.to_le_bytes()))
+            .count();
+        assert!(false_matches < 20, "{false_matches}");
+    }
+}
