@@ -4,12 +4,14 @@ order, `key` int64 a random permutation of it, `cat8` a string of 8 values, `nam
 unique string, `value` float64, `labels` a list of 1-3 of 20 strings).
 
 - queries through each library's reading of the same indices pylance built (BTREE on `id`
-  and `key`, BITMAP on `cat8`), all columns returned, best of several warm repeats:
-  `key = X` (a point query on unsorted data), `id = X`, `key IN (100 values)`,
-  `id BETWEEN` (0.1%), `key BETWEEN` (0.1%, rows scattered), bitmap equality (12.5%);
+  and `key`, BITMAP on `cat8`, LABEL_LIST on `labels`), all columns returned, best of
+  several warm repeats: `key = X` (a point query on unsorted data), `id = X`,
+  `key IN (100 values)`, `id BETWEEN` (0.1%), `key BETWEEN` (0.1%, rows scattered), bitmap
+  equality (12.5%), `array_has_any` of 2 labels (19%) and `array_has_all` of 2 (1.3%);
   and lance_core's point query without the index (the unindexed filter it replaces);
 - builds, each on a fresh copy of the table without indices: BTREE on `id` (sorted
-  input), on `key` (random order) and on `name` (unique strings), BITMAP on `cat8`.
+  input), on `key` (random order) and on `name` (unique strings), BITMAP on `cat8`,
+  LABEL_LIST on `labels`, ZONEMAP on `id`, BLOOMFILTER on `key` (default parameters).
 
     python benches/index_bench.py [--rows 4000000] [--repeat 15]
 """
@@ -25,7 +27,8 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import CHILD_PRELUDE, DATA, run_child  # noqa: E402
 
-BUILDS = [("id", "BTREE"), ("key", "BTREE"), ("name", "BTREE"), ("cat8", "BITMAP")]
+BUILDS = [("id", "BTREE"), ("key", "BTREE"), ("name", "BTREE"), ("cat8", "BITMAP"), ("labels", "LABEL_LIST"),
+          ("id", "ZONEMAP"), ("key", "BLOOMFILTER")]
 
 QUERIES = """
 import random
@@ -64,6 +67,10 @@ assert r.num_rows == hi - lo
 out["key BETWEEN (0.1%, scattered)"], r = best(lambda: ds.to_table(filter=f"key BETWEEN {{lo}} AND {{hi - 1}}"))
 assert r.num_rows == hi - lo
 out["cat8 = 'c3' (BITMAP, 12.5%)"], r = best(lambda: ds.to_table(filter="cat8 = 'c3'"), max(2, repeat // 2))
+out["array_has_any(labels, 2 labels) (19%)"], r = best(
+    lambda: ds.to_table(filter="array_has_any(labels, ['label-03', 'label-07'])"), max(2, repeat // 3))
+out["array_has_all(labels, 2 labels) (1.3%)"], r = best(
+    lambda: ds.to_table(filter="array_has_all(labels, ['label-03', 'label-07'])"), max(2, repeat // 2))
 if {module!r} == "lance_core":
     out["key = X without the index"], r = best(
         lambda: ds.to_table(filter=f"key = {{points[0]}}", use_scalar_index=False), 3)
@@ -122,17 +129,17 @@ def table_path(rows: int) -> str:
 
 
 def indexed_path(rows: int) -> str:
-    """The table with pylance's indices: BTREE on id and key, BITMAP on cat8."""
+    """The table with pylance's indices: BTREE on id and key, BITMAP on cat8, LABEL_LIST on
+    labels."""
     import lance
 
     path = os.path.join(DATA, f"index_{rows}_indexed.lance")
-    if os.path.exists(os.path.join(path, "_versions")):
-        return path
-    shutil.copytree(table_path(rows), path)
-    ds = lance.dataset(path)
-    ds.create_scalar_index("id", "BTREE")
-    ds.create_scalar_index("key", "BTREE")
-    ds.create_scalar_index("cat8", "BITMAP")
+    if not os.path.exists(os.path.join(path, "_versions")):
+        shutil.copytree(table_path(rows), path)
+    have = {d.name for d in lance.dataset(path).describe_indices()}
+    for column, kind in [("id", "BTREE"), ("key", "BTREE"), ("cat8", "BITMAP"), ("labels", "LABEL_LIST")]:
+        if f"{column}_idx" not in have:
+            lance.dataset(path).create_scalar_index(column, kind)
     return path
 
 

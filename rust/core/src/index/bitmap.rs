@@ -174,40 +174,45 @@ pub fn write_id_set(ids: &IdSet) -> Vec<u8> {
 /// The file of a BITMAP over `values` (one per row) and the rows' `ids`: each distinct
 /// value (NULL first, then ascending; floats in total order) with the set of its rows.
 pub fn build(values: &ArrayRef, ids: &arrow_array::UInt64Array) -> Result<RecordBatch> {
-    let order = arrow_ord::sort::sort_to_indices(
-        values,
-        Some(arrow_schema::SortOptions {
+    // Values grouped by their bytes in arrow's row format, whose byte order is the value
+    // order wanted (NULL first, floats in total order): one pass to group, then only the
+    // distinct values are sorted.
+    let converter = arrow_row::RowConverter::new(vec![arrow_row::SortField::new_with_options(
+        values.data_type().clone(),
+        arrow_schema::SortOptions {
             descending: false,
             nulls_first: true,
-        }),
-        None,
-    )?;
-    let sorted = arrow_select::take::take(values, &order, None)?;
-    let same = arrow_ord::ord::make_comparator(
-        sorted.as_ref(),
-        sorted.as_ref(),
-        arrow_schema::SortOptions::default(),
-    )?;
-    let mut firsts: Vec<u32> = Vec::new();
-    let mut sets = arrow_array::builder::BinaryBuilder::new();
-    let mut run: Vec<u64> = Vec::new();
-    for i in 0..sorted.len() {
-        if i > 0 && !same(i - 1, i).is_eq() {
-            let mut set = IdSet::default();
-            set.extend(std::mem::take(&mut run));
-            sets.append_value(write_id_set(&set));
-        }
-        if i == 0 || !same(i - 1, i).is_eq() {
-            firsts.push(i as u32);
-        }
-        run.push(ids.value(order.value(i) as usize));
+        },
+    )])?;
+    let rows = converter.convert_columns(std::slice::from_ref(values))?;
+    /// A distinct value: where it first is, and the ids of its rows.
+    struct Group {
+        first: u32,
+        ids: Vec<u64>,
     }
-    if !sorted.is_empty() {
+    let mut groups: std::collections::HashMap<&[u8], Group, foldhash::fast::FixedState> =
+        Default::default();
+    for i in 0..values.len() {
+        groups
+            .entry(rows.row(i).data())
+            .or_insert_with(|| Group {
+                first: i as u32,
+                ids: Vec::new(),
+            })
+            .ids
+            .push(ids.value(i));
+    }
+    let mut groups: Vec<(&[u8], Group)> = groups.into_iter().collect();
+    groups.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut firsts: Vec<u32> = Vec::with_capacity(groups.len());
+    let mut sets = arrow_array::builder::BinaryBuilder::new();
+    for (_, group) in groups {
+        firsts.push(group.first);
         let mut set = IdSet::default();
-        set.extend(run);
+        set.extend(group.ids);
         sets.append_value(write_id_set(&set));
     }
-    let keys = arrow_select::take::take(&sorted, &arrow_array::UInt32Array::from(firsts), None)?;
+    let keys = arrow_select::take::take(values, &arrow_array::UInt32Array::from(firsts), None)?;
     let metadata: std::collections::HashMap<String, String> = [(
         "lance:index_stats".to_string(),
         format!("{{\"num_bitmaps\":{}}}", keys.len()),

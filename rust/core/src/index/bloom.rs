@@ -38,42 +38,56 @@ const SALT: [u32; 8] = [
     0x47b6137b, 0x44974d91, 0x8824ad5b, 0xa2b7289d, 0x705495c7, 0x2df1424b, 0x9efc4947, 0x5c6bfb31,
 ];
 
-/// The bytes a value is hashed over; None for types the index does not take.
-fn value_bytes(values: &ArrayRef, i: usize) -> Option<Cow<'_, [u8]>> {
-    let dt = values.data_type();
-    Some(match dt {
-        DataType::Utf8 => Cow::Borrowed(values.as_string::<i32>().value(i).as_bytes()),
-        DataType::LargeUtf8 => Cow::Borrowed(values.as_string::<i64>().value(i).as_bytes()),
-        DataType::Binary => Cow::Borrowed(values.as_binary::<i32>().value(i)),
-        DataType::LargeBinary => Cow::Borrowed(values.as_binary::<i64>().value(i)),
-        DataType::Int8
-        | DataType::Int16
-        | DataType::Int32
-        | DataType::Int64
-        | DataType::UInt8
-        | DataType::UInt16
-        | DataType::UInt32
-        | DataType::UInt64
-        | DataType::Float32
-        | DataType::Float64
-        | DataType::Date32
-        | DataType::Date64
-        | DataType::Time32(_)
-        | DataType::Time64(_)
-        | DataType::Timestamp(..) => {
-            let width = dt.primitive_width()?;
-            let data = values.to_data();
-            let at = (data.offset() + i) * width;
-            // Arrow buffers hold native-endian values; the index hashes little-endian.
-            let bytes = data.buffers()[0].as_slice().get(at..at + width)?;
-            if cfg!(target_endian = "little") {
-                Cow::Owned(bytes.to_vec())
-            } else {
-                Cow::Owned(bytes.iter().rev().copied().collect())
+/// The bytes each value of an array is hashed over (prepared once per array).
+enum ValueBytes<'a> {
+    /// Fixed-width values: the array's value buffer, its first value's byte offset and
+    /// the width.
+    Fixed(arrow_buffer::Buffer, usize, usize),
+    Strings(&'a arrow_array::StringArray),
+    LargeStrings(&'a arrow_array::LargeStringArray),
+    Binaries(&'a BinaryArray),
+    LargeBinaries(&'a arrow_array::LargeBinaryArray),
+}
+
+impl<'a> ValueBytes<'a> {
+    /// None for types the index does not take.
+    fn of(values: &'a ArrayRef) -> Option<Self> {
+        Some(match values.data_type() {
+            DataType::Utf8 => ValueBytes::Strings(values.as_string::<i32>()),
+            DataType::LargeUtf8 => ValueBytes::LargeStrings(values.as_string::<i64>()),
+            DataType::Binary => ValueBytes::Binaries(values.as_binary::<i32>()),
+            DataType::LargeBinary => ValueBytes::LargeBinaries(values.as_binary::<i64>()),
+            dt if supports(dt) => {
+                let width = dt.primitive_width()?;
+                let data = values.to_data();
+                let buffer = data.buffers().first()?.clone();
+                if buffer.len() < (data.offset() + values.len()) * width {
+                    return None;
+                }
+                ValueBytes::Fixed(buffer, data.offset() * width, width)
             }
+            _ => return None,
+        })
+    }
+
+    /// Value `i`'s bytes (integers and floats little-endian).
+    fn get(&self, i: usize) -> Cow<'_, [u8]> {
+        match self {
+            ValueBytes::Fixed(buffer, start, width) => {
+                let at = start + i * width;
+                let v = &buffer.as_slice()[at..at + width];
+                if cfg!(target_endian = "little") {
+                    Cow::Borrowed(v)
+                } else {
+                    Cow::Owned(v.iter().rev().copied().collect())
+                }
+            }
+            ValueBytes::Strings(a) => Cow::Borrowed(a.value(i).as_bytes()),
+            ValueBytes::LargeStrings(a) => Cow::Borrowed(a.value(i).as_bytes()),
+            ValueBytes::Binaries(a) => Cow::Borrowed(a.value(i)),
+            ValueBytes::LargeBinaries(a) => Cow::Borrowed(a.value(i)),
         }
-        _ => return None,
-    })
+    }
 }
 
 /// Whether the index takes values of this type.
@@ -308,7 +322,7 @@ impl BloomFilter {
         }
         let Some(probes) = probes
             .iter()
-            .map(|p| value_bytes(p, 0).map(|b| b.into_owned()))
+            .map(|p| ValueBytes::of(p).map(|b| b.get(0).into_owned()))
             .collect::<Option<Vec<Vec<u8>>>>()
         else {
             return Ok(None);
@@ -356,6 +370,12 @@ pub fn build(
         )));
     }
     let bytes = filter_bytes(items, probability);
+    let hashed = ValueBytes::of(values).ok_or_else(|| {
+        Error::invalid(format!(
+            "a BLOOMFILTER index cannot hold {} values",
+            values.data_type()
+        ))
+    })?;
     let (mut fragments, mut starts, mut lengths) = (Vec::new(), Vec::new(), Vec::new());
     let mut has_null = Vec::new();
     let mut filters = arrow_array::builder::BinaryBuilder::new();
@@ -368,13 +388,7 @@ pub fn build(
                 nulls = true;
                 null_rows.push(addresses.value(i));
             } else {
-                let v = value_bytes(values, i).ok_or_else(|| {
-                    Error::invalid(format!(
-                        "a BLOOMFILTER index cannot hold {} values",
-                        values.data_type()
-                    ))
-                })?;
-                insert(&mut filter, &v);
+                insert(&mut filter, &hashed.get(i));
             }
         }
         filters.append_value(&filter);
