@@ -1096,7 +1096,7 @@ class Generator:
             return IsBool(x, self.rng.choice(["TRUE", "FALSE", "UNKNOWN"]), self.rng.random() < 0.5)
         if r < 0.76:
             pattern = self.rng.choice(["a%", "%b%", "_", "%", "A%", "ab\\%", "%'%", "Σ%", "a_c", "", "a\\_c", "%\\\\%",
-                                       "_b%", "%c"])
+                                       "_b%", "%c", "%abc%", "xxx%", "%ABC", "%ñan%", "a%xxx%b", "%pad %", "%20_0-01%"])
             return Like(self.string(depth - 1), pattern.replace("'", "''"), self.rng.random() < 0.3,
                         self.rng.random() < 0.3)
         if r < 0.80:
@@ -1155,12 +1155,14 @@ INDEXED = {"BTREE": ["i32", "i64", "u64", "f64", "dec", "s", "d", "b"],
            "ZONEMAP": ["id", "f32", "tsz", "bin"],
            "BLOOMFILTER": ["i16", "ts"],
            "BITMAP": ["i8", "u8", "u16", "f64b", "ls", "u32"],
-           "LABEL_LIST": ["li", "lst"]}
+           "LABEL_LIST": ["li", "lst"],
+           # A second index on "s": LIKE with no fixed prefix reaches it (the BTREE cannot answer).
+           "NGRAM": ["s"]}
 
 
 def build_indices(ds) -> None:
     """BTREE indices with small pages (so that pages are chosen), BITMAP and LABEL_LIST
-    indices, and ZONEMAP and BLOOMFILTER indices with small zones."""
+    indices, ZONEMAP and BLOOMFILTER indices with small zones, and NGRAM indices."""
     from lance.indices import IndexConfig
     for column in INDEXED["BTREE"]:
         ds.create_scalar_index(column, IndexConfig(index_type="btree", parameters={"zone_size": 16}))
@@ -1172,6 +1174,8 @@ def build_indices(ds) -> None:
         ds.create_scalar_index(column, IndexConfig(index_type="zonemap", parameters={"rows_per_zone": 40}))
     for column in INDEXED["BLOOMFILTER"]:
         ds.create_scalar_index(column, IndexConfig(index_type="bloomfilter", parameters={"number_of_items": 40}))
+    for column in INDEXED["NGRAM"]:
+        ds.create_scalar_index(column, "NGRAM", name=f"{column}_ngram")
 
 
 class FilterCheck:

@@ -5,6 +5,7 @@ the index was built (deletions, appends, compactions, stable row ids, file forma
 from __future__ import annotations
 
 import os
+import shutil
 
 import lance
 import pyarrow as pa
@@ -562,3 +563,73 @@ def test_bloom_filters_as_pylance_builds_them(tmp_path):
     with pytest.raises(lance_core.errors.InvalidInputError, match="BLOOMFILTER index cannot be built on column 'b'"):
         lance_core.write_dataset(pa.table({"b": [True, False]}), str(tmp_path / "bool")).create_scalar_index(
             "b", "BLOOMFILTER")
+
+
+NGRAM_FILTERS = [
+    "contains(t, 'abc')", "contains(t, 'ABC')", "contains(t, 'crème')", "contains(t, 'xy')", "contains(t, 'a b')",
+    "t LIKE '%bcd%'", "t LIKE 'abc%'", "t LIKE '%z9q'", "t LIKE 'a%bc%de'", "t LIKE 'c_t%'", "t LIKE '%100\\%%'",
+    "starts_with(t, 'strasse')", "ends_with(t, 'moon')", "contains(t, 'abc') AND contains(t, 'bcd')",
+    "contains(t, 'abc') OR contains(t, 'moo')", "NOT contains(t, 'abc')", "contains(t, 'abc') AND id < 2000",
+    "t LIKE '%qqq%'", "t IS NULL OR contains(t, 'goodbye')", "contains(t, 'ﬁsh')",
+]
+
+
+def _text_table(n: int, seed: int) -> pa.Table:
+    import random
+    rng = random.Random(seed)
+    words = ["abc", "ABCD", "bcd", "crème", "Crème", "goodbye-moon", "strasse", "Straße", "ﬁsh", "fish", "z9q",
+             "100%", "cat", "cut", "xy", "a b", "ℂat", "moon", "abcde"]
+    return pa.table({
+        "id": pa.array(range(n)),
+        "t": pa.array([None if rng.random() < 0.05 else " ".join(rng.choice(words) for _ in range(rng.randint(0, 4)))
+                       for _ in range(n)]),
+    })
+
+
+@pytest.mark.parametrize("builder", ["pylance", "lance_core"])
+@pytest.mark.parametrize("stable", [False, True])
+def test_ngram_indices_answer_like_and_contains_in_both_libraries(tmp_path, builder, stable):
+    """NGRAM indices (the rows of each trigram of the folded text): ours hold the very
+    tokens and posting lists pylance's do; each library answers LIKE, contains,
+    starts_with and ends_with through the other's, with a full scan's rows, through
+    deletions, appends, pylance's compaction (which remaps them) and our optimize."""
+    uri = str(tmp_path / "t.lance")
+    lance.write_dataset(_text_table(6000, 3), uri, max_rows_per_file=2500, enable_stable_row_ids=stable)
+    lance.dataset(uri).delete("id % 11 = 0")
+    other = str(tmp_path / "other.lance")
+    shutil.copytree(uri, other)
+    for path, library in ((uri, builder), (other, "lance_core" if builder == "pylance" else "pylance")):
+        (lance if library == "pylance" else lance_core).dataset(path).create_scalar_index("t", "NGRAM")
+
+    def postings(path):
+        d = lance.dataset(path).describe_indices()[0]
+        return lance.file.LanceFileReader(
+            os.path.join(path, "_indices", d.segments[0].uuid, "ngram_postings.lance")).read_all().to_table()
+    # The same tokens and posting lists as the other library builds over the same rows.
+    assert postings(other).equals(postings(uri))
+    lance.dataset(uri).delete("id % 13 = 0")
+
+    def check():
+        ref, ours = lance.dataset(uri), lance_core.dataset(uri)
+        for f in NGRAM_FILTERS:
+            want = ref.to_table(filter=f, with_row_id=True, use_scalar_index=False).sort_by("_rowid")
+            assert ours.to_table(filter=f, with_row_id=True).sort_by("_rowid").equals(want), f
+            assert ref.to_table(filter=f, with_row_id=True).sort_by("_rowid").equals(want), f
+            assert ours.count_rows(f) == want.num_rows, f
+        for f in ("contains(t, 'abc')", "t LIKE '%bcd%'", "t LIKE 'abc%'"):
+            assert "@t_idx(NGram)" in ref.scanner(filter=f).explain_plan(), f
+        assert "on t_idx (NGram), fragments [" in ours.scanner(filter="contains(t, 'abc')").explain_plan()
+        for f in ("contains(t, 'xy')", "NOT contains(t, 'abc')", "t LIKE 'c_t%'"):
+            assert "ScalarIndexQuery" not in ours.scanner(filter=f).explain_plan(), f
+
+    check()
+    _same_descriptions(uri)
+    lance.write_dataset(_text_table(1000, 4), uri, mode="append")
+    check()
+    lance.dataset(uri).optimize.compact_files(target_rows_per_fragment=4000)
+    check()
+    lance_core.dataset(uri).optimize.optimize_indices(num_indices_to_merge=0)
+    check()
+    _same_descriptions(uri)
+    with pytest.raises(lance_core.errors.InvalidInputError, match="NGRAM index needs a string column, and 'id'"):
+        lance_core.dataset(uri).create_scalar_index("id", "NGRAM")

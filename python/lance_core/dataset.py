@@ -382,7 +382,8 @@ class LanceDataset:
         "BTREE", "BITMAP", "LABEL_LIST" (on a list column, for `array_has_any`,
         `array_has_all` and `array_has`), "ZONEMAP" (value ranges per `rows_per_zone`
         rows, 8192) or "BLOOMFILTER" (a Bloom filter per `number_of_items` rows, 8192, with
-        false-match `probability` 0.00057), or pylance's `IndexConfig`; the index is named `name`
+        false-match `probability` 0.00057), "NGRAM" (the rows holding each trigram of a
+        string column, for LIKE and `contains`), or pylance's `IndexConfig`; the index is named `name`
         (`<column>_idx` by default) and replaces one of that name unless `replace=False`.
         A BTREE's rows per page are `zone_size` (4096), given as a keyword or in an
         `IndexConfig`'s parameters. pylance reads and uses the index built. A concurrent

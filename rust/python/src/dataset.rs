@@ -670,8 +670,8 @@ impl PyDataset {
         })
     }
 
-    /// Build a scalar index (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER) on `column`
-    /// and commit it.
+    /// Build a scalar index (BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER, NGRAM) on
+    /// `column` and commit it.
     #[pyo3(signature = (column, index_type, name=None, replace=true, page_rows=None, retries=10, probability=None))]
     #[allow(clippy::too_many_arguments)]
     fn create_scalar_index(
@@ -688,7 +688,7 @@ impl PyDataset {
         guard(|| {
             let kind = lance_core::index::Kind::from_user(&index_type).ok_or_else(|| {
                 lance_core::Error::invalid(format!(
-                    "index type '{index_type}' is not built by lance_core (it builds BTREE, BITMAP, LABEL_LIST, ZONEMAP and BLOOMFILTER)"
+                    "index type '{index_type}' is not built by lance_core (it builds BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER and NGRAM)"
                 ))
             })
             .py()?;

@@ -111,26 +111,16 @@ pub fn value_ranges(pred: &Bound, column: usize) -> Option<ValueRanges> {
             ..Default::default()
         }),
         // `LIKE 'abc%...'`: the values starting with the pattern's fixed prefix.
-        Node::Like {
-            input,
-            pattern,
-            negated: false,
-            case_insensitive: false,
-        } if is_column(input) => {
-            use arrow_array::cast::AsArray;
-            let text = match pattern.data_type() {
-                DataType::Utf8 => pattern.as_string::<i32>().value(0),
-                DataType::LargeUtf8 => pattern.as_string::<i64>().value(0),
-                _ => return None,
+        Node::Like { .. } => {
+            let text = like_pattern_on_column(pred, column)?;
+            let as_type = |s: &str| -> Option<ArrayRef> {
+                let a: ArrayRef = std::sync::Arc::new(arrow_array::StringArray::from(vec![s]));
+                arrow_cast::cast(&a, pattern_type(pred)?).ok()
             };
-            let prefix = like_prefix(text);
+            let prefix = like_prefix(&text);
             if prefix.is_empty() {
                 return None;
             }
-            let as_type = |s: &str| -> Option<ArrayRef> {
-                let a: ArrayRef = std::sync::Arc::new(arrow_array::StringArray::from(vec![s]));
-                arrow_cast::cast(&a, pattern.data_type()).ok()
-            };
             let hi = match next_prefix(&prefix) {
                 Some(next) => Edge::Excluded(as_type(&next)?),
                 None => Edge::Unbounded,
@@ -171,22 +161,68 @@ pub fn value_ranges(pred: &Bound, column: usize) -> Option<ValueRanges> {
     }
 }
 
-/// The fixed start of a LIKE pattern: up to its first `%` or `_` (a `\\` takes the next
-/// character as it is).
-fn like_prefix(pattern: &str) -> String {
-    let mut out = String::new();
+/// The pattern of `pred` when it is a case-sensitive `column LIKE 'pattern'` on top-level
+/// column `column`.
+pub fn like_pattern_on_column(pred: &Bound, column: usize) -> Option<String> {
+    use arrow_array::cast::AsArray;
+    let Node::Like {
+        input,
+        pattern,
+        negated: false,
+        case_insensitive: false,
+    } = &pred.node
+    else {
+        return None;
+    };
+    if !matches!(&input.node, Node::Column { index, fields } if *index == column && fields.is_empty())
+        || pattern.is_null(0)
+    {
+        return None;
+    }
+    Some(match pattern.data_type() {
+        DataType::Utf8 => pattern.as_string::<i32>().value(0).to_string(),
+        DataType::LargeUtf8 => pattern.as_string::<i64>().value(0).to_string(),
+        DataType::Utf8View => pattern.as_string_view().value(0).to_string(),
+        _ => return None,
+    })
+}
+
+fn pattern_type(pred: &Bound) -> Option<&DataType> {
+    match &pred.node {
+        Node::Like { pattern, .. } => Some(pattern.data_type()),
+        _ => None,
+    }
+}
+
+/// The runs of fixed text of a LIKE pattern, between its wildcards (`%`, `_`; a `\\`
+/// takes the next character as it is), in order; empty runs left out. Every value the
+/// pattern matches holds each of them.
+pub fn like_fixed_runs(pattern: &str) -> Vec<String> {
+    let mut runs = vec![String::new()];
     let mut chars = pattern.chars();
     while let Some(c) = chars.next() {
         match c {
-            '%' | '_' => break,
+            '%' | '_' => runs.push(String::new()),
             '\\' => match chars.next() {
-                Some(next) => out.push(next),
+                Some(next) => runs.last_mut().expect("one run").push(next),
                 None => break,
             },
-            c => out.push(c),
+            c => runs.last_mut().expect("one run").push(c),
         }
     }
-    out
+    runs.retain(|r| !r.is_empty());
+    runs
+}
+
+/// The fixed start of a LIKE pattern: up to its first wildcard.
+fn like_prefix(pattern: &str) -> String {
+    match pattern.starts_with(['%', '_']) {
+        true => String::new(),
+        false => like_fixed_runs(pattern)
+            .into_iter()
+            .next()
+            .unwrap_or_default(),
+    }
 }
 
 /// The smallest string above every string starting with `prefix` (bytewise, as UTF-8

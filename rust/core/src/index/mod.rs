@@ -8,6 +8,7 @@ pub mod bloom;
 pub mod btree;
 mod cache;
 pub mod label_list;
+pub mod ngram;
 pub mod search;
 pub mod selection;
 pub mod stats;
@@ -58,6 +59,8 @@ pub enum Kind {
     ZoneMap,
     /// A Bloom filter of the values per zone of rows.
     BloomFilter,
+    /// The rows holding each trigram of a string column (LIKE, `contains`).
+    NGram,
 }
 
 impl Kind {
@@ -76,6 +79,7 @@ impl Kind {
             "LabelList" => Some(Kind::LabelList),
             "ZoneMap" => Some(Kind::ZoneMap),
             "BloomFilter" => Some(Kind::BloomFilter),
+            "NGram" => Some(Kind::NGram),
             _ => None,
         }
     }
@@ -88,15 +92,16 @@ impl Kind {
             Kind::LabelList => "/lance.table.LabelListIndexDetails",
             Kind::ZoneMap => "/lance.table.ZoneMapIndexDetails",
             Kind::BloomFilter => "/lance.index.pb.BloomFilterIndexDetails",
+            Kind::NGram => "/lance.table.NGramIndexDetails",
         }
     }
 
     /// Whether a segment of this kind on a table with stable row ids holds row ids (else
-    /// row addresses): BITMAP and LABEL_LIST do, BTREE before its version 1, zones
-    /// (ZONEMAP, BLOOMFILTER) never.
+    /// row addresses): BITMAP, LABEL_LIST and NGRAM do, BTREE before its version 1,
+    /// zones (ZONEMAP, BLOOMFILTER) never.
     pub fn holds_row_ids(self, index_version: i32) -> bool {
         match self {
-            Kind::Bitmap | Kind::LabelList => true,
+            Kind::Bitmap | Kind::LabelList | Kind::NGram => true,
             Kind::BTree => index_version < 1,
             Kind::ZoneMap | Kind::BloomFilter => false,
         }
@@ -111,6 +116,7 @@ impl Kind {
             "LABEL_LIST" | "LABELLIST" => Some(Kind::LabelList),
             "ZONEMAP" => Some(Kind::ZoneMap),
             "BLOOMFILTER" => Some(Kind::BloomFilter),
+            "NGRAM" => Some(Kind::NGram),
             _ => None,
         }
     }

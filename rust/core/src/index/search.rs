@@ -86,7 +86,7 @@ fn readable(s: &IndexSegment) -> bool {
         Some(Kind::BTree) => s.index_version <= 1,
         Some(Kind::Bitmap) => s.index_version == 0,
         Some(Kind::LabelList) => s.index_version <= super::label_list::INDEX_VERSION,
-        Some(Kind::ZoneMap | Kind::BloomFilter) => s.index_version == 0,
+        Some(Kind::ZoneMap | Kind::BloomFilter | Kind::NGram) => s.index_version == 0,
         _ => false,
     }
 }
@@ -237,8 +237,7 @@ impl Search<'_> {
                 .await?
                 .search(column, e, nulls),
             Some(Kind::BloomFilter) => {
-                let Some(value_type) = ds.schema.field(column).and_then(|f| f.data_type().ok())
-                else {
+                let Some(value_type) = column_type(ds, column) else {
                     return Ok(None);
                 };
                 super::bloom::BloomFilter::load(ds, segment).await?.search(
@@ -247,6 +246,14 @@ impl Search<'_> {
                     e,
                     nulls,
                 )
+            }
+            Some(Kind::NGram) => {
+                let Some(value_type) = column_type(ds, column) else {
+                    return Ok(None);
+                };
+                super::ngram::NGram::load(ds, segment)
+                    .await?
+                    .search(column, &value_type, e, nulls)
             }
             _ => Ok(None),
         }
@@ -267,6 +274,10 @@ impl Search<'_> {
         }
         Ok(out)
     }
+}
+
+fn column_type(ds: &Dataset, column: &str) -> Option<arrow_schema::DataType> {
+    ds.schema.field(column).and_then(|f| f.data_type().ok())
 }
 
 /// `e` as NOT of a condition an index can look up: `x <> 1` is NOT `x = 1`, `x NOT IN`,

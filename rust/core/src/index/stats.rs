@@ -106,6 +106,10 @@ async fn segment_details(ds: &Dataset, segment: &IndexSegment) -> Result<Value> 
                 "probability": bloom.probability(),
             })
         }
+        Some(Kind::NGram) => {
+            let ngram = super::ngram::NGram::load(ds, segment).await?;
+            json!({ "num_ngrams": ngram.len() })
+        }
         None => json!({}),
     })
 }

@@ -117,7 +117,7 @@ async fn build_segment(
     let index_version = match kind {
         Kind::BTree => i32::from(ds.has_stable_row_ids()),
         Kind::LabelList => crate::index::label_list::INDEX_VERSION,
-        Kind::Bitmap | Kind::ZoneMap | Kind::BloomFilter => 0,
+        Kind::Bitmap | Kind::ZoneMap | Kind::BloomFilter | Kind::NGram => 0,
     };
     let by_row_id = ds.has_stable_row_ids() && kind.holds_row_ids(index_version);
     let covered: Vec<u64> =
@@ -160,6 +160,10 @@ async fn build_segment(
                 global_buffers: vec![nulls],
             }]
         }
+        Kind::NGram => vec![IndexFileData::new(
+            crate::index::ngram::FILE,
+            crate::index::ngram::build(&values, &ids)?,
+        )],
         Kind::LabelList => {
             let (batch, list_nulls) = crate::index::label_list::build(&values, &ids)?;
             vec![IndexFileData {
@@ -295,7 +299,7 @@ pub async fn optimize_indices(
                             None => crate::index::bloom::DEFAULT_ITEMS,
                         }
                     }
-                    Kind::Bitmap | Kind::LabelList => BTREE_PAGE_ROWS,
+                    Kind::Bitmap | Kind::LabelList | Kind::NGram => BTREE_PAGE_ROWS,
                 };
                 let data_type = ds.schema.field(&column).expect("checked").data_type()?;
                 let over = (!merge).then_some(missing);
@@ -369,6 +373,13 @@ fn indexable(ds: &Dataset, column: &str, kind: Kind) -> Result<(i32, DataType)> 
         (Kind::BloomFilter, t) if !crate::index::bloom::supports(t) => {
             return Err(Error::invalid(format!(
                 "{}: a BLOOMFILTER index cannot be built on column '{column}' of type {dt}",
+                ds.uri()
+            )))
+        }
+        (Kind::NGram, DataType::Utf8 | DataType::LargeUtf8) => &dt,
+        (Kind::NGram, _) => {
+            return Err(Error::invalid(format!(
+                "{}: an NGRAM index needs a string column, and '{column}' is {dt}",
                 ds.uri()
             )))
         }
