@@ -633,3 +633,52 @@ def test_ngram_indices_answer_like_and_contains_in_both_libraries(tmp_path, buil
     _same_descriptions(uri)
     with pytest.raises(lance_core.errors.InvalidInputError, match="NGRAM index needs a string column, and 'id'"):
         lance_core.dataset(uri).create_scalar_index("id", "NGRAM")
+
+
+@pytest.mark.parametrize("builder", ["pylance", "lance_core"])
+@pytest.mark.parametrize("stable", [False, True])
+def test_our_compaction_remaps_indices_as_pylances_does(tmp_path, builder, stable):
+    """A compaction by lance_core leaves every index covering what pylance's compaction
+    of the same table leaves covered: BTREE, BITMAP, LABEL_LIST and NGRAM move onto the
+    new fragments (rewritten for the new addresses, or as they are where they hold stable
+    row ids), a ZONEMAP stops covering them; filters through them give a full scan's
+    rows in both libraries, and pylance's plans use them."""
+    import random
+    words = ["abc", "bcd", "crème", "moon", "xyz1", "goodbye"]
+    paths = {}
+    for lib in ("lance", "lance_core"):
+        uri = str(tmp_path / f"{lib}.lance")
+        table = _table(0, 3000).append_column(
+            "t", pa.array([None if i % 37 == 0 else " ".join(random.Random(i).choice(words) for _ in range(2))
+                           for i in range(3000)]))
+        lance.write_dataset(table, uri, max_rows_per_file=400, enable_stable_row_ids=stable)
+        lance.dataset(uri).delete("id % 9 = 4")
+        if builder == "pylance":
+            _index(lance.dataset(uri))
+            lance.dataset(uri).create_scalar_index("t", "NGRAM")
+            lance.dataset(uri).create_scalar_index("payload", IndexConfig("zonemap", {"rows_per_zone": 100}))
+        else:
+            _index_with("lance_core", uri)
+            lance_core.dataset(uri).create_scalar_index("t", "NGRAM")
+            lance_core.dataset(uri).create_scalar_index("payload", "ZONEMAP", rows_per_zone=100)
+        lance.dataset(uri).delete("id % 11 = 2")
+        paths[lib] = uri
+    lance.dataset(paths["lance"]).optimize.compact_files(target_rows_per_fragment=1000)
+    lance_core.dataset(paths["lance_core"]).optimize.compact_files(target_rows_per_fragment=1000)
+    coverage = {}
+    for lib, uri in paths.items():
+        ds = lance.dataset(uri)
+        live = {f.fragment_id for f in ds.get_fragments()}
+        coverage[lib] = {d.name: sorted(set().union(*(s.fragment_ids for s in d.segments)) & live)
+                         for d in ds.describe_indices()}
+    assert coverage["lance_core"] == coverage["lance"]
+    assert coverage["lance"]["id_idx"] and not coverage["lance"]["payload_idx"]
+    uri = paths["lance_core"]
+    _check(uri, filters=FILTERS + NGRAM_FILTERS + ["payload < 'row 5'", "payload = 'row 77'"], indexed=True)
+    _pylance_uses(uri)
+    assert "@t_idx(NGram)" in lance.dataset(uri).scanner(filter="contains(t, 'abc')").explain_plan()
+    # pylance goes on from our compaction: more rows, another compaction, an optimize.
+    lance.write_dataset(lance.dataset(uri).to_table(limit=500), uri, mode="append")
+    lance.dataset(uri).optimize.compact_files(target_rows_per_fragment=2000)
+    lance.dataset(uri).optimize.optimize_indices()
+    _check(uri, filters=FILTERS + NGRAM_FILTERS)

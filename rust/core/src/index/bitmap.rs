@@ -66,6 +66,31 @@ impl Bitmap {
         .await
     }
 
+    /// Each key once per row holding it, with that row's id (for rewriting the index).
+    pub fn entries(&self) -> Result<(ArrayRef, arrow_array::UInt64Array)> {
+        let (mut keys, mut ids) = (Vec::new(), Vec::new());
+        for k in 0..self.keys.len() {
+            if !self.bitmaps.is_valid(k) {
+                continue;
+            }
+            let mut set = IdSet::default();
+            read_id_set(self.bitmaps.value(k), &mut set)
+                .map_err(|e| Error::corrupt(&self.shown, format!("the rows of key {k}: {e}")))?;
+            for id in set.iter() {
+                keys.push(k as u32);
+                ids.push(id);
+            }
+        }
+        let keys =
+            arrow_select::take::take(&self.keys, &arrow_array::UInt32Array::from(keys), None)?;
+        Ok((keys, arrow_array::UInt64Array::from(ids)))
+    }
+
+    /// LABEL_LIST: the rows whose list is NULL, as recorded.
+    pub fn list_nulls(&self) -> Option<&IdSet> {
+        self.list_nulls.as_ref()
+    }
+
     /// Distinct values (NULL among them).
     pub fn len(&self) -> usize {
         self.keys.len()

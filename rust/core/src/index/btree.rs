@@ -152,6 +152,36 @@ impl BTree {
         .await
     }
 
+    /// Every value with its row's id, in page order (for rewriting the index).
+    pub async fn entries(&self) -> Result<(ArrayRef, arrow_array::UInt64Array)> {
+        let (mut values, mut ids) = (Vec::new(), Vec::new());
+        for part in &self.parts {
+            let shown = format!("{}/{}", self.dir, part.name);
+            let batch = crate::file_table::read_all(part.file.clone()).await?;
+            let column = |name: &str| {
+                batch
+                    .column_by_name(name)
+                    .cloned()
+                    .ok_or_else(|| Error::corrupt(&shown, format!("no '{name}' column")))
+            };
+            values.push(column("values")?);
+            let id = column("ids")?;
+            ids.push(
+                id.as_any()
+                    .downcast_ref::<arrow_array::UInt64Array>()
+                    .cloned()
+                    .ok_or_else(|| Error::corrupt(&shown, "its 'ids' are not uint64"))?,
+            );
+        }
+        let values =
+            arrow_select::concat::concat(&values.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?;
+        let ids: Vec<u64> = ids
+            .iter()
+            .flat_map(|a| a.values().iter().copied())
+            .collect();
+        Ok((values, arrow_array::UInt64Array::from(ids)))
+    }
+
     /// Rows per page.
     pub fn page_rows(&self) -> u64 {
         self.batch_size

@@ -153,14 +153,24 @@ fn flatten(lists: &ArrayRef) -> Result<(ArrayRef, Vec<u32>, Vec<usize>)> {
 pub fn build(lists: &ArrayRef, ids: &UInt64Array) -> Result<(RecordBatch, Vec<u8>)> {
     let (items, owner, null_lists) = flatten(lists)?;
     let item_ids = UInt64Array::from_iter_values(owner.iter().map(|&r| ids.value(r as usize)));
-    let batch = super::bitmap::build(&items, &item_ids)?;
     let mut nulls = IdSet::default();
     nulls.extend(null_lists.iter().map(|&r| ids.value(r)).collect());
+    build_from_items(&items, &item_ids, &nulls)
+}
+
+/// The file of a LABEL_LIST from its items (one per item of a list, with the list's row
+/// id) and the ids of the NULL lists.
+pub fn build_from_items(
+    items: &ArrayRef,
+    item_ids: &UInt64Array,
+    nulls: &IdSet,
+) -> Result<(RecordBatch, Vec<u8>)> {
+    let batch = super::bitmap::build(items, item_ids)?;
     let mut metadata = batch.schema().metadata().clone();
     metadata.insert(LIST_NULLS_KEY.to_string(), "1".to_string());
     let schema = Arc::new(Schema::new_with_metadata(
         batch.schema().fields().clone(),
         metadata,
     ));
-    Ok((batch.with_schema(schema)?, write_id_set(&nulls)))
+    Ok((batch.with_schema(schema)?, write_id_set(nulls)))
 }

@@ -9,6 +9,7 @@ pub mod btree;
 mod cache;
 pub mod label_list;
 pub mod ngram;
+pub mod remap;
 pub mod search;
 pub mod selection;
 pub mod stats;
@@ -151,7 +152,7 @@ pub fn segments(m: &Manifest, bytes: &Bytes, name: &str) -> Result<Vec<IndexSegm
         .collect()
 }
 
-fn segment(m: &IndexMetadata) -> Result<IndexSegment> {
+pub(crate) fn segment(m: &IndexMetadata) -> Result<IndexSegment> {
     let uuid = m
         .uuid
         .as_ref()

@@ -72,6 +72,24 @@ impl NGram {
         .await
     }
 
+    /// The index file with every row id mapped by `map` (None: the row is gone); tokens
+    /// left with no row are left out.
+    pub fn remapped(&self, map: impl Fn(u64) -> Option<u64>) -> Result<RecordBatch> {
+        let mut postings = BTreeMap::new();
+        for &token in self.tokens.values().iter() {
+            let mut rows = RoaringTreemap::new();
+            for id in self.posting(token)?.iter() {
+                if let Some(to) = map(id) {
+                    rows.insert(to);
+                }
+            }
+            if !rows.is_empty() {
+                postings.insert(token, rows);
+            }
+        }
+        file_batch(postings)
+    }
+
     /// Distinct tokens (pylance's `num_ngrams`).
     pub fn len(&self) -> usize {
         self.tokens.len()
@@ -166,6 +184,11 @@ pub fn build(values: &ArrayRef, ids: &UInt64Array) -> Result<RecordBatch> {
             )))
         }
     };
+    file_batch(postings)
+}
+
+/// The index file's rows: each token's posting list, serialized.
+fn file_batch(postings: BTreeMap<u32, RoaringTreemap>) -> Result<RecordBatch> {
     let mut tokens = Vec::with_capacity(postings.len());
     let mut lists = arrow_array::builder::BinaryBuilder::new();
     let mut buf = Vec::new();

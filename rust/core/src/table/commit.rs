@@ -156,16 +156,23 @@ async fn commit_loop(
         migrate_fragments(storage, &mut next, recompute).await?;
         settle_data_format(storage, &mut next)?;
         let (base, base_bytes) = match op {
-            // Rewritten fragments leave the indices that covered them: readers scan their
-            // rows instead of trusting index entries that point at the old fragments.
-            Operation::Rewrite { groups } => {
-                let gone: HashSet<u32> = groups
+            // Indices rewritten for the rows' new addresses, or holding stable row ids, move
+            // to the new fragments; the others lose the old ones (their rows are scanned
+            // rather than looked up at addresses that no longer hold them).
+            Operation::Rewrite { groups, indices } => {
+                let first_free = first_free_fragment_id(base.as_ref());
+                let new_ids = rewrite_new_ids(groups, indices.ids_reserved, first_free);
+                let moves: Vec<(Vec<u32>, Vec<u32>)> = groups
                     .iter()
-                    .flat_map(|g| g.0.iter().map(|f| f.id as u32))
+                    .zip(new_ids)
+                    .map(|((old, _), new)| {
+                        (
+                            old.iter().map(|f| f.id as u32).collect(),
+                            new.iter().map(|&id| id as u32).collect(),
+                        )
+                    })
                     .collect();
-                edit_indices(base, base_bytes, |indices| {
-                    without_fragments(indices, &gone)
-                })?
+                edit_indices(base, base_bytes, |all| move_indices(all, &moves, indices))?
             }
             // An index on a dropped column goes with it (pylance refuses to read a
             // table whose index names a field the schema lacks).
@@ -247,7 +254,7 @@ fn next_manifest(
     });
     m.tag.clear();
     m.transaction_section = None;
-    let mut next_id = m.max_fragment_id.map_or(0, |id| id as u64 + 1);
+    let mut next_id = first_free_fragment_id(Some(&m));
     let stable = |m: &Manifest| m.reader_feature_flags & STABLE_ROW_IDS != 0;
     let mut assign = |m: &mut Manifest, fragments: &[DataFragment]| {
         for f in fragments {
@@ -348,10 +355,12 @@ fn next_manifest(
             m.schema_metadata = schema.metadata_proto();
         }
         Operation::Restore { .. } => {}
+        Operation::ReserveFragments { count } => next_id += *count as u64,
         // The section itself is changed with the manifest file's bytes (`edit_indices`).
         Operation::CreateIndex { .. } => {}
-        Operation::Rewrite { groups } => {
-            for (old, new) in groups {
+        Operation::Rewrite { groups, indices } => {
+            let new_ids = rewrite_new_ids(groups, indices.ids_reserved, next_id);
+            for ((old, new), new_ids) in groups.iter().zip(new_ids) {
                 let ids: HashSet<u64> = old.iter().map(|f| f.id).collect();
                 let Some(at) = m.fragments.iter().position(|f| ids.contains(&f.id)) else {
                     return Err(Error::Conflict(format!(
@@ -367,10 +376,10 @@ fn next_manifest(
                 }
                 m.fragments.retain(|f| !ids.contains(&f.id));
                 let mut fresh = Vec::with_capacity(new.len());
-                for f in new {
+                for (f, id) in new.iter().zip(new_ids) {
                     let mut f = f.clone();
-                    f.id = next_id;
-                    next_id += 1;
+                    f.id = id;
+                    next_id = next_id.max(id + 1);
                     fresh.push(f);
                 }
                 m.fragments.splice(at..at, fresh);
@@ -539,10 +548,45 @@ fn edit_indices(
     Ok((Some(m), Bytes::from(out)))
 }
 
-/// Fragments `gone` out of the fragment bitmap of every index.
-fn without_fragments(
+/// The fragment id after the largest one `m` has used.
+fn first_free_fragment_id(m: Option<&Manifest>) -> u64 {
+    m.and_then(|m| m.max_fragment_id)
+        .map_or(0, |id| id as u64 + 1)
+}
+
+/// The ids a compaction's new fragments get, group by group: those reserved for them, or
+/// the next free ones from `first_free` on, in order.
+fn rewrite_new_ids(
+    groups: &[(Vec<DataFragment>, Vec<DataFragment>)],
+    reserved: bool,
+    first_free: u64,
+) -> Vec<Vec<u64>> {
+    let mut next = first_free;
+    groups
+        .iter()
+        .map(|(_, new)| {
+            new.iter()
+                .map(|f| match reserved {
+                    true => f.id,
+                    false => {
+                        next += 1;
+                        next - 1
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The indices after a compaction moved the rows of each group's old fragments (first of
+/// the pair) into its new ones (second): a segment rewritten for the new addresses takes
+/// its new files; it, and a segment holding stable row ids, cover the new fragments of
+/// the groups they covered; every segment stops covering the old fragments. A rewritten
+/// segment replaced meanwhile (its old uuid gone) is left out.
+fn move_indices(
     indices: &mut [crate::proto::table::IndexMetadata],
-    gone: &HashSet<u32>,
+    moves: &[(Vec<u32>, Vec<u32>)],
+    moved: &super::transaction::IndicesMoved,
 ) -> Result<()> {
     for index in indices.iter_mut() {
         if index.fragment_bitmap.is_empty() {
@@ -550,14 +594,33 @@ fn without_fragments(
         }
         let mut bitmap = roaring::RoaringBitmap::deserialize_from(&index.fragment_bitmap[..])
             .map_err(|e| Error::corrupt("", format!("an index's fragment bitmap: {e}")))?;
-        for id in gone {
-            bitmap.remove(*id);
+        let uuid = index.uuid.as_ref().map(|u| u.uuid.as_slice());
+        let rewritten = moved
+            .rewritten
+            .iter()
+            .find(|r| r.old_id.as_ref().map(|u| u.uuid.as_slice()) == uuid);
+        let follows = rewritten.is_some()
+            || uuid.is_some_and(|u| moved.following_rows.iter().any(|f| f == u));
+        for (old, new) in moves {
+            let covered = old.iter().all(|id| bitmap.contains(*id));
+            for id in old {
+                bitmap.remove(*id);
+            }
+            if follows && covered {
+                bitmap.extend(new.iter().copied());
+            }
         }
         let mut out = Vec::with_capacity(bitmap.serialized_size());
         bitmap
             .serialize_into(&mut out)
             .map_err(|e| Error::io("", format!("an index's fragment bitmap: {e}")))?;
         index.fragment_bitmap = out;
+        if let Some(r) = rewritten {
+            index.uuid = r.new_id.clone();
+            index.index_details = r.new_index_details.clone();
+            index.index_version = Some(r.new_index_version as i32);
+            index.files = r.new_index_files.clone();
+        }
     }
     Ok(())
 }

@@ -323,9 +323,87 @@ async fn commit_rewrite(
     if groups.is_empty() {
         return Ok((ds.clone(), metrics));
     }
-    let op = Operation::Rewrite { groups };
+    let indices = match move_indices(ds, &mut groups, &staged).await {
+        Ok(moved) => moved,
+        Err(e) => return staged.settle(Err(e)).await,
+    };
+    let op = Operation::Rewrite { groups, indices };
     let new = commit(ReadFrom::Version(ds), op, staged, Default::default()).await?;
     Ok((new, metrics))
+}
+
+/// What becomes of the indices over the fragments `groups` rewrite: those holding stable
+/// row ids follow their rows; those holding addresses that can be remapped are rewritten
+/// for the new addresses, which needs the new fragments' ids first (reserved by a commit
+/// of their own, as pylance does); the others (zones of rows) stop covering them.
+async fn move_indices(
+    ds: &Dataset,
+    groups: &mut [(Vec<DataFragment>, Vec<DataFragment>)],
+    staged: &Staged,
+) -> Result<crate::table::transaction::IndicesMoved> {
+    use crate::index::Kind;
+    let mut moved = crate::table::transaction::IndicesMoved::default();
+    let metadata = super::index::index_metadata(ds)?;
+    let mut to_remap = Vec::new();
+    for meta in &metadata {
+        let segment = crate::index::segment(meta)?;
+        let covered = segment.live_fragments(ds.fragments());
+        let touched = groups
+            .iter()
+            .any(|(old, _)| old.iter().all(|f| covered.contains(f.id as u32)));
+        let Some(kind) = Kind::of(&segment).filter(|_| touched) else {
+            continue;
+        };
+        if ds.has_stable_row_ids() && kind.holds_row_ids(segment.index_version) {
+            if let Some(u) = &meta.uuid {
+                moved.following_rows.push(u.uuid.clone());
+            }
+        } else if super::index::remappable(kind) {
+            to_remap.push(meta);
+        }
+    }
+    if to_remap.is_empty() {
+        return Ok(moved);
+    }
+    let count: usize = groups.iter().map(|(_, new)| new.len()).sum();
+    let count = u32::try_from(count)
+        .map_err(|_| Error::invalid(format!("{}: too many new fragments", ds.uri())))?;
+    let reserved = commit(
+        ReadFrom::Version(ds),
+        Operation::ReserveFragments { count },
+        Staged::new(ds.storage()),
+        Default::default(),
+    )
+    .await?;
+    let last = reserved.manifest.max_fragment_id.unwrap_or(0) as u64;
+    let mut next = last + 1 - count as u64;
+    let mut map = crate::index::remap::AddressMap::default();
+    for (old, new) in groups.iter_mut() {
+        for f in new.iter_mut() {
+            f.id = next;
+            next += 1;
+        }
+        let mut from = Vec::with_capacity(old.len());
+        for f in old.iter() {
+            let deleted = ds
+                .deletions(f)
+                .await?
+                .map(|d| (*d).clone())
+                .unwrap_or_default();
+            from.push((f.id as u32, ds.physical_rows(f).await?, deleted));
+        }
+        let to: Vec<(u32, u64)> = new.iter().map(|f| (f.id as u32, f.physical_rows)).collect();
+        map.add_group(&from, &to)
+            .map_err(|e| Error::invalid(format!("{}: {e}", ds.uri())))?;
+    }
+    moved.ids_reserved = true;
+    let ds = Arc::new(ds.clone());
+    for meta in to_remap {
+        moved
+            .rewritten
+            .push(super::index::remap_segment(&ds, staged, meta, &map).await?);
+    }
+    Ok(moved)
 }
 
 /// Compact `ds` (at its version) in this process; returns the dataset at the new version

@@ -336,6 +336,85 @@ pub async fn optimize_indices(
     .await
 }
 
+/// Whether a compaction can rewrite a segment of this kind for its rows' new addresses
+/// (pylance remaps these; zones of rows cannot be).
+pub(crate) fn remappable(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::BTree | Kind::Bitmap | Kind::LabelList | Kind::NGram
+    )
+}
+
+/// Segment `meta` of `ds` rewritten with every row address mapped by `map` (rows gone
+/// left out), as a new segment whose files are staged in `staged`: what a compaction's
+/// `Rewrite` records to replace it.
+pub(crate) async fn remap_segment(
+    ds: &Arc<Dataset>,
+    staged: &Staged,
+    meta: &IndexMetadata,
+    map: &crate::index::remap::AddressMap,
+) -> Result<crate::proto::table::transaction::rewrite::RewrittenIndex> {
+    use crate::index::{bitmap, btree, label_list, ngram};
+    let segment = crate::index::segment(meta)?;
+    let cannot = || {
+        Error::invalid(format!(
+            "index '{}' ({}) cannot be remapped",
+            segment.name, segment.kind
+        ))
+    };
+    let files = match Kind::of(&segment).ok_or_else(cannot)? {
+        Kind::BTree => {
+            let tree = btree::BTree::load(ds, &segment).await?;
+            let (values, ids) = tree.entries().await?;
+            let (values, ids) = map.apply(&values, &ids)?;
+            let (pages, lookup) = btree::build(&values, &ids, tree.page_rows() as usize)?;
+            vec![
+                IndexFileData::new(btree::PAGES_FILE, pages),
+                IndexFileData::new(btree::LOOKUP_FILE, lookup),
+            ]
+        }
+        Kind::Bitmap => {
+            let (keys, ids) = bitmap::Bitmap::load(ds, &segment).await?.entries()?;
+            let (keys, ids) = map.apply(&keys, &ids)?;
+            vec![IndexFileData::new(
+                bitmap::FILE,
+                bitmap::build(&keys, &ids)?,
+            )]
+        }
+        Kind::LabelList => {
+            let index = bitmap::Bitmap::load(ds, &segment).await?;
+            let (items, ids) = index.entries()?;
+            let (items, ids) = map.apply(&items, &ids)?;
+            let nulls = map.map_set(&index.list_nulls().cloned().unwrap_or_default());
+            let (batch, nulls) = label_list::build_from_items(&items, &ids, &nulls)?;
+            vec![IndexFileData {
+                name: bitmap::FILE,
+                batch,
+                global_buffers: vec![nulls],
+            }]
+        }
+        Kind::NGram => {
+            let index = ngram::NGram::load(ds, &segment).await?;
+            vec![IndexFileData::new(
+                ngram::FILE,
+                index.remapped(|id| map.map(id))?,
+            )]
+        }
+        Kind::ZoneMap | Kind::BloomFilter => return Err(cannot()),
+    };
+    let uuid = uuid::Uuid::new_v4();
+    let new_index_files = write_files(ds, staged, &uuid, files).await?;
+    Ok(crate::proto::table::transaction::rewrite::RewrittenIndex {
+        old_id: meta.uuid.clone(),
+        new_id: Some(Uuid {
+            uuid: uuid.as_bytes().to_vec(),
+        }),
+        new_index_details: meta.index_details.clone(),
+        new_index_version: meta.index_version.unwrap_or(0).max(0) as u32,
+        new_index_files,
+    })
+}
+
 /// Remove every segment of index `name` from the table (its files stay until a cleanup
 /// removes versions that list it).
 pub async fn drop_index(ds: &Dataset, name: &str) -> Result<Dataset> {
@@ -437,7 +516,7 @@ fn is_scalar(dt: &DataType) -> bool {
 }
 
 /// The manifest's index entries.
-fn index_metadata(ds: &Dataset) -> Result<Vec<IndexMetadata>> {
+pub(crate) fn index_metadata(ds: &Dataset) -> Result<Vec<IndexMetadata>> {
     let name = ds.storage().display(&ds.location.path);
     Ok(
         crate::table::manifest::index_section(&ds.manifest, &ds.manifest_bytes, &name)?

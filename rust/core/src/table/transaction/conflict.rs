@@ -54,6 +54,8 @@ pub fn resolve(ours: &Operation, theirs: Option<&PbOp>) -> Resolution {
         }
     }
     match ours {
+        // Ids set aside stay set aside whatever happened meanwhile.
+        Operation::ReserveFragments { .. } => Compatible,
         Operation::Append { .. } => {
             if replaces_table {
                 replaced()
@@ -280,6 +282,7 @@ mod tests {
                 "rewrite",
                 Operation::Rewrite {
                     groups: vec![(vec![frag(1)], vec![])],
+                    indices: Default::default(),
                 },
             ),
             (

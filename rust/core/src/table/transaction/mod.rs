@@ -10,5 +10,5 @@ pub mod staged;
 
 pub use conflict::{resolve, Resolution};
 pub use key_filter::InsertedKeys;
-pub use operation::{op_name, Operation};
+pub use operation::{op_name, IndicesMoved, Operation};
 pub use staged::Staged;

@@ -49,11 +49,15 @@ pub enum Operation {
         tightens: bool,
     },
     /// Compaction: each group's old fragments replaced, where the first of them stood, by
-    /// new fragments holding the same rows (ids assigned at commit; their row-id sequences
-    /// are given, so stable row ids move with their rows).
+    /// new fragments holding the same rows (ids assigned at commit unless reserved; their
+    /// row-id sequences are given, so stable row ids move with their rows).
     Rewrite {
         groups: Vec<(Vec<DataFragment>, Vec<DataFragment>)>,
+        indices: IndicesMoved,
     },
+    /// Fragment ids set aside for a later commit (a compaction that must know its new
+    /// fragments' ids to rewrite index addresses before it commits).
+    ReserveFragments { count: u32 },
     /// Rows changed in place (update, merge_insert): the old copies deleted from their
     /// fragments (new deletion files; a fragment left empty is removed), the new rows in
     /// new fragments (ids assigned at commit). A new fragment whose row-id sequence is
@@ -73,6 +77,20 @@ pub enum Operation {
         new_indices: Vec<IndexMetadata>,
         removed_indices: Vec<IndexMetadata>,
     },
+}
+
+/// What a compaction does to the indices over the fragments it rewrites (each of its groups
+/// lies wholly inside or wholly outside an index's fragments). Any other index just stops
+/// covering the old fragments.
+#[derive(Clone, Debug, Default)]
+pub struct IndicesMoved {
+    /// Segments rewritten with the rows' new addresses: they cover the new fragments.
+    pub rewritten: Vec<crate::proto::table::transaction::rewrite::RewrittenIndex>,
+    /// Uuids of segments whose entries hold stable row ids, which moved rows keep: they
+    /// cover the new fragments as they are.
+    pub following_rows: Vec<Vec<u8>>,
+    /// The new fragments carry ids reserved for them (`ReserveFragments`).
+    pub ids_reserved: bool,
 }
 
 impl Operation {
@@ -108,7 +126,7 @@ impl Operation {
             Operation::Project { fields, .. } => PbOp::Project(txn::Project {
                 schema: fields.clone(),
             }),
-            Operation::Rewrite { groups } => PbOp::Rewrite(txn::Rewrite {
+            Operation::Rewrite { groups, indices } => PbOp::Rewrite(txn::Rewrite {
                 groups: groups
                     .iter()
                     .map(|(old, new)| txn::rewrite::RewriteGroup {
@@ -116,8 +134,14 @@ impl Operation {
                         new_fragments: new.clone(),
                     })
                     .collect(),
+                rewritten_indices: indices.rewritten.clone(),
                 ..Default::default()
             }),
+            Operation::ReserveFragments { count } => {
+                PbOp::ReserveFragments(txn::ReserveFragments {
+                    num_fragments: *count,
+                })
+            }
             Operation::Update {
                 updated,
                 removed_ids,
@@ -146,7 +170,7 @@ impl Operation {
     /// Fragments this operation changes in place.
     pub fn touched(&self) -> HashSet<u64> {
         match self {
-            Operation::Rewrite { groups } => groups
+            Operation::Rewrite { groups, .. } => groups
                 .iter()
                 .flat_map(|g| g.0.iter().map(|f| f.id))
                 .collect(),
