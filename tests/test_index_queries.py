@@ -179,6 +179,17 @@ def test_a_damaged_index_is_an_error_naming_its_file(tmp_path):
         f.write(b"\x07" * 200)
     with pytest.raises(Exception, match="bitmap_page_lookup.lance"):
         lance_core.dataset(uri2).to_table(filter="cat = 'c1'")
+    # A truncated NGRAM postings file.
+    uri3 = str(tmp_path / "t3.lance")
+    lance.write_dataset(_table(0, 3000), uri3).create_scalar_index("payload", "NGRAM")
+    want = lance.dataset(uri3).count_rows("contains(payload, 'row 12')")
+    uuid = lance_core.dataset(uri3).list_indices()[0]["uuid"]
+    postings = os.path.join(uri3, "_indices", uuid, "ngram_postings.lance")
+    with open(postings, "r+b") as f:
+        f.truncate(os.path.getsize(postings) - 100)
+    with pytest.raises(Exception, match="ngram_postings.lance"):
+        lance_core.dataset(uri3).to_table(filter="contains(payload, 'row 12')")
+    assert lance_core.dataset(uri3).count_rows("contains(payload, 'row 12')", use_scalar_index=False) == want
 
 
 def test_range_partitioned_btree_as_older_pylance_wrote_it(tmp_path):

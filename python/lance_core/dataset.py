@@ -136,7 +136,8 @@ class LanceScanner:
     def count_rows(self) -> int:
         """Rows the scan returns; without a limit or offset no data page is read."""
         a = self._args
-        if a["row_range"] is not None or a["include_deleted"] or a["projection"] is not None:
+        if a["row_range"] is not None or a["include_deleted"] or a["projection"] is not None \
+                or (a["filter"] is not None and not a["use_scalar_index"]):
             return sum(b.num_rows for b in self.to_batches())
         if a["filter"] is not None and a["limit"] is None and a["offset"] is None:
             ids = a["fragment_ids"]
@@ -518,9 +519,12 @@ class LanceDataset:
         options."""
         return LanceDataset(self._ds.checkout(version))
 
-    def count_rows(self, filter: Optional[str] = None) -> int:
+    def count_rows(self, filter: Optional[str] = None, **kwargs: Any) -> int:
         """Rows of this version (matching `filter`). Without a filter, deleted rows are
-        subtracted without reading any data page."""
+        subtracted without reading any data page. `kwargs` are the scanner's (as in
+        pylance: `use_scalar_index=False`, `fragments`, ...)."""
+        if kwargs:
+            return self.scanner(filter=filter, **kwargs).count_rows()
         return self._ds.count_rows(None, filter)
 
     def delete(self, predicate: str, *, conflict_retries: int = 10, **kwargs: Any) -> None:
