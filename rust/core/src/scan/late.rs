@@ -166,6 +166,23 @@ async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
     };
     let mut skip = options.offset.unwrap_or(0);
     let mut left = options.limit.unwrap_or(u64::MAX);
+    // Indices answered exactly for every fragment, and few rows pass: they are known
+    // already, and are taken at once (a point query costs one take, no read per
+    // fragment).
+    if let Some(known) = selection
+        .as_ref()
+        .and_then(|s| known_rows(&ds, s, &fragments, options.row_range))
+    {
+        let s = (skip as usize).min(known.len());
+        let t = (left.min(usize::MAX as u64) as usize).min(known.len() - s);
+        for part in known[s..s + t].chunks(TAKE_BATCH) {
+            let batch = take(ds.clone(), part, &projection).await?;
+            if !send(&tx, batch, options.batch_size).await {
+                break;
+            }
+        }
+        return Ok(());
+    }
     // Filter-first reads of the next fragments run ahead of the one being returned.
     let mut ahead = Ahead::new(&ds, &options, &filter, &filter_columns, &projection);
     ahead.selection = selection.clone();
@@ -436,6 +453,25 @@ async fn whole(
 }
 
 /// Whether `passed` rows of `rows` are few enough to take.
+/// The addresses of the rows that pass in `fragments` (within `row_range` of each), in
+/// order, when `selection` answers exactly for every one of them and they are few.
+fn known_rows(
+    ds: &Dataset,
+    selection: &crate::index::selection::Selection,
+    fragments: &[u64],
+    row_range: Option<(u64, u64)>,
+) -> Option<Vec<u64>> {
+    let (start, end) = row_range.unwrap_or((0, u64::MAX));
+    let mut rows = 0u64;
+    let mut out = Vec::new();
+    for &id in fragments {
+        let part = selection.part(id).filter(|p| p.exact)?;
+        rows += ds.fragment(id)?.physical_rows;
+        out.extend(part.addresses(id, start..end));
+    }
+    few(out.len() as u64, rows).then_some(out)
+}
+
 fn few(passed: u64, rows: u64) -> bool {
     (passed as f64) <= TAKE_FRACTION * rows.max(1) as f64
 }
