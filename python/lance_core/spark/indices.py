@@ -81,7 +81,9 @@ def create_scalar_index(spark: SparkSession, uri: str, column: str, index_type: 
     the column, type, kind and name before any task runs; about
     `spark.sparkContext.defaultParallelism` tasks (never more than fragments) each build a
     segment over fragments holding about equal rows; one commit. A failed job leaves no
-    index file and no new version. Returns the dataset at the new version."""
+    index file and no new version; a compaction or update of the indexed rows committed
+    meanwhile makes the commit fail (`CommitConflictError`: run it again). Returns the
+    dataset at the new version."""
     ds = dataset(uri, storage_options=storage_options)
     index_type, page_rows, probability = scalar_index_params(ds.uri, index_type, params)
     name = ds._ds.check_new_index(column, index_type, name, bool(replace))
