@@ -11,9 +11,13 @@ unique string, `value` float64, `labels` a list of 1-3 of 20 strings).
   and lance_core's point query without the index (the unindexed filter it replaces);
 - builds, each on a fresh copy of the table without indices: BTREE on `id` (sorted
   input), on `key` (random order) and on `name` (unique strings), BITMAP on `cat8`,
-  LABEL_LIST on `labels`, ZONEMAP on `id`, BLOOMFILTER on `key` (default parameters).
+  LABEL_LIST on `labels`, ZONEMAP on `id`, BLOOMFILTER on `key` (default parameters);
+- Spark builds: `lance_core.spark.create_scalar_index` on local[2] (one segment per task,
+  one commit; the session started and its Python workers warmed by a first build before
+  any timing) against pylance's single-process `create_scalar_index`, same run, same
+  fresh copies: BTREE on `id`, `key` and `name`, BITMAP on `cat8`.
 
-    python benches/index_bench.py [--rows 4000000] [--repeat 15]
+    python benches/index_bench.py [--rows 4000000] [--repeat 15] [--spark-repeat 3]
 """
 
 from __future__ import annotations
@@ -93,6 +97,41 @@ shutil.rmtree(work, ignore_errors=True)
 print(json.dumps(out))
 """
 
+SPARK_BUILDS = [("id", "BTREE"), ("key", "BTREE"), ("name", "BTREE"), ("cat8", "BITMAP")]
+
+# Best of `repeat` builds of each index on Spark, each on a fresh copy (the copy not timed).
+SPARK_BUILD = """
+import os, shutil, sys
+os.environ["PYSPARK_PYTHON"] = sys.executable
+from pyspark.sql import SparkSession
+import lance_core
+from lance_core.spark import create_scalar_index
+src, work, repeat = {src!r}, {work!r}, {repeat}
+spark = (SparkSession.builder.master("local[2]").appName("index bench").config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+def fresh():
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(src, work)
+# Warm-up: the JVM, the Python workers (lance_core imported in each) and the job path.
+fresh()
+create_scalar_index(spark, work, "value", "BTREE")
+out = {{}}
+for column, kind in {builds!r}:
+    times = []
+    for _ in range(repeat):
+        fresh()
+        t0 = time.perf_counter()
+        ds = create_scalar_index(spark, work, column, kind)
+        times.append(time.perf_counter() - t0)
+    assert ds.count_rows() == lance_core.dataset(src).count_rows()
+    out[f"build {{kind}} on {{column}}"] = min(times)
+    out[f"segments {{kind}} on {{column}}"] = len(ds.list_indices())
+spark.stop()
+shutil.rmtree(work, ignore_errors=True)
+print(json.dumps(out))
+"""
+
 
 def table_path(rows: int) -> str:
     """The table (built once with pylance), without indices."""
@@ -147,6 +186,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=4_000_000)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--spark-repeat", type=int, default=3)
     args = ap.parse_args()
     src, indexed = table_path(args.rows), indexed_path(args.rows)
     results = {}
@@ -157,6 +197,8 @@ def main():
             b = run_child(CHILD_PRELUDE + BUILD.format(module=module, src=src, work=os.path.join(tmp, "t.lance"),
                                                        builds=BUILDS))
             results[module] = {**q, **b}
+        on_spark = run_child(CHILD_PRELUDE + SPARK_BUILD.format(src=src, work=os.path.join(tmp, "s.lance"),
+                                                                repeat=args.spark_repeat, builds=SPARK_BUILDS))
     ours, ref = results["lance_core"], results["lance"]
     print(f"{args.rows:,} rows; speed = pylance time / lance_core time")
     print(f"{'measurement':<44}{'lance_core':>12}{'pylance':>12}{'speed':>8}")
@@ -168,6 +210,14 @@ def main():
     unindexed = ours["key = X without the index"]
     print(f"lance_core's point query: {unindexed * 1000:.1f} ms without the index, "
           f"{point * 1000:.2f} ms with it ({unindexed / point:.0f}x)")
+    print("builds on Spark local[2] (lance_core.spark.create_scalar_index, best of "
+          f"{args.spark_repeat}) vs pylance's single-process build; speed = pylance time / Spark time")
+    print(f"{'measurement':<44}{'Spark':>12}{'pylance':>12}{'speed':>8}{'segments':>10}")
+    for column, kind in SPARK_BUILDS:
+        key = f"build {kind} on {column}"
+        spark_s, ref_s = on_spark[key], ref[key]
+        print(f"{key:<44}{spark_s * 1000:>10.2f}ms{ref_s * 1000:>10.2f}ms{ref_s / spark_s:>7.2f}x"
+              f"{on_spark[f'segments {kind} on {column}']:>10}")
 
 
 if __name__ == "__main__":

@@ -6,14 +6,17 @@ lance_core doing all the Lance work (no JVM jar, no pylance).
 2. Starts local Spark (`local[*]`) and registers the `lance` data source.
 3. Reads the events through the data source (filter pushed down) and aggregates per
    category.
-4. Writes the aggregate as a new Lance dataset with `df.write.format("lance")`.
-5. Deletes some rows of it (a predicate, committed as a new version).
-6. Adds a computed column with `lance_core.spark.add_columns` (executors write new data
+4. Times a selective filter (`id IN (...)`) through the data source, builds a BTREE index
+   on `id` with `lance_core.spark.create_scalar_index` (a segment per task on the
+   executors, one commit), then times the same filter again, now answered from the index.
+5. Writes the aggregate as a new Lance dataset with `df.write.format("lance")`.
+6. Deletes some rows of it (a predicate, committed as a new version).
+7. Adds a computed column with `lance_core.spark.add_columns` (executors write new data
    files; the driver commits once).
-7. Streams a rate source into a Lance table (Structured Streaming, one version per
+8. Streams a rate source into a Lance table (Structured Streaming, one version per
    micro-batch, exactly once; each run resumes from the checkpoint), showing each
    batch's progress, then checks the table's count with a batch read.
-8. Prints versions, row counts and timings as it goes.
+9. Prints versions, row counts and timings as it goes.
 
     python examples/main_job.py [--rows 2000000] [--stream-batches 8] [--dir /tmp/lance_core_main_job]
 """
@@ -69,14 +72,51 @@ def describe(ds: lance_core.LanceDataset) -> str:
             f"{ds.count_rows():,} rows, columns {ds.schema.names}")
 
 
+def index_stage(spark, uri: str, rows: int) -> bool:
+    """Stage 4: a selective filter through the data source, timed before and after a BTREE
+    index on `id` is built on the executors; the data source plans only the fragments the
+    index does not rule out, and each task's scan looks the ids up in the index."""
+    from lance_core.spark import create_scalar_index
+
+    # A few ids from one stretch of the table: the index rules out the other fragments.
+    picks = sorted({rows // 2 + 12_345 + k * 1_009 for k in range(8)} & set(range(rows)))
+    where = f"id IN ({', '.join(map(str, picks))})"
+
+    def lookup():
+        """Best of 3 runs (seconds), the ids found and the partitions Spark planned."""
+        times = []
+        for _ in range(3):
+            t = time.time()
+            df = spark.read.format("lance").option("columns", "id,amount").load(uri).filter(where)
+            got = sorted(r.id for r in df.collect())
+            times.append(time.time() - t)
+        return min(times), got, df.rdd.getNumPartitions()
+
+    log(f"4/8 a selective filter ({len(picks)} ids: id IN (...)) before and after a BTREE index on id")
+    before, got, parts = lookup()
+    log(f"    without an index: {len(got)} rows in {before:.2f}s ({parts} partitions planned)")
+    t = time.time()
+    ds = create_scalar_index(spark, uri, "id", "BTREE")
+    built = time.time() - t
+    segments = [i for i in ds.list_indices() if i["name"] == "id_idx"]
+    log(f"    built id_idx on Spark in {built:.2f}s: {len(segments)} segments, version {ds.version}")
+    after, got_indexed, parts = lookup()
+    log(f"    with the index: {len(got_indexed)} rows in {after:.2f}s ({parts} partitions planned; "
+        f"{before / after:.1f}x faster)")
+    if got != picks or got_indexed != picks:
+        log(f"the filter returned ids {got} without the index and {got_indexed} with it, expected {picks}")
+        return False
+    return True
+
+
 def stream(spark, uri: str, checkpoint: str, batches: int, rows_per_batch: int) -> bool:
-    """Stage 7: a rate source into a Lance table with Structured Streaming, then a batch
+    """Stage 8: a rate source into a Lance table with Structured Streaming, then a batch
     read that checks every row arrived once."""
     from pyspark.sql import functions as F
 
     from lance_core.spark import count
 
-    log(f"7/7 streaming {batches} micro-batches of {rows_per_batch:,} rows from a rate source into {uri}")
+    log(f"8/8 streaming {batches} micro-batches of {rows_per_batch:,} rows from a rate source into {uri}")
     shutil.rmtree(uri, ignore_errors=True)
     shutil.rmtree(checkpoint, ignore_errors=True)
     source = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", rows_per_batch)
@@ -121,12 +161,12 @@ def main() -> int:
     summary_uri = os.path.join(args.dir, "category_summary.lance")
 
     t0 = time.time()
-    log(f"1/7 generating {args.rows:,} events into {events_uri}")
+    log(f"1/8 generating {args.rows:,} events into {events_uri}")
     events = generate(events_uri, args.rows, args.rows_per_fragment)
     log(f"    {describe(events)} ({time.time() - t0:.1f}s)")
 
     t = time.time()
-    log("2/7 starting local Spark")
+    log("2/8 starting local Spark")
     # Spark's Python workers run this interpreter (where lance_core is installed).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession, functions as F
@@ -141,7 +181,7 @@ def main() -> int:
     log(f"    Spark {spark.version}, {spark.sparkContext.defaultParallelism} cores ({time.time() - t:.1f}s)")
 
     t = time.time()
-    log("3/7 reading events through the lance data source and aggregating per category")
+    log("3/8 reading events through the lance data source and aggregating per category")
     df = (spark.read.format("lance").option("columns", "id,amount,user,category").load(events_uri)
           .filter(F.col("amount") > 0))
     summary = (df.groupBy("category")
@@ -158,21 +198,24 @@ def main() -> int:
         log(f"row counts do not match: Spark saw {total:,}, lance_core counts {expected:,}")
         return 1
 
+    if not index_stage(spark, events_uri, args.rows):
+        return 1
+
     t = time.time()
-    log(f"4/7 writing the summary as a new Lance dataset: {summary_uri}")
+    log(f"5/8 writing the summary as a new Lance dataset: {summary_uri}")
     shutil.rmtree(summary_uri, ignore_errors=True)
     summary.coalesce(1).write.format("lance").mode("overwrite").save(summary_uri)
     out = lance_core.dataset(summary_uri)
     log(f"    {describe(out)} ({time.time() - t:.1f}s)")
 
     t = time.time()
-    log("5/7 deleting the categories with the fewest events")
+    log("6/8 deleting the categories with the fewest events")
     cutoff = sorted(r.events for r in rows)[min(3, len(rows) - 1)]
     out.delete(f"events < {cutoff}")
     log(f"    deleted events < {cutoff:,}: {describe(out)} ({time.time() - t:.1f}s)")
 
     t = time.time()
-    log("6/7 adding a computed column (average amount) on the executors with add_columns")
+    log("7/8 adding a computed column (average amount) on the executors with add_columns")
 
     def average(batch: pa.RecordBatch) -> pa.RecordBatch:
         return pa.record_batch({"avg_amount": pc.divide(batch.column("total_amount"),

@@ -302,6 +302,33 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return batch.select(schema.names).cast(schema)
 
 
+def scalar_index_params(uri: str, index_type: Any, kwargs: Dict[str, Any]) -> Tuple[str, Optional[int], Optional[float]]:
+    """The index type named by `index_type` (a string or pylance's `IndexConfig`) and the
+    rows per page or zone and false-match probability that it and `kwargs` (as
+    `create_scalar_index` takes them) ask for, checked (errors name the table `uri`)."""
+    params = dict(kwargs)
+    if not isinstance(index_type, str):
+        # pylance's IndexConfig(index_type, parameters)
+        params.update(getattr(index_type, "parameters", None) or {})
+        index_type = getattr(index_type, "index_type", None)
+        if not isinstance(index_type, str):
+            raise InvalidInputError(f"{uri}: index_type must be a string such as 'BTREE' or an IndexConfig")
+    # Rows per BTREE page, ZONEMAP zone or BLOOMFILTER zone.
+    size_name = {"ZONEMAP": "rows_per_zone", "BLOOMFILTER": "number_of_items"}.get(index_type.upper(), "zone_size")
+    probability = params.pop("probability", None)
+    if probability is not None and not (isinstance(probability, (int, float)) and 0 <= probability < 1):
+        raise InvalidInputError(f"{uri}: probability must be a number in [0, 1), got {probability!r}")
+    zone_size = params.pop(size_name, None)
+    if zone_size is not None and (not isinstance(zone_size, int) or zone_size <= 0):
+        raise InvalidInputError(f"{uri}: {size_name} must be a positive integer, got {zone_size!r}")
+    for ignored in ("train", "index_uuid", "use_seeds"):
+        params.pop(ignored, None)
+    if params.get("fragment_ids") is not None:
+        raise InvalidInputError(f"{uri}: create_scalar_index builds over every fragment; fragment_ids is not supported")
+    params.pop("fragment_ids", None)
+    return index_type, zone_size, probability
+
+
 class LanceDataset:
     """A Lance dataset at one version."""
 
@@ -390,26 +417,7 @@ class LanceDataset:
         `IndexConfig`'s parameters. pylance reads and uses the index built. A concurrent
         commit that moved the indexed rows (a compaction) or changed the same index makes
         it build again from the new version, up to `conflict_retries` times."""
-        params = dict(kwargs)
-        if not isinstance(index_type, str):
-            # pylance's IndexConfig(index_type, parameters)
-            params.update(getattr(index_type, "parameters", None) or {})
-            index_type = getattr(index_type, "index_type", None)
-            if not isinstance(index_type, str):
-                raise InvalidInputError("index_type must be a string such as 'BTREE' or an IndexConfig")
-        # Rows per BTREE page, ZONEMAP zone or BLOOMFILTER zone.
-        size_name = {"ZONEMAP": "rows_per_zone", "BLOOMFILTER": "number_of_items"}.get(index_type.upper(), "zone_size")
-        probability = params.pop("probability", None)
-        if probability is not None and not (isinstance(probability, (int, float)) and 0 <= probability < 1):
-            raise InvalidInputError(f"probability must be a number in [0, 1), got {probability!r}")
-        zone_size = params.pop(size_name, None)
-        if zone_size is not None and (not isinstance(zone_size, int) or zone_size <= 0):
-            raise InvalidInputError(f"{size_name} must be a positive integer, got {zone_size!r}")
-        for ignored in ("train", "index_uuid", "use_seeds"):
-            params.pop(ignored, None)
-        if params.get("fragment_ids") is not None:
-            raise InvalidInputError("create_scalar_index builds over every fragment; fragment_ids is not supported")
-        params.pop("fragment_ids", None)
+        index_type, zone_size, probability = scalar_index_params(self.uri, index_type, kwargs)
         self._ds = self._ds.create_scalar_index(column, index_type, name, bool(replace), zone_size,
                                                 int(conflict_retries),
                                                 None if probability is None else float(probability))

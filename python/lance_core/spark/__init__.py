@@ -1,5 +1,6 @@
 """Spark integration: the `lance` data source (batch and Structured Streaming, source and
-sink), `mapInArrow` pipeline helpers, and distributed `update` and `merge_insert`.
+sink), `mapInArrow` pipeline helpers, distributed `update` and `merge_insert`, and scalar
+indices built on the executors (`create_scalar_index`, `optimize_indices`).
 
     from lance_core.spark import LanceDataSource
     spark.dataSource.register(LanceDataSource)
@@ -15,14 +16,15 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 from .datasource import LanceDataSource, LancePartition, LanceReader, LanceWriter
 from .aggregate import aggregate
+from .indices import create_scalar_index, optimize_indices
 from .pipeline import add_columns, compact, count, read_fragments
 from .row_changes import SparkMergeInsert, merge_insert, update
 from .streaming import LanceBatchWriter, LanceStreamReader, LanceStreamWriter
 from .types import spark_schema
 
 __all__ = ["LanceBatchWriter", "LanceDataSource", "LancePartition", "LanceReader", "LanceStreamReader", "LanceStreamWriter",
-           "LanceWriter", "SparkMergeInsert", "add_columns", "aggregate",
-           "compact", "count", "merge_insert", "read_fragments", "spark_schema", "register", "update"]
+           "LanceWriter", "SparkMergeInsert", "add_columns", "aggregate", "compact", "count", "create_scalar_index",
+           "merge_insert", "optimize_indices", "read_fragments", "spark_schema", "register", "update"]
 
 
 def register(spark) -> None:

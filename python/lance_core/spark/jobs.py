@@ -23,32 +23,44 @@ ERROR_COLUMN = "_lance_core_error"
 
 class JobFiles:
     """The data files one distributed job writes, findable by the token their names start
-    with, so that a failed job leaves none behind even when some tasks finish late: `abort`
-    writes a marker, then deletes every file with the token; a task checks for the marker
-    after writing (`keep`) and deletes its own files when it is there."""
+    with, and the index segments it builds, by uuids chosen up front, so that a failed job
+    leaves none behind even when some tasks finish late: `abort` writes a marker, then
+    deletes every file with the token and every segment's directory; a task checks for the
+    marker after writing (`keep`) and deletes its own files when it is there."""
 
     def __init__(self, uri: str, storage_options: Optional[Dict[str, str]], prefix: Optional[str] = None):
         self.uri, self.storage_options = uri, storage_options
         self.prefix = prefix or f"spark-{uuid.uuid4().hex[:16]}-"
+        # Index segments the job builds live in `_indices/<uuid>/`, not in data/: their
+        # uuids are chosen on the driver before any task runs, so an abort knows them all.
+        self.index_uuids: List[str] = []
+
+    def new_index_uuid(self) -> str:
+        """On the driver, before the job starts: the uuid of one index segment a task will
+        build (its files under `_indices/<uuid>/`), recorded for `abort`."""
+        self.index_uuids.append(str(uuid.uuid4()))
+        return self.index_uuids[-1]
 
     def _marker(self) -> str:
         return f"_spark_aborted/{self.prefix.rstrip('-')}"
 
-    def delete(self, paths: List[str]) -> None:
+    def delete(self, paths: List[str], index_uuids: List[str] = ()) -> None:
         _lance_core._delete_data_files(self.uri, sorted(set(paths)), self.storage_options)
+        if index_uuids:
+            _lance_core._delete_index_dirs(self.uri, sorted(set(index_uuids)), self.storage_options)
 
-    def keep(self, paths: List[str]) -> bool:
-        """In a task, after writing `paths`: False (and the files deleted) if the job was
-        aborted meanwhile."""
+    def keep(self, paths: List[str], index_uuids: List[str] = ()) -> bool:
+        """In a task, after writing `paths` (data files) and index segments `index_uuids`:
+        False (and the files deleted) if the job was aborted meanwhile."""
         if _lance_core._object_exists(self.uri, self._marker(), self.storage_options):
-            self.delete(paths)
+            self.delete(paths, index_uuids)
             return False
         return True
 
     def abort(self, known: List[str] = ()) -> None:
         _lance_core._put_object(self.uri, self._marker(), b"aborted", self.storage_options)
         found = _lance_core._list_data_files(self.uri, self.prefix, self.storage_options)
-        self.delete(list(known) + found)
+        self.delete(list(known) + found, self.index_uuids)
 
     @contextmanager
     def removed_on_error(self):

@@ -686,12 +686,7 @@ impl PyDataset {
         probability: Option<f64>,
     ) -> PyResult<Self> {
         guard(|| {
-            let kind = lance_core::index::Kind::from_user(&index_type).ok_or_else(|| {
-                lance_core::Error::invalid(format!(
-                    "index type '{index_type}' is not built by lance_core (it builds BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER and NGRAM)"
-                ))
-            })
-            .py()?;
+            let kind = index_kind(&self.inner, &index_type).py()?;
             let params = lance_core::write::index::ScalarIndexParams {
                 kind,
                 name,
@@ -973,4 +968,153 @@ impl PyDataset {
             Ok(PyBatchIterator::new(s.schema, s.batches))
         })
     }
+
+    /// Build one segment of a new index (as `create_scalar_index` names and sets it up)
+    /// over `fragment_ids` without committing it, its files under `_indices/<index_uuid>/`
+    /// (a new uuid when None). Returns its manifest entry (IndexMetadata protobuf bytes)
+    /// for `commit_index_segments`.
+    #[pyo3(signature = (column, index_type, name, fragment_ids, page_rows=None, probability=None, index_uuid=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn build_index_segment(
+        &self,
+        py: Python<'_>,
+        column: String,
+        index_type: String,
+        name: Option<String>,
+        fragment_ids: Vec<u64>,
+        page_rows: Option<u64>,
+        probability: Option<f64>,
+        index_uuid: Option<String>,
+    ) -> PyResult<Vec<u8>> {
+        use lance_core::write::index::{build_index_segment, ScalarIndexParams, SegmentSpec};
+        use prost::Message;
+        guard(|| {
+            let params = ScalarIndexParams {
+                kind: index_kind(&self.inner, &index_type).py()?,
+                name,
+                replace: true,
+                page_rows,
+                probability,
+            };
+            let ds = self.inner.clone();
+            let segment = block_on(py, async move {
+                let spec = SegmentSpec::new(&ds, &column, &params)?;
+                build_index_segment(&ds, &spec, &fragment_ids, index_uuid.as_deref()).await
+            })
+            .py()?;
+            Ok(segment.encode_to_vec())
+        })
+    }
+
+    /// Check that an index of `index_type` can be built on `column` and that `name` (or
+    /// `<column>_idx`) is free unless `replace`; returns the name. Reads no row.
+    #[pyo3(signature = (column, index_type, name=None, replace=true))]
+    fn check_new_index(
+        &self,
+        column: String,
+        index_type: String,
+        name: Option<String>,
+        replace: bool,
+    ) -> PyResult<String> {
+        use lance_core::write::index::{replaced_segments, ScalarIndexParams, SegmentSpec};
+        guard(|| {
+            let params = ScalarIndexParams {
+                kind: index_kind(&self.inner, &index_type).py()?,
+                name,
+                replace,
+                page_rows: None,
+                probability: None,
+            };
+            let spec = SegmentSpec::new(&self.inner, &column, &params).py()?;
+            replaced_segments(&self.inner, &spec.name, replace).py()?;
+            Ok(spec.name)
+        })
+    }
+
+    /// The indices (those in `names`, else all) that miss fragments: (name, fragment ids).
+    #[pyo3(signature = (names=None))]
+    fn index_deltas(
+        &self,
+        py: Python<'_>,
+        names: Option<Vec<String>>,
+    ) -> PyResult<Vec<(String, Vec<u64>)>> {
+        guard(|| {
+            let ds = self.inner.clone();
+            let deltas = block_on(py, async move {
+                lance_core::write::index::index_deltas(&ds, names.as_deref()).await
+            })
+            .py()?;
+            Ok(deltas
+                .into_iter()
+                .map(|d| (d.spec.name, d.fragments))
+                .collect())
+        })
+    }
+
+    /// Build a new segment of the existing index `name` over `fragment_ids` (set up as its
+    /// other segments), without committing it; as `build_index_segment`.
+    #[pyo3(signature = (name, fragment_ids, index_uuid=None))]
+    fn build_index_delta(
+        &self,
+        py: Python<'_>,
+        name: String,
+        fragment_ids: Vec<u64>,
+        index_uuid: Option<String>,
+    ) -> PyResult<Vec<u8>> {
+        use lance_core::write::index::{build_index_segment, SegmentSpec};
+        use prost::Message;
+        guard(|| {
+            let ds = self.inner.clone();
+            let segment = block_on(py, async move {
+                let spec = SegmentSpec::of_index(&ds, &name).await?;
+                build_index_segment(&ds, &spec, &fragment_ids, index_uuid.as_deref()).await
+            })
+            .py()?;
+            Ok(segment.encode_to_vec())
+        })
+    }
+
+    /// Commit index segments built from this version (IndexMetadata protobuf bytes) in one
+    /// new version: with `name`, every segment of a new build of that index (replacing it
+    /// when `replace`); without, new segments of existing indices.
+    #[pyo3(signature = (segments, name=None, replace=true))]
+    fn commit_index_segments(
+        &self,
+        py: Python<'_>,
+        segments: Vec<Vec<u8>>,
+        name: Option<String>,
+        replace: bool,
+    ) -> PyResult<Self> {
+        use lance_core::write::index::{commit_index_segments, SegmentsCommit};
+        use prost::Message;
+        guard(|| {
+            let segments = segments
+                .iter()
+                .map(|b| lance_core::proto::table::IndexMetadata::decode(b.as_slice()))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| {
+                    lance_core::Error::invalid(format!(
+                        "{}: bad index segment metadata: {e}",
+                        self.inner.uri()
+                    ))
+                })
+                .py()?;
+            let how = match &name {
+                Some(name) => SegmentsCommit::Build { name, replace },
+                None => SegmentsCommit::Extend,
+            };
+            let ds = block_on(py, commit_index_segments(&self.inner, segments, how)).py()?;
+            Ok(PyDataset::from(ds))
+        })
+    }
+}
+
+/// The kind of scalar index a user names (any case), to build on `ds`.
+fn index_kind(ds: &Dataset, index_type: &str) -> lance_core::Result<lance_core::index::Kind> {
+    lance_core::index::Kind::from_user(index_type).ok_or_else(|| {
+        lance_core::Error::invalid(format!(
+            "{}: index type '{index_type}' is not built by lance_core (it builds BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER and NGRAM)",
+            ds.uri()
+        ))
+    })
 }

@@ -39,6 +39,41 @@ pub fn _delete_data_files(
     })
 }
 
+/// Delete the files of index segments `uuids` (their directories `_indices/<uuid>/`)
+/// that were written but never committed, e.g. by the tasks of an aborted Spark job.
+/// Missing ones are fine.
+#[pyfunction]
+#[pyo3(signature = (uri, uuids, storage_options=None))]
+pub fn _delete_index_dirs(
+    py: Python<'_>,
+    uri: String,
+    uuids: Vec<String>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<()> {
+    guard(|| {
+        let storage = open_storage(&uri, storage_options)?;
+        block_on(py, async move {
+            for u in uuids {
+                if u.is_empty() || !u.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+                    return Err(lance_core::Error::invalid(format!(
+                        "{uri}: '{u}' is not an index segment's uuid"
+                    )));
+                }
+                let dir = format!("_indices/{u}");
+                for meta in storage.list_all(&dir).await? {
+                    storage.delete(&meta.location).await?;
+                }
+                // A local store keeps the emptied directory: remove it too.
+                if let Some(local) = storage.local_file(&storage.path(&dir)) {
+                    let _ = std::fs::remove_dir(local);
+                }
+            }
+            Ok(())
+        })
+        .py()
+    })
+}
+
 /// Small objects beside a dataset's data (job markers): write `data` at `path` below the
 /// dataset's root.
 #[pyfunction]

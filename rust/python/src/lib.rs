@@ -42,6 +42,7 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(history::_find_transaction, m)?)?;
     m.add_function(wrap_pyfunction!(history::_changes_since, m)?)?;
     m.add_function(wrap_pyfunction!(files::_delete_data_files, m)?)?;
+    m.add_function(wrap_pyfunction!(files::_delete_index_dirs, m)?)?;
     m.add_function(wrap_pyfunction!(files::_put_object, m)?)?;
     m.add_function(wrap_pyfunction!(files::_object_exists, m)?)?;
     m.add_function(wrap_pyfunction!(files::_list_data_files, m)?)?;

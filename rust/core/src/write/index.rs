@@ -48,38 +48,21 @@ pub async fn create_scalar_index(
 ) -> Result<Dataset> {
     super::with_conflict_retries(ds, retries, |ds| async move {
         let ds = Arc::new(ds);
-        let (field_id, data_type) = indexable(&ds, column, params.kind)?;
-        let name = params
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("{column}_idx"));
-        let removed = segments_named(&ds, &name)?;
-        if !removed.is_empty() && !params.replace {
-            return Err(Error::invalid(format!(
-                "{}: an index named '{name}' already exists (replace=True replaces it)",
-                ds.uri()
-            )));
-        }
-        let page_rows = params.page_rows.unwrap_or(match params.kind {
-            Kind::ZoneMap => crate::index::zonemap::DEFAULT_ROWS_PER_ZONE,
-            Kind::BloomFilter => crate::index::bloom::DEFAULT_ITEMS,
-            _ => BTREE_PAGE_ROWS,
-        });
-        let probability = params
-            .probability
-            .unwrap_or(crate::index::bloom::DEFAULT_PROBABILITY);
+        let spec = SegmentSpec::new(&ds, column, params)?;
+        let removed = replaced_segments(&ds, &spec.name, params.replace)?;
         let staged = Staged::new(ds.storage());
         let segment = staged
             .guard(build_segment(
                 &ds,
                 &staged,
                 column,
-                field_id,
-                &data_type,
+                spec.field_id,
+                &spec.data_type,
                 params.kind,
-                &name,
-                page_rows,
-                probability,
+                &spec.name,
+                spec.page_rows,
+                spec.probability,
+                None,
                 None,
             ))
             .await?;
@@ -93,7 +76,8 @@ pub async fn create_scalar_index(
 }
 
 /// Build one segment of index `name` of `kind` on `column` over `fragments` (all when
-/// None): its files written (and staged), its manifest entry returned.
+/// None): its files written (and staged) under `_indices/<uuid>/` (a new uuid when
+/// None), its manifest entry returned.
 #[allow(clippy::too_many_arguments)]
 async fn build_segment(
     ds: &Arc<Dataset>,
@@ -106,6 +90,7 @@ async fn build_segment(
     page_rows: u64,
     probability: f64,
     fragments: Option<Vec<u64>>,
+    uuid: Option<uuid::Uuid>,
 ) -> Result<IndexMetadata> {
     if page_rows == 0 {
         return Err(Error::invalid(format!(
@@ -173,7 +158,7 @@ async fn build_segment(
             }]
         }
     };
-    let uuid = uuid::Uuid::new_v4();
+    let uuid = uuid.unwrap_or_else(uuid::Uuid::new_v4);
     let written = write_files(ds, staged, &uuid, files).await?;
     let mut bitmap = roaring::RoaringBitmap::new();
     bitmap.extend(covered.iter().map(|&f| f as u32));
@@ -230,95 +215,30 @@ pub async fn optimize_indices(
 ) -> Result<Dataset> {
     super::with_conflict_retries(ds, 3, |ds| async move {
         let ds = Arc::new(ds);
+        let deltas = index_deltas(&ds, names).await?;
         let all = index_metadata(&ds)?;
-        let mut seen: Vec<&str> = Vec::new();
-        for m in &all {
-            if !seen.contains(&m.name.as_str()) && names.is_none_or(|n| n.contains(&m.name)) {
-                seen.push(&m.name);
-            }
-        }
         let staged = Staged::new(ds.storage());
         let (mut new_indices, mut removed_indices) = (Vec::new(), Vec::new());
         let work = async {
-            for name in seen {
-                let segments: Vec<&IndexMetadata> = all.iter().filter(|m| m.name == name).collect();
-                let first = segments[0];
-                let (Some(kind), [field_id]) = (Kind::of_metadata(first), first.fields.as_slice())
-                else {
-                    continue;
-                };
-                let Some(column) = ds
-                    .schema
-                    .path_of(*field_id)
-                    .filter(|p| ds.schema.field(p).is_some())
-                else {
-                    continue;
-                };
-                let mut covered = roaring::RoaringBitmap::new();
-                for m in &segments {
-                    if let Ok(b) = roaring::RoaringBitmap::deserialize_from(&m.fragment_bitmap[..])
-                    {
-                        covered |= b;
-                    }
-                }
-                let missing: Vec<u64> = ds
-                    .fragments()
-                    .iter()
-                    .map(|f| f.id)
-                    .filter(|&f| !covered.contains(f as u32))
-                    .collect();
-                if missing.is_empty() {
-                    continue;
-                }
-                let mut probability = crate::index::bloom::DEFAULT_PROBABILITY;
-                let page_rows = match kind {
-                    Kind::BTree => {
-                        let listed = ds.index_segments()?;
-                        match listed.iter().find(|s| s.name == name) {
-                            Some(s) => crate::index::btree::BTree::load(&ds, s).await?.page_rows(),
-                            None => BTREE_PAGE_ROWS,
-                        }
-                    }
-                    Kind::ZoneMap => {
-                        let listed = ds.index_segments()?;
-                        match listed.iter().find(|s| s.name == name) {
-                            Some(s) => crate::index::zonemap::ZoneMap::load(&ds, s)
-                                .await?
-                                .rows_per_zone(),
-                            None => crate::index::zonemap::DEFAULT_ROWS_PER_ZONE,
-                        }
-                    }
-                    Kind::BloomFilter => {
-                        let listed = ds.index_segments()?;
-                        match listed.iter().find(|s| s.name == name) {
-                            Some(s) => {
-                                let b = crate::index::bloom::BloomFilter::load(&ds, s).await?;
-                                probability = b.probability();
-                                b.items()
-                            }
-                            None => crate::index::bloom::DEFAULT_ITEMS,
-                        }
-                    }
-                    Kind::Bitmap | Kind::LabelList | Kind::NGram => BTREE_PAGE_ROWS,
-                };
-                let data_type = ds.schema.field(&column).expect("checked").data_type()?;
-                let over = (!merge).then_some(missing);
+            for IndexDelta { spec, fragments } in deltas {
+                let over = (!merge).then_some(fragments);
                 let segment = build_segment(
                     &ds,
                     &staged,
-                    &column,
-                    *field_id,
-                    &data_type,
-                    kind,
-                    name,
-                    page_rows,
-                    probability,
+                    &spec.column,
+                    spec.field_id,
+                    &spec.data_type,
+                    spec.kind,
+                    &spec.name,
+                    spec.page_rows,
+                    spec.probability,
                     over,
+                    None,
                 )
                 .await?;
                 new_indices.push(segment);
                 if merge {
-                    removed_indices.extend(segments.into_iter().cloned());
+                    removed_indices.extend(all.iter().filter(|m| m.name == spec.name).cloned());
                 }
             }
             Ok::<_, Error>(())
@@ -623,4 +543,352 @@ async fn write_files(
         });
     }
     Ok(out)
+}
+
+// Builds spread over many workers (Spark): the driver checks and plans, each worker
+// builds one segment over its fragments (`build_index_segment`), the driver commits them
+// all at once (`commit_index_segments`).
+
+/// What a segment of index `name` is built with: the column, its field and type, the kind
+/// and its page or zone settings.
+#[derive(Clone, Debug)]
+pub struct SegmentSpec {
+    pub name: String,
+    pub column: String,
+    pub field_id: i32,
+    pub data_type: DataType,
+    pub kind: Kind,
+    /// BTREE: rows per page; ZONEMAP, BLOOMFILTER: rows per zone.
+    pub page_rows: u64,
+    /// BLOOMFILTER: the chance of a false match per zone filter.
+    pub probability: f64,
+}
+
+impl SegmentSpec {
+    /// A new index per `params` on `column` of `ds`, checked before any row is read: the
+    /// column exists and `kind` can index its type. The name is not checked here
+    /// (`replaced_segments` does).
+    pub fn new(ds: &Dataset, column: &str, params: &ScalarIndexParams) -> Result<SegmentSpec> {
+        let (field_id, data_type) = indexable(ds, column, params.kind)?;
+        let page_rows = params.page_rows.unwrap_or(match params.kind {
+            Kind::ZoneMap => crate::index::zonemap::DEFAULT_ROWS_PER_ZONE,
+            Kind::BloomFilter => crate::index::bloom::DEFAULT_ITEMS,
+            _ => BTREE_PAGE_ROWS,
+        });
+        Ok(SegmentSpec {
+            name: params
+                .name
+                .clone()
+                .unwrap_or_else(|| format!("{column}_idx")),
+            column: column.to_string(),
+            field_id,
+            data_type,
+            kind: params.kind,
+            page_rows,
+            probability: params
+                .probability
+                .unwrap_or(crate::index::bloom::DEFAULT_PROBABILITY),
+        })
+    }
+
+    /// The existing index `name`: its column and kind, and its segments' page or zone
+    /// settings (a new segment is built as the others were).
+    pub async fn of_index(ds: &Dataset, name: &str) -> Result<SegmentSpec> {
+        let all = index_metadata(ds)?;
+        let first = all.iter().find(|m| m.name == name).ok_or_else(|| {
+            Error::not_found(ds.uri(), format!("there is no index named '{name}'"))
+        })?;
+        existing_spec(ds, first).await?.ok_or_else(|| {
+            Error::unsupported(
+                ds.uri(),
+                format!(
+                    "index '{name}' is of a kind lance_core does not build, or its column is gone"
+                ),
+            )
+        })
+    }
+}
+
+/// The spec of the index `first` is a segment of; None when lance_core does not build its
+/// kind or its column is gone.
+async fn existing_spec(ds: &Dataset, first: &IndexMetadata) -> Result<Option<SegmentSpec>> {
+    let name = first.name.as_str();
+    let (Some(kind), [field_id]) = (Kind::of_metadata(first), first.fields.as_slice()) else {
+        return Ok(None);
+    };
+    let Some(column) = ds
+        .schema
+        .path_of(*field_id)
+        .filter(|p| ds.schema.field(p).is_some())
+    else {
+        return Ok(None);
+    };
+    let data_type = ds.schema.field(&column).expect("checked").data_type()?;
+    let listed = ds.index_segments()?;
+    let segment = listed.iter().find(|s| s.name == name);
+    let mut probability = crate::index::bloom::DEFAULT_PROBABILITY;
+    let page_rows = match (kind, segment) {
+        (Kind::BTree, Some(s)) => crate::index::btree::BTree::load(ds, s).await?.page_rows(),
+        (Kind::ZoneMap, Some(s)) => crate::index::zonemap::ZoneMap::load(ds, s)
+            .await?
+            .rows_per_zone(),
+        (Kind::BloomFilter, Some(s)) => {
+            let b = crate::index::bloom::BloomFilter::load(ds, s).await?;
+            probability = b.probability();
+            b.items()
+        }
+        (Kind::ZoneMap, None) => crate::index::zonemap::DEFAULT_ROWS_PER_ZONE,
+        (Kind::BloomFilter, None) => crate::index::bloom::DEFAULT_ITEMS,
+        _ => BTREE_PAGE_ROWS,
+    };
+    Ok(Some(SegmentSpec {
+        name: name.to_string(),
+        column,
+        field_id: *field_id,
+        data_type,
+        kind,
+        page_rows,
+        probability,
+    }))
+}
+
+/// An index with fragments none of its segments covers, and those fragments.
+#[derive(Clone, Debug)]
+pub struct IndexDelta {
+    pub spec: SegmentSpec,
+    pub fragments: Vec<u64>,
+}
+
+/// The indices of `ds` (those named in `names`, else all) that do not cover every
+/// fragment, with the fragments they miss; indices lance_core does not build, or whose
+/// column is gone, are left out.
+pub async fn index_deltas(ds: &Dataset, names: Option<&[String]>) -> Result<Vec<IndexDelta>> {
+    let all = index_metadata(ds)?;
+    let mut seen: Vec<&str> = Vec::new();
+    for m in &all {
+        if !seen.contains(&m.name.as_str()) && names.is_none_or(|n| n.contains(&m.name)) {
+            seen.push(&m.name);
+        }
+    }
+    let mut out = Vec::new();
+    for name in seen {
+        let segments: Vec<&IndexMetadata> = all.iter().filter(|m| m.name == name).collect();
+        let mut covered = roaring::RoaringBitmap::new();
+        for m in &segments {
+            if let Ok(b) = roaring::RoaringBitmap::deserialize_from(&m.fragment_bitmap[..]) {
+                covered |= b;
+            }
+        }
+        let missing: Vec<u64> = ds
+            .fragments()
+            .iter()
+            .map(|f| f.id)
+            .filter(|&f| !covered.contains(f as u32))
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        if let Some(spec) = existing_spec(ds, segments[0]).await? {
+            out.push(IndexDelta {
+                spec,
+                fragments: missing,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The segments a new build of index `name` replaces: none when there is no such index;
+/// when there is one, all of its segments if `replace`, else an error naming it.
+pub fn replaced_segments(ds: &Dataset, name: &str, replace: bool) -> Result<Vec<IndexMetadata>> {
+    let removed = segments_named(ds, name)?;
+    if !removed.is_empty() && !replace {
+        return Err(Error::invalid(format!(
+            "{}: an index named '{name}' already exists (replace=True replaces it)",
+            ds.uri()
+        )));
+    }
+    Ok(removed)
+}
+
+/// Build one segment of an index per `spec` over `fragments` of `ds` (at its version),
+/// without committing it: its files written under `_indices/<uuid>/` (`uuid` when given,
+/// so that the job running the build can find and remove them if it fails), and removed
+/// again if the build fails; its manifest entry returned, for `commit_index_segments`.
+pub async fn build_index_segment(
+    ds: &Dataset,
+    spec: &SegmentSpec,
+    fragments: &[u64],
+    uuid: Option<&str>,
+) -> Result<IndexMetadata> {
+    let uuid = uuid
+        .map(|u| {
+            uuid::Uuid::parse_str(u).map_err(|_| {
+                Error::invalid(format!(
+                    "{}: '{u}' is not a uuid (a segment's files go under _indices/<uuid>/)",
+                    ds.uri()
+                ))
+            })
+        })
+        .transpose()?;
+    let known: std::collections::HashSet<u64> = ds.fragments().iter().map(|f| f.id).collect();
+    if let Some(f) = fragments.iter().find(|f| !known.contains(f)) {
+        return Err(Error::invalid(format!(
+            "{}: cannot build a segment of index '{}' over fragment {f}: version {} has no such fragment",
+            ds.uri(),
+            spec.name,
+            ds.version()
+        )));
+    }
+    let mut fragments = fragments.to_vec();
+    fragments.sort_unstable();
+    fragments.dedup();
+    let ds = Arc::new(ds.clone());
+    let staged = Staged::new(ds.storage());
+    let segment = staged
+        .guard(build_segment(
+            &ds,
+            &staged,
+            &spec.column,
+            spec.field_id,
+            &spec.data_type,
+            spec.kind,
+            &spec.name,
+            spec.page_rows,
+            spec.probability,
+            Some(fragments),
+            uuid,
+        ))
+        .await?;
+    // The files are the caller's now: it commits them, or removes them.
+    staged.keep();
+    Ok(segment)
+}
+
+/// What `commit_index_segments` commits.
+#[derive(Clone, Copy, Debug)]
+pub enum SegmentsCommit<'a> {
+    /// Every segment of a new build of index `name`: they replace the index's segments
+    /// when `replace`, else the index must not exist yet.
+    Build { name: &'a str, replace: bool },
+    /// New segments of existing indices (one or more), over fragments their other
+    /// segments do not cover (an incremental build).
+    Extend,
+}
+
+/// Commit `segments` (built by `build_index_segment` from `ds`'s version) as one
+/// `CreateIndex` on top of `ds`. Each segment must have been built at `ds`'s version, over
+/// fragments of that version that no other segment of its index covers; commits since
+/// then are checked by the usual conflict rules (a compaction or update that moved the
+/// indexed rows makes this fail: the segments must be built again). Extending with no
+/// segment commits nothing.
+pub async fn commit_index_segments(
+    ds: &Dataset,
+    segments: Vec<IndexMetadata>,
+    how: SegmentsCommit<'_>,
+) -> Result<Dataset> {
+    let uri = ds.uri();
+    let existing = index_metadata(ds)?;
+    let removed = match how {
+        SegmentsCommit::Build { name, replace } => {
+            if segments.is_empty() {
+                return Err(Error::invalid(format!(
+                    "{uri}: index '{name}' has no segment to commit"
+                )));
+            }
+            if let Some(s) = segments.iter().find(|s| s.name != name) {
+                return Err(Error::invalid(format!(
+                    "{uri}: a segment of index '{}' cannot be committed as part of index '{name}'",
+                    s.name
+                )));
+            }
+            replaced_segments(ds, name, replace)?
+        }
+        SegmentsCommit::Extend if segments.is_empty() => return Ok(ds.clone()),
+        SegmentsCommit::Extend => vec![],
+    };
+    let live: roaring::RoaringBitmap = ds.fragments().iter().map(|f| f.id as u32).collect();
+    // The fragments each index covers once this commits, to find a fragment indexed twice.
+    let mut covered: std::collections::HashMap<&str, roaring::RoaringBitmap> = Default::default();
+    for m in existing
+        .iter()
+        .filter(|m| !removed.iter().any(|r| r.uuid == m.uuid))
+    {
+        if let Ok(b) = roaring::RoaringBitmap::deserialize_from(&m.fragment_bitmap[..]) {
+            *covered.entry(m.name.as_str()).or_default() |= b;
+        }
+    }
+    for s in &segments {
+        let name = &s.name;
+        if s.dataset_version != ds.version() {
+            return Err(Error::invalid(format!(
+                "{uri}: a segment of index '{name}' was built at version {}, not at version {} it is committed on",
+                s.dataset_version,
+                ds.version()
+            )));
+        }
+        if let SegmentsCommit::Extend = how {
+            match existing.iter().find(|m| &m.name == name) {
+                None => {
+                    return Err(Error::invalid(format!(
+                        "{uri}: cannot add a segment to index '{name}': there is no such index"
+                    )))
+                }
+                Some(m) if m.fields != s.fields || Kind::of_metadata(m) != Kind::of_metadata(s) => {
+                    return Err(Error::invalid(format!(
+                        "{uri}: a new segment of index '{name}' indexes other fields or another kind than its segments"
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        let bitmap =
+            roaring::RoaringBitmap::deserialize_from(&s.fragment_bitmap[..]).map_err(|e| {
+                Error::invalid(format!(
+                    "{uri}: a segment of index '{name}' has an unreadable fragment bitmap: {e}"
+                ))
+            })?;
+        if let Some(f) = (&bitmap - &live).min() {
+            return Err(Error::invalid(format!(
+                "{uri}: a segment of index '{name}' covers fragment {f}, which version {} does not have",
+                ds.version()
+            )));
+        }
+        let seen = covered.entry(name.as_str()).or_default();
+        if let Some(f) = (&*seen & &bitmap).min() {
+            return Err(Error::invalid(format!(
+                "{uri}: fragment {f} would be indexed by two segments of index '{name}'"
+            )));
+        }
+        *seen |= bitmap;
+    }
+    let names: Vec<String> =
+        segments
+            .iter()
+            .map(|s| s.name.clone())
+            .fold(Vec::new(), |mut v, n| {
+                if !v.contains(&n) {
+                    v.push(n);
+                }
+                v
+            });
+    let op = Operation::CreateIndex {
+        new_indices: segments,
+        removed_indices: removed,
+    };
+    // The segments' files are their builders': the commit removes none of them.
+    commit(
+        ReadFrom::Version(ds),
+        op,
+        Staged::new(ds.storage()),
+        Default::default(),
+    )
+    .await
+    .map_err(|e| match e {
+        Error::Conflict(m) => Error::Conflict(format!(
+            "index {} not committed (build it again): {m}",
+            names.join(", ")
+        )),
+        e => e,
+    })
 }

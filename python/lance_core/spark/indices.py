@@ -1,0 +1,127 @@
+"""Scalar indices built on Spark: the driver checks the request and splits the fragments
+into tasks of about equal rows, each task builds one segment of the index over its
+fragments on an executor (files under `_indices/<uuid>/`, nothing committed), and the
+driver commits every segment in one new version. Several segments with one name are one
+index to pylance and to lance_core, each answering for its own fragments.
+
+    from lance_core.spark import create_scalar_index, optimize_indices
+    create_scalar_index(spark, uri, "id", "BTREE")
+    optimize_indices(spark, uri)          # after appends: the new fragments indexed
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+from ..dataset import LanceDataset, dataset, scalar_index_params
+from ..errors import InvalidInputError
+from .datasource import _dataset_at
+from .jobs import JobFiles, carrying_errors, raise_carried, with_error_column
+from .pipeline import _work_frame
+
+# One segment per task: (index name, its fragment ids, the segment's uuid).
+_Task = Tuple[str, List[int], str]
+
+
+def balanced_groups(fragments: List[Tuple[int, int]], n: int) -> List[List[int]]:
+    """`fragments` ((id, rows) pairs) in at most `n` groups of about equal rows (largest
+    first, each into the lightest group), never an empty group; ids sorted in each."""
+    n = max(1, min(n, len(fragments)))
+    heap = [(0, i) for i in range(n)]
+    groups: List[List[int]] = [[] for _ in range(n)]
+    for fid, rows in sorted(fragments, key=lambda f: (-f[1], f[0])):
+        load, i = heapq.heappop(heap)
+        groups[i].append(fid)
+        heapq.heappush(heap, (load + rows, i))
+    return [sorted(g) for g in groups if g]
+
+
+def _tasks_of(spark: SparkSession, ds: LanceDataset, name: str, fragment_ids: List[int],
+              files: JobFiles) -> List[_Task]:
+    rows = {f.fragment_id: f.physical_rows for f in ds.get_fragments()}
+    groups = balanced_groups([(f, rows[f]) for f in fragment_ids], spark.sparkContext.defaultParallelism)
+    return [(name, g, files.new_index_uuid()) for g in groups]
+
+
+def _run_segments(spark: SparkSession, ds: LanceDataset, tasks: List[_Task], files: JobFiles,
+                  build: Callable[[LanceDataset, _Task], bytes]) -> List[bytes]:
+    """Run one Spark task per entry of `tasks`, each calling `build(dataset, task)` on an
+    executor (the dataset at `ds`'s version) for a segment's metadata; the segments in
+    task order. Call inside `files.removed_on_error()`."""
+    uri, version, options = ds.uri, ds.version, files.storage_options
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        local = _dataset_at(uri, version, options)
+        for work in batches:
+            for i in work.column(0).to_pylist():
+                segment = build(local, tasks[i])
+                if files.keep([], [tasks[i][2]]):
+                    yield pa.record_batch({"task": pa.array([i], pa.int64()),
+                                           "segment": pa.array([segment], pa.binary())})
+
+    work = _work_frame(spark, [(i,) for i in range(len(tasks))], "task long")
+    part = pa.schema([("task", pa.int64()), ("segment", pa.binary())])
+    job = work.mapInArrow(carrying_errors(run, part), with_error_column("task long, segment binary"))
+    done = {r.task: bytes(r.segment) for r in raise_carried(job.collect())}
+    if sorted(done) != list(range(len(tasks))):
+        raise InvalidInputError(f"{uri}: index segments {sorted(done)} were built, expected {list(range(len(tasks)))}")
+    return [done[i] for i in range(len(tasks))]
+
+
+def create_scalar_index(spark: SparkSession, uri: str, column: str, index_type: Any, name: Optional[str] = None,
+                        replace: bool = True, storage_options: Optional[Dict[str, str]] = None,
+                        **params: Any) -> LanceDataset:
+    """Build a scalar index on `column` on Spark and commit it, as
+    `LanceDataset.create_scalar_index` would (same `index_type`, `name`, `replace` and
+    `params`: zone_size, rows_per_zone, number_of_items, probability): the driver checks
+    the column, type, kind and name before any task runs; about
+    `spark.sparkContext.defaultParallelism` tasks (never more than fragments) each build a
+    segment over fragments holding about equal rows; one commit. A failed job leaves no
+    index file and no new version; a compaction or update of the indexed rows committed
+    meanwhile makes the commit fail (`CommitConflictError`: run it again). Returns the
+    dataset at the new version."""
+    ds = dataset(uri, storage_options=storage_options)
+    index_type, page_rows, probability = scalar_index_params(ds.uri, index_type, params)
+    name = ds._ds.check_new_index(column, index_type, name, bool(replace))
+    files = JobFiles(ds.uri, storage_options)
+    fragment_ids = [f.fragment_id for f in ds.get_fragments()]
+    # A table without fragments still gets its (empty) index, as the local build gives it.
+    tasks = _tasks_of(spark, ds, name, fragment_ids, files) or [(name, [], files.new_index_uuid())]
+
+    def build(local: LanceDataset, task: _Task) -> bytes:
+        return local._ds.build_index_segment(column, index_type, task[0], task[1], page_rows, probability, task[2])
+
+    with files.removed_on_error():  # nothing committed: no segment the job built stays
+        segments = _run_segments(spark, ds, tasks, files, build)
+        return LanceDataset(ds._ds.commit_index_segments(segments, name, bool(replace)))
+
+
+def optimize_indices(spark: SparkSession, uri: str, index_names: Optional[List[str]] = None,
+                     storage_options: Optional[Dict[str, str]] = None) -> LanceDataset:
+    """Bring indices (those in `index_names`, else all) up to date on Spark: for each, the
+    fragments none of its segments covers are indexed by tasks as in `create_scalar_index`
+    (new segments set up as its others; the existing segments stay), and the driver
+    commits every new segment of every index in one new version. Nothing to index: the
+    dataset is returned as it is, no new version. Returns the dataset."""
+    ds = dataset(uri, storage_options=storage_options)
+    if index_names is not None:
+        known = {i["name"] for i in ds.list_indices()}
+        unknown = [n for n in index_names if n not in known]
+        if unknown:
+            raise InvalidInputError(f"{ds.uri}: there is no index named '{unknown[0]}'")
+    deltas = ds._ds.index_deltas(index_names)
+    if not deltas:
+        return ds
+    files = JobFiles(ds.uri, storage_options)
+    tasks = [t for name, fragment_ids in deltas for t in _tasks_of(spark, ds, name, fragment_ids, files)]
+
+    def build(local: LanceDataset, task: _Task) -> bytes:
+        return local._ds.build_index_delta(task[0], task[1], task[2])
+
+    with files.removed_on_error():  # nothing committed: no segment the job built stays
+        segments = _run_segments(spark, ds, tasks, files, build)
+        return LanceDataset(ds._ds.commit_index_segments(segments))
