@@ -54,6 +54,9 @@ SAME_AS_PYLANCE = [
     # a comparison with NULL does not compute the other side.
     "f32 + u64 BETWEEN -2147483648 AND 0.0", "f32 IN (1, 16777217, 2.25)", "NOT (f32 IN (16777217, 0.5))",
     "abs(i64) = NULL",
+    # Also: an IN list of NULLs alone, and arithmetic with NULL, do not compute the rest.
+    "(i64 / coalesce(u8, 0)) IN (NULL)", "(i64 / coalesce(u8, 0)) NOT IN (NULL)",
+    "(i64 / coalesce(u8, 0)) + NULL > 1", "NULL * abs(i64) < 0",
 ]
 
 

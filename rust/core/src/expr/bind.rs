@@ -1060,6 +1060,11 @@ impl<'a> Binder<'a> {
                 _ => unreachable!("IN lists hold literals"),
             })
             .collect();
+        if !values.is_empty() && values.iter().all(|v| v.is_null(0)) {
+            // `x IN (NULL, ...)` is NULL whatever x is, which is not computed (as in
+            // pylance: `(a / b) IN (NULL)` does not fail where the division would).
+            return Ok(self.scalar(new_null_array(&DataType::Boolean, 1)));
+        }
         let nullable = x.nullable || values.iter().any(|v| v.null_count() > 0);
         Ok(self.node(
             Node::InList {
@@ -1157,7 +1162,8 @@ impl Binder<'_> {
 
 /// A NULL literal (or anything bound to a NULL constant).
 fn is_null_constant(b: &Bound) -> bool {
-    matches!(&b.node, Node::Scalar(a) if a.is_null(0))
+    // A NULL of the Null type has no validity buffer: only its logical nulls say so.
+    matches!(&b.node, Node::Scalar(a) if a.logical_nulls().is_some_and(|n| n.is_null(0)))
 }
 
 /// Find `name` among `names`: exactly, else ignoring case.
