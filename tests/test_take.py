@@ -210,3 +210,30 @@ def test_small_limits_read_only_their_rows(typed):
         assert_same(ds.to_table(**kw), ref.to_table(**kw), str(kw))
     frag = ds.get_fragments()[1]
     assert_same(frag.to_table(limit=4, offset=2), ref.get_fragments()[1].to_table(limit=4, offset=2), "fragment")
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_take_single_rows_of_dictionary_and_list_chunks(tmp_path, version):
+    """Scattered rows, one per mini-block chunk, of dictionary-encoded strings and
+    numbers and of lists of them, null and empty lists among them: only the rows taken
+    are looked up in the dictionary (and only their levels become lists); the rows are
+    pylance's."""
+    rng = random.Random(3)
+    n = 60_000
+    labels = [f"label-{i:02d}" for i in range(20)]
+    t = pa.table({
+        "cat": pa.array([None if rng.random() < 0.05 else f"c{rng.randrange(8)}" for _ in range(n)]),
+        "small": pa.array([rng.randrange(5) for _ in range(n)], pa.int64()),
+        "labels": pa.array([None if rng.random() < 0.05 else [rng.choice(labels + [None]) for _ in range(rng.randrange(4))]
+                            for _ in range(n)], pa.list_(pa.string())),
+        "nested": pa.array([[[rng.randrange(3)] * rng.randrange(3) for _ in range(rng.randrange(3))]
+                            for _ in range(n)], pa.list_(pa.list_(pa.int32()))),
+    })
+    path = str(tmp_path / "t.lance")
+    lance.write_dataset(t, path, data_storage_version=version, max_rows_per_file=25_000)
+    lance.dataset(path).delete("small = 4 AND cat = 'c1'")
+    ours, ref = lance_core.dataset(path), lance.dataset(path)
+    idx = sorted(rng.sample(range(ref.count_rows()), 700))
+    assert_same(ours.take(idx), ref.take(idx), "scattered")
+    neighbours = [i for j in idx[:50] for i in (j, j + 1) if i < ref.count_rows()]
+    assert_same(ours.take(neighbours), ref.take(neighbours), "neighbours")

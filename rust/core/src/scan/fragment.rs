@@ -372,8 +372,28 @@ pub fn decode_unit_rows(work: &PageWork, unit: usize, rows: &[usize]) -> Result<
             return Ok(array);
         }
     }
-    let all = decode_unit(work, unit)?;
-    let idx = arrow_array::UInt32Array::from_iter_values(rows.iter().map(|&r| r as u32));
+    // Lists (not inside fixed-size lists): only the rows from the first wanted to the
+    // last become arrays (a take of one row of a chunk looks one row's values up).
+    let lists = work.path.iter().any(|s| matches!(s, PathStep::List { .. }))
+        && !work
+            .path
+            .iter()
+            .any(|s| matches!(s, PathStep::FixedSizeList { .. }));
+    let (all, first) = match (rows.first(), rows.last()) {
+        (Some(&lo), Some(&hi)) if lists && work.plan.shaped_rows().is_none() => {
+            let leaf_type = work.plan.leaf_type().clone();
+            let shaped = work.plan.decode_unit(unit).and_then(|p| match p.rep {
+                Some(_) => Ok((
+                    unravel(p.keep_rows(lo..hi + 1, &leaf_type)?, &work.path)?,
+                    lo,
+                )),
+                None => Ok((unravel(p, &work.path)?, 0)),
+            });
+            shaped.map_err(|e| named(work, e))?
+        }
+        _ => (decode_unit(work, unit)?, 0),
+    };
+    let idx = arrow_array::UInt32Array::from_iter_values(rows.iter().map(|&r| (r - first) as u32));
     Ok(arrow_select::take::take(&all, &idx, None)?)
 }
 
@@ -385,16 +405,19 @@ pub fn decode_unit(work: &PageWork, unit: usize) -> Result<ArrayRef> {
     work.plan
         .decode_unit(unit)
         .and_then(|p| unravel(p, &work.path))
-        .map_err(|e| match e {
-            Error::Corrupt { path, message } if path.is_empty() => {
-                Error::corrupt(&work.name, message)
-            }
-            Error::Unsupported { path, message } if path.is_empty() => {
-                Error::unsupported(&work.name, message)
-            }
-            Error::Arrow(a) => {
-                Error::corrupt(&work.name, format!("decoded data rejected by arrow: {a}"))
-            }
-            other => other,
-        })
+        .map_err(|e| named(work, e))
+}
+
+/// A decoding error, naming the page it came from.
+fn named(work: &PageWork, e: Error) -> Error {
+    match e {
+        Error::Corrupt { path, message } if path.is_empty() => Error::corrupt(&work.name, message),
+        Error::Unsupported { path, message } if path.is_empty() => {
+            Error::unsupported(&work.name, message)
+        }
+        Error::Arrow(a) => {
+            Error::corrupt(&work.name, format!("decoded data rejected by arrow: {a}"))
+        }
+        other => other,
+    }
 }

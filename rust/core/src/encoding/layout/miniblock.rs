@@ -464,7 +464,7 @@ impl Plan {
     }
 
     /// Rows `rows` (increasing, relative to the unit) of unit `unit`, decoding only their
-    /// values where the page allows it: no levels, no dictionary, and values the codec can
+    /// values where the page allows it: no levels, and values the codec can
     /// pick out (strings). None when it cannot; then the whole unit is decoded.
     pub fn decode_selected(
         &self,
@@ -473,11 +473,15 @@ impl Plan {
         rows: &[usize],
         leaf_type: &DataType,
     ) -> Result<Option<DecodedPage>> {
-        if self.rep_codec.is_some() || self.def_codec.is_some() || self.dictionary.is_some() {
+        if self.rep_codec.is_some() || self.def_codec.is_some() {
             return Ok(None);
         }
         let range = self.units[unit].clone();
-        let mut values = ValuesBuilder::for_type(leaf_type, rows.len())?;
+        // With a dictionary, the indices of the rows are decoded (and looked up later).
+        let mut values = match &self.dictionary {
+            Some((bits, _)) => ValuesBuilder::Fixed(FixedBuilder::new(*bits, rows.len())),
+            None => ValuesBuilder::for_type(leaf_type, rows.len())?,
+        };
         let mut bufs: Vec<&[u8]> = Vec::with_capacity(self.num_buffers);
         let (mut first, mut next) = (0usize, 0usize);
         for (c, chunk) in range.clone().zip(&self.chunks[range]) {
@@ -488,12 +492,33 @@ impl Plan {
                 let bytes = slice(&buffers[1], chunk.offset, chunk.size, "mini-block chunk")?;
                 self.chunk_values(bytes, &mut bufs)
                     .map_err(|e| e.context(&format!("chunk {c}")))?;
-                if !self
+                let picked = self
                     .values_codec
                     .decode_miniblock_selected(&bufs, chunk.values, &local, &mut values)
-                    .map_err(|e| e.context(&format!("chunk {c}")))?
-                {
-                    return Ok(None);
+                    .map_err(|e| e.context(&format!("chunk {c}")))?;
+                if !picked {
+                    // Byte-aligned fixed-width values (dictionary indices): the chunk's
+                    // values decoded, those of the rows copied out.
+                    let ValuesBuilder::Fixed(out) = &mut values else {
+                        return Ok(None);
+                    };
+                    if out.bits % 8 != 0 {
+                        return Ok(None);
+                    }
+                    let mut all = ValuesBuilder::Fixed(FixedBuilder::new(out.bits, chunk.values));
+                    self.values_codec
+                        .decode_miniblock(&bufs, chunk.values, &mut all)
+                        .map_err(|e| e.context(&format!("chunk {c}")))?;
+                    let ValuesBuilder::Fixed(all) = all else {
+                        return Ok(None);
+                    };
+                    let w = out.byte_width();
+                    for &i in &local {
+                        let bytes = all.data.get(i * w..(i + 1) * w).ok_or_else(|| {
+                            corrupt(format!("value {i} of a chunk of {}", chunk.values))
+                        })?;
+                        out.append_bytes(bytes, 1)?;
+                    }
                 }
                 next += take;
             }
@@ -505,12 +530,20 @@ impl Plan {
                 &rows[next..]
             )));
         }
+        let values = match (&self.dictionary, values) {
+            (Some((_, dictionary)), ValuesBuilder::Fixed(indices)) => PageValues::Dictionary {
+                indices,
+                dictionary: dictionary.clone(),
+            },
+            (None, values) => PageValues::Built(values),
+            (Some(_), _) => return Ok(None),
+        };
         Ok(Some(DecodedPage {
             num_rows: rows.len() as u64,
             layers: self.layers.clone(),
             rep: None,
             def: None,
-            values: PageValues::Built(values),
+            values,
         }))
     }
 

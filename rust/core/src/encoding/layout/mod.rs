@@ -414,6 +414,11 @@ impl PagePlan {
         self.num_rows
     }
 
+    /// The Arrow type of the leaf's values.
+    pub fn leaf_type(&self) -> &DataType {
+        &self.leaf_type
+    }
+
     /// Decode unit `i`: its levels and values.
     pub fn decode_unit(&self, i: usize) -> Result<DecodedPage> {
         let rows = *self
@@ -492,12 +497,64 @@ impl PageValues {
             PageValues::Dictionary {
                 indices,
                 dictionary,
-            } => dictionary_values(indices, dictionary, data_type, nulls),
+            } => dictionary_values(indices, dictionary, data_type, nulls, None),
+        }
+    }
+
+    /// Values `range` only, as an array (dictionary entries are looked up for those
+    /// alone: a take of one row from a chunk decodes one row's values).
+    fn range_into_array(
+        self,
+        data_type: &DataType,
+        range: std::ops::Range<usize>,
+    ) -> Result<ArrayRef> {
+        match self {
+            PageValues::Dictionary {
+                indices,
+                dictionary,
+            } => dictionary_values(indices, dictionary, data_type, None, Some(range)),
+            other => {
+                let all = other.into_array(data_type, None)?;
+                if range.end > all.len() {
+                    return Err(corrupt(format!(
+                        "{} values for value slots up to {}",
+                        all.len(),
+                        range.end
+                    )));
+                }
+                Ok(all.slice(range.start, range.len()))
+            }
         }
     }
 }
 
 impl DecodedPage {
+    /// Rows `rows` of a page with lists only: the levels from the first of them up to
+    /// the row after the last, with their values.
+    pub fn keep_rows(
+        self,
+        rows: std::ops::Range<usize>,
+        leaf_type: &DataType,
+    ) -> Result<DecodedPage> {
+        let max_rep = self.layers.iter().filter(|l| l.is_list()).count() as u16;
+        let Some(rep) = &self.rep else {
+            return Err(corrupt("internal: rows kept of a page without lists"));
+        };
+        let mut starts = rep
+            .iter()
+            .enumerate()
+            .filter(|(_, &r)| r == max_rep)
+            .map(|(i, _)| i);
+        let first = starts
+            .nth(rows.start)
+            .ok_or_else(|| corrupt(format!("row {} is not in its unit", rows.start)))?;
+        let end = match rows.len() {
+            0 => first,
+            n => starts.nth(n - 1).unwrap_or(rep.len()),
+        };
+        self.keep_levels(first..end, rows.len() as u64, leaf_type)
+    }
+
     /// Levels `levels` of the page only (with their values): the page's rows that start
     /// in that range, which must hold `num_rows` whole rows.
     pub fn keep_levels(
@@ -535,20 +592,15 @@ impl DecodedPage {
         };
         let first = slots(0..levels.start);
         let count = slots(levels.clone());
-        let values = self.values.into_array(leaf_type, None)?;
-        if first + count > values.len() {
-            return Err(corrupt(format!(
-                "{} values for {} value slots",
-                values.len(),
-                first + count
-            )));
-        }
+        let values = self
+            .values
+            .range_into_array(leaf_type, first..first + count)?;
         Ok(DecodedPage {
             num_rows,
             layers: self.layers,
             rep: Some(rep.slice(levels.start, levels.len())),
             def: self.def.map(|d| d.slice(levels.start, levels.len())),
-            values: PageValues::Array(values.slice(first, count)),
+            values: PageValues::Array(values),
         })
     }
 }
@@ -576,8 +628,8 @@ fn dictionary_values(
     dictionary: ArrayRef,
     data_type: &DataType,
     nulls: Option<NullBuffer>,
+    range: Option<std::ops::Range<usize>>,
 ) -> Result<ArrayRef> {
-    let n = indices.len;
     let index_type = match indices.bits {
         8 => DataType::UInt8,
         16 => DataType::UInt16,
@@ -586,6 +638,18 @@ fn dictionary_values(
         b => return Err(corrupt(format!("{b}-bit dictionary indices"))),
     };
     let raw = ValuesBuilder::Fixed(indices).finish(&index_type, None)?;
+    let raw = match range {
+        Some(r) if r.end > raw.len() => {
+            return Err(corrupt(format!(
+                "{} values for value slots up to {}",
+                raw.len(),
+                r.end
+            )))
+        }
+        Some(r) => raw.slice(r.start, r.len()),
+        None => raw,
+    };
+    let n = raw.len();
     let idx = arrow_cast::cast(&raw, &DataType::UInt32)?;
     let idx = idx
         .as_any()
