@@ -4,14 +4,16 @@ order, `key` int64 a random permutation of it, `cat8` a string of 8 values, `nam
 unique string, `value` float64, `labels` a list of 1-3 of 20 strings).
 
 - queries through each library's reading of the same indices pylance built (BTREE on `id`
-  and `key`, BITMAP on `cat8`, LABEL_LIST on `labels`), all columns returned, best of
-  several warm repeats: `key = X` (a point query on unsorted data), `id = X`,
+  and `key`, BITMAP on `cat8`, LABEL_LIST on `labels`, NGRAM on `name`), all columns
+  returned, best of several warm repeats: `key = X` (a point query on unsorted data), `id = X`,
   `key IN (100 values)`, `id BETWEEN` (0.1%), `key BETWEEN` (0.1%, rows scattered), bitmap
-  equality (12.5%), `array_has_any` of 2 labels (19%) and `array_has_all` of 2 (1.3%);
+  equality (12.5%), `array_has_any` of 2 labels (19%) and `array_has_all` of 2 (1.3%),
+  `contains(name, ...)` through an NGRAM index;
   and lance_core's point query without the index (the unindexed filter it replaces);
 - builds, each on a fresh copy of the table without indices: BTREE on `id` (sorted
   input), on `key` (random order) and on `name` (unique strings), BITMAP on `cat8`,
-  LABEL_LIST on `labels`, ZONEMAP on `id`, BLOOMFILTER on `key` (default parameters);
+  LABEL_LIST on `labels`, ZONEMAP on `id`, BLOOMFILTER on `key`, NGRAM on `name`
+  (default parameters);
 - Spark builds: `lance_core.spark.create_scalar_index` on local[2] (one segment per task,
   one commit; the session started and its Python workers warmed by a first build before
   any timing) against pylance's single-process `create_scalar_index`, same run, same
@@ -32,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import CHILD_PRELUDE, DATA, run_child  # noqa: E402
 
 BUILDS = [("id", "BTREE"), ("key", "BTREE"), ("name", "BTREE"), ("cat8", "BITMAP"), ("labels", "LABEL_LIST"),
-          ("id", "ZONEMAP"), ("key", "BLOOMFILTER")]
+          ("id", "ZONEMAP"), ("key", "BLOOMFILTER"), ("name", "NGRAM")]
 
 QUERIES = """
 import random
@@ -75,6 +77,8 @@ out["array_has_any(labels, 2 labels) (19%)"], r = best(
     lambda: ds.to_table(filter="array_has_any(labels, ['label-03', 'label-07'])"), max(2, repeat // 3))
 out["array_has_all(labels, 2 labels) (1.3%)"], r = best(
     lambda: ds.to_table(filter="array_has_all(labels, ['label-03', 'label-07'])"), max(2, repeat // 2))
+out["contains(name, 8 characters) (NGRAM)"], r = best(lambda: ds.to_table(filter="contains(name, '00123456')"))
+assert r.num_rows >= 1
 if {module!r} == "lance_core":
     out["key = X without the index"], r = best(
         lambda: ds.to_table(filter=f"key = {{points[0]}}", use_scalar_index=False), 3)
@@ -169,14 +173,15 @@ def table_path(rows: int) -> str:
 
 def indexed_path(rows: int) -> str:
     """The table with pylance's indices: BTREE on id and key, BITMAP on cat8, LABEL_LIST on
-    labels."""
+    labels, NGRAM on name."""
     import lance
 
     path = os.path.join(DATA, f"index_{rows}_indexed.lance")
     if not os.path.exists(os.path.join(path, "_versions")):
         shutil.copytree(table_path(rows), path)
     have = {d.name for d in lance.dataset(path).describe_indices()}
-    for column, kind in [("id", "BTREE"), ("key", "BTREE"), ("cat8", "BITMAP"), ("labels", "LABEL_LIST")]:
+    for column, kind in [("id", "BTREE"), ("key", "BTREE"), ("cat8", "BITMAP"), ("labels", "LABEL_LIST"),
+                         ("name", "NGRAM")]:
         if f"{column}_idx" not in have:
             lance.dataset(path).create_scalar_index(column, kind)
     return path

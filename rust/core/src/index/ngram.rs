@@ -24,6 +24,9 @@ use crate::expr::Expr;
 
 pub const FILE: &str = "ngram_postings.lance";
 
+/// Candidate rows few enough to check directly rather than narrow down further.
+const FEW_CANDIDATES: u64 = 16;
+
 /// The token of NULL values.
 const NULL_TOKEN: u32 = 0;
 
@@ -99,6 +102,14 @@ impl NGram {
         self.tokens.is_empty()
     }
 
+    /// The stored size of the posting list of `token` (0 when it is not in the index).
+    fn posting_len(&self, token: u32) -> usize {
+        match self.tokens.values().binary_search(&token) {
+            Ok(at) => self.postings.value_length(at) as usize,
+            Err(_) => 0,
+        }
+    }
+
     /// The rows listed under `token` (none when it is not in the index).
     fn posting(&self, token: u32) -> Result<RoaringTreemap> {
         let Ok(at) = self.tokens.values().binary_search(&token) else {
@@ -149,12 +160,16 @@ impl NGram {
         }
         tokens.sort_unstable();
         tokens.dedup();
+        // Shortest posting lists first: the rows left shrink fastest, and once they are
+        // few the longest lists need not be read at all (the rows are candidates, which
+        // the filter checks anyway).
+        tokens.sort_by_key(|&t| self.posting_len(t));
         let Some((&first, rest)) = tokens.split_first() else {
             return Ok(None);
         };
         let mut rows = self.posting(first)?;
         for &t in rest {
-            if rows.is_empty() {
+            if rows.len() <= FEW_CANDIDATES {
                 break;
             }
             rows &= self.posting(t)?;

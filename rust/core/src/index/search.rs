@@ -4,7 +4,6 @@
 //! What no index answers stays unknown, and its fragments are scanned.
 use std::sync::Arc;
 
-use roaring::RoaringBitmap;
 
 use super::selection::{Found, IdSet, Rows, Selection};
 use super::{IndexSegment, Kind};
@@ -52,13 +51,13 @@ pub async fn select_explained(
         let Some(frag) = ds.fragment(id as u64) else {
             continue;
         };
-        let mut live = RoaringBitmap::new();
-        live.insert_range(0..frag.physical_rows.min(u32::MAX as u64) as u32);
+        let past_end = frag.physical_rows.min(u32::MAX as u64) as u32..;
+        rows.yes.remove_range(past_end.clone());
+        rows.nulls.remove_range(past_end);
         if let Some(deleted) = ds.deletions(frag).await? {
-            live -= deleted.as_ref();
+            rows.yes -= deleted.as_ref();
+            rows.nulls -= deleted.as_ref();
         }
-        rows.yes &= &live;
-        rows.nulls &= &live;
     }
     Ok((Some(selection), log))
 }
