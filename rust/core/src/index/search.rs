@@ -4,7 +4,6 @@
 //! What no index answers stays unknown, and its fragments are scanned.
 use std::sync::Arc;
 
-
 use super::selection::{Found, IdSet, Rows, Selection};
 use super::{IndexSegment, Kind};
 use crate::dataset::Dataset;

@@ -15,7 +15,7 @@ use arrow_schema::DataType;
 use bytes::Bytes;
 
 use super::fragment::{
-    decode_unit_rows, open_leaf_sources, read_page, Chain, LeafSource, PageWork, Units,
+    decode_unit, decode_unit_rows, open_leaf_sources, read_page, Chain, LeafSource, PageWork, Units,
 };
 use super::plan::{assemble, LeafPlan};
 use super::{prepare, Projection};
@@ -508,7 +508,23 @@ fn rows_of_units(work: &PageWork, rel: &[u64]) -> Result<ArrayRef> {
         let (first, end) = (starts[u], starts[u] + rows[u]);
         let j = i + rel[i..].partition_point(|&r| r < end);
         let rows: Vec<usize> = rel[i..j].iter().map(|&r| (r - first) as usize).collect();
-        parts.push(decode_unit_rows(work, u, &rows)?);
+        // A run of neighbouring rows (a BTREE page, a range of a fragment): the unit
+        // decoded whole and sliced, rather than its rows picked one by one.
+        let run = rows.windows(2).all(|w| w[1] == w[0] + 1);
+        let many = rows.len() as u64 * 2 >= work.unit_rows()[u];
+        parts.push(match (run && many, rows.first()) {
+            (true, Some(&lo)) => {
+                let all = decode_unit(work, u)?;
+                if lo + rows.len() > all.len() {
+                    return Err(Error::corrupt(
+                        &work.name,
+                        format!("rows up to {} of a unit of {}", lo + rows.len(), all.len()),
+                    ));
+                }
+                all.slice(lo, rows.len())
+            }
+            _ => decode_unit_rows(work, u, &rows)?,
+        });
         i = j;
     }
     let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
