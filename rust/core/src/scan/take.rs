@@ -510,9 +510,9 @@ fn rows_of_units(work: &PageWork, rel: &[u64]) -> Result<ArrayRef> {
         let rows: Vec<usize> = rel[i..j].iter().map(|&r| (r - first) as usize).collect();
         // A run of neighbouring rows (a BTREE page, a range of a fragment): the unit
         // decoded whole and sliced, rather than its rows picked one by one.
-        let run = rows.windows(2).all(|w| w[1] == w[0] + 1);
-        let many = rows.len() as u64 * 2 >= work.unit_rows()[u];
-        parts.push(match (run && many, rows.first()) {
+        let many = rows.len() >= 64 && rows.len() as u64 * 2 >= work.unit_rows()[u];
+        let run = many && rows.windows(2).all(|w| w[1] == w[0] + 1);
+        parts.push(match (run, rows.first()) {
             (true, Some(&lo)) => {
                 let all = decode_unit(work, u)?;
                 if lo + rows.len() > all.len() {
