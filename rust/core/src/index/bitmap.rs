@@ -11,7 +11,6 @@
 //! little-endian.
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use roaring::RoaringBitmap;
@@ -44,14 +43,12 @@ impl Bitmap {
             let file = crate::file_table::open(&dir, FILE, ds.storage_options()).await?;
             let list_nulls = id_set_in_buffer(&file, LIST_NULLS_KEY, &shown).await?;
             let batch = crate::file_table::read_all(Arc::new(file)).await?;
-            let keys = batch
-                .column_by_name("keys")
-                .cloned()
-                .ok_or_else(|| Error::corrupt(&shown, "no 'keys' column"))?;
-            let bitmaps = batch
-                .column_by_name("bitmaps")
-                .and_then(|b| b.as_binary_opt::<i32>().cloned())
-                .ok_or_else(|| Error::corrupt(&shown, "no binary 'bitmaps' column"))?;
+            let c = super::FileColumns {
+                batch: &batch,
+                shown: &shown,
+            };
+            let keys = c.any("keys")?;
+            let bitmaps = c.binary("bitmaps")?;
             let bytes = batch.get_array_memory_size();
             Ok((
                 Bitmap {

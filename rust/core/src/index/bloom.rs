@@ -206,30 +206,16 @@ impl BloomFilter {
             let metadata = file.arrow_schema.metadata().clone();
             let nulls = id_set_in_buffer(&file, NULL_BITMAP_KEY, &shown).await?;
             let batch = crate::file_table::read_all(Arc::new(file)).await?;
-            let column = |name: &str| {
-                batch
-                    .column_by_name(name)
-                    .cloned()
-                    .ok_or_else(|| Error::corrupt(&shown, format!("no '{name}' column")))
-            };
-            let u64s = |name: &str| -> Result<UInt64Array> {
-                column(name)?
-                    .as_primitive_opt::<UInt64Type>()
-                    .cloned()
-                    .ok_or_else(|| Error::corrupt(&shown, format!("'{name}' is not uint64")))
+            let c = super::FileColumns {
+                batch: &batch,
+                shown: &shown,
             };
             let b = BloomFilter {
-                fragments: u64s("fragment_id")?,
-                starts: u64s("zone_start")?,
-                lengths: u64s("zone_length")?,
-                has_null: column("has_null")?
-                    .as_boolean_opt()
-                    .cloned()
-                    .ok_or_else(|| Error::corrupt(&shown, "'has_null' is not boolean"))?,
-                filters: column("bloom_filter_data")?
-                    .as_binary_opt::<i32>()
-                    .cloned()
-                    .ok_or_else(|| Error::corrupt(&shown, "'bloom_filter_data' is not binary"))?,
+                fragments: c.primitive::<UInt64Type>("fragment_id")?,
+                starts: c.primitive::<UInt64Type>("zone_start")?,
+                lengths: c.primitive::<UInt64Type>("zone_length")?,
+                has_null: c.boolean("has_null")?,
+                filters: c.binary("bloom_filter_data")?,
                 nulls,
                 items: metadata
                     .get(ITEMS_KEY)

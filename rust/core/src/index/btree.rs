@@ -89,19 +89,15 @@ impl BTree {
                 }
                 _ => vec![(PAGES_FILE.to_string(), u64::MAX)],
             };
-            let column = |name: &str| {
-                batch
-                    .column_by_name(name)
-                    .cloned()
-                    .ok_or_else(|| Error::corrupt(&shown, format!("no '{name}' column")))
+            let c = super::FileColumns {
+                batch: &batch,
+                shown: &shown,
             };
-            let (mins, maxs) = (column("min")?, column("max")?);
+            let (mins, maxs) = (c.any("min")?, c.any("max")?);
             let u32s = |name: &str| -> Result<Vec<u32>> {
-                let c = column(name)?;
-                let c = c.as_any().downcast_ref::<UInt32Array>().ok_or_else(|| {
-                    Error::corrupt(&shown, format!("'{name}' is {}, not uint32", c.data_type()))
-                })?;
-                Ok(c.values().to_vec())
+                Ok(c.primitive::<arrow_array::types::UInt32Type>(name)?
+                    .values()
+                    .to_vec())
             };
             let (null_counts, page_ids) = (u32s("null_count")?, u32s("page_idx")?);
             let mut parts = Vec::with_capacity(partitions.len());
@@ -158,20 +154,12 @@ impl BTree {
         for part in &self.parts {
             let shown = format!("{}/{}", self.dir, part.name);
             let batch = crate::file_table::read_all(part.file.clone()).await?;
-            let column = |name: &str| {
-                batch
-                    .column_by_name(name)
-                    .cloned()
-                    .ok_or_else(|| Error::corrupt(&shown, format!("no '{name}' column")))
+            let c = super::FileColumns {
+                batch: &batch,
+                shown: &shown,
             };
-            values.push(column("values")?);
-            let id = column("ids")?;
-            ids.push(
-                id.as_any()
-                    .downcast_ref::<arrow_array::UInt64Array>()
-                    .cloned()
-                    .ok_or_else(|| Error::corrupt(&shown, "its 'ids' are not uint64"))?,
-            );
+            values.push(c.any("values")?);
+            ids.push(c.primitive::<arrow_array::types::UInt64Type>("ids")?);
         }
         let values =
             arrow_select::concat::concat(&values.iter().map(|a| a.as_ref()).collect::<Vec<_>>())?;

@@ -123,6 +123,47 @@ impl Kind {
     }
 }
 
+/// The columns of an index file's rows, each checked for its type; errors name the file
+/// (`shown`).
+pub(crate) struct FileColumns<'a> {
+    pub batch: &'a arrow_array::RecordBatch,
+    pub shown: &'a str,
+}
+
+impl FileColumns<'_> {
+    pub fn any(&self, name: &str) -> Result<arrow_array::ArrayRef> {
+        self.batch
+            .column_by_name(name)
+            .cloned()
+            .ok_or_else(|| crate::error::Error::corrupt(self.shown, format!("no '{name}' column")))
+    }
+
+    fn typed<T: Clone + 'static>(&self, name: &str, what: &str) -> Result<T> {
+        let c = self.any(name)?;
+        c.as_any().downcast_ref::<T>().cloned().ok_or_else(|| {
+            crate::error::Error::corrupt(
+                self.shown,
+                format!("'{name}' is {}, not {what}", c.data_type()),
+            )
+        })
+    }
+
+    pub fn primitive<T: arrow_array::ArrowPrimitiveType>(
+        &self,
+        name: &str,
+    ) -> Result<arrow_array::PrimitiveArray<T>> {
+        self.typed(name, &T::DATA_TYPE.to_string())
+    }
+
+    pub fn binary(&self, name: &str) -> Result<arrow_array::BinaryArray> {
+        self.typed(name, "binary")
+    }
+
+    pub fn boolean(&self, name: &str) -> Result<arrow_array::BooleanArray> {
+        self.typed(name, "boolean")
+    }
+}
+
 /// The directory holding a segment's files.
 pub(crate) fn segment_dir(ds: &crate::dataset::Dataset, segment: &IndexSegment) -> Result<String> {
     ds.index_dir(&segment.uuid, segment.base_id)

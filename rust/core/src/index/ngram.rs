@@ -48,17 +48,12 @@ impl NGram {
         cache::get_or_load(format!("{dir}#ngram"), || async {
             let file = crate::file_table::open(&dir, FILE, ds.storage_options()).await?;
             let batch = crate::file_table::read_all(Arc::new(file)).await?;
-            let tokens = batch
-                .column_by_name("tokens")
-                .and_then(|c| {
-                    c.as_primitive_opt::<arrow_array::types::UInt32Type>()
-                        .cloned()
-                })
-                .ok_or_else(|| Error::corrupt(&shown, "no u32 'tokens' column"))?;
-            let postings = batch
-                .column_by_name("posting_list")
-                .and_then(|c| c.as_binary_opt::<i32>().cloned())
-                .ok_or_else(|| Error::corrupt(&shown, "no binary 'posting_list' column"))?;
+            let c = super::FileColumns {
+                batch: &batch,
+                shown: &shown,
+            };
+            let tokens = c.primitive::<arrow_array::types::UInt32Type>("tokens")?;
+            let postings = c.binary("posting_list")?;
             if tokens.null_count() > 0 || tokens.values().windows(2).any(|w| w[0] >= w[1]) {
                 return Err(Error::corrupt(&shown, "its tokens are not ascending"));
             }

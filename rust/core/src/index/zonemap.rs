@@ -57,32 +57,18 @@ impl ZoneMap {
                 .and_then(|r| r.parse().ok())
                 .unwrap_or(DEFAULT_ROWS_PER_ZONE);
             let batch = crate::file_table::read_all(Arc::new(file)).await?;
-            let column = |name: &str| {
-                batch
-                    .column_by_name(name)
-                    .cloned()
-                    .ok_or_else(|| Error::corrupt(&shown, format!("no '{name}' column")))
-            };
-            let u32s = |name: &str| -> Result<UInt32Array> {
-                column(name)?
-                    .as_primitive_opt::<UInt32Type>()
-                    .cloned()
-                    .ok_or_else(|| Error::corrupt(&shown, format!("'{name}' is not uint32")))
-            };
-            let u64s = |name: &str| -> Result<UInt64Array> {
-                column(name)?
-                    .as_primitive_opt::<UInt64Type>()
-                    .cloned()
-                    .ok_or_else(|| Error::corrupt(&shown, format!("'{name}' is not uint64")))
+            let c = super::FileColumns {
+                batch: &batch,
+                shown: &shown,
             };
             let z = ZoneMap {
-                mins: column("min")?,
-                maxs: column("max")?,
-                null_counts: u32s("null_count")?,
-                nan_counts: u32s("nan_count")?,
-                fragments: u64s("fragment_id")?,
-                starts: u64s("zone_start")?,
-                lengths: u64s("zone_length")?,
+                mins: c.any("min")?,
+                maxs: c.any("max")?,
+                null_counts: c.primitive::<UInt32Type>("null_count")?,
+                nan_counts: c.primitive::<UInt32Type>("nan_count")?,
+                fragments: c.primitive::<UInt64Type>("fragment_id")?,
+                starts: c.primitive::<UInt64Type>("zone_start")?,
+                lengths: c.primitive::<UInt64Type>("zone_length")?,
                 nulls,
                 rows_per_zone,
                 shown: shown.clone(),
