@@ -27,8 +27,8 @@ pub struct FileReader {
     pub metadata: Arc<FileMetadata>,
     /// The whole file, when it is small and remote (see `REMOTE_TAIL_READ`).
     whole: Option<Bytes>,
-    /// For a remote file: joins reads asked for at once into one request.
-    batcher: Option<ReadBatcher>,
+    /// Joins reads asked for at once into one (see `Storage::joins_reads`).
+    batcher: ReadBatcher,
 }
 
 /// The buffers of one page, in the order the page's metadata lists them.
@@ -68,7 +68,7 @@ impl FileReader {
             name,
             metadata: Arc::new(metadata),
             whole,
-            batcher: remote.then(ReadBatcher::default),
+            batcher: ReadBatcher::default(),
         })
     }
 
@@ -195,9 +195,13 @@ impl FileReader {
         if let Some(whole) = &self.whole {
             return ranges.iter().map(|r| self.slice(whole, r)).collect();
         }
-        match &self.batcher {
-            Some(b) => b.get_ranges(&self.storage, &self.path, ranges).await,
-            None => self.storage.get_ranges(&self.path, ranges).await,
+        match self.storage.joins_reads(ranges) {
+            true => {
+                self.batcher
+                    .get_ranges(&self.storage, &self.path, ranges)
+                    .await
+            }
+            false => self.storage.get_ranges(&self.path, ranges).await,
         }
     }
 

@@ -64,7 +64,8 @@ pub fn read_ranges(path: &PathBuf, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, 
     // Merge ranges in file order; each original range is a slice of its merged read.
     let mut order: Vec<usize> = (0..ranges.len()).collect();
     order.sort_by_key(|&i| ranges[i].start);
-    let mut out = vec![Bytes::new(); ranges.len()];
+    // (merged range, the sorted positions in `order` it serves)
+    let mut merged: Vec<(Range<u64>, Range<usize>)> = Vec::new();
     let mut i = 0;
     while i < order.len() {
         let start = ranges[order[i]].start;
@@ -77,14 +78,48 @@ pub fn read_ranges(path: &PathBuf, ranges: &[Range<u64>]) -> Result<Vec<Bytes>, 
             end = end.max(ranges[order[j]].end);
             j += 1;
         }
-        let bytes = read_at(&file, start..end)?;
-        for &k in &order[i..j] {
+        merged.push((start..end, i..j));
+        i = j;
+    }
+    // Reads far apart (the columns of a taken row): let the kernel fetch them all at
+    // once, so that reads not in the page cache wait for the disk together rather than
+    // one after another.
+    if merged.len() > 1 {
+        for (r, _) in &merged {
+            read_ahead(&file, r);
+        }
+    }
+    let mut out = vec![Bytes::new(); ranges.len()];
+    for (r, served) in merged {
+        let start = r.start;
+        let bytes = read_at(&file, r)?;
+        for &k in &order[served] {
             let r = &ranges[k];
             out[k] = bytes.slice((r.start - start) as usize..(r.end - start) as usize);
         }
-        i = j;
     }
     Ok(out)
+}
+
+/// Ask the kernel to start reading `range` into the page cache (a hint: cheap when the
+/// bytes are there already, and errors are of no consequence).
+fn read_ahead(file: &std::fs::File, range: &Range<u64>) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::io::AsRawFd;
+        let len = range.end.saturating_sub(range.start);
+        // SAFETY: posix_fadvise only reads its integer arguments.
+        unsafe {
+            libc::posix_fadvise(
+                file.as_raw_fd(),
+                range.start as libc::off_t,
+                len as libc::off_t,
+                libc::POSIX_FADV_WILLNEED,
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, range);
 }
 
 /// Reads this large are mapped instead of copied (see `map_range`).

@@ -139,6 +139,19 @@ impl Storage {
         res.bytes().await.map_err(|e| self.map_err(path, e))
     }
 
+    /// Whether reads of one file asked for at about the same time are worth joining
+    /// (see `ReadBatcher`): on an object store always (a request is a round trip); on a
+    /// local disk when they are small, as those run on the calling thread one after another
+    /// anyway, and joined they open the file once and reach the disk together.
+    pub fn joins_reads(&self, ranges: &[Range<u64>]) -> bool {
+        self.local.is_none()
+            || ranges
+                .iter()
+                .map(|r| r.end.saturating_sub(r.start))
+                .sum::<u64>()
+                <= INLINE_READ_BYTES
+    }
+
     /// Read ranges of a local file directly (see `local`).
     async fn read_local(
         &self,
