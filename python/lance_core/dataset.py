@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
-from . import _lance_core
+from . import _lance_core, _nearest
 from .errors import InvalidInputError
 from .fragment_metadata import FragmentMetadata, LanceOperation, _commit_native
 from .merge import MergeInsertBuilder
@@ -41,6 +41,7 @@ class LanceScanner:
         include_deleted: bool = False,
         late_materialization: bool = True,
         use_scalar_index: bool = True,
+        nearest: Optional[Dict[str, Any]] = None,
     ):
         """`columns` is a list of column names (dotted for fields of structs), or a dict of
         output names to SQL expressions (`{"total": "price * qty", "x": "l[1].x"}`).
@@ -82,6 +83,7 @@ class LanceScanner:
             projection=projection,
             late_materialization=bool(late_materialization),
             use_scalar_index=bool(use_scalar_index),
+            nearest=nearest,
         )
 
     def _native(self) -> "_lance_core._BatchIterator":
@@ -116,6 +118,12 @@ class LanceScanner:
         lines = [f"Scan: {len(ids)} fragments, columns [{', '.join(names)}]"
                  + (f", limit {a['limit']}" if a["limit"] is not None else "")
                  + (f", offset {a['offset']}" if a["offset"] is not None else "")]
+        n = a["nearest"]
+        if n is not None:
+            # pylance's node name for an exhaustive search.
+            lines.append(f"  KNNVectorDistance: column={n['column']}, metric={n['metric'] or 'default'}, k={n['k']}"
+                         + (f", queries={n['num_queries']}" if n["batch"] else "")
+                         + (", prefilter" if n["prefilter"] else ", postfilter" if a["filter"] else ""))
         if a["filter"] is None:
             return "\n".join(lines)
         lines.append(f"  Filter: {a['filter']}")
@@ -239,9 +247,7 @@ _HINTS = {"batch_readahead", "fragment_readahead", "scan_in_order", "prefilter",
           "disable_scoring_autoprojection", "scan_stats_callback", "index_segments"}
 
 
-def _check_hints(nearest: Any, hints: Dict[str, Any]) -> None:
-    if nearest is not None:
-        raise InvalidInputError("vector search (nearest=) is not supported by lance_core")
+def _check_hints(hints: Dict[str, Any]) -> None:
     for name, value in hints.items():
         if name in ("full_text_query", "order_by", "row_addr_allowlist", "row_addr_blocklist") and value is not None:
             raise InvalidInputError(f"{name}= is not supported by lance_core")
@@ -606,9 +612,15 @@ class LanceDataset:
         arithmetic, CAST); ``io_buffer_size`` bounds the bytes read ahead (64 MiB).
         Filters on columns with a BTREE, BITMAP or LABEL_LIST index are answered from the index
         (``use_scalar_index=False`` scans instead).
+        `nearest={"column", "q", "k", "metric", "distance_range", ...}` finds the k rows
+        nearest to `q` (several at once when `q` is 2-D), with `_distance`; a filter
+        applies to the k nearest unless ``prefilter=True`` (then the k nearest that pass).
         Tuning hints pylance takes (`batch_readahead`, `use_stats`, ...) are accepted and
-        have no effect; vector and full-text search are not supported."""
-        _check_hints(nearest, hints)
+        have no effect; full-text search is not supported."""
+        _check_hints(hints)
+        if nearest is not None:
+            nearest = _nearest.normalize(nearest, hints.get("prefilter"),
+                                         not hints.get("disable_scoring_autoprojection"), limit)
         ids = [f.fragment_id for f in fragments] if fragments is not None else None
         # pylance's late_materialization: a bool, or the columns to read late (any: on).
         late = hints.get("late_materialization")
@@ -616,7 +628,7 @@ class LanceDataset:
         return LanceScanner(self, columns, limit, offset, batch_size, bool(with_row_id), bool(with_row_address), ids,
                             io_buffer_size, filter, include_deleted=bool(include_deleted_rows),
                             late_materialization=late is None or bool(late),
-                            use_scalar_index=use_index is None or bool(use_index))
+                            use_scalar_index=use_index is None or bool(use_index), nearest=nearest)
 
     def to_table(self, columns: Optional[Union[List[str], Dict[str, str]]] = None, filter: Optional[str] = None,
                  limit: Optional[int] = None, offset: Optional[int] = None, nearest: Optional[Dict[str, Any]] = None,

@@ -22,6 +22,7 @@ pub mod scan;
 pub mod table;
 #[cfg(test)]
 mod test_util;
+pub mod vector;
 pub mod write;
 
 pub use dataset::{Dataset, VersionRef};

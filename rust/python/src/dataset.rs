@@ -920,7 +920,7 @@ impl PyDataset {
         })
     }
 
-    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false, projection=None, late_materialization=true, use_scalar_index=true))]
+    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false, projection=None, late_materialization=true, use_scalar_index=true, nearest=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -938,9 +938,12 @@ impl PyDataset {
         projection: Option<Vec<(String, String)>>,
         late_materialization: bool,
         use_scalar_index: bool,
+        nearest: Option<crate::nearest::PyNearest>,
     ) -> PyResult<PyBatchIterator> {
         guard(|| {
+            let nearest = nearest.map(|n| n.into_query()).transpose()?;
             let mut options = ScanOptions {
+                nearest,
                 columns,
                 limit,
                 offset,

@@ -1,6 +1,6 @@
 //! Python bindings of lance-core (`lance_core._lance_core`). Each file holds one concern:
 //! `dataset` the dataset class (scans, deletes, new columns), `write` new data files,
-//! `commit` new versions, `files` job files beside the table, `row_changes` the
+//! `commit` new versions, `nearest` vector-search queries, `files` job files beside the table, `row_changes` the
 //! pieces of distributed updates and merges, `arrow_export` and
 //! `arrow_import` the zero-copy hand-over of Arrow data each way, `errors` the mapping of
 //! errors and panics to exceptions, `runtime` the async runtime.
@@ -11,6 +11,7 @@ mod dataset;
 mod errors;
 mod files;
 mod history;
+mod nearest;
 mod row_changes;
 mod runtime;
 mod staged;

@@ -56,6 +56,9 @@ pub struct ScanOptions {
     pub late_materialization: bool,
     /// Answer the filter from the table's scalar indices where they cover it.
     pub use_scalar_index: bool,
+    /// A nearest-neighbour search instead of a scan (see `crate::vector`): the k nearest
+    /// rows with `_distance`, the filter applied before or after as it says.
+    pub nearest: Option<crate::vector::Nearest>,
 }
 
 impl Default for ScanOptions {
@@ -75,6 +78,7 @@ impl Default for ScanOptions {
             include_deleted: false,
             late_materialization: true,
             use_scalar_index: true,
+            nearest: None,
         }
     }
 }
@@ -267,6 +271,9 @@ pub async fn count_rows(
 /// Start scanning `dataset`. Must be called within a tokio runtime.
 pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
     options.batch_size = options.batch_size.max(1);
+    if options.nearest.is_some() {
+        return crate::vector::search::start(dataset, options);
+    }
     let p = prepare(&dataset, &options.projection(), options.filter.as_ref())?;
     let schema = p.output.schema.clone();
     if late::applies(&dataset, &options) {

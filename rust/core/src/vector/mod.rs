@@ -1,0 +1,73 @@
+//! Vector search: the k rows nearest to a query vector, as pylance's `nearest=` finds them.
+//!
+//! - `distance`: the metrics and their SIMD kernels;
+//! - `topk`: keeping the k nearest of many candidates, in pylance's order;
+//! - `search`: the search itself, run as a scan: candidates are read (the vector column and
+//!   row ids, pre-filtered when asked), measured on the CPU pool, and the winners' columns
+//!   taken.
+pub mod distance;
+pub mod search;
+pub mod topk;
+
+pub use distance::Metric;
+
+/// The name of the distance column a search adds.
+pub const DISTANCE: &str = "_distance";
+/// The name of the column that says which query a row answers (several queries at once).
+pub const QUERY_INDEX: &str = "query_index";
+
+/// A nearest-neighbour query, as pylance's `nearest={...}` describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Nearest {
+    /// The vector column (dotted for a field of a struct).
+    pub column: String,
+    /// The query vectors' values, one vector after another.
+    pub query: Vec<f64>,
+    /// How many vectors `query` holds.
+    pub num_queries: usize,
+    /// Several queries were given (a 2-D `q`): each result row says which it answers in a
+    /// leading `query_index` column.
+    pub batch: bool,
+    pub k: usize,
+    /// None: l2, or hamming for uint8 vectors.
+    pub metric: Option<Metric>,
+    /// Only distances in `lower..upper` (either end open when None).
+    pub distance_range: (Option<f32>, Option<f32>),
+    /// Filter before searching (k rows that pass), rather than after (those of the k
+    /// nearest that pass).
+    pub prefilter: bool,
+    /// Search a vector index where one covers the column.
+    pub use_index: bool,
+    pub nprobes: Option<usize>,
+    pub minimum_nprobes: Option<usize>,
+    pub maximum_nprobes: Option<usize>,
+    pub refine_factor: Option<usize>,
+    pub ef: Option<usize>,
+    /// Add `_distance` even when the columns asked for do not name it (pylance's default;
+    /// its `disable_scoring_autoprojection` turns it off).
+    pub project_distance: bool,
+}
+
+impl Nearest {
+    /// A query for the `k` rows of `column` nearest to `query` (one vector), with
+    /// pylance's defaults for the rest.
+    pub fn new(column: impl Into<String>, query: Vec<f64>, k: usize) -> Self {
+        Nearest {
+            column: column.into(),
+            query,
+            num_queries: 1,
+            batch: false,
+            k,
+            metric: None,
+            distance_range: (None, None),
+            prefilter: false,
+            use_index: true,
+            nprobes: None,
+            minimum_nprobes: None,
+            maximum_nprobes: None,
+            refine_factor: None,
+            ef: None,
+            project_distance: true,
+        }
+    }
+}
