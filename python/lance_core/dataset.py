@@ -120,10 +120,21 @@ class LanceScanner:
                  + (f", offset {a['offset']}" if a["offset"] is not None else "")]
         n = a["nearest"]
         if n is not None:
-            # pylance's node name for an exhaustive search.
-            lines.append(f"  KNNVectorDistance: column={n['column']}, metric={n['metric'] or 'default'}, k={n['k']}"
-                         + (f", queries={n['num_queries']}" if n["batch"] else "")
-                         + (", prefilter" if n["prefilter"] else ", postfilter" if a["filter"] else ""))
+            # pylance's node names: ANNSubIndex / ANNIvfPartition through an index,
+            # KNNVectorDistance for an exhaustive search.
+            index = ds._ds.vector_index_for(n) if a["fragment_ids"] is None else None
+            how = (", prefilter" if n["prefilter"] else ", postfilter" if a["filter"] else "") + (
+                f", queries={n['num_queries']}" if n["batch"] else "")
+            if index is not None:
+                name, kind, metric, uuids = index
+                lines.append(f"  ANNSubIndex: name={name}, type={kind}, k={n['k']}, deltas={len(uuids)}, "
+                             f"metric={metric}{how}")
+                lines.append(f"    ANNIvfPartition: uuid={uuids[0]}, minimum_nprobes={n['nprobes'] or n['minimum_nprobes']}, "
+                             f"maximum_nprobes={n['nprobes'] or n['maximum_nprobes']}, deltas={len(uuids)}"
+                             + (f", refine_factor={n['refine_factor']}" if n["refine_factor"] else ""))
+            else:
+                lines.append(f"  KNNVectorDistance: column={n['column']}, metric={n['metric'] or 'default'}, "
+                             f"k={n['k']}{how}")
         if a["filter"] is None:
             return "\n".join(lines)
         lines.append(f"  Filter: {a['filter']}")

@@ -16,6 +16,9 @@ use lance_core::scan::Projection;
 /// (version, commit time in ns since the epoch, summary)
 type VersionRow = (u64, i64, HashMap<String, String>);
 
+/// A vector index as a plan names it: name, kind, metric, segment uuids.
+type VectorIndexPlan = (String, String, String, Vec<String>);
+
 #[pyclass(name = "_Dataset", module = "lance_core._lance_core", frozen)]
 pub struct PyDataset {
     pub(crate) inner: Arc<Dataset>,
@@ -909,6 +912,32 @@ impl PyDataset {
                     .collect())
             })
             .py()
+        })
+    }
+
+    /// The vector index a `nearest` search would go through, for plans: its name, kind,
+    /// metric and segment uuids (None: the search is exhaustive).
+    fn vector_index_for(
+        &self,
+        py: Python<'_>,
+        nearest: crate::nearest::PyNearest,
+    ) -> PyResult<Option<VectorIndexPlan>> {
+        guard(|| {
+            let nearest = nearest.into_query()?;
+            let ds = self.inner.clone();
+            let found = block_on(py, async move {
+                lance_core::vector::indexed::usable_segments(&ds, &nearest).await
+            })
+            .py()?;
+            Ok(found.map(|(segments, metric)| {
+                let (first, ivf) = &segments[0];
+                (
+                    first.name.clone(),
+                    ivf.kind.clone(),
+                    metric.name().to_string(),
+                    segments.iter().map(|(s, _)| s.uuid.clone()).collect(),
+                )
+            }))
         })
     }
 

@@ -6,7 +6,7 @@
 pub mod bitmap;
 pub mod bloom;
 pub mod btree;
-mod cache;
+pub(crate) mod cache;
 pub mod label_list;
 pub mod ngram;
 pub mod remap;

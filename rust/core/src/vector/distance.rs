@@ -238,6 +238,16 @@ pub fn distances(
     Ok(())
 }
 
+/// x·y of two f32 slices of one length (the fastest kernel for this CPU).
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    (kernels().dot)(a, b)
+}
+
+/// The squared euclidean distance of two f32 slices of one length.
+pub fn l2(a: &[f32], b: &[f32]) -> f32 {
+    (kernels().l2)(a, b)
+}
+
 /// Lanes summed independently (a multiple of every SIMD width we target).
 const LANES: usize = 16;
 

@@ -1,11 +1,15 @@
 //! Vector search: the k rows nearest to a query vector, as pylance's `nearest=` finds them.
 //!
 //! - `distance`: the metrics and their SIMD kernels;
+//! - `indexed`: a search through the column's IVF index, merged with the unindexed rest;
+//! - `ivf`: reading pylance's IVF indices and searching their nearest partitions;
 //! - `topk`: keeping the k nearest of many candidates, in pylance's order;
 //! - `search`: the search itself, run as a scan: candidates are read (the vector column and
 //!   row ids, pre-filtered when asked), measured on the CPU pool, and the winners' columns
 //!   taken.
 pub mod distance;
+pub mod indexed;
+pub mod ivf;
 pub mod search;
 pub mod topk;
 

@@ -146,7 +146,26 @@ pub fn start(ds: Arc<Dataset>, options: ScanOptions) -> Result<Scan> {
     let shape = shape(&ds, &options, &nearest)?;
     let schema = shape.schema.clone();
     let run = async move {
-        let found = candidates(&ds, &options, &nearest, &target).await?;
+        let found = match super::indexed::usable(&ds, &nearest).await? {
+            Some((ivfs, metric)) if options.fragment_ids.is_none() => {
+                let target = Target {
+                    queries: target.queries,
+                    metric,
+                };
+                let flat = |fragments: Vec<u64>| {
+                    let options = ScanOptions {
+                        fragment_ids: Some(fragments),
+                        ..options.clone()
+                    };
+                    let (ds, nearest, target) = (&ds, &nearest, &target);
+                    async move { candidates(ds, &options, nearest, target).await }
+                };
+                let queries = target.queries.clone();
+                super::indexed::search(&ds, &options, &nearest, &ivfs, &queries, metric, flat)
+                    .await?
+            }
+            _ => candidates(&ds, &options, &nearest, &target).await?,
+        };
         let found = post_filter(&ds, &options, &nearest, found).await?;
         output(&ds, &options, &shape, found).await
     };

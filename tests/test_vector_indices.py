@@ -1,0 +1,189 @@
+"""Searches through the IVF indices pylance 14 builds (IVF_FLAT, IVF_PQ, IVF_SQ and the HNSW
+variants): the same rows and distances as pylance's search for the same parameters (HNSW: a
+recall no worse), through deletions, appends, pylance's optimize_indices and compaction,
+with stable row ids, and with filters before and after."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import lance
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import lance_core
+from lance_core.errors import LanceError
+
+DIM = 16
+ROWS = 4000
+
+
+def _clustered(rows: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centers = rng.standard_normal((12, DIM)).astype(np.float32) * 4
+    return (centers[rng.integers(0, 12, rows)] + rng.standard_normal((rows, DIM))).astype(np.float32)
+
+
+def _table(vectors: np.ndarray, first_id: int = 0) -> pa.Table:
+    n = len(vectors)
+    return pa.table({
+        "id": np.arange(first_id, first_id + n),
+        "cat": (np.arange(first_id, first_id + n) % 5).astype(np.int32),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), DIM),
+    })
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    """A table of two fragments written by pylance, without indices."""
+    path = str(tmp_path_factory.mktemp("ivf") / "base.lance")
+    lance.write_dataset(_table(_clustered(ROWS, 1)), path, max_rows_per_file=2000)
+    return path
+
+
+def _copy(base: str, tmp_path, name: str) -> str:
+    path = str(tmp_path / name)
+    shutil.copytree(base, path)
+    return path
+
+
+def _queries(n: int = 12) -> np.ndarray:
+    return _clustered(n, 99) + 0.05
+
+
+def _brute(ds, q, k, metric="l2"):
+    t = ds.to_table(columns=["id"], nearest={"column": "vec", "q": q, "k": k, "metric": metric, "use_index": False})
+    return t["id"].to_pylist()
+
+
+def _recall(found, truth):
+    return len(set(found) & set(truth)) / max(1, len(truth))
+
+
+KINDS = [
+    ("IVF_FLAT", {}),
+    ("IVF_PQ", {"num_sub_vectors": 4}),
+    ("IVF_SQ", {}),
+    ("IVF_HNSW_SQ", {}),
+    ("IVF_HNSW_PQ", {"num_sub_vectors": 4}),
+]
+
+
+def _same_rows(a: pa.Table, b: pa.Table, what: str):
+    """The same distances, and the same rows where no other row has the same distance
+    (quantized distances tie, and pylance keeps an arbitrary one of rows tied at the k-th
+    place of a partition)."""
+    da, db = a["_distance"].to_numpy(), b["_distance"].to_numpy()
+    np.testing.assert_allclose(da, db, rtol=1e-4, atol=1e-4, err_msg=what)
+    ia, ib = a["id"].to_pylist(), b["id"].to_pylist()
+    for i, d in enumerate(db):
+        if np.sum(np.isclose(db, d, rtol=1e-6, atol=1e-6)) == 1 and not np.isclose(d, db[-1], rtol=1e-6, atol=1e-6):
+            assert ia[i] == ib[i], f"{what}: row {i}: {ia} vs {ib}"
+
+
+def _compare(path: str, nearest_extra: dict, scan_extra: dict, exact_match: bool, what: str):
+    ours, ref = lance_core.dataset(path), lance.dataset(path)
+    recall_ours = recall_ref = 0.0
+    for q in _queries():
+        nearest = {"column": "vec", "q": q, "k": 10, **nearest_extra}
+        a = ours.to_table(nearest=nearest, columns=["id", "_distance"], **scan_extra)
+        b = ref.to_table(nearest=nearest, columns=["id", "_distance"], **scan_extra)
+        if exact_match:
+            _same_rows(a, b, what)
+        else:
+            exhaustive = {**nearest, "use_index": False}
+            truth = ref.to_table(nearest=exhaustive, columns=["id", "_distance"], **scan_extra)["id"].to_pylist()
+            recall_ours += _recall(a["id"].to_pylist(), truth)
+            recall_ref += _recall(b["id"].to_pylist(), truth)
+    if not exact_match:
+        n = len(_queries())
+        assert recall_ours / n >= recall_ref / n - 0.01, f"{what}: recall {recall_ours / n} vs pylance {recall_ref / n}"
+
+
+CASES = [(k, p, m) for k, p in KINDS for m in ("l2", "cosine", "dot") if m != "dot" or "HNSW" not in k]
+
+
+@pytest.mark.parametrize("kind,params,metric", CASES, ids=[f"{k}-{m}" for k, _, m in CASES])
+def test_searches_through_pylances_index_equal_pylances(base, tmp_path, kind, params, metric):
+    path = _copy(base, tmp_path, "t.lance")
+    lance.dataset(path).create_index("vec", kind, num_partitions=4, metric=metric, **params)
+    exact = "HNSW" not in kind
+    _compare(path, {}, {}, exact, f"{kind} {metric}")
+    _compare(path, {"nprobes": 2}, {}, exact, f"{kind} {metric} nprobes=2")
+    _compare(path, {"refine_factor": 3}, {}, exact, f"{kind} {metric} refine")
+    _compare(path, {"k": 10}, {"filter": "cat = 2", "prefilter": True}, exact, f"{kind} {metric} prefilter")
+    if exact:
+        _compare(path, {}, {"filter": "cat = 2"}, exact, f"{kind} {metric} postfilter")
+    else:
+        # A post-filter keeps a few of the k nearest, too few to compare recalls: the rows
+        # kept are those of the unfiltered search that pass.
+        ds = lance_core.dataset(path)
+        for q in _queries():
+            nearest = {"column": "vec", "q": q, "k": 10}
+            every = ds.to_table(nearest=nearest, columns=["id", "cat"])
+            kept = ds.to_table(nearest=nearest, columns=["id"], filter="cat = 2")
+            assert kept["id"].to_pylist() == [i for i, c in zip(every["id"].to_pylist(), every["cat"].to_pylist())
+                                              if c == 2]
+
+
+@pytest.mark.parametrize("stable", [False, True], ids=["addresses", "stable_row_ids"])
+def test_an_index_through_the_tables_life(tmp_path, stable):
+    """Deletions, appended fragments (searched exhaustively), pylance's delta and merged
+    optimize, and its compaction (which remaps the index): the same rows as pylance's."""
+    path = str(tmp_path / "t.lance")
+    lance.write_dataset(_table(_clustered(ROWS, 3)), path, max_rows_per_file=1000, enable_stable_row_ids=stable)
+    lance.dataset(path).create_index("vec", "IVF_PQ", num_partitions=4, num_sub_vectors=4)
+    _compare(path, {}, {}, True, "fresh")
+
+    # The nearest row of each query deleted: it must not come back.
+    ds = lance_core.dataset(path)
+    nearest_ids = [ds.to_table(nearest={"column": "vec", "q": q, "k": 1}, columns=["id"])["id"][0].as_py()
+                   for q in _queries()]
+    lance.dataset(path).delete(f"id IN ({', '.join(map(str, nearest_ids))})")
+    ds = lance_core.dataset(path)
+    for q, gone in zip(_queries(), nearest_ids):
+        assert gone not in ds.to_table(nearest={"column": "vec", "q": q, "k": 20}, columns=["id"])["id"].to_pylist()
+    _compare(path, {}, {}, True, "after delete")
+
+    # Appended rows are not in the index and still found (exact distances, as pylance).
+    lance.write_dataset(_table(_queries() + 0.01, first_id=100_000), path, mode="append")
+    _compare(path, {}, {}, True, "after append")
+    top = lance_core.dataset(path).to_table(nearest={"column": "vec", "q": _queries()[0], "k": 1}, columns=["id"])
+    assert top["id"].to_pylist() == [100_000]
+
+    lance.dataset(path).optimize.optimize_indices(num_indices_to_merge=0)
+    assert len(lance.dataset(path).describe_indices()[0].segments) == 2
+    _compare(path, {}, {}, True, "after a delta")
+    lance.dataset(path).optimize.optimize_indices()
+    _compare(path, {}, {}, True, "after merging")
+
+    lance.dataset(path).optimize.compact_files(target_rows_per_fragment=10_000)
+    _compare(path, {}, {}, True, "after compaction")
+    _compare(path, {"use_index": False}, {}, True, "exhaustive")
+
+
+def test_a_metric_other_than_the_indexs_searches_exhaustively(base, tmp_path):
+    path = _copy(base, tmp_path, "t.lance")
+    lance.dataset(path).create_index("vec", "IVF_PQ", num_partitions=4, num_sub_vectors=4, metric="l2")
+    ds = lance_core.dataset(path)
+    q = _queries(1)[0]
+    plan = ds.scanner(nearest={"column": "vec", "q": q, "k": 3, "nprobes": 2}).explain_plan()
+    assert "ANNIvfPartition" in plan and "vec_idx" in plan and "IVF_PQ" in plan
+    plan = ds.scanner(nearest={"column": "vec", "q": q, "k": 3, "metric": "cosine"}).explain_plan()
+    assert "KNNVectorDistance" in plan and "ANNIvfPartition" not in plan
+    for q in _queries(3):
+        got = ds.to_table(nearest={"column": "vec", "q": q, "k": 10, "metric": "cosine"}, columns=["id"])
+        assert got["id"].to_pylist() == _brute(ds, q, 10, "cosine")
+
+
+def test_a_damaged_index_file_is_an_error_naming_it(base, tmp_path):
+    path = _copy(base, tmp_path, "t.lance")
+    lance.dataset(path).create_index("vec", "IVF_PQ", num_partitions=4, num_sub_vectors=4)
+    uuid = lance.dataset(path).describe_indices()[0].segments[0].uuid
+    aux = os.path.join(path, "_indices", uuid, "auxiliary.idx")
+    with open(aux, "r+b") as f:
+        f.truncate(os.path.getsize(aux) // 2)
+    with pytest.raises(LanceError, match="auxiliary.idx"):
+        lance_core.dataset(path).to_table(nearest={"column": "vec", "q": _queries()[0], "k": 5})
