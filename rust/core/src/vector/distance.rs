@@ -248,6 +248,16 @@ pub fn l2(a: &[f32], b: &[f32]) -> f32 {
     (kernels().l2)(a, b)
 }
 
+/// Σ(a−b)² of two byte vectors (scalar-quantization codes), exact.
+pub fn l2_u8(a: &[u8], b: &[u8]) -> u32 {
+    (kernels().l2_u8)(a, b)
+}
+
+/// Σ a·b of byte codes and f32 values.
+pub fn dot_u8(a: &[u8], b: &[f32]) -> f32 {
+    (kernels().dot_u8)(a, b)
+}
+
 /// Lanes summed independently (a multiple of every SIMD width we target).
 const LANES: usize = 16;
 
@@ -257,6 +267,8 @@ struct Kernels {
     dot: fn(&[f32], &[f32]) -> f32,
     /// x·q and x·x in one pass (cosine).
     dot_norm: fn(&[f32], &[f32]) -> (f32, f32),
+    l2_u8: fn(&[u8], &[u8]) -> u32,
+    dot_u8: fn(&[u8], &[f32]) -> f32,
 }
 
 fn kernels() -> &'static Kernels {
@@ -268,12 +280,16 @@ fn kernels() -> &'static Kernels {
                 l2: avx2::l2,
                 dot: avx2::dot,
                 dot_norm: avx2::dot_norm,
+                l2_u8: avx2::l2_u8,
+                dot_u8: avx2::dot_u8,
             };
         }
         Kernels {
             l2: l2_f32,
             dot: dot_f32,
             dot_norm: dot_norm_f32,
+            l2_u8: l2_u8_lanes,
+            dot_u8: dot_u8_lanes,
         }
     })
 }
@@ -333,6 +349,38 @@ fn dot_norm_f32(x: &[f32], q: &[f32]) -> (f32, f32) {
     (d, n)
 }
 
+#[inline(always)]
+fn l2_u8_lanes(a: &[u8], b: &[u8]) -> u32 {
+    let mut acc = [0u32; 2 * LANES];
+    let (ca, cb) = (a.chunks_exact(2 * LANES), b.chunks_exact(2 * LANES));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..2 * LANES {
+            let d = x[i] as i32 - y[i] as i32;
+            acc[i] += (d * d) as u32;
+        }
+    }
+    let tail: u32 = ra
+        .iter()
+        .zip(rb)
+        .map(|(&x, &y)| ((x as i32 - y as i32) * (x as i32 - y as i32)) as u32)
+        .sum();
+    acc.iter().sum::<u32>() + tail
+}
+
+#[inline(always)]
+fn dot_u8_lanes(a: &[u8], b: &[f32]) -> f32 {
+    let mut acc = [0f32; LANES];
+    let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..LANES {
+            acc[i] += x[i] as f32 * y[i];
+        }
+    }
+    acc.iter().sum::<f32>() + ra.iter().zip(rb).map(|(&x, y)| x as f32 * y).sum::<f32>()
+}
+
 /// The same kernels compiled for AVX2 and FMA (called only when the CPU has both).
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
@@ -348,7 +396,21 @@ mod avx2 {
     unsafe fn dot_norm_impl(a: &[f32], b: &[f32]) -> (f32, f32) {
         super::dot_norm_f32(a, b)
     }
-    // SAFETY (all three): `kernels()` hands these out only after detecting AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn l2_u8_impl(a: &[u8], b: &[u8]) -> u32 {
+        super::l2_u8_lanes(a, b)
+    }
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn dot_u8_impl(a: &[u8], b: &[f32]) -> f32 {
+        super::dot_u8_lanes(a, b)
+    }
+    // SAFETY (all of them): `kernels()` hands these out only after detecting AVX2 and FMA.
+    pub fn l2_u8(a: &[u8], b: &[u8]) -> u32 {
+        unsafe { l2_u8_impl(a, b) }
+    }
+    pub fn dot_u8(a: &[u8], b: &[f32]) -> f32 {
+        unsafe { dot_u8_impl(a, b) }
+    }
     pub fn l2(a: &[f32], b: &[f32]) -> f32 {
         unsafe { l2_impl(a, b) }
     }

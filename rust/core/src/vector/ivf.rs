@@ -393,20 +393,24 @@ impl Ivf {
             let part = self.partition(p).await?;
             let d = self.partition_distances(&part, p, &q)?;
             for (r, &dist) in d.iter().enumerate() {
-                let id = part.row_ids[r];
-                if !allowed(id)
-                    || range.0.is_some_and(|l| dist < l)
+                if range.0.is_some_and(|l| dist < l)
                     || range.1.is_some_and(|u| dist >= u)
                     || dist.is_nan()
                 {
                     continue;
                 }
-                found += 1;
-                top.push(Neighbour {
+                let n = Neighbour {
                     distance: dist,
-                    row_id: id,
-                    address: id,
-                });
+                    row_id: part.row_ids[r],
+                    address: part.row_ids[r],
+                };
+                // Whether a row is live costs a lookup: asked only of rows that would
+                // enter the top k (and of the first k found, which decide when to stop).
+                if (found >= k && !top.accepts(&n)) || !allowed(n.row_id) {
+                    continue;
+                }
+                found += 1;
+                top.push(n);
             }
         }
         Ok(top.into_sorted())
@@ -435,37 +439,28 @@ impl Ivf {
                 let codes = u8_values(&part.vectors, &self.shown)?;
                 let dim = self.dim;
                 let span = end - start;
-                let qc: Vec<f32> =
-                    q.iter()
-                        .map(|&v| match span > 0.0 {
-                            true => (((v as f64 - start) * 255.0 / span).floor()).clamp(0.0, 255.0)
-                                as f32,
-                            false => 0.0,
-                        })
-                        .collect();
+                let qc: Vec<u8> = q
+                    .iter()
+                    .map(|&v| match span > 0.0 {
+                        true => ((v as f64 - start) * 255.0 / span)
+                            .floor()
+                            .clamp(0.0, 255.0) as u8,
+                        false => 0,
+                    })
+                    .collect();
                 let range = span as f32;
                 let scale = (range * range) / (255.0 * 255.0);
                 // Dot: 1 - x'·q, with x' the codes mapped back into the range (as pylance
-                // 14 measures it); l2 and cosine: the squared code differences, scaled.
+                // 14 measures it): 1 - (step·(codes·q) + start·Σq); l2 and cosine: the
+                // squared code differences, scaled.
                 let step = (span / 255.0) as f32;
-                let (start, qv) = (*start as f32, q);
-                for r in 0..n {
-                    let x = &codes[r * dim..(r + 1) * dim];
+                let q_sum: f32 = q.iter().sum();
+                for x in codes[..n * dim].chunks_exact(dim) {
                     out.push(match self.metric {
                         Metric::Dot => {
-                            1.0 - x
-                                .iter()
-                                .zip(qv)
-                                .map(|(&a, &b)| (a as f32 * step + start) * b)
-                                .sum::<f32>()
+                            1.0 - (step * distance::dot_u8(x, q) + *start as f32 * q_sum)
                         }
-                        _ => {
-                            x.iter()
-                                .zip(&qc)
-                                .map(|(&a, &b)| (a as f32 - b) * (a as f32 - b))
-                                .sum::<f32>()
-                                * scale
-                        }
+                        _ => distance::l2_u8(x, &qc) as f32 * scale,
                     });
                 }
             }
@@ -499,33 +494,38 @@ impl Ivf {
                 }
                 let bytes = u8_values(&part.vectors, &self.shown)?;
                 let per_row = part.vectors.value_length() as usize;
-                let code = |r: usize, j: usize| -> usize {
-                    let byte_j = if *bits == 4 { j / 2 } else { j };
-                    let b = match transposed {
-                        true => bytes[byte_j * n + r],
-                        false => bytes[r * per_row + byte_j],
-                    };
-                    match (*bits, j % 2) {
-                        (4, 0) => (b & 0x0f) as usize,
-                        (4, _) => (b >> 4) as usize,
-                        _ => b as usize,
-                    }
-                };
                 if bytes.len() < n * per_row {
                     return Err(Error::corrupt(
                         &self.shown,
                         format!("partition {p}'s codes are cut short"),
                     ));
                 }
-                for r in 0..n {
-                    let mut d = 0f32;
-                    for j in 0..m {
-                        d += table[j * codes_per + code(r, j)];
+                let base = match self.metric {
+                    Metric::Dot => -((m - 1) as f32),
+                    _ => 0.0,
+                };
+                out.resize(n, base);
+                // One sub-vector at a time over every row: the codes of a sub-vector are
+                // contiguous when transposed, and its table stays in the L1 cache.
+                for j in 0..m {
+                    let t = &table[j * codes_per..(j + 1) * codes_per];
+                    let byte_j = if *bits == 4 { j / 2 } else { j };
+                    let shift = if *bits == 4 && j % 2 == 1 { 4 } else { 0 };
+                    let mask = if *bits == 4 { 0x0f } else { 0xff };
+                    let code = |b: u8| ((b >> shift) & mask) as usize;
+                    match transposed {
+                        true => {
+                            let col = &bytes[byte_j * n..(byte_j + 1) * n];
+                            for (d, &b) in out.iter_mut().zip(col) {
+                                *d += t[code(b)];
+                            }
+                        }
+                        false => {
+                            for (r, d) in out.iter_mut().enumerate() {
+                                *d += t[code(bytes[r * per_row + byte_j])];
+                            }
+                        }
                     }
-                    if self.metric == Metric::Dot {
-                        d -= (m - 1) as f32;
-                    }
-                    out.push(d);
                 }
             }
         }

@@ -43,6 +43,11 @@ impl TopK {
         }
     }
 
+    /// Whether `n` would be kept (false once k better ones were seen).
+    pub fn accepts(&self, n: &Neighbour) -> bool {
+        self.k > 0 && self.bound.is_none_or(|b| order(n, &b) == Ordering::Less)
+    }
+
     pub fn push(&mut self, n: Neighbour) {
         if self.k == 0 {
             return;
