@@ -440,6 +440,39 @@ class LanceDataset:
                                                 None if probability is None else float(probability))
         return self
 
+    def create_index(self, column: str, index_type: str, name: Optional[str] = None, metric: str = "L2",
+                     replace: bool = True, num_partitions: Optional[int] = None, num_sub_vectors: Optional[int] = None,
+                     *, num_bits: int = 8, sample_rate: int = 256, max_iters: int = 50,
+                     target_partition_size: Optional[int] = None, seed: Optional[int] = None,
+                     conflict_retries: int = 10, **kwargs: Any) -> "LanceDataset":
+        """Build a vector index on `column` and commit it, as pylance does: `index_type`
+        "IVF_FLAT", "IVF_PQ" (needs `num_sub_vectors` dividing the dimension; `num_bits` 8
+        or 4) or "IVF_SQ"; `metric` "l2", "cosine" or "dot"; `num_partitions` (else one per
+        4096 (FLAT) or 8192 rows); k-means on `num_partitions x sample_rate` rows for at
+        most `max_iters` rounds (`seed` makes it reproducible). Scalar index types go to
+        `create_scalar_index`. pylance reads and uses the index built."""
+        kind = str(index_type).upper()
+        if kind in ("BTREE", "BITMAP", "LABEL_LIST", "ZONEMAP", "BLOOMFILTER", "NGRAM", "INVERTED", "FTS"):
+            return self.create_scalar_index(column, kind, name, replace=replace, **kwargs)
+        ignored = {"accelerator", "index_file_version", "shuffle_partition_batches", "shuffle_partition_concurrency",
+                   "one_pass_ivfpq", "storage_options", "train", "kmeans_redos"}
+        unknown = sorted(set(kwargs) - ignored)
+        if unknown:
+            raise TypeError(f"create_index() got an unexpected keyword argument '{unknown[0]}'")
+        if kind == "IVF_PQ" and num_sub_vectors is None:
+            raise InvalidInputError("num_partitions and num_sub_vectors are required for IVF_PQ")
+        for arg, value in (("num_partitions", num_partitions), ("num_sub_vectors", num_sub_vectors),
+                           ("target_partition_size", target_partition_size)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+                raise InvalidInputError(f"{arg} must be a positive integer, got {value!r}")
+        for arg, value in (("num_bits", num_bits), ("sample_rate", sample_rate), ("max_iters", max_iters)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise InvalidInputError(f"{arg} must be a positive integer, got {value!r}")
+        self._ds = self._ds.create_vector_index(column, kind, name, bool(replace), str(metric), num_partitions,
+                                                target_partition_size, num_sub_vectors, num_bits, sample_rate,
+                                                max_iters, seed, int(conflict_retries))
+        return self
+
     def drop_index(self, name: str) -> None:
         """Remove index `name` from the table (a new version; its files stay until cleanup
         removes the versions that list it)."""

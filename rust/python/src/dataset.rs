@@ -711,6 +711,65 @@ impl PyDataset {
         })
     }
 
+    /// Build an IVF vector index (IVF_FLAT, IVF_PQ, IVF_SQ) on `column` and commit it.
+    #[pyo3(signature = (column, index_type, name=None, replace=true, metric="l2".to_string(), num_partitions=None, target_partition_size=None, num_sub_vectors=None, num_bits=8, sample_rate=256, max_iters=50, seed=None, retries=10))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_vector_index(
+        &self,
+        py: Python<'_>,
+        column: String,
+        index_type: String,
+        name: Option<String>,
+        replace: bool,
+        metric: String,
+        num_partitions: Option<usize>,
+        target_partition_size: Option<usize>,
+        num_sub_vectors: Option<usize>,
+        num_bits: u32,
+        sample_rate: usize,
+        max_iters: usize,
+        seed: Option<u64>,
+        retries: u32,
+    ) -> PyResult<Self> {
+        guard(|| {
+            use lance_core::vector::build::{IvfParams, Storage};
+            let storage = Storage::from_index_type(&index_type).ok_or_else(|| {
+                lance_core::Error::unsupported(
+                    self.inner.uri(),
+                    format!("building a {index_type} index (lance_core builds IVF_FLAT, IVF_PQ and IVF_SQ)"),
+                )
+            });
+            let params = IvfParams {
+                storage: storage.py()?,
+                metric: lance_core::vector::Metric::parse(&metric).py()?,
+                num_partitions,
+                target_partition_size,
+                num_sub_vectors,
+                num_bits,
+                sample_rate,
+                max_iters,
+                seed: seed.unwrap_or_else(|| {
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_nanos() as u64)
+                }),
+            };
+            let ds = block_on(
+                py,
+                lance_core::write::index::create_vector_index(
+                    &self.inner,
+                    &column,
+                    name.as_deref(),
+                    replace,
+                    &params,
+                    retries,
+                ),
+            )
+            .py()?;
+            Ok(PyDataset::from(ds))
+        })
+    }
+
     /// pylance's statistics of index `name`, as JSON text.
     fn index_statistics(&self, py: Python<'_>, name: String) -> PyResult<String> {
         guard(|| {

@@ -258,8 +258,24 @@ pub fn dot_u8(a: &[u8], b: &[f32]) -> f32 {
     (kernels().dot_u8)(a, b)
 }
 
+/// `acc[i] += a * x[i]` over two slices of one length (k-means' distances to many
+/// centroids at once).
+pub fn axpy(acc: &mut [f32], a: f32, x: &[f32]) {
+    (kernels().axpy)(acc, a, x)
+}
+
+/// The position and value of the smallest of `norms[c] - 2·dots[c]` (or of `-dots[c]`
+/// when `spherical`): the nearest centroid, given a row's dot products with every
+/// centroid and their squared norms. Ties go to the first.
+pub fn argmin_key(dots: &[f32], norms: &[f32], spherical: bool) -> (usize, f32) {
+    (kernels().argmin_key)(dots, norms, spherical)
+}
+
 /// Lanes summed independently (a multiple of every SIMD width we target).
 const LANES: usize = 16;
+
+/// See `argmin_key`.
+type ArgminKey = fn(&[f32], &[f32], bool) -> (usize, f32);
 
 /// The f32 kernels, picked once for this CPU.
 struct Kernels {
@@ -269,6 +285,8 @@ struct Kernels {
     dot_norm: fn(&[f32], &[f32]) -> (f32, f32),
     l2_u8: fn(&[u8], &[u8]) -> u32,
     dot_u8: fn(&[u8], &[f32]) -> f32,
+    axpy: fn(&mut [f32], f32, &[f32]),
+    argmin_key: ArgminKey,
 }
 
 fn kernels() -> &'static Kernels {
@@ -282,6 +300,8 @@ fn kernels() -> &'static Kernels {
                 dot_norm: avx2::dot_norm,
                 l2_u8: avx2::l2_u8,
                 dot_u8: avx2::dot_u8,
+                axpy: avx2::axpy,
+                argmin_key: avx2::argmin_key,
             };
         }
         Kernels {
@@ -290,6 +310,8 @@ fn kernels() -> &'static Kernels {
             dot_norm: dot_norm_f32,
             l2_u8: l2_u8_lanes,
             dot_u8: dot_u8_lanes,
+            axpy: axpy_lanes,
+            argmin_key: argmin_key_lanes,
         }
     })
 }
@@ -350,6 +372,43 @@ fn dot_norm_f32(x: &[f32], q: &[f32]) -> (f32, f32) {
 }
 
 #[inline(always)]
+fn axpy_lanes(acc: &mut [f32], a: f32, x: &[f32]) {
+    for (s, &v) in acc.iter_mut().zip(x) {
+        *s += a * v;
+    }
+}
+
+#[inline(always)]
+fn argmin_key_lanes(dots: &[f32], norms: &[f32], spherical: bool) -> (usize, f32) {
+    let (a, b) = if spherical {
+        (0.0f32, -1.0f32)
+    } else {
+        (1.0, -2.0)
+    };
+    // The smallest key, lane-wise (branch-free, so it becomes SIMD min instructions)...
+    let mut low = [f32::INFINITY; LANES];
+    let (cd, cn) = (dots.chunks_exact(LANES), norms.chunks_exact(LANES));
+    let (rd, rn) = (cd.remainder(), cn.remainder());
+    for (d, n) in cd.zip(cn) {
+        for l in 0..LANES {
+            let key = a * n[l] + b * d[l];
+            low[l] = if key < low[l] { key } else { low[l] };
+        }
+    }
+    let mut min = low.iter().copied().fold(f32::INFINITY, f32::min);
+    for (d, n) in rd.iter().zip(rn) {
+        min = min.min(a * n + b * d);
+    }
+    // ...then the first centroid with it.
+    let at = dots
+        .iter()
+        .zip(norms)
+        .position(|(d, n)| a * n + b * d == min)
+        .unwrap_or(0);
+    (at, min)
+}
+
+#[inline(always)]
 fn l2_u8_lanes(a: &[u8], b: &[u8]) -> u32 {
     let mut acc = [0u32; 2 * LANES];
     let (ca, cb) = (a.chunks_exact(2 * LANES), b.chunks_exact(2 * LANES));
@@ -403,6 +462,20 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma")]
     unsafe fn dot_u8_impl(a: &[u8], b: &[f32]) -> f32 {
         super::dot_u8_lanes(a, b)
+    }
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn axpy_impl(acc: &mut [f32], a: f32, x: &[f32]) {
+        super::axpy_lanes(acc, a, x)
+    }
+    pub fn axpy(acc: &mut [f32], a: f32, x: &[f32]) {
+        unsafe { axpy_impl(acc, a, x) }
+    }
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn argmin_key_impl(dots: &[f32], norms: &[f32], spherical: bool) -> (usize, f32) {
+        super::argmin_key_lanes(dots, norms, spherical)
+    }
+    pub fn argmin_key(dots: &[f32], norms: &[f32], spherical: bool) -> (usize, f32) {
+        unsafe { argmin_key_impl(dots, norms, spherical) }
     }
     // SAFETY (all of them): `kernels()` hands these out only after detecting AVX2 and FMA.
     pub fn l2_u8(a: &[u8], b: &[u8]) -> u32 {
@@ -570,6 +643,38 @@ mod tests {
         assert!(Metric::Hamming.check(&DataType::Float32, "v").is_err());
         assert!(Metric::Dot.check(&DataType::Float16, "v").is_ok());
         assert_eq!(Metric::default_for(&DataType::UInt8), Metric::Hamming);
+    }
+
+    #[test]
+    fn byte_and_k_means_kernels_agree_with_plain_loops() {
+        for n in [1usize, 7, 16, 33, 100, 256, 300] {
+            let a: Vec<u8> = (0..n).map(|i| (i * 37 % 251) as u8).collect();
+            let b: Vec<u8> = (0..n).map(|i| (i * 91 % 256) as u8).collect();
+            let f: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+            let want: u32 = a
+                .iter()
+                .zip(&b)
+                .map(|(&x, &y)| (x as i32 - y as i32).pow(2) as u32)
+                .sum();
+            assert_eq!(l2_u8(&a, &b), want);
+            let want: f32 = a.iter().zip(&f).map(|(&x, y)| x as f32 * y).sum();
+            assert!((dot_u8(&a, &f) - want).abs() <= 1e-3 * want.abs().max(1.0));
+            let mut acc = vec![1f32; n];
+            axpy(&mut acc, 2.0, &f);
+            assert!(acc
+                .iter()
+                .zip(&f)
+                .all(|(s, v)| (s - (1.0 + 2.0 * v)).abs() < 1e-6));
+            // The nearest centroid: the smallest |c|^2 - 2 x.c, the first of equals.
+            let norms: Vec<f32> = (0..n).map(|i| (i % 5) as f32).collect();
+            let keys: Vec<f32> = norms.iter().zip(&f).map(|(m, d)| m - 2.0 * d).collect();
+            let min = keys.iter().copied().fold(f32::INFINITY, f32::min);
+            let at = keys.iter().position(|&k| k == min).unwrap();
+            assert_eq!(argmin_key(&f, &norms, false), (at, min));
+            let (at, v) = argmin_key(&f, &norms, true);
+            let best = f.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            assert_eq!((at, v), (f.iter().position(|&x| x == best).unwrap(), -best));
+        }
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Vector search: the k rows nearest to a query vector, as pylance's `nearest=` finds them.
 //!
+//! - `build`: building IVF_FLAT, IVF_PQ and IVF_SQ indices in pylance's layout, trained
+//!   by `kmeans`;
 //! - `distance`: the metrics and their SIMD kernels;
 //! - `indexed`: a search through the column's IVF index, merged with the unindexed rest;
 //! - `ivf`: reading pylance's IVF indices and searching their nearest partitions;
@@ -7,9 +9,11 @@
 //! - `search`: the search itself, run as a scan: candidates are read (the vector column and
 //!   row ids, pre-filtered when asked), measured on the CPU pool, and the winners' columns
 //!   taken.
+pub mod build;
 pub mod distance;
 pub mod indexed;
 pub mod ivf;
+pub mod kmeans;
 pub mod search;
 pub mod topk;
 

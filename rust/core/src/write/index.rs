@@ -160,6 +160,34 @@ async fn build_segment(
     };
     let uuid = uuid.unwrap_or_else(uuid::Uuid::new_v4);
     let written = write_files(ds, staged, &uuid, files).await?;
+    let details = prost_types::Any {
+        type_url: kind.type_url().to_string(),
+        value: details(kind, data_type, page_rows),
+    };
+    segment_entry(
+        ds,
+        uuid,
+        field_id,
+        name,
+        &covered,
+        details,
+        index_version,
+        written,
+    )
+}
+
+/// The manifest entry of a segment written under `_indices/<uuid>/`.
+#[allow(clippy::too_many_arguments)]
+fn segment_entry(
+    ds: &Dataset,
+    uuid: uuid::Uuid,
+    field_id: i32,
+    name: &str,
+    covered: &[u64],
+    details: prost_types::Any,
+    index_version: i32,
+    files: Vec<IndexFile>,
+) -> Result<IndexMetadata> {
     let mut bitmap = roaring::RoaringBitmap::new();
     bitmap.extend(covered.iter().map(|&f| f as u32));
     let mut fragment_bitmap = Vec::with_capacity(bitmap.serialized_size());
@@ -178,15 +206,109 @@ async fn build_segment(
         name: name.to_string(),
         dataset_version: ds.version(),
         fragment_bitmap,
-        index_details: Some(prost_types::Any {
-            type_url: kind.type_url().to_string(),
-            value: details(kind, data_type, page_rows),
-        }),
+        index_details: Some(details),
         index_version: Some(index_version),
         created_at: Some(created_at),
         base_id: None,
-        files: written,
+        files,
     })
+}
+
+/// Type URL of a vector index's details, as pylance writes it.
+const VECTOR_DETAILS_URL: &str = "/lance.index.pb.VectorIndexDetails";
+
+/// Build an IVF vector index on `column` (see `vector::build`) and commit it (rebuilt up
+/// to `retries` times when a concurrent commit moved the rows it indexed).
+pub async fn create_vector_index(
+    ds: &Dataset,
+    column: &str,
+    name: Option<&str>,
+    replace: bool,
+    params: &crate::vector::build::IvfParams,
+    retries: u32,
+) -> Result<Dataset> {
+    super::with_conflict_retries(ds, retries, |ds| async move {
+        let ds = Arc::new(ds);
+        let field_id = vector_field(&ds, column, params)?;
+        let name = name.map_or_else(|| format!("{column}_idx"), str::to_string);
+        let removed = replaced_segments(&ds, &name, replace)?;
+        let staged = Staged::new(ds.storage());
+        let build = async {
+            let covered: Vec<u64> = ds.fragments().iter().map(|f| f.id).collect();
+            let (values, ids) = read_column(&ds, column, ds.has_stable_row_ids(), &covered).await?;
+            let params = params.clone();
+            let what = format!(
+                "building {} on column '{column}'",
+                params.storage.index_type()
+            );
+            let built = crate::scan::cpu::spawn_cpu(what, move || {
+                let vectors = values.as_fixed_size_list_opt().ok_or_else(|| {
+                    Error::invalid("internal: the vector column read is not a vector")
+                })?;
+                crate::vector::build::build(vectors, &ids, &params)
+            })
+            .await
+            .map_err(|e| e.context(&format!("index '{name}' on column '{column}'")))?;
+            let files = built
+                .files
+                .into_iter()
+                .map(|f| IndexFileData {
+                    name: f.name,
+                    batch: f.batch,
+                    global_buffers: f.global_buffers,
+                })
+                .collect();
+            let uuid = uuid::Uuid::new_v4();
+            let written = write_files(&ds, &staged, &uuid, files).await?;
+            let details = prost_types::Any {
+                type_url: VECTOR_DETAILS_URL.to_string(),
+                value: built.details,
+            };
+            segment_entry(&ds, uuid, field_id, &name, &covered, details, 1, written)
+        };
+        let segment = staged.guard(build).await?;
+        let op = Operation::CreateIndex {
+            new_indices: vec![segment],
+            removed_indices: removed,
+        };
+        commit(ReadFrom::Version(&ds), op, staged, Default::default()).await
+    })
+    .await
+}
+
+/// The field id of `column`, checked to be a vector column the index can be built on.
+fn vector_field(
+    ds: &Dataset,
+    column: &str,
+    params: &crate::vector::build::IvfParams,
+) -> Result<i32> {
+    let field = ds
+        .schema
+        .fields
+        .iter()
+        .find(|f| f.name == column)
+        .ok_or_else(|| Error::invalid(format!("{}: no column '{column}' to index", ds.uri())))?;
+    let arrow = ds
+        .arrow_schema
+        .field_with_name(column)
+        .map_err(|_| Error::invalid(format!("{}: no column '{column}' to index", ds.uri())))?;
+    match arrow.data_type() {
+        DataType::FixedSizeList(item, _)
+            if matches!(
+                item.data_type(),
+                DataType::Float16 | DataType::Float32 | DataType::Float64
+            ) =>
+        {
+            params.metric.check(item.data_type(), column)?;
+            Ok(field.id)
+        }
+        other => Err(Error::invalid(format!(
+            "{}: column '{column}' is {other}; a {} index needs a fixed-size list of float16, \
+             float32 or float64",
+            ds.uri(),
+            params.storage.index_type()
+        ))),
+    }
 }
 
 /// The serialized details of a segment of `kind` (only ZONEMAP has any).

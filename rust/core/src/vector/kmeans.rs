@@ -1,0 +1,252 @@
+//! k-means over f32 vectors, as vector indices train their partitions and PQ codebooks:
+//! centroids start at distinct random rows, rows are assigned to their nearest centroid
+//! (on the CPU pool, in blocks), centroids move to their rows' mean, until the loss
+//! improves by less than a ten-thousandth or `max_iters` is reached. An empty cluster takes
+//! half of the largest one's rows. `spherical` k-means (for the dot metric) compares by
+//! dot product with unit centroids.
+use rayon::prelude::*;
+
+use super::distance;
+
+/// A small deterministic random source (splitmix64): training is reproducible for a seed.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in 0..n.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+
+    /// `k` distinct numbers of 0..n (all of them when k >= n), in random order.
+    pub fn sample(&mut self, n: usize, k: usize) -> Vec<usize> {
+        let mut all: Vec<usize> = (0..n).collect();
+        let k = k.min(n);
+        for i in 0..k {
+            let j = i + self.below(n - i);
+            all.swap(i, j);
+        }
+        all.truncate(k);
+        all
+    }
+}
+
+/// What a training run found.
+#[derive(Clone, Debug)]
+pub struct Trained {
+    /// `k x dim`, row-major.
+    pub centroids: Vec<f32>,
+    /// The sum of each row's distance to its centroid, at the end.
+    pub loss: f64,
+}
+
+/// Finds the nearest of a set of centroids. The centroids are kept transposed (each
+/// dimension's values of every centroid together), so that one row's distances to all of
+/// them are computed centroid-wise in SIMD lanes whatever the dimension (a PQ sub-vector
+/// may have 4 or 8): |x-c|² = |x|² + |c|² - 2x·c, or 1 - x·c when `spherical`.
+pub struct Nearest {
+    transposed: Vec<f32>,
+    norms: Vec<f32>,
+    k: usize,
+    dim: usize,
+    spherical: bool,
+}
+
+impl Nearest {
+    pub fn new(centroids: &[f32], dim: usize, spherical: bool) -> Self {
+        let k = centroids.len() / dim.max(1);
+        let mut transposed = vec![0f32; k * dim];
+        for (c, centroid) in centroids.chunks_exact(dim).enumerate() {
+            for (i, &v) in centroid.iter().enumerate() {
+                transposed[i * k + c] = v;
+            }
+        }
+        let norms = centroids
+            .chunks_exact(dim)
+            .map(|c| distance::dot(c, c))
+            .collect();
+        Nearest {
+            transposed,
+            norms,
+            k,
+            dim,
+            spherical,
+        }
+    }
+
+    /// The nearest centroid to `x` and its distance; `scores` is scratch of k values.
+    pub fn find(&self, x: &[f32], scores: &mut Vec<f32>) -> (usize, f32) {
+        scores.clear();
+        scores.resize(self.k, 0.0);
+        for (i, &v) in x.iter().enumerate().take(self.dim) {
+            distance::axpy(scores, v, &self.transposed[i * self.k..(i + 1) * self.k]);
+        }
+        let best = distance::argmin_key(scores, &self.norms, self.spherical);
+        let d = match self.spherical {
+            true => 1.0 + best.1,
+            false => (distance::dot(x, x) + best.1).max(0.0),
+        };
+        (best.0, d)
+    }
+}
+
+/// The nearest centroid of every row of `data` (`n x dim`), on the CPU pool.
+pub fn assign(data: &[f32], centroids: &[f32], dim: usize, spherical: bool) -> Vec<(u32, f32)> {
+    let nearest = Nearest::new(centroids, dim, spherical);
+    data.par_chunks(dim * 256)
+        .flat_map_iter(|block| {
+            let mut scores = Vec::new();
+            block
+                .chunks_exact(dim)
+                .map(|x| {
+                    let (c, d) = nearest.find(x, &mut scores);
+                    (c as u32, d)
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn normalize(v: &mut [f32]) {
+    let n = distance::dot(v, v).sqrt();
+    if n > 0.0 {
+        v.iter_mut().for_each(|x| *x /= n);
+    }
+}
+
+/// Train `k` centroids on `data` (`n x dim` f32 values).
+pub fn train(
+    data: &[f32],
+    dim: usize,
+    k: usize,
+    max_iters: usize,
+    spherical: bool,
+    rng: &mut Rng,
+) -> Trained {
+    let n = data.len() / dim.max(1);
+    let k = k.max(1);
+    let mut centroids = vec![0f32; k * dim];
+    if n == 0 {
+        return Trained {
+            centroids,
+            loss: 0.0,
+        };
+    }
+    // Start at distinct rows (rows repeat when there are fewer rows than centroids).
+    let mut starts = rng.sample(n, k);
+    while starts.len() < k {
+        starts.push(rng.below(n));
+    }
+    for (c, &r) in starts.iter().enumerate() {
+        centroids[c * dim..(c + 1) * dim].copy_from_slice(&data[r * dim..(r + 1) * dim]);
+        if spherical {
+            normalize(&mut centroids[c * dim..(c + 1) * dim]);
+        }
+    }
+    let mut last = f64::INFINITY;
+    let mut loss = 0.0;
+    for _ in 0..max_iters.max(1) {
+        let assigned = assign(data, &centroids, dim, spherical);
+        loss = assigned.iter().map(|&(_, d)| d as f64).sum();
+        // New centroids: the mean of their rows.
+        let mut sums = vec![0f64; k * dim];
+        let mut counts = vec![0usize; k];
+        for (r, &(c, _)) in assigned.iter().enumerate() {
+            let c = c as usize;
+            counts[c] += 1;
+            for (s, &v) in sums[c * dim..(c + 1) * dim]
+                .iter_mut()
+                .zip(&data[r * dim..(r + 1) * dim])
+            {
+                *s += v as f64;
+            }
+        }
+        for c in 0..k {
+            if counts[c] > 0 {
+                for i in 0..dim {
+                    centroids[c * dim + i] = (sums[c * dim + i] / counts[c] as f64) as f32;
+                }
+            }
+        }
+        // An empty cluster splits the largest: a copy of its centroid, both nudged apart.
+        for c in 0..k {
+            if counts[c] == 0 {
+                let big = (0..k).max_by_key(|&i| counts[i]).unwrap_or(0);
+                if counts[big] < 2 {
+                    continue;
+                }
+                for i in 0..dim {
+                    let v = centroids[big * dim + i];
+                    let nudge = if v == 0.0 { 1e-6 } else { v.abs() * 1e-4 };
+                    centroids[c * dim + i] = v + nudge;
+                    centroids[big * dim + i] = v - nudge;
+                }
+                counts[c] = counts[big] / 2;
+                counts[big] -= counts[c];
+            }
+        }
+        if spherical {
+            for c in centroids.chunks_exact_mut(dim) {
+                normalize(c);
+            }
+        }
+        if (last - loss).abs() < 1e-4 * last.abs() {
+            break;
+        }
+        last = loss;
+    }
+    Trained { centroids, loss }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Points around well-separated centres: k-means finds the centres.
+    #[test]
+    fn finds_separated_clusters() {
+        let dim = 4;
+        let centres = [
+            [0.0f32, 0.0, 0.0, 0.0],
+            [10.0, 10.0, 0.0, 0.0],
+            [0.0, 10.0, 10.0, 10.0],
+        ];
+        let mut rng = Rng::new(3);
+        let mut data = Vec::new();
+        for i in 0..600 {
+            for &c in &centres[i % 3] {
+                data.push(c + (rng.below(1000) as f32 / 1000.0 - 0.5) * 0.2);
+            }
+        }
+        let t = train(&data, dim, 3, 50, false, &mut Rng::new(7));
+        let near = Nearest::new(&t.centroids, dim, false);
+        for c in &centres {
+            let (_, d) = near.find(c, &mut Vec::new());
+            assert!(d < 0.01, "centre {c:?} is {d} from its centroid");
+        }
+        assert!(t.loss < 600.0 * 0.1);
+    }
+
+    #[test]
+    fn samples_are_distinct_and_seeded() {
+        let a = Rng::new(1).sample(100, 30);
+        let mut s = a.clone();
+        s.sort();
+        s.dedup();
+        assert_eq!(s.len(), 30);
+        assert_eq!(a, Rng::new(1).sample(100, 30));
+        assert_eq!(Rng::new(1).sample(5, 10).len(), 5);
+    }
+}
