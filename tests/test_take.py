@@ -237,3 +237,17 @@ def test_take_single_rows_of_dictionary_and_list_chunks(tmp_path, version):
     assert_same(ours.take(idx), ref.take(idx), "scattered")
     neighbours = [i for j in idx[:50] for i in (j, j + 1) if i < ref.count_rows()]
     assert_same(ours.take(neighbours), ref.take(neighbours), "neighbours")
+
+
+def test_rows_by_stable_id_after_an_update_that_kept_their_ids(tmp_path):
+    """pylance's update keeps an updated row's stable id: the old copy is deleted, the new
+    one is in a new fragment. A take by row id finds the new copy."""
+    path = str(tmp_path / "t.lance")
+    lance.write_dataset(pa.table({"id": list(range(10)), "v": list(range(10))}), path, enable_stable_row_ids=True)
+    lance.dataset(path).update({"v": "v + 100"}, where="id < 3")
+    ref = lance.dataset(path)
+    ours = lance_core.dataset(path)
+    want = ref.to_table(with_row_id=True)
+    ids = want["_rowid"].to_pylist()
+    assert_same(ours._take_rows(ids, columns=["id", "v"]), ref._take_rows(ids, columns=["id", "v"]), "take_rows")
+    assert sorted(ours._take_rows([0, 1, 2])["v"].to_pylist()) == [100, 101, 102]

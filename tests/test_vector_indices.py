@@ -187,3 +187,43 @@ def test_a_damaged_index_file_is_an_error_naming_it(base, tmp_path):
         f.truncate(os.path.getsize(aux) // 2)
     with pytest.raises(LanceError, match="auxiliary.idx"):
         lance_core.dataset(path).to_table(nearest={"column": "vec", "q": _queries()[0], "k": 5})
+
+
+@pytest.mark.parametrize("stable", [False, True], ids=["addresses", "stable_row_ids"])
+def test_our_writes_never_leave_a_stale_vector_index(tmp_path, stable):
+    """Our delete, update, merge_insert, compaction and overwrite on a table with pylance's
+    IVF_PQ index: both libraries' searches through the index afterwards return the rows
+    and distances they return for each other, and never a deleted or replaced row."""
+    path = str(tmp_path / "t.lance")
+    vectors = _clustered(ROWS, 8)
+    lance.write_dataset(_table(vectors), path, max_rows_per_file=500, enable_stable_row_ids=stable)
+    lance.dataset(path).create_index("vec", "IVF_PQ", num_partitions=4, num_sub_vectors=4)
+    q = _queries()
+
+    def check(what):
+        _compare(path, {"refine_factor": 2}, {}, True, what)
+        ids = lance_core.dataset(path).to_table(columns=["id"])["id"].to_pylist()
+        live = set(ids)
+        assert len(live) == len(ids), f"{what}: a row twice"
+        for x in q[:4]:
+            got = lance_core.dataset(path).to_table(nearest={"column": "vec", "q": x, "k": 30}, columns=["id"])
+            assert set(got["id"].to_pylist()) <= live, what
+            assert len(set(got["id"].to_pylist())) == got.num_rows, f"{what}: a row twice"
+
+    ds = lance_core.dataset(path)
+    ds.delete("id % 7 = 0")
+    check("delete")
+    # Moving rows to the queries: an update must be found where the rows are now.
+    ds = lance_core.dataset(path)
+    ds.update({"vec": "vec"}, where="id < 50")
+    check("update")
+    new = _table(q[:5] + 0.001, first_id=10)
+    ds = lance_core.dataset(path)
+    ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(new)
+    check("merge_insert")
+    top = lance_core.dataset(path).to_table(nearest={"column": "vec", "q": q[0], "k": 1}, columns=["id"])
+    assert top["id"].to_pylist() == [10]
+    lance_core.dataset(path).optimize.compact_files(target_rows_per_fragment=2000)
+    check("compaction")
+    lance_core.write_dataset(_table(vectors[:300]), path, mode="overwrite")
+    check("overwrite")

@@ -591,7 +591,7 @@ impl Dataset {
                         let rows = self.physical_rows(f).await?;
                         let runs =
                             decode_row_id_runs(&bytes, rows).map_err(|e| e.in_file(&name))?;
-                        Ok::<_, Error>((f.id, runs))
+                        Ok::<_, Error>((f.id, runs, self.deletions(f).await?))
                     })
                     .await?;
                 let index = RowIdIndex::build(runs)

@@ -20,18 +20,43 @@ pub struct RowIdIndex {
 }
 
 impl RowIdIndex {
-    /// Build from each fragment's id runs, in row order.
-    pub fn build(fragments: impl IntoIterator<Item = (u64, Vec<(u64, u64)>)>) -> Result<Self> {
+    /// Build from each fragment's id runs, in row order, leaving out its deleted rows (an
+    /// updated row keeps its id in a new fragment; its old copy is deleted).
+    pub fn build(
+        fragments: impl IntoIterator<
+            Item = (
+                u64,
+                Vec<(u64, u64)>,
+                Option<std::sync::Arc<roaring::RoaringBitmap>>,
+            ),
+        >,
+    ) -> Result<Self> {
         let mut runs = Vec::new();
-        for (fragment, frag_runs) in fragments {
+        for (fragment, frag_runs, deleted) in fragments {
             let mut offset = 0u64;
             for (first, count) in frag_runs {
-                runs.push(Run {
-                    first,
-                    count,
-                    fragment,
-                    offset,
+                // The run's live stretches, between its deleted rows.
+                let mut at = 0u64;
+                let gaps = deleted.iter().flat_map(|d| {
+                    d.range(
+                        offset.min(u32::MAX as u64) as u32
+                            ..(offset + count).min(u32::MAX as u64) as u32,
+                    )
                 });
+                for gap in gaps
+                    .map(|g| g as u64 - offset)
+                    .chain(std::iter::once(count))
+                {
+                    if gap > at {
+                        runs.push(Run {
+                            first: first + at,
+                            count: gap - at,
+                            fragment,
+                            offset: offset + at,
+                        });
+                    }
+                    at = gap + 1;
+                }
                 offset += count;
             }
         }
@@ -72,12 +97,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn deleted_rows_leave_their_ids_to_the_live_copy() {
+        // Rows 2 and 5 of fragment 0 were updated: deleted there, their ids now in fragment 1.
+        let deleted: roaring::RoaringBitmap = [2u32, 5].into_iter().collect();
+        let index = RowIdIndex::build(vec![
+            (0, vec![(0, 8)], Some(std::sync::Arc::new(deleted))),
+            (1, vec![(2, 1), (5, 1)], None),
+        ])
+        .unwrap();
+        assert_eq!(index.address(2), Some(1 << 32));
+        assert_eq!(index.address(5), Some((1 << 32) | 1));
+        assert_eq!(index.address(3), Some(3));
+        assert_eq!(index.address(7), Some(7));
+        assert_eq!(index.address(8), None);
+    }
+
+    #[test]
     fn ranges_stay_ranges_and_moved_ids_are_found() {
         // Fragment 0: ids 0..1000; fragment 5 (after a compaction): ids 3000..3500, then
         // 1500 and 1502, then 2000..2100.
         let index = RowIdIndex::build(vec![
-            (0, vec![(0, 1000)]),
-            (5, vec![(3000, 500), (1500, 1), (1502, 1), (2000, 100)]),
+            (0, vec![(0, 1000)], None),
+            (
+                5,
+                vec![(3000, 500), (1500, 1), (1502, 1), (2000, 100)],
+                None,
+            ),
         ])
         .unwrap();
         assert_eq!(index.len(), 5);
@@ -89,6 +134,8 @@ mod tests {
         assert_eq!(index.address(1501), None);
         assert_eq!(index.address(1502), Some((5 << 32) | 501));
         assert_eq!(index.address(2099), Some((5 << 32) | 601));
-        assert!(RowIdIndex::build(vec![(0, vec![(0, 10)]), (1, vec![(5, 1)])]).is_err());
+        assert!(
+            RowIdIndex::build(vec![(0, vec![(0, 10)], None), (1, vec![(5, 1)], None)]).is_err()
+        );
     }
 }

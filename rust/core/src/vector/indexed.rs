@@ -73,10 +73,18 @@ struct Live {
     fragments: HashMap<u64, (u64, Option<Arc<RoaringBitmap>>)>,
     /// With a pre-filter: the row ids that pass it.
     passing: Option<RoaringTreemap>,
+    /// The fragments the index covers: a row it names that now lives elsewhere (moved by a
+    /// compaction that kept stable row ids) is found by the exhaustive search instead.
+    covered: RoaringBitmap,
 }
 
 impl Live {
-    async fn of(ds: &Arc<Dataset>, options: &ScanOptions, nearest: &Nearest) -> Result<Live> {
+    async fn of(
+        ds: &Arc<Dataset>,
+        options: &ScanOptions,
+        nearest: &Nearest,
+        covered: RoaringBitmap,
+    ) -> Result<Live> {
         let ids = match ds.has_stable_row_ids() {
             true => Some(ds.row_id_index().await?),
             false => None,
@@ -111,6 +119,7 @@ impl Live {
             ids,
             fragments,
             passing,
+            covered,
         })
     }
 
@@ -123,6 +132,9 @@ impl Live {
             Some(index) => index.address(id)?,
             None => id,
         };
+        if !self.covered.contains((address >> 32) as u32) {
+            return None;
+        }
         let (rows, deleted) = self.fragments.get(&(address >> 32))?;
         let offset = address & 0xFFFF_FFFF;
         let gone = offset >= *rows || deleted.as_ref().is_some_and(|d| d.contains(offset as u32));
@@ -146,7 +158,6 @@ where
     F: FnOnce(Vec<u64>) -> Fut,
     Fut: std::future::Future<Output = Result<Vec<Vec<Neighbour>>>>,
 {
-    let live = Live::of(ds, options, nearest).await?;
     let mut covered = RoaringBitmap::new();
     for s in ds.index_segments()?.iter() {
         if s.fields.len() == 1
@@ -162,6 +173,7 @@ where
         .map(|f| f.id)
         .filter(|&id| !covered.contains(id as u32))
         .collect();
+    let live = Live::of(ds, options, nearest, covered).await?;
     let refine = nearest.refine_factor.map(|r| r.max(1));
     let wanted = nearest.k.saturating_mul(refine.unwrap_or(1));
     let probes = Probes {
