@@ -1,5 +1,7 @@
 //! Building IVF indices (IVF_FLAT, IVF_PQ, IVF_SQ) in pylance's layout (see `ivf`), from
-//! a column's vectors and their row ids:
+//! a column's vectors and their row ids, in two passes over the column so that memory holds
+//! a sample and the codes, not the vectors (`Sampler`, `train`, `Model::encode` per batch,
+//! `Model::finish`):
 //!
 //! 1. k-means on a sample (`num_partitions x sample_rate` rows; unit vectors for cosine,
 //!    unit centroids for dot) gives the partitions' centroids;
@@ -90,45 +92,6 @@ pub struct Built {
     pub details: Vec<u8>,
 }
 
-/// The vectors to index as f32 rows (unit length for cosine), their row ids, and the
-/// column's element type; null and NaN vectors left out.
-fn rows_to_index(
-    vectors: &FixedSizeListArray,
-    row_ids: &UInt64Array,
-    metric: Metric,
-) -> Result<(Vec<f32>, Vec<u64>, DataType, usize)> {
-    let dim = vectors.value_length() as usize;
-    let element = vectors.value_type();
-    let values = arrow_cast::cast(vectors.values(), &DataType::Float32)?;
-    let values = values
-        .as_any()
-        .downcast_ref::<Float32Array>()
-        .expect("cast to f32")
-        .values();
-    let start = vectors.offset() * dim;
-    let mut data = Vec::with_capacity(vectors.len() * dim);
-    let mut ids = Vec::with_capacity(vectors.len());
-    for r in 0..vectors.len() {
-        if vectors.is_null(r) {
-            continue;
-        }
-        let x = &values[start + r * dim..start + (r + 1) * dim];
-        if x.iter().any(|v| v.is_nan()) {
-            continue;
-        }
-        let at = data.len();
-        data.extend_from_slice(x);
-        if metric == Metric::Cosine {
-            let n = super::distance::dot(x, x).sqrt();
-            if n > 0.0 {
-                data[at..].iter_mut().for_each(|v| *v /= n);
-            }
-        }
-        ids.push(row_ids.value(r));
-    }
-    Ok((data, ids, element, dim))
-}
-
 fn tensor(values: &[f32], shape: Vec<u32>, element: &DataType) -> Tensor {
     let (data_type, data) = match element {
         DataType::Float16 => (
@@ -162,25 +125,144 @@ fn fixed_size_list(values: ArrayRef, dim: usize) -> Result<FixedSizeListArray> {
     Ok(FixedSizeListArray::try_new(item, dim as i32, values, None)?)
 }
 
-/// Build the index over `vectors` (one per row id).
-pub fn build(vectors: &FixedSizeListArray, row_ids: &UInt64Array, p: &IvfParams) -> Result<Built> {
-    let (mut data, ids, element, dim) = rows_to_index(vectors, row_ids, p.metric)?;
-    let n = ids.len();
+/// The f32 values of a batch of vectors (cast when float16/64), and their dimension.
+fn f32_values(vectors: &FixedSizeListArray) -> Result<(Float32Array, usize)> {
+    let dim = vectors.value_length() as usize;
+    let start = vectors.offset() * dim;
+    let values = vectors.values().slice(start, vectors.len() * dim);
+    let values = arrow_cast::cast(&values, &DataType::Float32)?;
+    Ok((
+        values
+            .as_any()
+            .downcast_ref::<Float32Array>()
+            .expect("cast to f32")
+            .clone(),
+        dim,
+    ))
+}
+
+/// Calls `f(row, x)` for every vector of the batch to index (not null, no NaN), `x` as f32
+/// values of unit length for cosine.
+fn each_row(
+    vectors: &FixedSizeListArray,
+    metric: Metric,
+    mut f: impl FnMut(usize, &[f32]),
+) -> Result<()> {
+    let (values, dim) = f32_values(vectors)?;
+    let mut unit = vec![0f32; dim];
+    for r in 0..vectors.len() {
+        let x = &values.values()[r * dim..(r + 1) * dim];
+        if vectors.is_null(r) || x.iter().any(|v| v.is_nan()) {
+            continue;
+        }
+        match metric {
+            Metric::Cosine => {
+                let n = super::distance::dot(x, x).sqrt();
+                unit.iter_mut()
+                    .zip(x)
+                    .for_each(|(u, v)| *u = if n > 0.0 { v / n } else { *v });
+                f(r, &unit);
+            }
+            _ => f(r, x),
+        }
+    }
+    Ok(())
+}
+
+/// A uniform sample of the vectors to index (reservoir sampling over the batches of a
+/// scan), and their count: what the model is trained on.
+pub struct Sampler {
+    want: usize,
+    seen: usize,
+    dim: usize,
+    rows: Vec<f32>,
+    rng: Rng,
+    metric: Metric,
+}
+
+impl Sampler {
+    pub fn new(p: &IvfParams, dim: usize) -> Self {
+        let parts = p.num_partitions.unwrap_or(4096);
+        // PQ trains its codebooks on sample_rate x 2^bits rows, SQ takes its range from
+        // sample_rate x 256 rows (as pylance's).
+        let pq = match p.storage {
+            Storage::Pq => p.sample_rate.saturating_mul(1 << p.num_bits),
+            Storage::Sq => p.sample_rate.saturating_mul(256),
+            Storage::Flat => 0,
+        };
+        Sampler {
+            want: parts.saturating_mul(p.sample_rate.max(1)).max(pq).max(1),
+            seen: 0,
+            dim,
+            rows: Vec::new(),
+            rng: Rng::new(p.seed),
+            metric: p.metric,
+        }
+    }
+
+    pub fn add(&mut self, vectors: &FixedSizeListArray) -> Result<()> {
+        if vectors.value_length() as usize != self.dim {
+            return Err(Error::invalid("internal: vectors of another dimension"));
+        }
+        let (dim, want) = (self.dim, self.want);
+        let (rows, seen, rng) = (&mut self.rows, &mut self.seen, &mut self.rng);
+        each_row(vectors, self.metric, |_, x| {
+            if rows.len() < want * dim {
+                rows.extend_from_slice(x);
+            } else {
+                let j = rng.below(*seen + 1);
+                if j < want {
+                    rows[j * dim..(j + 1) * dim].copy_from_slice(x);
+                }
+            }
+            *seen += 1;
+        })
+    }
+}
+
+/// How partitions' vectors are stored, trained.
+enum Quantizer {
+    Flat,
+    Pq { books: Vec<Vec<f32>>, m: usize },
+    Sq { lo: f64, hi: f64 },
+}
+
+/// A trained index: centroids and quantizer; vectors are then encoded batch by batch.
+pub struct Model {
+    params: IvfParams,
+    dim: usize,
+    parts: usize,
+    centroids: Vec<f32>,
+    loss: f64,
+    quantizer: Quantizer,
+}
+
+/// The encoded vectors of some batches: partition, row id and stored form of each.
+#[derive(Default)]
+pub struct Encoded {
+    partitions: Vec<u32>,
+    ids: Vec<u64>,
+    /// PQ or SQ codes, `width` bytes a row.
+    codes: Vec<u8>,
+    /// FLAT: the vectors (unit length for cosine).
+    values: Vec<f32>,
+}
+
+impl Encoded {
+    pub fn append(&mut self, mut other: Encoded) {
+        self.partitions.append(&mut other.partitions);
+        self.ids.append(&mut other.ids);
+        self.codes.append(&mut other.codes);
+        self.values.append(&mut other.values);
+    }
+}
+
+/// Train the model on `sample` (`n` vectors in all).
+pub fn train(sample: Sampler, p: &IvfParams) -> Result<Model> {
+    let (dim, n) = (sample.dim, sample.seen);
     if n == 0 {
         return Err(Error::invalid(
             "no vectors to index (every one is null or NaN)",
-        ));
-    }
-    if !matches!(
-        element,
-        DataType::Float16 | DataType::Float32 | DataType::Float64
-    ) {
-        return Err(Error::unsupported(
-            "",
-            format!(
-                "building an {} index on {element} vectors",
-                p.storage.index_type()
-            ),
         ));
     }
     let target = p
@@ -196,87 +278,25 @@ pub fn build(vectors: &FixedSizeListArray, row_ids: &UInt64Array, p: &IvfParams)
             "{parts} partitions for {n} vectors: an IVF index needs at least one vector per partition"
         )));
     }
-    let mut rng = Rng::new(p.seed);
+    let mut rng = Rng::new(p.seed ^ 0x5eed);
     let spherical = p.metric == Metric::Dot;
-
-    // 1. Partitions from a sample.
-    let sample_rows = rng.sample(n, parts.saturating_mul(p.sample_rate.max(1)));
-    let mut sample = Vec::with_capacity(sample_rows.len() * dim);
-    for &r in &sample_rows {
-        sample.extend_from_slice(&data[r * dim..(r + 1) * dim]);
+    let rows = sample.rows.len() / dim;
+    // The partitions, from `parts x sample_rate` of the sampled rows.
+    let ivf_rows = rng.sample(rows, parts.saturating_mul(p.sample_rate.max(1)));
+    let mut ivf_sample = Vec::with_capacity(ivf_rows.len() * dim);
+    for &r in &ivf_rows {
+        ivf_sample.extend_from_slice(&sample.rows[r * dim..(r + 1) * dim]);
     }
-    let ivf = kmeans::train(&sample, dim, parts, p.max_iters, spherical, &mut rng);
-    drop(sample);
-
-    // 2. Every row to its partition; rows grouped by partition, ids ascending within one.
-    let assigned = kmeans::assign(&data, &ivf.centroids, dim, spherical);
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by_key(|&r| (assigned[r].0, ids[r]));
-    let mut lengths = vec![0u32; parts];
-    for &(c, _) in &assigned {
-        lengths[c as usize] += 1;
-    }
-    let mut offsets = Vec::with_capacity(parts);
-    let mut at = 0u64;
-    for &l in &lengths {
-        offsets.push(at);
-        at += l as u64;
-    }
-    let sorted_ids = UInt64Array::from(order.iter().map(|&r| ids[r]).collect::<Vec<_>>());
-
-    // 3. The stored vectors.
-    let mut global_buffers = vec![Ivf {
-        offsets: offsets.clone(),
-        lengths: lengths.clone(),
-        ..Default::default()
-    }
-    .encode_to_vec()];
-    let (column, stored, storage_metadata, compression) = match p.storage {
-        Storage::Flat => {
-            let mut values = Vec::with_capacity(n * dim);
-            for &r in &order {
-                values.extend_from_slice(&data[r * dim..(r + 1) * dim]);
-            }
-            let values = arrow_cast::cast(
-                &(Arc::new(Float32Array::from(values)) as ArrayRef),
-                &element,
-            )?;
-            (
-                "flat",
-                fixed_size_list(values, dim)?,
-                serde_json::json!({ "dim": dim }),
-                details::Compression::Flat(details::FlatCompression {}),
-            )
-        }
+    let ivf = kmeans::train(&ivf_sample, dim, parts, p.max_iters, spherical, &mut rng);
+    let quantizer = match p.storage {
+        Storage::Flat => Quantizer::Flat,
         Storage::Sq => {
-            let mut lo = f64::INFINITY;
-            let mut hi = f64::NEG_INFINITY;
-            for &r in &sample_rows {
-                for &v in &data[r * dim..(r + 1) * dim] {
-                    lo = lo.min(v as f64);
-                    hi = hi.max(v as f64);
-                }
+            let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+            for &v in &sample.rows {
+                lo = lo.min(v as f64);
+                hi = hi.max(v as f64);
             }
-            let span = hi - lo;
-            let mut codes = Vec::with_capacity(n * dim);
-            for &r in &order {
-                codes.extend(
-                    data[r * dim..(r + 1) * dim]
-                        .iter()
-                        .map(|&v| match span > 0.0 {
-                            true => {
-                                ((v as f64 - lo) * 255.0 / span).floor().clamp(0.0, 255.0) as u8
-                            }
-                            false => 0,
-                        }),
-                );
-            }
-            (
-                "__sq_code",
-                fixed_size_list(Arc::new(UInt8Array::from(codes)), dim)?,
-                serde_json::json!({ "dim": dim, "num_bits": 8, "bounds": { "start": lo, "end": hi } }),
-                details::Compression::Sq(details::ScalarQuantization { num_bits: 8 }),
-            )
+            Quantizer::Sq { lo, hi }
         }
         Storage::Pq => {
             let m = p.num_sub_vectors.unwrap_or(0);
@@ -291,174 +311,292 @@ pub fn build(vectors: &FixedSizeListArray, row_ids: &UInt64Array, p: &IvfParams)
                     p.num_bits
                 )));
             }
-            // Residuals from the partition's centroid (not for dot), in place.
-            if p.metric != Metric::Dot {
-                data.par_chunks_mut(dim)
-                    .zip(assigned.par_iter())
-                    .for_each(|(x, &(c, _))| {
-                        let centroid = &ivf.centroids[c as usize * dim..(c as usize + 1) * dim];
-                        x.iter_mut().zip(centroid).for_each(|(v, c)| *v -= c);
-                    });
-            }
             let codes_per = 1usize << p.num_bits;
             let sub = dim / m;
-            let train_rows = rng.sample(n, p.sample_rate.max(1) * codes_per);
-            // Each sub-vector's codebook, trained on its slice of the sample.
-            let books: Vec<Vec<f32>> = (0..m)
+            let pq_rows = rng.sample(rows, p.sample_rate.max(1) * codes_per);
+            // Residuals from each row's partition centroid (not for dot).
+            let near = kmeans::Nearest::new(&ivf.centroids, dim, spherical);
+            let residuals: Vec<f32> = pq_rows
+                .par_iter()
+                .map_init(Vec::new, |scores, &r| {
+                    let x = &sample.rows[r * dim..(r + 1) * dim];
+                    match p.metric {
+                        Metric::Dot => x.to_vec(),
+                        _ => {
+                            let c = near.find(x, scores).0;
+                            let centroid = &ivf.centroids[c * dim..(c + 1) * dim];
+                            x.iter().zip(centroid).map(|(v, c)| v - c).collect()
+                        }
+                    }
+                })
+                .flatten()
+                .collect();
+            let books = (0..m)
                 .into_par_iter()
                 .map(|j| {
-                    let mut slice = Vec::with_capacity(train_rows.len() * sub);
-                    for &r in &train_rows {
-                        slice.extend_from_slice(&data[r * dim + j * sub..r * dim + (j + 1) * sub]);
-                    }
+                    let slice: Vec<f32> = residuals
+                        .chunks_exact(dim)
+                        .flat_map(|x| x[j * sub..(j + 1) * sub].iter().copied())
+                        .collect();
                     let mut rng = Rng::new(p.seed ^ (j as u64 + 1).wrapping_mul(0x9E37_79B9));
                     kmeans::train(&slice, sub, codes_per, p.max_iters, false, &mut rng).centroids
                 })
                 .collect();
-            // Codes, row by row, then laid out sub-vector by sub-vector per partition.
-            let finders: Vec<kmeans::Nearest> = books
+            Quantizer::Pq { books, m }
+        }
+    };
+    Ok(Model {
+        params: p.clone(),
+        dim,
+        parts,
+        centroids: ivf.centroids,
+        loss: ivf.loss,
+        quantizer,
+    })
+}
+
+impl Model {
+    /// The partition and stored form of every vector of a batch to index.
+    pub fn encode(&self, vectors: &FixedSizeListArray, row_ids: &UInt64Array) -> Result<Encoded> {
+        let dim = self.dim;
+        let spherical = self.params.metric == Metric::Dot;
+        let mut rows: Vec<(usize, Vec<f32>)> = Vec::new();
+        each_row(vectors, self.params.metric, |r, x| {
+            rows.push((r, x.to_vec()))
+        })?;
+        let near = kmeans::Nearest::new(&self.centroids, dim, spherical);
+        let finders: Vec<kmeans::Nearest> = match &self.quantizer {
+            Quantizer::Pq { books, m } => books
                 .iter()
-                .map(|b| kmeans::Nearest::new(b, sub, false))
-                .collect();
-            let codes: Vec<Vec<u8>> = order
-                .par_iter()
-                .map_init(Vec::new, |scores, &r| {
-                    (0..m)
-                        .map(|j| {
-                            let x = &data[r * dim + j * sub..r * dim + (j + 1) * sub];
-                            finders[j].find(x, scores).0 as u8
-                        })
-                        .collect()
-                })
-                .collect();
-            let per_row = if p.num_bits == 4 { m / 2 } else { m };
-            let mut bytes = vec![0u8; n * per_row];
-            for (&o, &len) in offsets.iter().zip(&lengths) {
-                let (o, len) = (o as usize, len as usize);
-                for i in 0..len {
-                    let code = &codes[o + i];
+                .map(|b| kmeans::Nearest::new(b, dim / m, false))
+                .collect(),
+            _ => vec![],
+        };
+        let coded: Vec<(u32, Vec<u8>)> = rows
+            .par_iter()
+            .map_init(Vec::new, |scores, (_, x)| {
+                let c = near.find(x, scores).0;
+                let code = match &self.quantizer {
+                    Quantizer::Flat => vec![],
+                    Quantizer::Sq { lo, hi } => {
+                        let span = hi - lo;
+                        x.iter()
+                            .map(|&v| match span > 0.0 {
+                                true => {
+                                    ((v as f64 - lo) * 255.0 / span).floor().clamp(0.0, 255.0) as u8
+                                }
+                                false => 0,
+                            })
+                            .collect()
+                    }
+                    Quantizer::Pq { m, .. } => {
+                        let sub = dim / m;
+                        let centroid = &self.centroids[c * dim..(c + 1) * dim];
+                        let r: Vec<f32> = match self.params.metric {
+                            Metric::Dot => x.clone(),
+                            _ => x.iter().zip(centroid).map(|(v, c)| v - c).collect(),
+                        };
+                        (0..*m)
+                            .map(|j| finders[j].find(&r[j * sub..(j + 1) * sub], scores).0 as u8)
+                            .collect()
+                    }
+                };
+                (c as u32, code)
+            })
+            .collect();
+        let mut out = Encoded::default();
+        for ((r, x), (c, code)) in rows.into_iter().zip(coded) {
+            out.partitions.push(c);
+            out.ids.push(row_ids.value(r));
+            out.codes.extend(code);
+            if matches!(self.quantizer, Quantizer::Flat) {
+                out.values.extend(x);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The index's files from every vector encoded, for a column of `element` vectors.
+    pub fn finish(self, enc: Encoded, element: &DataType) -> Result<Built> {
+        let (dim, parts, p) = (self.dim, self.parts, &self.params);
+        let n = enc.ids.len();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by_key(|&r| (enc.partitions[r], enc.ids[r]));
+        let mut lengths = vec![0u32; parts];
+        for &c in &enc.partitions {
+            lengths[c as usize] += 1;
+        }
+        let mut offsets = Vec::with_capacity(parts);
+        let mut at = 0u64;
+        for &l in &lengths {
+            offsets.push(at);
+            at += l as u64;
+        }
+        let sorted_ids = UInt64Array::from(order.iter().map(|&r| enc.ids[r]).collect::<Vec<_>>());
+        let mut global_buffers = vec![Ivf {
+            offsets: offsets.clone(),
+            lengths: lengths.clone(),
+            ..Default::default()
+        }
+        .encode_to_vec()];
+        let (column, stored, storage_metadata, compression) = match &self.quantizer {
+            Quantizer::Flat => {
+                let mut values = Vec::with_capacity(n * dim);
+                for &r in &order {
+                    values.extend_from_slice(&enc.values[r * dim..(r + 1) * dim]);
+                }
+                let values: ArrayRef = Arc::new(Float32Array::from(values));
+                (
+                    "flat",
+                    fixed_size_list(arrow_cast::cast(&values, element)?, dim)?,
+                    serde_json::json!({ "dim": dim }),
+                    details::Compression::Flat(details::FlatCompression {}),
+                )
+            }
+            Quantizer::Sq { lo, hi } => {
+                let mut codes = Vec::with_capacity(n * dim);
+                for &r in &order {
+                    codes.extend_from_slice(&enc.codes[r * dim..(r + 1) * dim]);
+                }
+                (
+                    "__sq_code",
+                    fixed_size_list(Arc::new(UInt8Array::from(codes)), dim)?,
+                    serde_json::json!({ "dim": dim, "num_bits": 8, "bounds": { "start": lo, "end": hi } }),
+                    details::Compression::Sq(details::ScalarQuantization { num_bits: 8 }),
+                )
+            }
+            Quantizer::Pq { books, m } => {
+                let m = *m;
+                let codes_per = 1usize << p.num_bits;
+                let per_row = if p.num_bits == 4 { m / 2 } else { m };
+                // Per partition, sub-vector by sub-vector (pylance's transposed layout).
+                let mut bytes = vec![0u8; n * per_row];
+                let mut i_in = vec![0usize; parts];
+                for &r in &order {
+                    let c = enc.partitions[r] as usize;
+                    let (o, len, i) = (offsets[c] as usize, lengths[c] as usize, i_in[c]);
+                    i_in[c] += 1;
+                    let code = &enc.codes[r * m..(r + 1) * m];
                     for b in 0..per_row {
-                        let byte = match p.num_bits {
+                        bytes[o * per_row + b * len + i] = match p.num_bits {
                             4 => code[2 * b] | (code[2 * b + 1] << 4),
                             _ => code[b],
                         };
-                        bytes[o * per_row + b * len + i] = byte;
                     }
                 }
+                global_buffers.push(
+                    tensor(&books.concat(), vec![codes_per as u32, dim as u32], element)
+                        .encode_to_vec(),
+                );
+                (
+                    "__pq_code",
+                    fixed_size_list(Arc::new(UInt8Array::from(bytes)), per_row)?,
+                    serde_json::json!({
+                        "codebook_position": 2,
+                        "nbits": p.num_bits,
+                        "num_sub_vectors": m,
+                        "dimension": dim,
+                        "codebook_tensor": [],
+                        "transposed": true,
+                    }),
+                    details::Compression::Pq(details::ProductQuantization {
+                        num_bits: p.num_bits,
+                        num_sub_vectors: m as u32,
+                    }),
+                )
             }
-            let codebook: Vec<f32> = books.concat();
-            global_buffers.push(
-                tensor(&codebook, vec![codes_per as u32, dim as u32], &element).encode_to_vec(),
-            );
+        };
+        // The two files.
+        let metric = p.metric.name();
+        let aux_schema = Schema::new_with_metadata(
+            vec![
+                Field::new("_rowid", DataType::UInt64, false),
+                Field::new(column, stored.data_type().clone(), false),
+            ],
+            HashMap::from([
+                ("distance_type".to_string(), metric.to_string()),
+                ("lance:ivf".to_string(), "1".to_string()),
+                (
+                    "storage_metadata".to_string(),
+                    serde_json::json!([storage_metadata.to_string()]).to_string(),
+                ),
+            ]),
+        );
+        let aux = RecordBatch::try_new(
+            Arc::new(aux_schema),
+            vec![Arc::new(sorted_ids), Arc::new(stored)],
+        )?;
+        let index_schema = Schema::new_with_metadata(
+            vec![Field::new("__flat_marker", DataType::UInt64, false)],
+            HashMap::from([
+                (
+                    "lance:index".to_string(),
+                    serde_json::json!({ "type": p.storage.index_type(), "distance_type": metric })
+                        .to_string(),
+                ),
+                ("lance:ivf".to_string(), "1".to_string()),
+                (
+                    "lance:flat".to_string(),
+                    serde_json::json!(vec![""; parts]).to_string(),
+                ),
+            ]),
+        );
+        let index = RecordBatch::new_empty(Arc::new(index_schema));
+        let model = Ivf {
+            offsets: vec![0; parts],
+            lengths: vec![0; parts],
+            centroids_tensor: Some(tensor(
+                &self.centroids,
+                vec![parts as u32, dim as u32],
+                element,
+            )),
+            loss: Some(self.loss),
+            ..Default::default()
+        };
+        let mut hints = HashMap::from([
+            ("lance.ivf.max_iters".to_string(), p.max_iters.to_string()),
             (
-                "__pq_code",
-                fixed_size_list(Arc::new(UInt8Array::from(bytes)), per_row)?,
-                serde_json::json!({
-                    "codebook_position": 2,
-                    "nbits": p.num_bits,
-                    "num_sub_vectors": m,
-                    "dimension": dim,
-                    "codebook_tensor": [],
-                    "transposed": true,
-                }),
-                details::Compression::Pq(details::ProductQuantization {
-                    num_bits: p.num_bits,
-                    num_sub_vectors: m as u32,
-                }),
-            )
-        }
-    };
-
-    // The two files.
-    let metric = p.metric.name();
-    let aux_schema = Schema::new_with_metadata(
-        vec![
-            Field::new("_rowid", DataType::UInt64, false),
-            Field::new(column, stored.data_type().clone(), false),
-        ],
-        HashMap::from([
-            ("distance_type".to_string(), metric.to_string()),
-            ("lance:ivf".to_string(), "1".to_string()),
-            (
-                "storage_metadata".to_string(),
-                serde_json::json!([storage_metadata.to_string()]).to_string(),
+                "lance.ivf.sample_rate".to_string(),
+                p.sample_rate.to_string(),
             ),
-        ]),
-    );
-    let aux = RecordBatch::try_new(
-        Arc::new(aux_schema),
-        vec![Arc::new(sorted_ids), Arc::new(stored)],
-    )?;
-    let index_schema = Schema::new_with_metadata(
-        vec![Field::new("__flat_marker", DataType::UInt64, false)],
-        HashMap::from([
-            (
-                "lance:index".to_string(),
-                serde_json::json!({ "type": p.storage.index_type(), "distance_type": metric })
-                    .to_string(),
-            ),
-            ("lance:ivf".to_string(), "1".to_string()),
-            (
-                "lance:flat".to_string(),
-                serde_json::json!(vec![""; parts]).to_string(),
-            ),
-        ]),
-    );
-    let index = RecordBatch::new_empty(Arc::new(index_schema));
-    let model = Ivf {
-        offsets: vec![0; parts],
-        lengths: vec![0; parts],
-        centroids_tensor: Some(tensor(
-            &ivf.centroids,
-            vec![parts as u32, dim as u32],
-            &element,
-        )),
-        loss: Some(ivf.loss),
-        ..Default::default()
-    };
-    let mut hints = HashMap::from([
-        ("lance.ivf.max_iters".to_string(), p.max_iters.to_string()),
-        (
-            "lance.ivf.sample_rate".to_string(),
-            p.sample_rate.to_string(),
-        ),
-        ("lance.skip_transpose".to_string(), "false".to_string()),
-    ]);
-    match p.storage {
-        Storage::Pq => {
-            hints.insert("lance.pq.max_iters".into(), p.max_iters.to_string());
-            hints.insert("lance.pq.sample_rate".into(), p.sample_rate.to_string());
+            ("lance.skip_transpose".to_string(), "false".to_string()),
+        ]);
+        match p.storage {
+            Storage::Pq => {
+                hints.insert("lance.pq.max_iters".into(), p.max_iters.to_string());
+                hints.insert("lance.pq.sample_rate".into(), p.sample_rate.to_string());
+            }
+            Storage::Sq => {
+                hints.insert("lance.sq.sample_rate".into(), p.sample_rate.to_string());
+            }
+            Storage::Flat => {}
         }
-        Storage::Sq => {
-            hints.insert("lance.sq.sample_rate".into(), p.sample_rate.to_string());
-        }
-        Storage::Flat => {}
+        let details = VectorIndexDetails {
+            metric_type: match p.metric {
+                Metric::L2 => 0,
+                Metric::Cosine => 1,
+                Metric::Dot => 2,
+                Metric::Hamming => 3,
+            },
+            target_partition_size: p.target_partition_size.unwrap_or(0) as u64,
+            hnsw_index_config: None,
+            compression: Some(compression),
+            runtime_hints: hints,
+        };
+        Ok(Built {
+            files: vec![
+                BuiltFile {
+                    name: "index.idx",
+                    batch: index,
+                    global_buffers: vec![model.encode_to_vec()],
+                },
+                BuiltFile {
+                    name: "auxiliary.idx",
+                    batch: aux,
+                    global_buffers,
+                },
+            ],
+            details: details.encode_to_vec(),
+        })
     }
-    let details = VectorIndexDetails {
-        metric_type: match p.metric {
-            Metric::L2 => 0,
-            Metric::Cosine => 1,
-            Metric::Dot => 2,
-            Metric::Hamming => 3,
-        },
-        target_partition_size: p.target_partition_size.unwrap_or(0) as u64,
-        hnsw_index_config: None,
-        compression: Some(compression),
-        runtime_hints: hints,
-    };
-    Ok(Built {
-        files: vec![
-            BuiltFile {
-                name: "index.idx",
-                batch: index,
-                global_buffers: vec![model.encode_to_vec()],
-            },
-            BuiltFile {
-                name: "auxiliary.idx",
-                batch: aux,
-                global_buffers,
-            },
-        ],
-        details: details.encode_to_vec(),
-    })
 }

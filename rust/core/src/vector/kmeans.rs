@@ -1,5 +1,5 @@
 //! k-means over f32 vectors, as vector indices train their partitions and PQ codebooks:
-//! centroids start at distinct random rows, rows are assigned to their nearest centroid
+//! centroids start spread out (k-means++), rows are assigned to their nearest centroid
 //! (on the CPU pool, in blocks), centroids move to their rows' mean, until the loss
 //! improves by less than a ten-thousandth or `max_iters` is reached. An empty cluster takes
 //! half of the largest one's rows. `spherical` k-means (for the dot metric) compares by
@@ -144,16 +144,48 @@ pub fn train(
             loss: 0.0,
         };
     }
-    // Start at distinct rows (rows repeat when there are fewer rows than centroids).
-    let mut starts = rng.sample(n, k);
-    while starts.len() < k {
-        starts.push(rng.below(n));
-    }
-    for (c, &r) in starts.iter().enumerate() {
-        centroids[c * dim..(c + 1) * dim].copy_from_slice(&data[r * dim..(r + 1) * dim]);
+    // k-means++ starts: each next centroid a row drawn with probability proportional to its
+    // squared distance from the centroids chosen so far (spread out, so that no cluster
+    // starts with two centroids and another with none).
+    let mut nearest_d: Vec<f32> = vec![f32::INFINITY; n];
+    let mut chosen = rng.below(n);
+    for c in 0..k {
+        let row = &data[chosen * dim..(chosen + 1) * dim];
+        centroids[c * dim..(c + 1) * dim].copy_from_slice(row);
         if spherical {
             normalize(&mut centroids[c * dim..(c + 1) * dim]);
         }
+        if c + 1 == k {
+            break;
+        }
+        let centroid = centroids[c * dim..(c + 1) * dim].to_vec();
+        nearest_d
+            .par_chunks_mut(1024)
+            .zip(data.par_chunks(1024 * dim))
+            .for_each(|(ds, rows)| {
+                for (d, x) in ds.iter_mut().zip(rows.chunks_exact(dim)) {
+                    let e = match spherical {
+                        true => (1.0 - distance::dot(x, &centroid)).max(0.0),
+                        false => distance::l2(x, &centroid),
+                    };
+                    *d = d.min(e);
+                }
+            });
+        let total: f64 = nearest_d.iter().map(|&d| d as f64).sum();
+        chosen = if total > 0.0 {
+            let mut target = (rng.next_u64() as f64 / u64::MAX as f64) * total;
+            let mut pick = n - 1;
+            for (r, &d) in nearest_d.iter().enumerate() {
+                target -= d as f64;
+                if target <= 0.0 && d > 0.0 {
+                    pick = r;
+                    break;
+                }
+            }
+            pick
+        } else {
+            rng.below(n)
+        };
     }
     let mut last = f64::INFINITY;
     let mut loss = 0.0;

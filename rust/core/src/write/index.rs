@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
 use arrow_schema::DataType;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use super::commit::{commit, ReadFrom};
 use super::file::DataFileWriter;
@@ -229,26 +229,53 @@ pub async fn create_vector_index(
 ) -> Result<Dataset> {
     super::with_conflict_retries(ds, retries, |ds| async move {
         let ds = Arc::new(ds);
-        let field_id = vector_field(&ds, column, params)?;
+        let (field_id, data_type) = vector_field(&ds, column, params)?;
         let name = name.map_or_else(|| format!("{column}_idx"), str::to_string);
         let removed = replaced_segments(&ds, &name, replace)?;
         let staged = Staged::new(ds.storage());
         let build = async {
+            use crate::vector::build::{train, Encoded, Sampler};
             let covered: Vec<u64> = ds.fragments().iter().map(|f| f.id).collect();
-            let (values, ids) = read_column(&ds, column, ds.has_stable_row_ids(), &covered).await?;
-            let params = params.clone();
+            let by_row_id = ds.has_stable_row_ids();
             let what = format!(
                 "building {} on column '{column}'",
                 params.storage.index_type()
             );
-            let built = crate::scan::cpu::spawn_cpu(what, move || {
-                let vectors = values.as_fixed_size_list_opt().ok_or_else(|| {
+            let vectors_of = |values: &ArrayRef| {
+                values.as_fixed_size_list_opt().cloned().ok_or_else(|| {
                     Error::invalid("internal: the vector column read is not a vector")
-                })?;
-                crate::vector::build::build(vectors, &ids, &params)
-            })
-            .await
-            .map_err(|e| e.context(&format!("index '{name}' on column '{column}'")))?;
+                })
+            };
+            // Pass 1: a sample to train on; pass 2: every vector encoded, batch by batch.
+            let mut sampler = None;
+            let mut batches = column_batches(&ds, column, by_row_id, &covered)?;
+            while let Some((values, _)) = batches.try_next().await? {
+                let vectors = vectors_of(&values)?;
+                let s = sampler
+                    .get_or_insert_with(|| Sampler::new(params, vectors.value_length() as usize));
+                s.add(&vectors)?;
+            }
+            let sampler =
+                sampler.ok_or_else(|| Error::invalid("no vectors to index: the table is empty"))?;
+            let p = params.clone();
+            let model = Arc::new(
+                crate::scan::cpu::spawn_cpu(what.clone(), move || train(sampler, &p)).await?,
+            );
+            let mut encoded = Encoded::default();
+            let mut batches = column_batches(&ds, column, by_row_id, &covered)?;
+            while let Some((values, ids)) = batches.try_next().await? {
+                let (vectors, model) = (vectors_of(&values)?, model.clone());
+                let part =
+                    crate::scan::cpu::spawn_cpu(what.clone(), move || model.encode(&vectors, &ids))
+                        .await?;
+                encoded.append(part);
+            }
+            let model = Arc::try_unwrap(model)
+                .map_err(|_| Error::invalid("internal: model still shared"))?;
+            let built =
+                crate::scan::cpu::spawn_cpu(what, move || model.finish(encoded, &data_type))
+                    .await
+                    .map_err(|e| e.context(&format!("index '{name}' on column '{column}'")))?;
             let files = built
                 .files
                 .into_iter()
@@ -281,7 +308,7 @@ fn vector_field(
     ds: &Dataset,
     column: &str,
     params: &crate::vector::build::IvfParams,
-) -> Result<i32> {
+) -> Result<(i32, DataType)> {
     let field = ds
         .schema
         .fields
@@ -300,7 +327,7 @@ fn vector_field(
             ) =>
         {
             params.metric.check(item.data_type(), column)?;
-            Ok(field.id)
+            Ok((field.id, item.data_type().clone()))
         }
         other => Err(Error::invalid(format!(
             "{}: column '{column}' is {other}; a {} index needs a fixed-size list of float16, \
@@ -574,14 +601,14 @@ fn segments_named(ds: &Dataset, name: &str) -> Result<Vec<IndexMetadata>> {
         .collect())
 }
 
-/// Every live value of `column` in `fragments`, with its row's address (or stable row
-/// id).
-async fn read_column(
+/// The live values of `column` in `fragments`, batch by batch, each with its rows'
+/// addresses (or stable row ids).
+fn column_batches(
     ds: &Arc<Dataset>,
     column: &str,
     by_row_id: bool,
     fragments: &[u64],
-) -> Result<(ArrayRef, UInt64Array)> {
+) -> Result<futures::stream::BoxStream<'static, Result<(ArrayRef, UInt64Array)>>> {
     let options = ScanOptions {
         columns: Some(vec![column.to_string()]),
         fragment_ids: Some(fragments.to_vec()),
@@ -593,14 +620,49 @@ async fn read_column(
         ..Default::default()
     };
     let s = scan(ds.clone(), options)?;
-    let batches: Vec<RecordBatch> = s.batches.try_collect().await?;
-    let batch = arrow_select::concat::concat_batches(&s.schema, &batches)?;
     let id_column = if by_row_id { ROW_ID } else { ROW_ADDRESS };
-    let ids = batch
-        .column_by_name(id_column)
-        .map(|a| a.as_primitive::<arrow_array::types::UInt64Type>().clone())
-        .ok_or_else(|| Error::corrupt(ds.uri(), "internal: the scan returned no row ids"))?;
-    Ok((batch.column(0).clone(), ids))
+    let uri = ds.uri().to_string();
+    Ok(Box::pin(s.batches.map(move |b| {
+        let b = b?;
+        let ids = b
+            .column_by_name(id_column)
+            .map(|a| a.as_primitive::<arrow_array::types::UInt64Type>().clone())
+            .ok_or_else(|| Error::corrupt(&uri, "internal: the scan returned no row ids"))?;
+        Ok((b.column(0).clone(), ids))
+    })))
+}
+
+/// Every live value of `column` in `fragments`, with its row's address (or stable row
+/// id).
+async fn read_column(
+    ds: &Arc<Dataset>,
+    column: &str,
+    by_row_id: bool,
+    fragments: &[u64],
+) -> Result<(ArrayRef, UInt64Array)> {
+    let parts: Vec<(ArrayRef, UInt64Array)> = column_batches(ds, column, by_row_id, fragments)?
+        .try_collect()
+        .await?;
+    let values: Vec<&dyn arrow_array::Array> = parts.iter().map(|(v, _)| v.as_ref()).collect();
+    let ids: Vec<&dyn arrow_array::Array> = parts
+        .iter()
+        .map(|(_, i)| i as &dyn arrow_array::Array)
+        .collect();
+    match parts.is_empty() {
+        true => {
+            let field = ds.arrow_schema.field_with_name(column)?;
+            Ok((
+                arrow_array::new_empty_array(field.data_type()),
+                UInt64Array::from(Vec::<u64>::new()),
+            ))
+        }
+        false => Ok((
+            arrow_select::concat::concat(&values)?,
+            arrow_select::concat::concat(&ids)?
+                .as_primitive::<arrow_array::types::UInt64Type>()
+                .clone(),
+        )),
+    }
 }
 
 /// One file of an index: its name, its rows and the global buffers it keeps beside
