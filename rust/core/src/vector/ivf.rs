@@ -384,36 +384,70 @@ impl Ivf {
         }
         let ranked = self.ranked(&q);
         let (first, most) = probes.count(self.metric, k, &ranked);
+        // The first `first` partitions are measured at once on the CPU pool (each its own
+        // top k, merged); more follow one by one while fewer than k live rows were found.
         let mut top = TopK::new(k);
         let mut found = 0usize;
-        for (i, &(p, _)) in ranked.iter().enumerate().take(most) {
-            if i >= first && found >= k {
+        let firsts: Vec<usize> = ranked.iter().take(first.min(most)).map(|r| r.0).collect();
+        let parts =
+            futures::future::try_join_all(firsts.iter().map(|&p| self.partition(p))).await?;
+        use rayon::prelude::*;
+        let each: Vec<(TopK, usize)> = parts
+            .par_iter()
+            .zip(firsts.par_iter())
+            .map(|(part, &p)| self.search_partition(part, p, &q, k, range, allowed))
+            .collect::<Result<_>>()?;
+        for (t, f) in each {
+            top.merge(t);
+            found += f;
+        }
+        for &(p, _) in ranked.iter().take(most).skip(firsts.len()) {
+            if found >= k {
                 break;
             }
             let part = self.partition(p).await?;
-            let d = self.partition_distances(&part, p, &q)?;
-            for (r, &dist) in d.iter().enumerate() {
-                if range.0.is_some_and(|l| dist < l)
-                    || range.1.is_some_and(|u| dist >= u)
-                    || dist.is_nan()
-                {
-                    continue;
-                }
-                let n = Neighbour {
-                    distance: dist,
-                    row_id: part.row_ids[r],
-                    address: part.row_ids[r],
-                };
-                // Whether a row is live costs a lookup: asked only of rows that would
-                // enter the top k (and of the first k found, which decide when to stop).
-                if (found >= k && !top.accepts(&n)) || !allowed(n.row_id) {
-                    continue;
-                }
-                found += 1;
-                top.push(n);
-            }
+            let (t, f) = self.search_partition(&part, p, &q, k, range, allowed)?;
+            top.merge(t);
+            found += f;
         }
         Ok(top.into_sorted())
+    }
+
+    /// The k nearest live rows of partition `p` by the index's distances, and how many live
+    /// rows were seen (counted up to k: enough to tell whether to probe further).
+    fn search_partition(
+        &self,
+        part: &Partition,
+        p: usize,
+        q: &[f32],
+        k: usize,
+        range: (Option<f32>, Option<f32>),
+        allowed: &(dyn Fn(u64) -> bool + Sync),
+    ) -> Result<(TopK, usize)> {
+        let d = self.partition_distances(part, p, q)?;
+        let mut top = TopK::new(k);
+        let mut found = 0usize;
+        for (r, &dist) in d.iter().enumerate() {
+            if range.0.is_some_and(|l| dist < l)
+                || range.1.is_some_and(|u| dist >= u)
+                || dist.is_nan()
+            {
+                continue;
+            }
+            let n = Neighbour {
+                distance: dist,
+                row_id: part.row_ids[r],
+                address: part.row_ids[r],
+            };
+            // Whether a row is live costs a lookup: asked only of rows that would enter the
+            // top k (and of the first k found, which decide when to stop probing).
+            if (found >= k && !top.accepts(&n)) || !allowed(n.row_id) {
+                continue;
+            }
+            found += 1;
+            top.push(n);
+        }
+        Ok((top, found))
     }
 
     /// The index's distance from `q` to every vector of partition `p`.
