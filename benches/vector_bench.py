@@ -79,6 +79,7 @@ def queries_path(rows: int, n: int) -> str:
 
 # Exact search, then the index build on a fresh copy, then indexed searches.
 CHILD = """
+import shutil
 import numpy as np
 import {module} as lib
 src, work, qpath = {src!r}, {work!r}, {qpath!r}
