@@ -985,7 +985,7 @@ impl PyDataset {
             let nearest = nearest.into_query()?;
             let ds = self.inner.clone();
             let found = block_on(py, async move {
-                lance_core::vector::indexed::usable_segments(&ds, &nearest).await
+                lance_core::vector::indexed::usable(&ds, &nearest).await
             })
             .py()?;
             Ok(found.map(|(segments, metric)| {

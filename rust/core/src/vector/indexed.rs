@@ -24,15 +24,9 @@ use crate::index::IndexSegment;
 use crate::scan::{scan, Projection, ScanOptions};
 use crate::table::row_index::RowIdIndex;
 
-/// The column's IVF segments this search can use, with the metric they were built for.
-pub async fn usable(ds: &Dataset, nearest: &Nearest) -> Result<Option<(Vec<Arc<Ivf>>, Metric)>> {
-    Ok(usable_segments(ds, nearest)
-        .await?
-        .map(|(found, metric)| (found.into_iter().map(|(_, i)| i).collect(), metric)))
-}
-
-/// `usable`, with the segments' manifest entries (for plans).
-pub async fn usable_segments(
+/// The column's IVF segments this search can use (manifest entry and model), with the
+/// metric they were built for.
+pub async fn usable(
     ds: &Dataset,
     nearest: &Nearest,
 ) -> Result<Option<(Vec<(IndexSegment, Arc<Ivf>)>, Metric)>> {
@@ -142,14 +136,14 @@ impl Live {
     }
 }
 
-/// The k nearest rows for each query, through the index `ivfs` (segments of one index)
+/// The k nearest rows for each query, through `segments` (of one index)
 /// and an exhaustive search of the fragments they do not cover (`flat`, given the
 /// fragments to search and the k to find).
 pub async fn search<F, Fut>(
     ds: &Arc<Dataset>,
     options: &ScanOptions,
     nearest: &Nearest,
-    ivfs: &[Arc<Ivf>],
+    segments: &[(IndexSegment, Arc<Ivf>)],
     queries: &[Query],
     metric: Metric,
     flat: F,
@@ -159,13 +153,8 @@ where
     Fut: std::future::Future<Output = Result<Vec<Vec<Neighbour>>>>,
 {
     let mut covered = RoaringBitmap::new();
-    for s in ds.index_segments()?.iter() {
-        if s.fields.len() == 1
-            && ds.schema.path_of(s.fields[0]).as_deref() == Some(nearest.column.as_str())
-            && s.kind.starts_with("IVF_")
-        {
-            covered |= s.live_fragments(ds.fragments());
-        }
+    for (s, _) in segments {
+        covered |= s.live_fragments(ds.fragments());
     }
     let unindexed: Vec<u64> = ds
         .fragments()
@@ -186,7 +175,7 @@ where
     let mut from_index = Vec::with_capacity(queries.len());
     for q in nearest.query.chunks(dim) {
         let mut top = TopK::new(wanted);
-        for ivf in ivfs {
+        for (_, ivf) in segments {
             for n in ivf
                 .search(q, wanted, &probes, nearest.distance_range, &allowed)
                 .await?

@@ -280,10 +280,6 @@ impl Ivf {
         ))
     }
 
-    pub fn num_partitions(&self) -> usize {
-        self.offsets.len()
-    }
-
     /// The rows of partition `p` (cached).
     async fn partition(&self, p: usize) -> Result<Arc<Partition>> {
         let key = format!("{}#ivf-partition-{p}", self.dir);

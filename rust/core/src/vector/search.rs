@@ -147,7 +147,7 @@ pub fn start(ds: Arc<Dataset>, options: ScanOptions) -> Result<Scan> {
     let schema = shape.schema.clone();
     let run = async move {
         let found = match super::indexed::usable(&ds, &nearest).await? {
-            Some((ivfs, metric)) if options.fragment_ids.is_none() => {
+            Some((segments, metric)) if options.fragment_ids.is_none() => {
                 let target = Target {
                     queries: target.queries,
                     metric,
@@ -161,7 +161,7 @@ pub fn start(ds: Arc<Dataset>, options: ScanOptions) -> Result<Scan> {
                     async move { candidates(ds, &options, nearest, target).await }
                 };
                 let queries = target.queries.clone();
-                super::indexed::search(&ds, &options, &nearest, &ivfs, &queries, metric, flat)
+                super::indexed::search(&ds, &options, &nearest, &segments, &queries, metric, flat)
                     .await?
             }
             _ => candidates(&ds, &options, &nearest, &target).await?,
