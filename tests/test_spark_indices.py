@@ -146,8 +146,8 @@ def test_a_failed_task_leaves_no_index_files_and_no_version(spark, tmp_path, mon
     def failing(spark, ds, tasks, files, build):
         doomed = tasks[-1][2]
 
-        def build_then_fail(local, task):
-            segment = build(local, task)
+        def build_then_fail(local, i, task):
+            segment = build(local, i, task)
             if task[2] == doomed:
                 raise ValueError("segment task failed on purpose")
             return segment

@@ -346,6 +346,27 @@ def scalar_index_params(uri: str, index_type: Any, kwargs: Dict[str, Any]) -> Tu
     return index_type, zone_size, probability
 
 
+def ivf_params(index_type: str, metric: str = "L2", num_partitions: Optional[int] = None,
+               num_sub_vectors: Optional[int] = None, *, num_bits: int = 8, sample_rate: int = 256,
+               max_iters: int = 50, target_partition_size: Optional[int] = None,
+               seed: Optional[int] = None) -> Dict[str, Any]:
+    """pylance's `create_index` arguments for an IVF build, checked, as the core takes them
+    (shared by `LanceDataset.create_index` and the Spark build)."""
+    kind = str(index_type).upper()
+    if kind == "IVF_PQ" and num_sub_vectors is None:
+        raise InvalidInputError("num_partitions and num_sub_vectors are required for IVF_PQ")
+    for arg, value in (("num_partitions", num_partitions), ("num_sub_vectors", num_sub_vectors),
+                       ("target_partition_size", target_partition_size)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise InvalidInputError(f"{arg} must be a positive integer, got {value!r}")
+    for arg, value in (("num_bits", num_bits), ("sample_rate", sample_rate), ("max_iters", max_iters)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise InvalidInputError(f"{arg} must be a positive integer, got {value!r}")
+    return {"index_type": kind, "metric": str(metric), "num_partitions": num_partitions,
+            "target_partition_size": target_partition_size, "num_sub_vectors": num_sub_vectors,
+            "num_bits": num_bits, "sample_rate": sample_rate, "max_iters": max_iters, "seed": seed}
+
+
 class LanceDataset:
     """A Lance dataset at one version."""
 
@@ -459,18 +480,10 @@ class LanceDataset:
         unknown = sorted(set(kwargs) - ignored)
         if unknown:
             raise TypeError(f"create_index() got an unexpected keyword argument '{unknown[0]}'")
-        if kind == "IVF_PQ" and num_sub_vectors is None:
-            raise InvalidInputError("num_partitions and num_sub_vectors are required for IVF_PQ")
-        for arg, value in (("num_partitions", num_partitions), ("num_sub_vectors", num_sub_vectors),
-                           ("target_partition_size", target_partition_size)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-                raise InvalidInputError(f"{arg} must be a positive integer, got {value!r}")
-        for arg, value in (("num_bits", num_bits), ("sample_rate", sample_rate), ("max_iters", max_iters)):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise InvalidInputError(f"{arg} must be a positive integer, got {value!r}")
-        self._ds = self._ds.create_vector_index(column, kind, name, bool(replace), str(metric), num_partitions,
-                                                target_partition_size, num_sub_vectors, num_bits, sample_rate,
-                                                max_iters, seed, int(conflict_retries))
+        params = ivf_params(kind, metric, num_partitions, num_sub_vectors, num_bits=num_bits,
+                            sample_rate=sample_rate, max_iters=max_iters,
+                            target_partition_size=target_partition_size, seed=seed)
+        self._ds = self._ds.create_vector_index(column, name, bool(replace), params, int(conflict_retries))
         return self
 
     def drop_index(self, name: str) -> None:
@@ -834,12 +847,14 @@ class DatasetOptimizer:
 
     def optimize_indices(self, *, index_names: Optional[List[str]] = None, num_indices_to_merge: int = 1,
                          retrain: bool = False, **kwargs: Any) -> None:
-        """Index the fragments added since each BTREE, BITMAP or LABEL_LIST index was built, as
-        pylance does: by default (`num_indices_to_merge` > 0, or `retrain`) each such
-        index becomes one segment over every fragment; with `num_indices_to_merge=0` a new
-        segment over just the new fragments joins the old ones (a delta). `index_names`
-        limits it to those indices. One new version, or none when every index is up to
-        date."""
+        """Index the fragments added since each index was built, as pylance does: by
+        default (`num_indices_to_merge` > 0, or `retrain`) each index becomes one segment
+        over every fragment; with `num_indices_to_merge=0` a new segment over just the new
+        fragments joins the old ones (a delta). Vector indices keep their trained model
+        (new vectors encoded with its centroids and codebook; `retrain` does not retrain
+        them); IVF_HNSW indices are left as they are (their new fragments are searched
+        exhaustively). `index_names` limits it to those indices. One new version, or none
+        when every index is up to date."""
         merge = bool(retrain) or int(num_indices_to_merge) > 0
         names = list(index_names) if index_names is not None else None
         self._dataset._ds = self._dataset._ds.optimize_indices(names, merge)

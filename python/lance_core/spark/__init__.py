@@ -1,6 +1,7 @@
 """Spark integration: the `lance` data source (batch and Structured Streaming, source and
-sink), `mapInArrow` pipeline helpers, distributed `update` and `merge_insert`, and scalar
-indices built on the executors (`create_scalar_index`, `optimize_indices`).
+sink), `mapInArrow` pipeline helpers, distributed `update` and `merge_insert`, scalar
+and vector indices built on the executors (`create_scalar_index`, `create_index`,
+`optimize_indices`), and batch vector search (`nearest`).
 
     from lance_core.spark import LanceDataSource
     spark.dataSource.register(LanceDataSource)
@@ -21,10 +22,11 @@ from .pipeline import add_columns, compact, count, read_fragments
 from .row_changes import SparkMergeInsert, merge_insert, update
 from .streaming import LanceBatchWriter, LanceStreamReader, LanceStreamWriter
 from .types import spark_schema
+from .vectors import create_index, nearest
 
 __all__ = ["LanceBatchWriter", "LanceDataSource", "LancePartition", "LanceReader", "LanceStreamReader", "LanceStreamWriter",
-           "LanceWriter", "SparkMergeInsert", "add_columns", "aggregate", "compact", "count", "create_scalar_index",
-           "merge_insert", "optimize_indices", "read_fragments", "spark_schema", "register", "update"]
+           "LanceWriter", "SparkMergeInsert", "add_columns", "aggregate", "compact", "count", "create_index",
+           "create_scalar_index", "merge_insert", "nearest", "optimize_indices", "read_fragments", "spark_schema", "register", "update"]
 
 
 def register(spark) -> None:

@@ -48,17 +48,17 @@ def _tasks_of(spark: SparkSession, ds: LanceDataset, name: str, fragment_ids: Li
 
 
 def _run_segments(spark: SparkSession, ds: LanceDataset, tasks: List[_Task], files: JobFiles,
-                  build: Callable[[LanceDataset, _Task], bytes]) -> List[bytes]:
-    """Run one Spark task per entry of `tasks`, each calling `build(dataset, task)` on an
-    executor (the dataset at `ds`'s version) for a segment's metadata; the segments in
-    task order. Call inside `files.removed_on_error()`."""
+                  build: Callable[[LanceDataset, int, _Task], bytes]) -> List[bytes]:
+    """Run one Spark task per entry of `tasks`, each calling `build(dataset, i, task)` on
+    an executor (the dataset at `ds`'s version) for what the i-th task makes (a segment's
+    metadata); those in task order. Call inside `files.removed_on_error()`."""
     uri, version, options = ds.uri, ds.version, files.storage_options
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         local = _dataset_at(uri, version, options)
         for work in batches:
             for i in work.column(0).to_pylist():
-                segment = build(local, tasks[i])
+                segment = build(local, i, tasks[i])
                 if files.keep([], [tasks[i][2]]):
                     yield pa.record_batch({"task": pa.array([i], pa.int64()),
                                            "segment": pa.array([segment], pa.binary())})
@@ -92,7 +92,7 @@ def create_scalar_index(spark: SparkSession, uri: str, column: str, index_type: 
     # A table without fragments still gets its (empty) index, as the local build gives it.
     tasks = _tasks_of(spark, ds, name, fragment_ids, files) or [(name, [], files.new_index_uuid())]
 
-    def build(local: LanceDataset, task: _Task) -> bytes:
+    def build(local: LanceDataset, i: int, task: _Task) -> bytes:
         return local._ds.build_index_segment(column, index_type, task[0], task[1], page_rows, probability, task[2])
 
     with files.removed_on_error():  # nothing committed: no segment the job built stays
@@ -119,7 +119,7 @@ def optimize_indices(spark: SparkSession, uri: str, index_names: Optional[List[s
     files = JobFiles(ds.uri, storage_options)
     tasks = [t for name, fragment_ids in deltas for t in _tasks_of(spark, ds, name, fragment_ids, files)]
 
-    def build(local: LanceDataset, task: _Task) -> bytes:
+    def build(local: LanceDataset, i: int, task: _Task) -> bytes:
         return local._ds.build_index_delta(task[0], task[1], task[2])
 
     with files.removed_on_error():  # nothing committed: no segment the job built stays

@@ -1,4 +1,6 @@
 //! `_Dataset`: a dataset at one version, as the Python facade sees it.
+use crate::ivf_params::PyIvfParams;
+use lance_core::write::vector_index;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -712,57 +714,97 @@ impl PyDataset {
     }
 
     /// Build an IVF vector index (IVF_FLAT, IVF_PQ, IVF_SQ) on `column` and commit it.
-    #[pyo3(signature = (column, index_type, name=None, replace=true, metric="l2".to_string(), num_partitions=None, target_partition_size=None, num_sub_vectors=None, num_bits=8, sample_rate=256, max_iters=50, seed=None, retries=10))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (column, name, replace, params, retries=10))]
     fn create_vector_index(
         &self,
         py: Python<'_>,
         column: String,
-        index_type: String,
         name: Option<String>,
         replace: bool,
-        metric: String,
-        num_partitions: Option<usize>,
-        target_partition_size: Option<usize>,
-        num_sub_vectors: Option<usize>,
-        num_bits: u32,
-        sample_rate: usize,
-        max_iters: usize,
-        seed: Option<u64>,
+        params: PyIvfParams,
         retries: u32,
     ) -> PyResult<Self> {
         guard(|| {
-            use lance_core::vector::build::{IvfParams, Storage};
-            let storage = Storage::from_index_type(&index_type).ok_or_else(|| {
-                lance_core::Error::unsupported(
-                    self.inner.uri(),
-                    format!("building a {index_type} index (lance_core builds IVF_FLAT, IVF_PQ and IVF_SQ)"),
-                )
-            });
-            let params = IvfParams {
-                storage: storage.py()?,
-                metric: lance_core::vector::Metric::parse(&metric).py()?,
-                num_partitions,
-                target_partition_size,
-                num_sub_vectors,
-                num_bits,
-                sample_rate,
-                max_iters,
-                seed: seed.unwrap_or_else(|| {
-                    std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_nanos() as u64)
-                }),
-            };
+            let params = params.into_params(self.inner.uri())?;
             let ds = block_on(
                 py,
-                lance_core::write::index::create_vector_index(
+                vector_index::create_vector_index(
                     &self.inner,
                     &column,
                     name.as_deref(),
                     replace,
                     &params,
                     retries,
+                ),
+            )
+            .py()?;
+            Ok(PyDataset::from(ds))
+        })
+    }
+
+    /// A vector index built on many workers, first step (the driver): train the model
+    /// and write it under `_indices/<uuid>/`, uncommitted.
+    fn stage_vector_model(
+        &self,
+        py: Python<'_>,
+        column: String,
+        params: PyIvfParams,
+        uuid: String,
+    ) -> PyResult<()> {
+        guard(|| {
+            let params = params.into_params(self.inner.uri())?;
+            block_on(
+                py,
+                vector_index::stage_model(&self.inner, &column, &params, &uuid),
+            )
+            .py()
+        })
+    }
+
+    /// Second step (a task): encode the vectors of `fragments` with the staged model,
+    /// written beside it as part `part`.
+    fn encode_vector_part(
+        &self,
+        py: Python<'_>,
+        column: String,
+        uuid: String,
+        fragments: Vec<u64>,
+        part: u32,
+    ) -> PyResult<()> {
+        guard(|| {
+            block_on(
+                py,
+                vector_index::encode_part(&self.inner, &column, &uuid, &fragments, part),
+            )
+            .py()
+        })
+    }
+
+    /// Last step (the driver): join the staged model and its `parts` into one segment
+    /// of index `name`, and commit it.
+    #[allow(clippy::too_many_arguments)]
+    fn commit_vector_index(
+        &self,
+        py: Python<'_>,
+        column: String,
+        name: Option<String>,
+        replace: bool,
+        params: PyIvfParams,
+        uuid: String,
+        parts: u32,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let params = params.into_params(self.inner.uri())?;
+            let ds = block_on(
+                py,
+                vector_index::commit_staged(
+                    &self.inner,
+                    &column,
+                    name.as_deref(),
+                    replace,
+                    &params,
+                    &uuid,
+                    parts,
                 ),
             )
             .py()?;

@@ -59,14 +59,7 @@ pub fn _delete_index_dirs(
                         "{uri}: '{u}' is not an index segment's uuid"
                     )));
                 }
-                let dir = format!("_indices/{u}");
-                for meta in storage.list_all(&dir).await? {
-                    storage.delete(&meta.location).await?;
-                }
-                // A local store keeps the emptied directory: remove it too.
-                if let Some(local) = storage.local_file(&storage.path(&dir)) {
-                    let _ = std::fs::remove_dir(local);
-                }
+                storage.delete_tree(&format!("_indices/{u}")).await?;
             }
             Ok(())
         })

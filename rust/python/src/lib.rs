@@ -11,6 +11,7 @@ mod dataset;
 mod errors;
 mod files;
 mod history;
+mod ivf_params;
 mod nearest;
 mod row_changes;
 mod runtime;

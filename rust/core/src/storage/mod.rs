@@ -335,6 +335,18 @@ impl Storage {
         }
     }
 
+    /// Delete every object below `dir` (relative to the root); a local directory left
+    /// empty is removed too. Nothing there is fine.
+    pub async fn delete_tree(&self, dir: &str) -> Result<()> {
+        for meta in self.list_all(dir).await? {
+            self.delete(&meta.location).await?;
+        }
+        if let Some(local) = self.local_file(&self.path(dir)) {
+            let _ = std::fs::remove_dir(local);
+        }
+        Ok(())
+    }
+
     /// The path of `path` relative to the root.
     pub fn relative<'a>(&self, path: &'a Path) -> &'a str {
         path.as_ref()

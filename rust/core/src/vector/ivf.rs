@@ -29,7 +29,7 @@ const AUX_FILE: &str = "auxiliary.idx";
 
 /// How the auxiliary file stores each vector.
 #[derive(Debug)]
-enum Stored {
+pub(super) enum Stored {
     /// As-is (L2-normalized for cosine).
     Flat,
     /// Product quantization: `m` sub-vectors, a code of `bits` bits each; the codebook is
@@ -48,23 +48,25 @@ enum Stored {
 /// One IVF index segment, its model in memory; partitions read on demand (and kept).
 pub struct Ivf {
     dir: String,
-    shown: String,
+    pub(super) shown: String,
     pub kind: String,
     pub metric: Metric,
     pub dim: usize,
     /// Row-major, `partitions x dim`, as f32 (the element type's values).
-    centroids: Vec<f32>,
+    pub(super) centroids: Vec<f32>,
+    /// The k-means loss the centroids were trained to, when recorded.
+    pub(super) loss: Option<f64>,
     /// Row offset and count of each partition in the auxiliary file.
     offsets: Vec<u64>,
-    lengths: Vec<u64>,
-    stored: Stored,
+    pub(super) lengths: Vec<u64>,
+    pub(super) stored: Stored,
     aux: Arc<Dataset>,
 }
 
 /// A partition's rows: their row ids and stored vectors (fixed-size lists).
-struct Partition {
-    row_ids: Vec<u64>,
-    vectors: FixedSizeListArray,
+pub(super) struct Partition {
+    pub(super) row_ids: Vec<u64>,
+    pub(super) vectors: FixedSizeListArray,
 }
 
 fn tensor_values(t: &Tensor, shown: &str, what: &str) -> Result<Vec<f32>> {
@@ -128,6 +130,12 @@ impl Ivf {
     /// The segment's model (cached for the process: index files never change).
     pub async fn load(ds: &Dataset, segment: &IndexSegment) -> Result<Arc<Ivf>> {
         let dir = crate::index::segment_dir(ds, segment)?;
+        let key = format!("{dir}#ivf");
+        crate::index::cache::get_or_load(key, || Self::read(ds, dir.clone())).await
+    }
+
+    /// The model of the index files in `dir` (an uncommitted segment: a build's staging).
+    pub async fn load_dir(ds: &Dataset, dir: String) -> Result<Arc<Ivf>> {
         let key = format!("{dir}#ivf");
         crate::index::cache::get_or_load(key, || Self::read(ds, dir.clone())).await
     }
@@ -271,6 +279,7 @@ impl Ivf {
                 metric,
                 dim,
                 centroids,
+                loss: ivf.loss,
                 offsets: aux_ivf.offsets,
                 lengths,
                 stored,
@@ -281,7 +290,7 @@ impl Ivf {
     }
 
     /// The rows of partition `p` (cached).
-    async fn partition(&self, p: usize) -> Result<Arc<Partition>> {
+    pub(super) async fn partition(&self, p: usize) -> Result<Arc<Partition>> {
         let key = format!("{}#ivf-partition-{p}", self.dir);
         let (start, len) = (self.offsets[p], self.lengths[p]);
         let aux = self.aux.clone();

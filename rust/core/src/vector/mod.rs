@@ -14,6 +14,7 @@ pub mod distance;
 pub mod indexed;
 pub mod ivf;
 pub mod kmeans;
+pub mod reuse;
 pub mod search;
 pub mod topk;
 

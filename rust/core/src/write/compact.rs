@@ -341,7 +341,7 @@ async fn move_indices(
     groups: &mut [(Vec<DataFragment>, Vec<DataFragment>)],
     staged: &Staged,
 ) -> Result<crate::table::transaction::IndicesMoved> {
-    use crate::index::Kind;
+    use super::index::{on_rewrite, OnRewrite};
     let mut moved = crate::table::transaction::IndicesMoved::default();
     let metadata = super::index::index_metadata(ds)?;
     let mut to_remap = Vec::new();
@@ -351,15 +351,17 @@ async fn move_indices(
         let touched = groups
             .iter()
             .any(|(old, _)| old.iter().all(|f| covered.contains(f.id as u32)));
-        let Some(kind) = Kind::of(&segment).filter(|_| touched) else {
+        if !touched {
             continue;
-        };
-        if ds.has_stable_row_ids() && kind.holds_row_ids(segment.index_version) {
-            if let Some(u) = &meta.uuid {
-                moved.following_rows.push(u.uuid.clone());
+        }
+        match on_rewrite(&segment, ds.has_stable_row_ids()) {
+            OnRewrite::FollowRows => {
+                if let Some(u) = &meta.uuid {
+                    moved.following_rows.push(u.uuid.clone());
+                }
             }
-        } else if super::index::remappable(kind) {
-            to_remap.push(meta);
+            OnRewrite::Remap => to_remap.push(meta),
+            OnRewrite::Uncover => {}
         }
     }
     if to_remap.is_empty() {
@@ -399,9 +401,9 @@ async fn move_indices(
     moved.ids_reserved = true;
     let ds = Arc::new(ds.clone());
     for meta in to_remap {
-        moved
-            .rewritten
-            .push(super::index::remap_segment(&ds, staged, meta, &map).await?);
+        if let Some(r) = super::index::remap_segment(&ds, staged, meta, &map).await? {
+            moved.rewritten.push(r);
+        }
     }
     Ok(moved)
 }

@@ -132,7 +132,7 @@ async fn build_segment(
         Kind::BloomFilter => {
             let (batch, nulls) = crate::index::bloom::build(&values, &ids, page_rows, probability)?;
             vec![IndexFileData {
-                name: crate::index::bloom::FILE,
+                name: crate::index::bloom::FILE.to_string(),
                 batch,
                 global_buffers: vec![nulls],
             }]
@@ -140,7 +140,7 @@ async fn build_segment(
         Kind::ZoneMap => {
             let (batch, nulls) = crate::index::zonemap::build(&values, &ids, page_rows)?;
             vec![IndexFileData {
-                name: crate::index::zonemap::FILE,
+                name: crate::index::zonemap::FILE.to_string(),
                 batch,
                 global_buffers: vec![nulls],
             }]
@@ -152,7 +152,7 @@ async fn build_segment(
         Kind::LabelList => {
             let (batch, list_nulls) = crate::index::label_list::build(&values, &ids)?;
             vec![IndexFileData {
-                name: crate::index::bitmap::FILE,
+                name: crate::index::bitmap::FILE.to_string(),
                 batch,
                 global_buffers: vec![list_nulls],
             }]
@@ -178,7 +178,7 @@ async fn build_segment(
 
 /// The manifest entry of a segment written under `_indices/<uuid>/`.
 #[allow(clippy::too_many_arguments)]
-fn segment_entry(
+pub(super) fn segment_entry(
     ds: &Dataset,
     uuid: uuid::Uuid,
     field_id: i32,
@@ -214,130 +214,6 @@ fn segment_entry(
     })
 }
 
-/// Type URL of a vector index's details, as pylance writes it.
-const VECTOR_DETAILS_URL: &str = "/lance.index.pb.VectorIndexDetails";
-
-/// Build an IVF vector index on `column` (see `vector::build`) and commit it (rebuilt up
-/// to `retries` times when a concurrent commit moved the rows it indexed).
-pub async fn create_vector_index(
-    ds: &Dataset,
-    column: &str,
-    name: Option<&str>,
-    replace: bool,
-    params: &crate::vector::build::IvfParams,
-    retries: u32,
-) -> Result<Dataset> {
-    super::with_conflict_retries(ds, retries, |ds| async move {
-        let ds = Arc::new(ds);
-        let (field_id, data_type) = vector_field(&ds, column, params)?;
-        let name = name.map_or_else(|| format!("{column}_idx"), str::to_string);
-        let removed = replaced_segments(&ds, &name, replace)?;
-        let staged = Staged::new(ds.storage());
-        let build = async {
-            use crate::vector::build::{train, Encoded, Sampler};
-            let covered: Vec<u64> = ds.fragments().iter().map(|f| f.id).collect();
-            let by_row_id = ds.has_stable_row_ids();
-            let what = format!(
-                "building {} on column '{column}'",
-                params.storage.index_type()
-            );
-            let vectors_of = |values: &ArrayRef| {
-                values.as_fixed_size_list_opt().cloned().ok_or_else(|| {
-                    Error::invalid("internal: the vector column read is not a vector")
-                })
-            };
-            // Pass 1: a sample to train on; pass 2: every vector encoded, batch by batch.
-            let mut sampler = None;
-            let mut batches = column_batches(&ds, column, by_row_id, &covered)?;
-            while let Some((values, _)) = batches.try_next().await? {
-                let vectors = vectors_of(&values)?;
-                let s = sampler
-                    .get_or_insert_with(|| Sampler::new(params, vectors.value_length() as usize));
-                s.add(&vectors)?;
-            }
-            let sampler =
-                sampler.ok_or_else(|| Error::invalid("no vectors to index: the table is empty"))?;
-            let p = params.clone();
-            let model = Arc::new(
-                crate::scan::cpu::spawn_cpu(what.clone(), move || train(sampler, &p)).await?,
-            );
-            let mut encoded = Encoded::default();
-            let mut batches = column_batches(&ds, column, by_row_id, &covered)?;
-            while let Some((values, ids)) = batches.try_next().await? {
-                let (vectors, model) = (vectors_of(&values)?, model.clone());
-                let part =
-                    crate::scan::cpu::spawn_cpu(what.clone(), move || model.encode(&vectors, &ids))
-                        .await?;
-                encoded.append(part);
-            }
-            let model = Arc::try_unwrap(model)
-                .map_err(|_| Error::invalid("internal: model still shared"))?;
-            let built =
-                crate::scan::cpu::spawn_cpu(what, move || model.finish(encoded, &data_type))
-                    .await
-                    .map_err(|e| e.context(&format!("index '{name}' on column '{column}'")))?;
-            let files = built
-                .files
-                .into_iter()
-                .map(|f| IndexFileData {
-                    name: f.name,
-                    batch: f.batch,
-                    global_buffers: f.global_buffers,
-                })
-                .collect();
-            let uuid = uuid::Uuid::new_v4();
-            let written = write_files(&ds, &staged, &uuid, files).await?;
-            let details = prost_types::Any {
-                type_url: VECTOR_DETAILS_URL.to_string(),
-                value: built.details,
-            };
-            segment_entry(&ds, uuid, field_id, &name, &covered, details, 1, written)
-        };
-        let segment = staged.guard(build).await?;
-        let op = Operation::CreateIndex {
-            new_indices: vec![segment],
-            removed_indices: removed,
-        };
-        commit(ReadFrom::Version(&ds), op, staged, Default::default()).await
-    })
-    .await
-}
-
-/// The field id of `column`, checked to be a vector column the index can be built on.
-fn vector_field(
-    ds: &Dataset,
-    column: &str,
-    params: &crate::vector::build::IvfParams,
-) -> Result<(i32, DataType)> {
-    let field = ds
-        .schema
-        .fields
-        .iter()
-        .find(|f| f.name == column)
-        .ok_or_else(|| Error::invalid(format!("{}: no column '{column}' to index", ds.uri())))?;
-    let arrow = ds
-        .arrow_schema
-        .field_with_name(column)
-        .map_err(|_| Error::invalid(format!("{}: no column '{column}' to index", ds.uri())))?;
-    match arrow.data_type() {
-        DataType::FixedSizeList(item, _)
-            if matches!(
-                item.data_type(),
-                DataType::Float16 | DataType::Float32 | DataType::Float64
-            ) =>
-        {
-            params.metric.check(item.data_type(), column)?;
-            Ok((field.id, item.data_type().clone()))
-        }
-        other => Err(Error::invalid(format!(
-            "{}: column '{column}' is {other}; a {} index needs a fixed-size list of float16, \
-             float32 or float64",
-            ds.uri(),
-            params.storage.index_type()
-        ))),
-    }
-}
-
 /// The serialized details of a segment of `kind` (only ZONEMAP has any).
 fn details(kind: Kind, data_type: &DataType, rows_per_zone: u64) -> Vec<u8> {
     use prost::Message;
@@ -353,10 +229,11 @@ fn details(kind: Kind, data_type: &DataType, rows_per_zone: u64) -> Vec<u8> {
 }
 
 /// Bring indices up to date with the fragments added since they were built, as pylance's
-/// `optimize_indices`: for each BTREE or BITMAP index (those named in `names`, else all)
-/// with fragments it does not cover, a new segment over those fragments alone (`merge`
-/// false: a delta), or one segment over every fragment in place of its segments (`merge`).
-/// One commit for all; indices of other kinds are left as they are.
+/// `optimize_indices`: for each index (those named in `names`, else all) with fragments
+/// it does not cover, a new segment over those fragments alone (`merge` false: a delta),
+/// or one segment over every fragment in place of its segments (`merge`). Vector indices
+/// keep their trained model (`vector_index::optimize`); HNSW ones are left as they are.
+/// One commit for all.
 pub async fn optimize_indices(
     ds: &Dataset,
     names: Option<&[String]>,
@@ -390,6 +267,17 @@ pub async fn optimize_indices(
                     removed_indices.extend(all.iter().filter(|m| m.name == spec.name).cloned());
                 }
             }
+            for (segments, missing) in uncovered(&ds, names)? {
+                if !super::vector_index::is_vector(&segments[0]) {
+                    continue;
+                }
+                let optimized =
+                    super::vector_index::optimize(&ds, &staged, &segments, &missing, merge).await?;
+                if let Some((segment, replaced)) = optimized {
+                    new_indices.push(segment);
+                    removed_indices.extend(replaced);
+                }
+            }
             Ok::<_, Error>(())
         };
         staged.guard(work).await?;
@@ -405,34 +293,54 @@ pub async fn optimize_indices(
     .await
 }
 
-/// Whether a compaction can rewrite a segment of this kind for its rows' new addresses
-/// (pylance remaps these; zones of rows cannot be).
-pub(crate) fn remappable(kind: Kind) -> bool {
-    matches!(
-        kind,
-        Kind::BTree | Kind::Bitmap | Kind::LabelList | Kind::NGram
-    )
+/// What a compaction does with an index segment over fragments it rewrites.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnRewrite {
+    /// It holds stable row ids: the rows keep them, the segment covers the new fragments.
+    FollowRows,
+    /// It holds row addresses a compaction can map (`remap_segment`).
+    Remap,
+    /// Zones of rows, or an HNSW graph: it stops covering the rewritten fragments.
+    Uncover,
+}
+
+/// How a compaction treats `segment` (pylance remaps the same kinds; zones of rows
+/// cannot be, and an HNSW graph would need rebuilding).
+pub(crate) fn on_rewrite(segment: &crate::index::IndexSegment, stable_row_ids: bool) -> OnRewrite {
+    let vector = segment.kind.starts_with("IVF_");
+    let holds_row_ids = match Kind::of(segment) {
+        Some(kind) => kind.holds_row_ids(segment.index_version),
+        None => vector,
+    };
+    let remappable = match Kind::of(segment) {
+        Some(kind) => matches!(
+            kind,
+            Kind::BTree | Kind::Bitmap | Kind::LabelList | Kind::NGram
+        ),
+        None => crate::vector::reuse::storage_of(&segment.kind).is_some(),
+    };
+    match () {
+        _ if stable_row_ids && holds_row_ids => OnRewrite::FollowRows,
+        _ if remappable => OnRewrite::Remap,
+        _ => OnRewrite::Uncover,
+    }
 }
 
 /// Segment `meta` of `ds` rewritten with every row address mapped by `map` (rows gone
 /// left out), as a new segment whose files are staged in `staged`: what a compaction's
-/// `Rewrite` records to replace it.
+/// `Rewrite` records to replace it. None when it cannot be (it then stops covering the
+/// rewritten fragments).
 pub(crate) async fn remap_segment(
     ds: &Arc<Dataset>,
     staged: &Staged,
     meta: &IndexMetadata,
     map: &crate::index::remap::AddressMap,
-) -> Result<crate::proto::table::transaction::rewrite::RewrittenIndex> {
+) -> Result<Option<crate::proto::table::transaction::rewrite::RewrittenIndex>> {
     use crate::index::{bitmap, btree, label_list, ngram};
     let segment = crate::index::segment(meta)?;
-    let cannot = || {
-        Error::invalid(format!(
-            "index '{}' ({}) cannot be remapped",
-            segment.name, segment.kind
-        ))
-    };
-    let files = match Kind::of(&segment).ok_or_else(cannot)? {
-        Kind::BTree => {
+    let uuid = uuid::Uuid::new_v4();
+    let files = match Kind::of(&segment) {
+        Some(Kind::BTree) => {
             let tree = btree::BTree::load(ds, &segment).await?;
             let (values, ids) = tree.entries().await?;
             let (values, ids) = map.apply(&values, &ids)?;
@@ -442,7 +350,7 @@ pub(crate) async fn remap_segment(
                 IndexFileData::new(btree::LOOKUP_FILE, lookup),
             ]
         }
-        Kind::Bitmap => {
+        Some(Kind::Bitmap) => {
             let (keys, ids) = bitmap::Bitmap::load(ds, &segment).await?.entries()?;
             let (keys, ids) = map.apply(&keys, &ids)?;
             vec![IndexFileData::new(
@@ -450,38 +358,46 @@ pub(crate) async fn remap_segment(
                 bitmap::build(&keys, &ids)?,
             )]
         }
-        Kind::LabelList => {
+        Some(Kind::LabelList) => {
             let index = bitmap::Bitmap::load(ds, &segment).await?;
             let (items, ids) = index.entries()?;
             let (items, ids) = map.apply(&items, &ids)?;
             let nulls = map.map_set(&index.list_nulls().cloned().unwrap_or_default());
             let (batch, nulls) = label_list::build_from_items(&items, &ids, &nulls)?;
             vec![IndexFileData {
-                name: bitmap::FILE,
+                name: bitmap::FILE.to_string(),
                 batch,
                 global_buffers: vec![nulls],
             }]
         }
-        Kind::NGram => {
+        Some(Kind::NGram) => {
             let index = ngram::NGram::load(ds, &segment).await?;
             vec![IndexFileData::new(
                 ngram::FILE,
                 index.remapped(|id| map.map(id))?,
             )]
         }
-        Kind::ZoneMap | Kind::BloomFilter => return Err(cannot()),
+        Some(Kind::ZoneMap | Kind::BloomFilter) => return Ok(None),
+        None => vec![],
     };
-    let uuid = uuid::Uuid::new_v4();
-    let new_index_files = write_files(ds, staged, &uuid, files).await?;
-    Ok(crate::proto::table::transaction::rewrite::RewrittenIndex {
-        old_id: meta.uuid.clone(),
-        new_id: Some(Uuid {
-            uuid: uuid.as_bytes().to_vec(),
-        }),
-        new_index_details: meta.index_details.clone(),
-        new_index_version: meta.index_version.unwrap_or(0).max(0) as u32,
-        new_index_files,
-    })
+    let new_index_files = match Kind::of(&segment) {
+        Some(_) => write_files(ds, staged, &uuid, files).await?,
+        None => match super::vector_index::remapped_files(ds, staged, &uuid, meta, map).await? {
+            Some(files) => files,
+            None => return Ok(None),
+        },
+    };
+    Ok(Some(
+        crate::proto::table::transaction::rewrite::RewrittenIndex {
+            old_id: meta.uuid.clone(),
+            new_id: Some(Uuid {
+                uuid: uuid.as_bytes().to_vec(),
+            }),
+            new_index_details: meta.index_details.clone(),
+            new_index_version: meta.index_version.unwrap_or(0).max(0) as u32,
+            new_index_files,
+        },
+    ))
 }
 
 /// Remove every segment of index `name` from the table (its files stay until a cleanup
@@ -603,7 +519,7 @@ fn segments_named(ds: &Dataset, name: &str) -> Result<Vec<IndexMetadata>> {
 
 /// The live values of `column` in `fragments`, batch by batch, each with its rows'
 /// addresses (or stable row ids).
-fn column_batches(
+pub(super) fn column_batches(
     ds: &Arc<Dataset>,
     column: &str,
     by_row_id: bool,
@@ -667,16 +583,16 @@ async fn read_column(
 
 /// One file of an index: its name, its rows and the global buffers it keeps beside
 /// them (numbered from 1).
-struct IndexFileData {
-    name: &'static str,
-    batch: RecordBatch,
-    global_buffers: Vec<Vec<u8>>,
+pub(super) struct IndexFileData {
+    pub name: String,
+    pub batch: RecordBatch,
+    pub global_buffers: Vec<Vec<u8>>,
 }
 
 impl IndexFileData {
-    fn new(name: &'static str, batch: RecordBatch) -> Self {
+    fn new(name: &str, batch: RecordBatch) -> Self {
         IndexFileData {
-            name,
+            name: name.to_string(),
             batch,
             global_buffers: vec![],
         }
@@ -684,7 +600,7 @@ impl IndexFileData {
 }
 
 /// Write each file of an index in its directory; their names and sizes.
-async fn write_files(
+pub(super) async fn write_files(
     ds: &Dataset,
     staged: &Staged,
     uuid: &uuid::Uuid,
@@ -847,6 +763,24 @@ pub struct IndexDelta {
 /// fragment, with the fragments they miss; indices lance_core does not build, or whose
 /// column is gone, are left out.
 pub async fn index_deltas(ds: &Dataset, names: Option<&[String]>) -> Result<Vec<IndexDelta>> {
+    let mut out = Vec::new();
+    for (segments, missing) in uncovered(ds, names)? {
+        if let Some(spec) = existing_spec(ds, &segments[0]).await? {
+            out.push(IndexDelta {
+                spec,
+                fragments: missing,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The indices of `ds` (those named in `names`, else all; each as its segments) that do
+/// not cover every fragment, with the fragments they miss.
+fn uncovered(
+    ds: &Dataset,
+    names: Option<&[String]>,
+) -> Result<Vec<(Vec<IndexMetadata>, Vec<u64>)>> {
     let all = index_metadata(ds)?;
     let mut seen: Vec<&str> = Vec::new();
     for m in &all {
@@ -856,7 +790,7 @@ pub async fn index_deltas(ds: &Dataset, names: Option<&[String]>) -> Result<Vec<
     }
     let mut out = Vec::new();
     for name in seen {
-        let segments: Vec<&IndexMetadata> = all.iter().filter(|m| m.name == name).collect();
+        let segments: Vec<IndexMetadata> = all.iter().filter(|m| m.name == name).cloned().collect();
         let mut covered = roaring::RoaringBitmap::new();
         for m in &segments {
             if let Ok(b) = roaring::RoaringBitmap::deserialize_from(&m.fragment_bitmap[..]) {
@@ -869,14 +803,8 @@ pub async fn index_deltas(ds: &Dataset, names: Option<&[String]>) -> Result<Vec<
             .map(|f| f.id)
             .filter(|&f| !covered.contains(f as u32))
             .collect();
-        if missing.is_empty() {
-            continue;
-        }
-        if let Some(spec) = existing_spec(ds, segments[0]).await? {
-            out.push(IndexDelta {
-                spec,
-                fragments: missing,
-            });
+        if !missing.is_empty() {
+            out.push((segments, missing));
         }
     }
     Ok(out)

@@ -17,6 +17,7 @@ pub mod rows;
 #[cfg(test)]
 mod tests;
 pub mod update;
+pub mod vector_index;
 
 pub use column_type::alter_columns;
 pub use commit::{
