@@ -11,9 +11,13 @@ noise.
 - indexed search through each library's own index: queries per second (one query after
   another, 200 queries, after one warm pass) and recall@10 against exact search, for
   nprobes 10/20/40 without and with refine_factor 5;
-- a filtered search (`cat = 3`, 10%, pre-filter) through the index.
+- a filtered search (`cat = 3`, 10%, pre-filter) through the index;
+- the same IVF_PQ build on Spark local[2] (`lance_core.spark.create_index`: the driver
+  trains, two tasks encode, one commit; the session's start not counted), its recall at
+  nprobes 20 + refine 5, and a batch of every query at once through it
+  (`lance_core.spark.nearest`), against pylance's local build above.
 
-    python benches/vector_bench.py [--rows 1000000] [--queries 200]
+    python benches/vector_bench.py [--rows 1000000] [--queries 200] [--no-spark]
 """
 
 from __future__ import annotations
@@ -136,11 +140,52 @@ print(json.dumps(out))
 """
 
 
+# The build on Spark local[2], its recall, and a batch search through it.
+SPARK_CHILD = """
+import os, shutil, sys
+import numpy as np
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+from pyspark.sql import SparkSession
+import lance_core
+from lance_core.spark import create_index, nearest
+src, work, qpath = {src!r}, {work!r}, {qpath!r}
+qs = np.load(qpath)
+spark = (SparkSession.builder.master("local[2]").appName("vector bench")
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+spark.sparkContext.setLogLevel("ERROR")
+ds = lance_core.dataset(src)
+truth = [set(ds.to_table(nearest={{"column": "vec", "q": q, "k": 10, "use_index": False}},
+                         columns=["id", "_distance"])["id"].to_pylist()) for q in qs]
+shutil.rmtree(work, ignore_errors=True)
+shutil.copytree(src, work)
+out = {{}}
+t0 = time.perf_counter()
+create_index(spark, work, "vec", "IVF_PQ", num_partitions=256, num_sub_vectors=16, metric="l2")
+out["spark build"] = time.perf_counter() - t0
+ds = lance_core.dataset(work)
+n = {{"column": "vec", "k": 10, "nprobes": 20, "refine_factor": 5}}
+found = [set(ds.to_table(nearest={{**n, "q": q}}, columns=["id", "_distance"])["id"].to_pylist()) for q in qs]
+out["recall"] = sum(len(f & t) / 10 for f, t in zip(found, truth)) / len(qs)
+queries = spark.createDataFrame([(i, q.tolist()) for i, q in enumerate(qs)], "query_id int, vec array<float>")
+t0 = time.perf_counter()
+rows = nearest(spark, work, queries, "vec", k=10, columns=["id"], nprobes=20, refine_factor=5).collect()
+out["spark batch search"] = time.perf_counter() - t0
+got = {{}}
+for r in rows:
+    got.setdefault(r.query_id, set()).add(r.id)
+out["batch recall"] = sum(len(got.get(i, set()) & t) / 10 for i, t in enumerate(truth)) / len(qs)
+shutil.rmtree(work, ignore_errors=True)
+print(json.dumps(out))
+"""
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--exact-queries", type=int, default=10)
+    ap.add_argument("--no-spark", action="store_true")
     args = ap.parse_args()
     src, qpath = table_path(args.rows), queries_path(args.rows, args.queries)
     results = {}
@@ -149,6 +194,9 @@ def main():
             results[module] = run_child(CHILD_PRELUDE + CHILD.format(
                 module=module, src=src, work=os.path.join(tmp, "t.lance"), qpath=qpath,
                 exact_queries=args.exact_queries))
+        if not args.no_spark:
+            results["spark"] = run_child(CHILD_PRELUDE + SPARK_CHILD.format(
+                src=src, work=os.path.join(tmp, "t.lance"), qpath=qpath))
     ours, ref = results["lance_core"], results["lance"]
     print(f"{args.rows:,} rows of {DIM}-dim float32 (1,000 clusters); speed = pylance time / lance_core time")
     print(f"{'measurement':<52}{'lance_core':>12}{'pylance':>12}{'speed':>8}")
@@ -162,6 +210,14 @@ def main():
         if key.startswith("nprobes="):
             (qa, ra), (qb, rb) = ours[key], ref[key]
             print(f"  {key:<50}{qa:>8.0f} ({ra:.3f}){qb:>8.0f} ({rb:.3f}){qa / qb:>7.2f}x")
+    if "spark" in results:
+        sp, key = results["spark"], "build IVF_PQ (256 partitions, 16 sub-vectors)"
+        print("Spark local[2] (lance_core.spark), against pylance's local build above:")
+        print(f"  {'build IVF_PQ on Spark':<50}{sp['spark build']:>10.2f}s{ref[key]:>10.2f}s"
+              f"{ref[key] / sp['spark build']:>7.2f}x")
+        print(f"  {'recall@10 of the Spark-built index (nprobes 20, refine 5)':<60}{sp['recall']:.3f}")
+        print(f"  {'batch search of every query (nearest)':<50}{sp['spark batch search']:>10.2f}s"
+              f"  recall@10 {sp['batch recall']:.3f}")
 
 
 if __name__ == "__main__":

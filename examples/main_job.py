@@ -9,14 +9,18 @@ lance_core doing all the Lance work (no JVM jar, no pylance).
 4. Times a selective filter (`id IN (...)`) through the data source, builds a BTREE index
    on `id` with `lance_core.spark.create_scalar_index` (a segment per task on the
    executors, one commit), then times the same filter again, now answered from the index.
-5. Writes the aggregate as a new Lance dataset with `df.write.format("lance")`.
-6. Deletes some rows of it (a predicate, committed as a new version).
-7. Adds a computed column with `lance_core.spark.add_columns` (executors write new data
+5. Builds an IVF_PQ index on the embeddings with `lance_core.spark.create_index` (the
+   driver trains, the executors encode, one commit), then runs a batch of filtered
+   nearest-neighbour searches with `lance_core.spark.nearest`, printing the recall
+   against exact search beside the timings.
+6. Writes the aggregate as a new Lance dataset with `df.write.format("lance")`.
+7. Deletes some rows of it (a predicate, committed as a new version).
+8. Adds a computed column with `lance_core.spark.add_columns` (executors write new data
    files; the driver commits once).
-8. Streams a rate source into a Lance table (Structured Streaming, one version per
+9. Streams a rate source into a Lance table (Structured Streaming, one version per
    micro-batch, exactly once; each run resumes from the checkpoint), showing each
    batch's progress, then checks the table's count with a batch read.
-9. Prints versions, row counts and timings as it goes.
+Versions, row counts and timings are printed as it goes.
 
     python examples/main_job.py [--rows 2000000] [--stream-batches 8] [--dir /tmp/lance_core_main_job]
 """
@@ -36,6 +40,7 @@ import pyarrow.compute as pc
 import lance_core
 
 CATEGORIES = [f"cat-{i:02d}" for i in range(16)]
+DIM = 16  # embedding dimensions
 
 
 def log(msg: str) -> None:
@@ -45,20 +50,24 @@ def log(msg: str) -> None:
 def generate(uri: str, rows: int, rows_per_fragment: int) -> lance_core.LanceDataset:
     schema = pa.schema([
         ("id", pa.int64()), ("amount", pa.float64()), ("user", pa.string()),
-        ("category", pa.string()), ("embedding", pa.list_(pa.float32(), 8)),
+        ("category", pa.string()), ("embedding", pa.list_(pa.float32(), DIM)),
     ])
     rng = np.random.default_rng(7)
     cats = np.array(CATEGORIES)
+    centers = rng.standard_normal((len(CATEGORIES), DIM)) * 3
 
     def batches():
         for start in range(0, rows, 250_000):
             n = min(250_000, rows - start)
+            which = rng.integers(0, len(cats), n)
             yield pa.record_batch([
                 pa.array(np.arange(start, start + n, dtype=np.int64)),
                 pa.array(rng.normal(100, 15, n)),
                 pa.array([f"user-{i % 50_000}" for i in range(start, start + n)]),
-                pa.array(cats[rng.integers(0, len(cats), n)]),
-                pa.FixedSizeListArray.from_arrays(pa.array(rng.standard_normal(n * 8).astype(np.float32)), 8),
+                pa.array(cats[which]),
+                # Embeddings cluster by category, as real ones cluster by topic.
+                pa.FixedSizeListArray.from_arrays(pa.array(
+                    (centers[which] + rng.standard_normal((n, DIM))).astype(np.float32).ravel()), DIM),
             ], schema=schema)
             log(f"    generated {start + n:,} / {rows:,} rows")
 
@@ -92,7 +101,7 @@ def index_stage(spark, uri: str, rows: int) -> bool:
             times.append(time.time() - t)
         return min(times), got, df.rdd.getNumPartitions()
 
-    log(f"4/8 a selective filter ({len(picks)} ids: id IN (...)) before and after a BTREE index on id")
+    log(f"4/9 a selective filter ({len(picks)} ids: id IN (...)) before and after a BTREE index on id")
     before, got, parts = lookup()
     log(f"    without an index: {len(got)} rows in {before:.2f}s ({parts} partitions planned)")
     t = time.time()
@@ -109,6 +118,45 @@ def index_stage(spark, uri: str, rows: int) -> bool:
     return True
 
 
+def vector_stage(spark, uri: str) -> bool:
+    """Stage 5: an IVF_PQ index on the embeddings built on Spark, then a batch of filtered
+    nearest-neighbour searches through it on Spark, with the recall against an exact
+    (exhaustive, also on Spark) search of the same queries."""
+    from lance_core.spark import create_index, nearest
+
+    log("5/9 an IVF_PQ index on the embeddings built on Spark, then a batch of filtered searches")
+    t = time.time()
+    ds = create_index(spark, uri, "embedding", "IVF_PQ", num_partitions=64, num_sub_vectors=8, seed=1)
+    [index] = [i for i in ds.describe_indices() if i.name == "embedding_idx"]
+    log(f"    built embedding_idx ({index.index_type}, {index.num_rows_indexed:,} rows indexed) "
+        f"in {time.time() - t:.1f}s: version {ds.version}")
+    # "More like these, within the category": queries near rows of the category searched.
+    where = "category = 'cat-03'"
+    sample = ds.to_table(columns=["embedding"], filter=where, offset=1000, limit=32)["embedding"]
+    queries = spark.createDataFrame(
+        [(i, [float(x) + 0.1 for x in v.as_py()]) for i, v in enumerate(sample)], "query_id int, embedding array<float>")
+    search = dict(k=10, columns=["id", "category"], filter=where, prefilter=True, nprobes=16, refine_factor=4)
+    t = time.time()
+    found = nearest(spark, uri, queries, "embedding", **search).collect()
+    indexed = time.time() - t
+    t = time.time()
+    exact = nearest(spark, uri, queries, "embedding", use_index=False, **search).collect()
+    exhaustive = time.time() - t
+    by_query = {}
+    for r in found:
+        by_query.setdefault(r.query_id, set()).add(r.id)
+    truth = {}
+    for r in exact:
+        truth.setdefault(r.query_id, set()).add(r.id)
+    recall = sum(len(by_query.get(q, set()) & ids) for q, ids in truth.items()) / max(1, sum(map(len, truth.values())))
+    log(f"    {len(sample)} queries, k=10, {where}: through the index {indexed:.2f}s, exhaustive {exhaustive:.2f}s; "
+        f"recall@10 {recall:.3f}")
+    if any(r.category != "cat-03" for r in found) or len(found) != 10 * len(sample) or recall < 0.8:
+        log("the indexed search returned rows outside the filter, too few rows, or a recall below 0.8")
+        return False
+    return True
+
+
 def stream(spark, uri: str, checkpoint: str, batches: int, rows_per_batch: int) -> bool:
     """Stage 8: a rate source into a Lance table with Structured Streaming, then a batch
     read that checks every row arrived once."""
@@ -116,7 +164,7 @@ def stream(spark, uri: str, checkpoint: str, batches: int, rows_per_batch: int) 
 
     from lance_core.spark import count
 
-    log(f"8/8 streaming {batches} micro-batches of {rows_per_batch:,} rows from a rate source into {uri}")
+    log(f"9/9 streaming {batches} micro-batches of {rows_per_batch:,} rows from a rate source into {uri}")
     shutil.rmtree(uri, ignore_errors=True)
     shutil.rmtree(checkpoint, ignore_errors=True)
     source = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", rows_per_batch)
@@ -161,12 +209,12 @@ def main() -> int:
     summary_uri = os.path.join(args.dir, "category_summary.lance")
 
     t0 = time.time()
-    log(f"1/8 generating {args.rows:,} events into {events_uri}")
+    log(f"1/9 generating {args.rows:,} events into {events_uri}")
     events = generate(events_uri, args.rows, args.rows_per_fragment)
     log(f"    {describe(events)} ({time.time() - t0:.1f}s)")
 
     t = time.time()
-    log("2/8 starting local Spark")
+    log("2/9 starting local Spark")
     # Spark's Python workers run this interpreter (where lance_core is installed).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession, functions as F
@@ -181,7 +229,7 @@ def main() -> int:
     log(f"    Spark {spark.version}, {spark.sparkContext.defaultParallelism} cores ({time.time() - t:.1f}s)")
 
     t = time.time()
-    log("3/8 reading events through the lance data source and aggregating per category")
+    log("3/9 reading events through the lance data source and aggregating per category")
     df = (spark.read.format("lance").option("columns", "id,amount,user,category").load(events_uri)
           .filter(F.col("amount") > 0))
     summary = (df.groupBy("category")
@@ -200,22 +248,24 @@ def main() -> int:
 
     if not index_stage(spark, events_uri, args.rows):
         return 1
+    if not vector_stage(spark, events_uri):
+        return 1
 
     t = time.time()
-    log(f"5/8 writing the summary as a new Lance dataset: {summary_uri}")
+    log(f"6/9 writing the summary as a new Lance dataset: {summary_uri}")
     shutil.rmtree(summary_uri, ignore_errors=True)
     summary.coalesce(1).write.format("lance").mode("overwrite").save(summary_uri)
     out = lance_core.dataset(summary_uri)
     log(f"    {describe(out)} ({time.time() - t:.1f}s)")
 
     t = time.time()
-    log("6/8 deleting the categories with the fewest events")
+    log("7/9 deleting the categories with the fewest events")
     cutoff = sorted(r.events for r in rows)[min(3, len(rows) - 1)]
     out.delete(f"events < {cutoff}")
     log(f"    deleted events < {cutoff:,}: {describe(out)} ({time.time() - t:.1f}s)")
 
     t = time.time()
-    log("7/8 adding a computed column (average amount) on the executors with add_columns")
+    log("8/9 adding a computed column (average amount) on the executors with add_columns")
 
     def average(batch: pa.RecordBatch) -> pa.RecordBatch:
         return pa.record_batch({"avg_amount": pc.divide(batch.column("total_amount"),
