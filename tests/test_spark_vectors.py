@@ -43,7 +43,7 @@ def _queries(spark, n: int = 8):
     return q, spark.createDataFrame([(i, q[i].tolist()) for i in range(n)], "query_id int, vec array<float>")
 
 
-@pytest.mark.parametrize("kind,params", [("IVF_PQ", {"num_sub_vectors": 4}), ("IVF_FLAT", {})])
+@pytest.mark.parametrize("kind,params", [("IVF_PQ", {"num_sub_vectors": 8, "seed": 1}), ("IVF_FLAT", {})])
 def test_spark_built_index_is_one_segment_both_libraries_use(spark, table, kind, params):
     create_index(spark, table, "vec", kind, num_partitions=4, **params)
     ref = lance.dataset(table)
@@ -134,3 +134,19 @@ def test_batch_nearest_equals_one_search_per_query(spark, table, indexed):
             d = ((v - x) ** 2).sum(axis=1)
             truth = live["id"].to_numpy()[np.argsort(d, kind="stable")[:5]].tolist()
             assert sorted(r["id"] for r in by_query[i]) == sorted(truth)
+
+
+def test_spark_optimize_indices_adds_new_fragments_to_a_vector_index(spark, table):
+    from lance_core.spark import optimize_indices
+
+    create_index(spark, table, "vec", "IVF_FLAT", num_partitions=4)
+    extra = _clustered(500, 9)
+    lance.write_dataset(pa.table({"id": np.arange(10_000, 10_500), "cat": np.arange(500) % 10,
+                                  "vec": pa.FixedSizeListArray.from_arrays(pa.array(extra.ravel()), DIM)}),
+                        table, mode="append")
+    optimize_indices(spark, table)
+    ref = lance.dataset(table)
+    [index] = ref.describe_indices()
+    assert len(index.segments) == 2 and index.num_rows_indexed == ref.count_rows()
+    top = lance_core.dataset(table).to_table(nearest={"column": "vec", "q": extra[7], "k": 1}, columns=["id"])
+    assert top["id"].to_pylist() == [10_007]

@@ -102,11 +102,13 @@ def create_scalar_index(spark: SparkSession, uri: str, column: str, index_type: 
 
 def optimize_indices(spark: SparkSession, uri: str, index_names: Optional[List[str]] = None,
                      storage_options: Optional[Dict[str, str]] = None) -> LanceDataset:
-    """Bring indices (those in `index_names`, else all) up to date on Spark: for each, the
-    fragments none of its segments covers are indexed by tasks as in `create_scalar_index`
-    (new segments set up as its others; the existing segments stay), and the driver
-    commits every new segment of every index in one new version. Nothing to index: the
-    dataset is returned as it is, no new version. Returns the dataset."""
+    """Bring indices (those in `index_names`, else all) up to date on Spark: for each
+    scalar index, the fragments none of its segments covers are indexed by tasks as in
+    `create_scalar_index` (new segments set up as its others; the existing segments stay),
+    and the driver commits every new segment of every index in one new version. IVF_FLAT,
+    IVF_PQ and IVF_SQ indices get a delta segment encoded on the driver with their own
+    model (one more version). Nothing to index: the dataset is returned as it is, no new
+    version. Returns the dataset."""
     ds = dataset(uri, storage_options=storage_options)
     if index_names is not None:
         known = {i["name"] for i in ds.list_indices()}
@@ -114,14 +116,20 @@ def optimize_indices(spark: SparkSession, uri: str, index_names: Optional[List[s
         if unknown:
             raise InvalidInputError(f"{ds.uri}: there is no index named '{unknown[0]}'")
     deltas = ds._ds.index_deltas(index_names)
-    if not deltas:
-        return ds
-    files = JobFiles(ds.uri, storage_options)
-    tasks = [t for name, fragment_ids in deltas for t in _tasks_of(spark, ds, name, fragment_ids, files)]
+    vector = sorted({i["name"] for i in ds.list_indices() if i["type"] in ("IVF_FLAT", "IVF_PQ", "IVF_SQ")
+                     and (index_names is None or i["name"] in index_names)})
+    if deltas:
+        files = JobFiles(ds.uri, storage_options)
+        tasks = [t for name, fragment_ids in deltas for t in _tasks_of(spark, ds, name, fragment_ids, files)]
 
-    def build(local: LanceDataset, i: int, task: _Task) -> bytes:
-        return local._ds.build_index_delta(task[0], task[1], task[2])
+        def build(local: LanceDataset, i: int, task: _Task) -> bytes:
+            return local._ds.build_index_delta(task[0], task[1], task[2])
 
-    with files.removed_on_error():  # nothing committed: no segment the job built stays
-        segments = _run_segments(spark, ds, tasks, files, build)
-        return LanceDataset(ds._ds.commit_index_segments(segments))
+        with files.removed_on_error():  # nothing committed: no segment the job built stays
+            segments = _run_segments(spark, ds, tasks, files, build)
+            ds = LanceDataset(ds._ds.commit_index_segments(segments))
+    if vector:
+        # Vector indices: the new fragments encoded with each index's model, on the driver
+        # (both cores), as a delta segment; a version of its own when there is any.
+        ds.optimize.optimize_indices(index_names=vector, num_indices_to_merge=0)
+    return ds

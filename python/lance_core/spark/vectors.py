@@ -2,7 +2,7 @@
 
 `create_index` builds one IVF_FLAT, IVF_PQ or IVF_SQ index over the whole table: the driver
 trains the model (k-means, PQ codebooks, SQ bounds) on a sample and stages it under
-`_indices/<uuid>/`, each task encodes the vectors of fragments holding about equal rows
+`_indices/<uuid>/`, each task encodes the vectors of a fragment or a row range of one
 with it (their partitions and codes written beside the model), and the driver joins them
 into one segment and commits once. pylance and lance_core search it as any index.
 
@@ -29,8 +29,8 @@ from pyspark.sql import types as T
 from ..dataset import LanceDataset, dataset, ivf_params
 from ..errors import InvalidInputError
 from . import types as _types
-from .datasource import _dataset_at
-from .indices import _run_segments, _tasks_of, balanced_groups, create_scalar_index
+from .datasource import _dataset_at, plan_partitions
+from .indices import _run_segments, balanced_groups, create_scalar_index
 from .jobs import JobFiles
 from .pipeline import _work_frame
 
@@ -44,8 +44,9 @@ def create_index(spark: SparkSession, uri: str, column: str, index_type: str, na
     """Build a vector index on `column` on Spark and commit it, as
     `LanceDataset.create_index` would (same arguments: `num_bits`, `sample_rate`,
     `max_iters`, `target_partition_size`, `seed`). Scalar index types go to
-    `create_scalar_index`. The driver trains the model; about
-    `spark.sparkContext.defaultParallelism` tasks encode the vectors; one commit. A failed
+    `create_scalar_index`. The driver trains the model; tasks of about equal rows (whole fragments, row ranges of large
+    ones; twice `spark.sparkContext.defaultParallelism` of them) encode the vectors; one
+    commit. A failed
     job leaves no index file and no new version. Returns the dataset at the new version."""
     kind = str(index_type).upper()
     if kind in _SCALAR:
@@ -62,11 +63,15 @@ def create_index(spark: SparkSession, uri: str, column: str, index_type: str, na
     model = files.new_index_uuid()
     with files.removed_on_error():  # nothing committed: no staged file stays
         ds._ds.stage_vector_model(column, settings, model)
-        fragment_ids = [f.fragment_id for f in ds.get_fragments()]
-        tasks = [(name, group, model) for _, group, _ in _tasks_of(spark, ds, name, fragment_ids, files)]
+        # Tasks of about equal rows (twice the cores, for balance): whole fragments, and
+        # row ranges of large ones.
+        frags = [(f.fragment_id, f.physical_rows) for f in ds.get_fragments()]
+        per_task = -(-sum(r for _, r in frags) // (2 * spark.sparkContext.defaultParallelism))
+        parts = plan_partitions(frags, per_task)
+        tasks = [(name, [p.fragment_id], model) for p in parts]
 
         def encode(local: LanceDataset, i: int, task) -> bytes:
-            local._ds.encode_vector_part(column, model, task[1], i)
+            local._ds.encode_vector_part(column, model, task[1], (parts[i].start, parts[i].end), i)
             return b""
 
         _run_segments(spark, ds, tasks, files, encode)

@@ -761,20 +761,23 @@ impl PyDataset {
         })
     }
 
-    /// Second step (a task): encode the vectors of `fragments` with the staged model,
-    /// written beside it as part `part`.
+    /// Second step (a task): encode the vectors of `fragments` (physical rows
+    /// `row_range` of each, when given) with the staged model, written beside it as part
+    /// `part`.
+    #[pyo3(signature = (column, uuid, fragments, row_range, part))]
     fn encode_vector_part(
         &self,
         py: Python<'_>,
         column: String,
         uuid: String,
         fragments: Vec<u64>,
+        row_range: Option<(u64, u64)>,
         part: u32,
     ) -> PyResult<()> {
         guard(|| {
             block_on(
                 py,
-                vector_index::encode_part(&self.inner, &column, &uuid, &fragments, part),
+                vector_index::encode_part(&self.inner, &column, &uuid, &fragments, row_range, part),
             )
             .py()
         })

@@ -16,7 +16,9 @@ use arrow_schema::DataType;
 use futures::TryStreamExt;
 
 use super::commit::{commit, ReadFrom};
-use super::index::{column_batches, replaced_segments, segment_entry, write_files, IndexFileData};
+use super::index::{
+    column_batches, column_batches_in, replaced_segments, segment_entry, write_files, IndexFileData,
+};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::index::remap::AddressMap;
@@ -49,7 +51,7 @@ pub async fn create_vector_index(
         let build = async {
             let covered: Vec<u64> = ds.fragments().iter().map(|f| f.id).collect();
             let model = Arc::new(train_model(&ds, column, params, &covered).await?);
-            let encoded = encode(&ds, column, model.clone(), &covered).await?;
+            let encoded = encode(&ds, column, model.clone(), &covered, None).await?;
             let model = Arc::try_unwrap(model)
                 .map_err(|_| Error::invalid("internal: model still shared"))?;
             let uuid = uuid::Uuid::new_v4();
@@ -171,16 +173,18 @@ fn building(params: &IvfParams, column: &str) -> String {
     )
 }
 
-/// Pass 2: every vector of `column` in `fragments` encoded by `model`, with its row's
-/// address (or stable row id).
+/// Pass 2: every vector of `column` in `fragments` (physical rows `row_range` of each,
+/// when given) encoded by `model`, with its row's address (or stable row id).
 async fn encode(
     ds: &Arc<Dataset>,
     column: &str,
     model: Arc<Model>,
     fragments: &[u64],
+    row_range: Option<(u64, u64)>,
 ) -> Result<Encoded> {
     let mut encoded = Encoded::default();
-    let mut batches = column_batches(ds, column, ds.has_stable_row_ids(), fragments)?;
+    let by_row_id = ds.has_stable_row_ids();
+    let mut batches = column_batches_in(ds, column, by_row_id, fragments, row_range)?;
     let what = building(model.params(), column);
     while let Some((values, ids)) = batches.try_next().await? {
         let (vectors, model) = (vectors_of(&values)?, model.clone());
@@ -275,7 +279,7 @@ pub(super) async fn optimize(
         return Ok(None);
     };
     let model = Arc::new(reuse::model(&ivf)?);
-    let mut encoded = encode(ds, &column, model.clone(), missing).await?;
+    let mut encoded = encode(ds, &column, model.clone(), missing, None).await?;
     let mut covered: roaring::RoaringBitmap = missing.iter().map(|&f| f as u32).collect();
     let mut replaced = Vec::new();
     if merge {
@@ -370,19 +374,21 @@ async fn staged_model(ds: &Dataset, uuid: &str) -> Result<Arc<Ivf>> {
     Ivf::load_dir(ds, dir).await
 }
 
-/// A task: encode `column`'s vectors in `fragments` with the model staged under
-/// `_indices/<uuid>/`, and write them beside it as part `part`.
+/// A task: encode `column`'s vectors in `fragments` (physical rows `row_range` of each,
+/// when given) with the model staged under `_indices/<uuid>/`, and write them beside it
+/// as part `part`.
 pub async fn encode_part(
     ds: &Dataset,
     column: &str,
     uuid: &str,
     fragments: &[u64],
+    row_range: Option<(u64, u64)>,
     part: u32,
 ) -> Result<()> {
     let ds = Arc::new(ds.clone());
     let ivf = staged_model(&ds, uuid).await?;
     let model = Arc::new(reuse::model(&ivf)?);
-    let encoded = encode(&ds, column, model, fragments).await?;
+    let encoded = encode(&ds, column, model, fragments, row_range).await?;
     let staged = Staged::new(ds.storage());
     let file = IndexFileData {
         name: part_file(part),
