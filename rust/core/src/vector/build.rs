@@ -400,12 +400,30 @@ pub fn train(sample: Sampler, p: &IvfParams) -> Result<Model> {
     let spherical = p.metric == Metric::Dot;
     let rows = sample.rows.len() / dim;
     // The partitions, from `parts x sample_rate` of the sampled rows.
-    let ivf_rows = rng.sample(rows, parts.saturating_mul(p.sample_rate.max(1)));
-    let mut ivf_sample = Vec::with_capacity(ivf_rows.len() * dim);
-    for &r in &ivf_rows {
-        ivf_sample.extend_from_slice(&sample.rows[r * dim..(r + 1) * dim]);
-    }
-    let ivf = kmeans::train(&ivf_sample, dim, parts, p.max_iters, spherical, &mut rng);
+    let want = parts.saturating_mul(p.sample_rate.max(1));
+    // The whole sample when it is no larger than wanted (no copy: it is the largest
+    // buffer of the build).
+    let ivf_sample: std::borrow::Cow<[f32]> = match want >= rows {
+        true => std::borrow::Cow::Borrowed(&sample.rows),
+        false => {
+            let mut picked = Vec::with_capacity(want * dim);
+            for r in rng.sample(rows, want) {
+                picked.extend_from_slice(&sample.rows[r * dim..(r + 1) * dim]);
+            }
+            std::borrow::Cow::Owned(picked)
+        }
+    };
+    // k-means can settle in a poor local optimum (two centroids sharing a cluster);
+    // where training is cheap (small tables), the best of three starts is kept.
+    let starts = match (ivf_sample.len() / dim.max(1)) * parts * dim <= 1 << 26 {
+        true => 3,
+        false => 1,
+    };
+    let ivf = (0..starts)
+        .map(|_| kmeans::train(&ivf_sample, dim, parts, p.max_iters, spherical, &mut rng))
+        .min_by(|a, b| a.loss.total_cmp(&b.loss))
+        .expect("at least one start");
+    drop(ivf_sample);
     let quantizer = match p.storage {
         Storage::Flat => Quantizer::Flat,
         Storage::Sq => {
@@ -432,30 +450,38 @@ pub fn train(sample: Sampler, p: &IvfParams) -> Result<Model> {
             let codes_per = 1usize << p.num_bits;
             let sub = dim / m;
             let pq_rows = rng.sample(rows, p.sample_rate.max(1) * codes_per);
-            // Residuals from each row's partition centroid (not for dot).
+            // Each row's partition: its codebooks learn the residual from that centroid
+            // (the row itself for dot), one sub-vector's slice at a time.
             let near = kmeans::Nearest::new(&ivf.centroids, dim, spherical);
-            let residuals: Vec<f32> = pq_rows
-                .par_iter()
-                .map_init(Vec::new, |scores, &r| {
-                    let x = &sample.rows[r * dim..(r + 1) * dim];
-                    match p.metric {
-                        Metric::Dot => x.to_vec(),
-                        _ => {
-                            let c = near.find(x, scores).0;
-                            let centroid = &ivf.centroids[c * dim..(c + 1) * dim];
-                            x.iter().zip(centroid).map(|(v, c)| v - c).collect()
+            let centre: Vec<u32> = match p.metric {
+                Metric::Dot => vec![],
+                _ => pq_rows
+                    .par_chunks(1024)
+                    .flat_map_iter(|chunk| {
+                        let mut rows = Vec::with_capacity(chunk.len() * dim);
+                        for &r in chunk {
+                            rows.extend_from_slice(&sample.rows[r * dim..(r + 1) * dim]);
                         }
-                    }
-                })
-                .flatten()
-                .collect();
+                        let mut found = Vec::with_capacity(chunk.len());
+                        near.find_rows(&rows, &mut found);
+                        found.into_iter().map(|(c, _)| c)
+                    })
+                    .collect(),
+            };
             let books = (0..m)
                 .into_par_iter()
                 .map(|j| {
-                    let slice: Vec<f32> = residuals
-                        .chunks_exact(dim)
-                        .flat_map(|x| x[j * sub..(j + 1) * sub].iter().copied())
-                        .collect();
+                    let mut slice: Vec<f32> = Vec::with_capacity(pq_rows.len() * sub);
+                    for (i, &r) in pq_rows.iter().enumerate() {
+                        let x = &sample.rows[r * dim + j * sub..r * dim + (j + 1) * sub];
+                        match centre.get(i) {
+                            Some(&c) => {
+                                let c = &ivf.centroids[c as usize * dim + j * sub..][..sub];
+                                slice.extend(x.iter().zip(c).map(|(v, c)| v - c));
+                            }
+                            None => slice.extend_from_slice(x),
+                        }
+                    }
                     let mut rng = Rng::new(p.seed ^ (j as u64 + 1).wrapping_mul(0x9E37_79B9));
                     kmeans::train(&slice, sub, codes_per, p.max_iters, false, &mut rng).centroids
                 })
@@ -510,58 +536,66 @@ impl Model {
     pub fn encode(&self, vectors: &FixedSizeListArray, row_ids: &UInt64Array) -> Result<Encoded> {
         let dim = self.dim;
         let spherical = self.params.metric == Metric::Dot;
-        let mut rows: Vec<(usize, Vec<f32>)> = Vec::new();
-        each_row(vectors, self.params.metric, |r, x| {
-            rows.push((r, x.to_vec()))
-        })?;
-        let near = kmeans::Nearest::new(&self.centroids, dim, spherical);
-        let finders: Vec<kmeans::Nearest> = match &self.quantizer {
-            Quantizer::Pq { books, m } => books
-                .iter()
-                .map(|b| kmeans::Nearest::new(b, dim / m, false))
-                .collect(),
-            _ => vec![],
-        };
-        let coded: Vec<(u32, Vec<u8>)> = rows
-            .par_iter()
-            .map_init(Vec::new, |scores, (_, x)| {
-                let c = near.find(x, scores).0;
-                let code = match &self.quantizer {
-                    Quantizer::Flat => vec![],
-                    Quantizer::Sq { lo, hi } => {
-                        let span = hi - lo;
-                        x.iter()
-                            .map(|&v| match span > 0.0 {
-                                true => {
-                                    ((v as f64 - lo) * 255.0 / span).floor().clamp(0.0, 255.0) as u8
-                                }
-                                false => 0,
-                            })
-                            .collect()
-                    }
-                    Quantizer::Pq { m, .. } => {
-                        let sub = dim / m;
-                        let centroid = &self.centroids[c * dim..(c + 1) * dim];
-                        let r: Vec<f32> = match self.params.metric {
-                            Metric::Dot => x.clone(),
-                            _ => x.iter().zip(centroid).map(|(v, c)| v - c).collect(),
-                        };
-                        (0..*m)
-                            .map(|j| finders[j].find(&r[j * sub..(j + 1) * sub], scores).0 as u8)
-                            .collect()
-                    }
-                };
-                (c as u32, code)
-            })
-            .collect();
         let mut out = Encoded::default();
-        for ((r, x), (c, code)) in rows.into_iter().zip(coded) {
-            out.partitions.push(c);
+        let mut flat: Vec<f32> = Vec::with_capacity(vectors.len() * dim);
+        each_row(vectors, self.params.metric, |r, x| {
             out.ids.push(row_ids.value(r));
-            out.codes.extend(code);
-            if matches!(self.quantizer, Quantizer::Flat) {
-                out.values.extend(x);
+            flat.extend_from_slice(x);
+        })?;
+        // Partitions: rows in blocks against every centroid (the bulk of the work).
+        let near = kmeans::Nearest::new(&self.centroids, dim, spherical);
+        out.partitions = near.find_all(&flat).into_iter().map(|(c, _)| c).collect();
+        let per_row = match &self.quantizer {
+            Quantizer::Flat => 0,
+            Quantizer::Sq { .. } => dim,
+            Quantizer::Pq { m, .. } => *m,
+        };
+        let mut codes = vec![0u8; out.ids.len() * per_row];
+        match &self.quantizer {
+            Quantizer::Flat => {}
+            Quantizer::Sq { lo, hi } => {
+                let span = hi - lo;
+                for (code, &v) in codes.iter_mut().zip(&flat) {
+                    *code = match span > 0.0 {
+                        true => ((v as f64 - lo) * 255.0 / span).floor().clamp(0.0, 255.0) as u8,
+                        false => 0,
+                    };
+                }
             }
+            Quantizer::Pq { books, m } => {
+                let sub = dim / m;
+                let finders: Vec<kmeans::Nearest> = books
+                    .iter()
+                    .map(|b| kmeans::Nearest::new(b, sub, false))
+                    .collect();
+                // Each sub-vector's code: the nearest entry of its codebook to the row's
+                // residual from its partition's centroid (the row itself for dot).
+                codes
+                    .par_chunks_mut(*m)
+                    .zip(flat.par_chunks(dim))
+                    .zip(out.partitions.par_iter())
+                    .for_each_init(
+                        || (Vec::new(), vec![0f32; dim]),
+                        |(scores, residual), ((code, x), &c)| {
+                            let centroid =
+                                &self.centroids[c as usize * dim..(c as usize + 1) * dim];
+                            for ((r, v), c) in residual.iter_mut().zip(x).zip(centroid) {
+                                *r = match self.params.metric {
+                                    Metric::Dot => *v,
+                                    _ => v - c,
+                                };
+                            }
+                            for (j, b) in code.iter_mut().enumerate() {
+                                *b = finders[j].find(&residual[j * sub..(j + 1) * sub], scores).0
+                                    as u8;
+                            }
+                        },
+                    );
+            }
+        }
+        out.codes = codes;
+        if matches!(self.quantizer, Quantizer::Flat) {
+            out.values = flat;
         }
         Ok(out)
     }

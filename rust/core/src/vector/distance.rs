@@ -271,6 +271,21 @@ pub fn argmin_key(dots: &[f32], norms: &[f32], spherical: bool) -> (usize, f32) 
     (kernels().argmin_key)(dots, norms, spherical)
 }
 
+/// Rows per `dots_block` call.
+pub const BLOCK_ROWS: usize = 4;
+
+/// `out[r * k + c]` = row r · centroid c, for the `BLOCK_ROWS` rows of `rows` (`dim`
+/// values each) and the `k` centroids of `transposed` (`dim x k`, each dimension's values
+/// of every centroid together). Centroids are taken 16 at a time with the sums of all the
+/// rows kept in registers, so each centroid value is loaded once per block of rows, not
+/// once per row: assigning rows to many centroids (k-means, IVF encoding) is bound by
+/// arithmetic, not by reading the centroids again for every row.
+pub fn dots_block(rows: &[f32], transposed: &[f32], k: usize, dim: usize, out: &mut [f32]) {
+    assert!(rows.len() >= BLOCK_ROWS * dim && transposed.len() >= k * dim);
+    assert!(out.len() >= BLOCK_ROWS * k);
+    (kernels().dots_block)(rows, transposed, k, dim, out)
+}
+
 /// Lanes summed independently (a multiple of every SIMD width we target).
 const LANES: usize = 16;
 
@@ -287,7 +302,11 @@ struct Kernels {
     dot_u8: fn(&[u8], &[f32]) -> f32,
     axpy: fn(&mut [f32], f32, &[f32]),
     argmin_key: ArgminKey,
+    dots_block: DotsBlock,
 }
+
+/// See `dots_block`.
+type DotsBlock = fn(&[f32], &[f32], usize, usize, &mut [f32]);
 
 fn kernels() -> &'static Kernels {
     static PICKED: OnceLock<Kernels> = OnceLock::new();
@@ -302,6 +321,7 @@ fn kernels() -> &'static Kernels {
                 dot_u8: avx2::dot_u8,
                 axpy: avx2::axpy,
                 argmin_key: avx2::argmin_key,
+                dots_block: avx2::dots_block,
             };
         }
         Kernels {
@@ -312,6 +332,7 @@ fn kernels() -> &'static Kernels {
             dot_u8: dot_u8_lanes,
             axpy: axpy_lanes,
             argmin_key: argmin_key_lanes,
+            dots_block: dots_block_lanes::<false>,
         }
     })
 }
@@ -369,6 +390,51 @@ fn dot_norm_f32(x: &[f32], q: &[f32]) -> (f32, f32) {
         n += a * a;
     }
     (d, n)
+}
+
+/// See `dots_block`; `FMA`: fused multiply-adds (only where the CPU has them: elsewhere
+/// `mul_add` is a library call).
+#[inline(always)]
+fn dots_block_lanes<const FMA: bool>(
+    rows: &[f32],
+    transposed: &[f32],
+    k: usize,
+    dim: usize,
+    out: &mut [f32],
+) {
+    const W: usize = 16;
+    let rows: [&[f32]; BLOCK_ROWS] = std::array::from_fn(|r| &rows[r * dim..(r + 1) * dim]);
+    let mut c0 = 0;
+    while c0 + W <= k {
+        let mut acc = [[0f32; W]; BLOCK_ROWS];
+        for i in 0..dim {
+            let col: &[f32; W] = transposed[i * k + c0..i * k + c0 + W]
+                .try_into()
+                .expect("16 values");
+            for r in 0..BLOCK_ROWS {
+                let v = rows[r][i];
+                for j in 0..W {
+                    acc[r][j] = match FMA {
+                        true => v.mul_add(col[j], acc[r][j]),
+                        false => acc[r][j] + v * col[j],
+                    };
+                }
+            }
+        }
+        for (r, a) in acc.iter().enumerate() {
+            out[r * k + c0..r * k + c0 + W].copy_from_slice(a);
+        }
+        c0 += W;
+    }
+    for c in c0..k {
+        for r in 0..BLOCK_ROWS {
+            let mut s = 0f32;
+            for i in 0..dim {
+                s += rows[r][i] * transposed[i * k + c];
+            }
+            out[r * k + c] = s;
+        }
+    }
 }
 
 #[inline(always)]
@@ -476,6 +542,13 @@ mod avx2 {
     }
     pub fn argmin_key(dots: &[f32], norms: &[f32], spherical: bool) -> (usize, f32) {
         unsafe { argmin_key_impl(dots, norms, spherical) }
+    }
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn dots_block_impl(rows: &[f32], t: &[f32], k: usize, dim: usize, out: &mut [f32]) {
+        super::dots_block_lanes::<true>(rows, t, k, dim, out)
+    }
+    pub fn dots_block(rows: &[f32], t: &[f32], k: usize, dim: usize, out: &mut [f32]) {
+        unsafe { dots_block_impl(rows, t, k, dim, out) }
     }
     // SAFETY (all of them): `kernels()` hands these out only after detecting AVX2 and FMA.
     pub fn l2_u8(a: &[u8], b: &[u8]) -> u32 {

@@ -93,7 +93,32 @@ impl Nearest {
         for (i, &v) in x.iter().enumerate().take(self.dim) {
             distance::axpy(scores, v, &self.transposed[i * self.k..(i + 1) * self.k]);
         }
-        let best = distance::argmin_key(scores, &self.norms, self.spherical);
+        self.pick(x, scores)
+    }
+
+    /// The nearest centroid of every row of `rows` (`n x dim`) and its distance, in this
+    /// thread: `BLOCK_ROWS` rows at a time (see `distance::dots_block`), the rest one by one.
+    pub fn find_rows(&self, rows: &[f32], out: &mut Vec<(u32, f32)>) {
+        let (k, dim) = (self.k, self.dim);
+        let mut dots = vec![0f32; distance::BLOCK_ROWS * k];
+        let blocks = rows.chunks_exact(distance::BLOCK_ROWS * dim);
+        let rest = blocks.remainder();
+        for block in blocks {
+            distance::dots_block(block, &self.transposed, k, dim, &mut dots);
+            for (r, x) in block.chunks_exact(dim).enumerate() {
+                let (c, d) = self.pick(x, &dots[r * k..(r + 1) * k]);
+                out.push((c as u32, d));
+            }
+        }
+        for x in rest.chunks_exact(dim) {
+            let (c, d) = self.find(x, &mut dots);
+            out.push((c as u32, d));
+        }
+    }
+
+    /// The nearest centroid to `x` from its dot products with every centroid.
+    fn pick(&self, x: &[f32], dots: &[f32]) -> (usize, f32) {
+        let best = distance::argmin_key(dots, &self.norms, self.spherical);
         let d = match self.spherical {
             true => 1.0 + best.1,
             false => (distance::dot(x, x) + best.1).max(0.0),
@@ -104,19 +129,20 @@ impl Nearest {
 
 /// The nearest centroid of every row of `data` (`n x dim`), on the CPU pool.
 pub fn assign(data: &[f32], centroids: &[f32], dim: usize, spherical: bool) -> Vec<(u32, f32)> {
-    let nearest = Nearest::new(centroids, dim, spherical);
-    data.par_chunks(dim * 256)
-        .flat_map_iter(|block| {
-            let mut scores = Vec::new();
-            block
-                .chunks_exact(dim)
-                .map(|x| {
-                    let (c, d) = nearest.find(x, &mut scores);
-                    (c as u32, d)
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect()
+    Nearest::new(centroids, dim, spherical).find_all(data)
+}
+
+impl Nearest {
+    /// `find_rows` over `data` on the CPU pool.
+    pub fn find_all(&self, data: &[f32]) -> Vec<(u32, f32)> {
+        data.par_chunks(self.dim.max(1) * 256)
+            .flat_map_iter(|block| {
+                let mut out = Vec::with_capacity(256);
+                self.find_rows(block, &mut out);
+                out
+            })
+            .collect()
+    }
 }
 
 fn normalize(v: &mut [f32]) {
@@ -245,6 +271,27 @@ pub fn train(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rows in blocks find the centroid each row finds alone, for every count of rows and
+    /// centroids (blocks of 4 rows and 16 centroids, and what is left over).
+    #[test]
+    fn blocked_rows_find_what_single_rows_find() {
+        let mut rng = Rng::new(11);
+        let mut value = || rng.below(2001) as f32 / 1000.0 - 1.0;
+        for (n, k, dim, spherical) in [(9, 37, 5, false), (8, 16, 128, false), (3, 5, 8, true)] {
+            let data: Vec<f32> = (0..n * dim).map(|_| value()).collect();
+            let centroids: Vec<f32> = (0..k * dim).map(|_| value()).collect();
+            let near = Nearest::new(&centroids, dim, spherical);
+            let mut blocked = Vec::new();
+            near.find_rows(&data, &mut blocked);
+            assert_eq!(blocked.len(), n);
+            for (x, (c, d)) in data.chunks_exact(dim).zip(blocked) {
+                let (c1, d1) = near.find(x, &mut Vec::new());
+                assert_eq!(c as usize, c1);
+                assert!((d - d1).abs() <= 1e-4 * d1.abs().max(1.0), "{d} vs {d1}");
+            }
+        }
+    }
 
     /// Points around well-separated centres: k-means finds the centres.
     #[test]
