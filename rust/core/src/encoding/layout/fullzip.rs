@@ -116,9 +116,21 @@ pub fn plan(
     // Splittable pages hold at least a byte per row (checked above), so this loop is
     // bounded by the page's bytes.
     let split_rows = if splittable { rows } else { 0 };
+    // Plain fixed-width values (no levels) become Arrow arrays without a copy, so a
+    // unit costs no decoding: in a scan, units that end where batches end let every
+    // batch be a slice of one unit instead of a copy joining several.
+    let plain = cw_bytes == 0
+        && index.is_none()
+        && matches!(details, Details::BitsPerValue(_))
+        && sizing.align_rows > 1
+        && sizing.target_rows != u64::MAX;
+    let cut = |acc: u64, r: usize| match plain {
+        true => (sizing.page_start + r as u64).is_multiple_of(sizing.align_rows),
+        false => sizing.should_cut(acc, r as u64),
+    };
     for r in 1..=split_rows {
         acc += 1;
-        if r == rows || sizing.should_cut(acc, r as u64) {
+        if r == rows || cut(acc, r) {
             let (a, b) = (offset_of(start)?, offset_of(r)?);
             if a > b || b > data_len {
                 return Err(corrupt(format!(
@@ -336,6 +348,29 @@ mod tests {
                 ..Default::default()
             })),
         }
+    }
+
+    #[test]
+    fn plain_values_are_cut_where_batches_end() {
+        // 10 int32 rows starting at fragment row 6, batches of 4 rows: units end at
+        // fragment rows 8 and 12 (page rows 2 and 6), then at the page's end.
+        let page = PageLayout {
+            layout: Some(Layout::FullZipLayout(FullZipLayout {
+                details: Some(Details::BitsPerValue(32)),
+                value_compression: Some(proto::flat(32)),
+                layers: vec![Layer::AllValidItem.to_proto()],
+                ..Default::default()
+            })),
+        };
+        let data = vec![Bytes::from((0..40u8).collect::<Vec<_>>())];
+        let sizing = UnitSizing {
+            target_rows: 1024,
+            align_rows: 4,
+            page_start: 6,
+            rows_share_chunks: false,
+        };
+        let plan = super::super::plan_page(&page, data, 10, &DataType::Int32, &sizing).unwrap();
+        assert_eq!(plan.unit_rows(), &[2, 4, 4]);
     }
 
     #[test]
