@@ -525,17 +525,18 @@ pub(super) fn column_batches(
     by_row_id: bool,
     fragments: &[u64],
 ) -> Result<futures::stream::BoxStream<'static, Result<(ArrayRef, UInt64Array)>>> {
-    column_batches_in(ds, column, by_row_id, fragments, None)
+    column_batches_in(ds, column, by_row_id, fragments, None, 64 * 1024)
 }
 
-/// `column_batches`, only physical rows `start..end` of each fragment when `row_range`
-/// is given (several workers sharing a large fragment).
+/// `column_batches` in batches of `batch_size` rows, only physical rows `start..end` of
+/// each fragment when `row_range` is given (several workers sharing a large fragment).
 pub(super) fn column_batches_in(
     ds: &Arc<Dataset>,
     column: &str,
     by_row_id: bool,
     fragments: &[u64],
     row_range: Option<(u64, u64)>,
+    batch_size: usize,
 ) -> Result<futures::stream::BoxStream<'static, Result<(ArrayRef, UInt64Array)>>> {
     let options = ScanOptions {
         columns: Some(vec![column.to_string()]),
@@ -543,7 +544,7 @@ pub(super) fn column_batches_in(
         row_range,
         with_row_address: !by_row_id,
         with_row_id: by_row_id,
-        batch_size: 64 * 1024,
+        batch_size,
         late_materialization: false,
         use_scalar_index: false,
         ..Default::default()

@@ -17,7 +17,7 @@ use futures::TryStreamExt;
 
 use super::commit::{commit, ReadFrom};
 use super::index::{
-    column_batches, column_batches_in, replaced_segments, segment_entry, write_files, IndexFileData,
+    column_batches_in, replaced_segments, segment_entry, write_files, IndexFileData,
 };
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
@@ -28,6 +28,11 @@ use crate::table::transaction::{Operation, Staged};
 use crate::vector::build::{train, Encoded, IvfParams, Model, Sampler};
 use crate::vector::ivf::Ivf;
 use crate::vector::reuse;
+
+/// Rows per batch a build reads: vectors are wide, and batches smaller than the pages
+/// they come from are slices of them rather than copies (a 128-float vector is 512 bytes:
+/// 16,384 of them are 8 MB).
+const VECTOR_BATCH: usize = 16 * 1024;
 
 /// Type URL of a vector index's details, as pylance writes it.
 const VECTOR_DETAILS_URL: &str = "/lance.index.pb.VectorIndexDetails";
@@ -149,7 +154,8 @@ async fn train_model(
     fragments: &[u64],
 ) -> Result<Model> {
     let mut sampler = None;
-    let mut batches = column_batches(ds, column, ds.has_stable_row_ids(), fragments)?;
+    let by_row_id = ds.has_stable_row_ids();
+    let mut batches = column_batches_in(ds, column, by_row_id, fragments, None, VECTOR_BATCH)?;
     while let Some((values, _)) = batches.try_next().await? {
         let vectors = vectors_of(&values)?;
         let s =
@@ -184,7 +190,7 @@ async fn encode(
 ) -> Result<Encoded> {
     let mut encoded = Encoded::default();
     let by_row_id = ds.has_stable_row_ids();
-    let mut batches = column_batches_in(ds, column, by_row_id, fragments, row_range)?;
+    let mut batches = column_batches_in(ds, column, by_row_id, fragments, row_range, VECTOR_BATCH)?;
     let what = building(model.params(), column);
     while let Some((values, ids)) = batches.try_next().await? {
         let (vectors, model) = (vectors_of(&values)?, model.clone());
