@@ -75,6 +75,15 @@ impl PyDataset {
     }
 }
 
+/// Run `fut` (an operation that opens or commits a dataset) with the GIL released, and
+/// hand Python the dataset it returns.
+fn dataset_of<F>(py: Python<'_>, fut: F) -> PyResult<PyDataset>
+where
+    F: std::future::Future<Output = lance_core::error::Result<Dataset>> + Send,
+{
+    Ok(PyDataset::from(block_on(py, fut).py()?))
+}
+
 /// Compaction metrics as Python gets them: fragments removed and added, files removed and
 /// added.
 fn metrics_tuple(m: &lance_core::write::compact::CompactionMetrics) -> (u64, u64, u64, u64) {
@@ -130,8 +139,7 @@ impl PyDataset {
     ) -> PyResult<Self> {
         guard(|| {
             let options = storage_options.unwrap_or_default();
-            let ds = block_on(py, lance_core::file_table::open(&dir, &name, &options)).py()?;
-            Ok(PyDataset::from(ds))
+            dataset_of(py, lance_core::file_table::open(&dir, &name, &options))
         })
     }
 
@@ -699,7 +707,7 @@ impl PyDataset {
                 page_rows,
                 probability,
             };
-            let ds = block_on(
+            dataset_of(
                 py,
                 lance_core::write::index::create_scalar_index(
                     &self.inner,
@@ -708,8 +716,6 @@ impl PyDataset {
                     retries,
                 ),
             )
-            .py()?;
-            Ok(PyDataset::from(ds))
         })
     }
 
@@ -726,7 +732,7 @@ impl PyDataset {
     ) -> PyResult<Self> {
         guard(|| {
             let params = params.into_params(self.inner.uri())?;
-            let ds = block_on(
+            dataset_of(
                 py,
                 vector_index::create_vector_index(
                     &self.inner,
@@ -737,8 +743,6 @@ impl PyDataset {
                     retries,
                 ),
             )
-            .py()?;
-            Ok(PyDataset::from(ds))
         })
     }
 
@@ -798,7 +802,7 @@ impl PyDataset {
     ) -> PyResult<Self> {
         guard(|| {
             let params = params.into_params(self.inner.uri())?;
-            let ds = block_on(
+            dataset_of(
                 py,
                 vector_index::commit_staged(
                     &self.inner,
@@ -810,8 +814,6 @@ impl PyDataset {
                     parts,
                 ),
             )
-            .py()?;
-            Ok(PyDataset::from(ds))
         })
     }
 
@@ -852,21 +854,16 @@ impl PyDataset {
         merge: bool,
     ) -> PyResult<Self> {
         guard(|| {
-            let ds = block_on(
+            dataset_of(
                 py,
                 lance_core::write::index::optimize_indices(&self.inner, names.as_deref(), merge),
             )
-            .py()?;
-            Ok(PyDataset::from(ds))
         })
     }
 
     /// Remove index `name` from the table.
     fn drop_index(&self, py: Python<'_>, name: String) -> PyResult<Self> {
-        guard(|| {
-            let ds = block_on(py, lance_core::write::index::drop_index(&self.inner, &name)).py()?;
-            Ok(PyDataset::from(ds))
-        })
+        guard(|| dataset_of(py, lance_core::write::index::drop_index(&self.inner, &name)))
     }
 
     /// Write new columns for fragment `fragment_id`: `data` (an Arrow stream) has one row
@@ -1239,8 +1236,7 @@ impl PyDataset {
                 Some(name) => SegmentsCommit::Build { name, replace },
                 None => SegmentsCommit::Extend,
             };
-            let ds = block_on(py, commit_index_segments(&self.inner, segments, how)).py()?;
-            Ok(PyDataset::from(ds))
+            dataset_of(py, commit_index_segments(&self.inner, segments, how))
         })
     }
 }

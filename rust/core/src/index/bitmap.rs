@@ -16,7 +16,7 @@ use arrow_schema::{DataType, Field, Schema};
 use roaring::RoaringBitmap;
 
 use super::selection::{Found, IdSet};
-use super::{cache, IndexSegment};
+use super::IndexSegment;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::expr::Expr;
@@ -37,28 +37,16 @@ pub const LIST_NULLS_KEY: &str = "lance:label_list_nulls";
 
 impl Bitmap {
     pub async fn load(ds: &Dataset, segment: &IndexSegment) -> Result<Arc<Bitmap>> {
-        let dir = super::segment_dir(ds, segment)?;
-        let shown = format!("{dir}/{FILE}");
-        cache::get_or_load(format!("{dir}#bitmap"), || async {
-            let file = crate::file_table::open(&dir, FILE, ds.storage_options()).await?;
-            let list_nulls = id_set_in_buffer(&file, LIST_NULLS_KEY, &shown).await?;
-            let batch = crate::file_table::read_all(Arc::new(file)).await?;
-            let c = super::FileColumns {
-                batch: &batch,
-                shown: &shown,
-            };
-            let keys = c.any("keys")?;
-            let bitmaps = c.binary("bitmaps")?;
-            let bytes = batch.get_array_memory_size();
-            Ok((
-                Bitmap {
-                    shown,
-                    keys,
-                    bitmaps,
-                    list_nulls,
-                },
-                bytes,
-            ))
+        super::load_whole(ds, segment, FILE, |whole| async move {
+            let list_nulls = id_set_in_buffer(&whole.file, LIST_NULLS_KEY, &whole.shown).await?;
+            let c = whole.columns();
+            let (keys, bitmaps) = (c.any("keys")?, c.binary("bitmaps")?);
+            Ok(Bitmap {
+                shown: whole.shown,
+                keys,
+                bitmaps,
+                list_nulls,
+            })
         })
         .await
     }

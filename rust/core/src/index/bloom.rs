@@ -22,7 +22,7 @@ use twox_hash::XxHash64;
 use super::bitmap::{id_set_in_buffer, write_id_set};
 use super::selection::{Found, IdSet};
 use super::zonemap::NULL_BITMAP_KEY;
-use super::{cache, IndexSegment};
+use super::IndexSegment;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::expr::ranges::{compare, value_ranges};
@@ -199,17 +199,10 @@ pub struct BloomFilter {
 
 impl BloomFilter {
     pub async fn load(ds: &Dataset, segment: &IndexSegment) -> Result<Arc<BloomFilter>> {
-        let dir = super::segment_dir(ds, segment)?;
-        let shown = format!("{dir}/{FILE}");
-        cache::get_or_load(format!("{dir}#bloom"), || async {
-            let file = crate::file_table::open(&dir, FILE, ds.storage_options()).await?;
-            let metadata = file.arrow_schema.metadata().clone();
-            let nulls = id_set_in_buffer(&file, NULL_BITMAP_KEY, &shown).await?;
-            let batch = crate::file_table::read_all(Arc::new(file)).await?;
-            let c = super::FileColumns {
-                batch: &batch,
-                shown: &shown,
-            };
+        super::load_whole(ds, segment, FILE, |whole| async move {
+            let shown = &whole.shown;
+            let nulls = id_set_in_buffer(&whole.file, NULL_BITMAP_KEY, shown).await?;
+            let (c, metadata) = (whole.columns(), whole.metadata());
             let b = BloomFilter {
                 fragments: c.primitive::<UInt64Type>("fragment_id")?,
                 starts: c.primitive::<UInt64Type>("zone_start")?,
@@ -231,12 +224,11 @@ impl BloomFilter {
                 (0..b.filters.len()).find(|&z| !b.filters.value(z).len().is_multiple_of(32))
             {
                 return Err(Error::corrupt(
-                    &shown,
+                    shown,
                     format!("the filter of zone {bad} is not whole 32-byte blocks"),
                 ));
             }
-            let bytes = batch.get_array_memory_size();
-            Ok((b, bytes))
+            Ok(b)
         })
         .await
     }

@@ -164,6 +164,52 @@ impl FileColumns<'_> {
     }
 }
 
+/// An index file read whole, as a loader gets it: the opened file (for its schema
+/// metadata and global buffers), its rows, and its path for errors.
+pub(crate) struct WholeFile {
+    pub file: std::sync::Arc<crate::dataset::Dataset>,
+    pub batch: arrow_array::RecordBatch,
+    pub shown: String,
+}
+
+impl WholeFile {
+    pub fn columns(&self) -> FileColumns<'_> {
+        FileColumns {
+            batch: &self.batch,
+            shown: &self.shown,
+        }
+    }
+
+    pub fn metadata(&self) -> &arrow_schema::Metadata {
+        self.file.arrow_schema.metadata()
+    }
+}
+
+/// Index file `name` of `segment` read whole and made into a `T` by `parse`, once per
+/// process: later loads are answered from `cache` (the entry sized by the rows read).
+pub(crate) async fn load_whole<T, F, Fut>(
+    ds: &crate::dataset::Dataset,
+    segment: &IndexSegment,
+    name: &str,
+    parse: F,
+) -> Result<std::sync::Arc<T>>
+where
+    T: std::any::Any + Send + Sync,
+    F: FnOnce(WholeFile) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let dir = segment_dir(ds, segment)?;
+    cache::get_or_load(format!("{dir}/{name}"), || async {
+        let file = crate::file_table::open(&dir, name, ds.storage_options()).await?;
+        let file = std::sync::Arc::new(file);
+        let batch = crate::file_table::read_all(file.clone()).await?;
+        let bytes = batch.get_array_memory_size();
+        let shown = format!("{dir}/{name}");
+        Ok((parse(WholeFile { file, batch, shown }).await?, bytes))
+    })
+    .await
+}
+
 /// The directory holding a segment's files.
 pub(crate) fn segment_dir(ds: &crate::dataset::Dataset, segment: &IndexSegment) -> Result<String> {
     ds.index_dir(&segment.uuid, segment.base_id)

@@ -17,7 +17,7 @@ use arrow_schema::{DataType, Field, Schema};
 use roaring::RoaringTreemap;
 
 use super::selection::{Found, IdSet};
-use super::{cache, IndexSegment};
+use super::IndexSegment;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::expr::Expr;
@@ -43,29 +43,18 @@ pub struct NGram {
 
 impl NGram {
     pub async fn load(ds: &Dataset, segment: &IndexSegment) -> Result<Arc<NGram>> {
-        let dir = super::segment_dir(ds, segment)?;
-        let shown = format!("{dir}/{FILE}");
-        cache::get_or_load(format!("{dir}#ngram"), || async {
-            let file = crate::file_table::open(&dir, FILE, ds.storage_options()).await?;
-            let batch = crate::file_table::read_all(Arc::new(file)).await?;
-            let c = super::FileColumns {
-                batch: &batch,
-                shown: &shown,
-            };
+        super::load_whole(ds, segment, FILE, |whole| async move {
+            let c = whole.columns();
             let tokens = c.primitive::<arrow_array::types::UInt32Type>("tokens")?;
             let postings = c.binary("posting_list")?;
             if tokens.null_count() > 0 || tokens.values().windows(2).any(|w| w[0] >= w[1]) {
-                return Err(Error::corrupt(&shown, "its tokens are not ascending"));
+                return Err(Error::corrupt(&whole.shown, "its tokens are not ascending"));
             }
-            let bytes = batch.get_array_memory_size();
-            Ok((
-                NGram {
-                    shown,
-                    tokens,
-                    postings,
-                },
-                bytes,
-            ))
+            Ok(NGram {
+                shown: whole.shown,
+                tokens,
+                postings,
+            })
         })
         .await
     }

@@ -17,7 +17,7 @@ use arrow_schema::{DataType, Field, Schema};
 
 use super::bitmap::{id_set_in_buffer, write_id_set};
 use super::selection::{Found, IdSet};
-use super::{cache, IndexSegment};
+use super::IndexSegment;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::expr::ranges::{compare, value_ranges, Interval};
@@ -46,21 +46,15 @@ pub struct ZoneMap {
 
 impl ZoneMap {
     pub async fn load(ds: &Dataset, segment: &IndexSegment) -> Result<Arc<ZoneMap>> {
-        let dir = super::segment_dir(ds, segment)?;
-        let shown = format!("{dir}/{FILE}");
-        cache::get_or_load(format!("{dir}#zonemap"), || async {
-            let file = crate::file_table::open(&dir, FILE, ds.storage_options()).await?;
-            let metadata = file.arrow_schema.metadata().clone();
-            let nulls = id_set_in_buffer(&file, NULL_BITMAP_KEY, &shown).await?;
-            let rows_per_zone = metadata
+        super::load_whole(ds, segment, FILE, |whole| async move {
+            let shown = &whole.shown;
+            let nulls = id_set_in_buffer(&whole.file, NULL_BITMAP_KEY, shown).await?;
+            let rows_per_zone = whole
+                .metadata()
                 .get(ROWS_PER_ZONE_KEY)
                 .and_then(|r| r.parse().ok())
                 .unwrap_or(DEFAULT_ROWS_PER_ZONE);
-            let batch = crate::file_table::read_all(Arc::new(file)).await?;
-            let c = super::FileColumns {
-                batch: &batch,
-                shown: &shown,
-            };
+            let c = whole.columns();
             let z = ZoneMap {
                 mins: c.any("min")?,
                 maxs: c.any("max")?,
@@ -74,10 +68,9 @@ impl ZoneMap {
                 shown: shown.clone(),
             };
             if z.mins.data_type() != z.maxs.data_type() {
-                return Err(Error::corrupt(&shown, "'min' and 'max' differ in type"));
+                return Err(Error::corrupt(shown, "'min' and 'max' differ in type"));
             }
-            let bytes = batch.get_array_memory_size();
-            Ok((z, bytes))
+            Ok(z)
         })
         .await
     }

@@ -52,19 +52,7 @@ pub async fn create_scalar_index(
         let removed = replaced_segments(&ds, &spec.name, params.replace)?;
         let staged = Staged::new(ds.storage());
         let segment = staged
-            .guard(build_segment(
-                &ds,
-                &staged,
-                column,
-                spec.field_id,
-                &spec.data_type,
-                params.kind,
-                &spec.name,
-                spec.page_rows,
-                spec.probability,
-                None,
-                None,
-            ))
+            .guard(build_segment(&ds, &staged, &spec, None, None))
             .await?;
         let op = Operation::CreateIndex {
             new_indices: vec![segment],
@@ -75,23 +63,26 @@ pub async fn create_scalar_index(
     .await
 }
 
-/// Build one segment of index `name` of `kind` on `column` over `fragments` (all when
-/// None): its files written (and staged) under `_indices/<uuid>/` (a new uuid when
-/// None), its manifest entry returned.
-#[allow(clippy::too_many_arguments)]
+/// Build one segment of the index `spec` describes over `fragments` (all when None): its
+/// files written (and staged) under `_indices/<uuid>/` (a new uuid when None), its
+/// manifest entry returned.
 async fn build_segment(
     ds: &Arc<Dataset>,
     staged: &Staged,
-    column: &str,
-    field_id: i32,
-    data_type: &DataType,
-    kind: Kind,
-    name: &str,
-    page_rows: u64,
-    probability: f64,
+    spec: &SegmentSpec,
     fragments: Option<Vec<u64>>,
     uuid: Option<uuid::Uuid>,
 ) -> Result<IndexMetadata> {
+    let SegmentSpec {
+        name,
+        column,
+        field_id,
+        data_type,
+        kind,
+        page_rows,
+        probability,
+    } = spec;
+    let (kind, page_rows, probability) = (*kind, *page_rows, *probability);
     if page_rows == 0 {
         return Err(Error::invalid(format!(
             "a {kind:?} page or zone must hold at least one row"
@@ -167,7 +158,7 @@ async fn build_segment(
     segment_entry(
         ds,
         uuid,
-        field_id,
+        *field_id,
         name,
         &covered,
         details,
@@ -248,20 +239,7 @@ pub async fn optimize_indices(
         let work = async {
             for IndexDelta { spec, fragments } in deltas {
                 let over = (!merge).then_some(fragments);
-                let segment = build_segment(
-                    &ds,
-                    &staged,
-                    &spec.column,
-                    spec.field_id,
-                    &spec.data_type,
-                    spec.kind,
-                    &spec.name,
-                    spec.page_rows,
-                    spec.probability,
-                    over,
-                    None,
-                )
-                .await?;
+                let segment = build_segment(&ds, &staged, &spec, over, None).await?;
                 new_indices.push(segment);
                 if merge {
                     removed_indices.extend(all.iter().filter(|m| m.name == spec.name).cloned());
@@ -872,19 +850,7 @@ pub async fn build_index_segment(
     let ds = Arc::new(ds.clone());
     let staged = Staged::new(ds.storage());
     let segment = staged
-        .guard(build_segment(
-            &ds,
-            &staged,
-            &spec.column,
-            spec.field_id,
-            &spec.data_type,
-            spec.kind,
-            &spec.name,
-            spec.page_rows,
-            spec.probability,
-            Some(fragments),
-            uuid,
-        ))
+        .guard(build_segment(&ds, &staged, spec, Some(fragments), uuid))
         .await?;
     // The files are the caller's now: it commits them, or removes them.
     staged.keep();

@@ -49,38 +49,64 @@ pub async fn create_vector_index(
 ) -> Result<Dataset> {
     super::with_conflict_retries(ds, retries, |ds| async move {
         let ds = Arc::new(ds);
-        let (field_id, element) = vector_field(&ds, column, params)?;
-        let name = name.map_or_else(|| format!("{column}_idx"), str::to_string);
-        let removed = replaced_segments(&ds, &name, replace)?;
-        let staged = Staged::new(ds.storage());
-        let build = async {
-            let covered: Vec<u64> = ds.fragments().iter().map(|f| f.id).collect();
-            let model = Arc::new(train_model(&ds, column, params, &covered).await?);
-            let encoded = encode(&ds, column, model.clone(), &covered, None).await?;
-            let model = Arc::try_unwrap(model)
-                .map_err(|_| Error::invalid("internal: model still shared"))?;
-            let uuid = uuid::Uuid::new_v4();
-            let (files, details) =
-                write_model(&ds, &staged, &uuid, model, encoded, &element, column).await?;
-            segment_entry(
-                &ds,
-                uuid,
-                field_id,
-                &name,
-                &covered,
-                details_any(details),
-                1,
-                files,
-            )
-        };
-        let segment = staged.guard(build).await?;
-        let op = Operation::CreateIndex {
-            new_indices: vec![segment],
-            removed_indices: removed,
-        };
-        commit(ReadFrom::Version(&ds), op, staged, Default::default()).await
+        commit_new_segment(&ds, column, name, replace, params, |covered| {
+            let ds = ds.clone();
+            async move {
+                let model = Arc::new(train_model(&ds, column, params, &covered).await?);
+                let encoded = encode(&ds, column, model.clone(), &covered, None).await?;
+                let model = Arc::try_unwrap(model)
+                    .map_err(|_| Error::invalid("internal: model still shared"))?;
+                Ok((model, encoded))
+            }
+        })
+        .await
     })
     .await
+}
+
+/// The tail every build shares: check `column` and the index `name` (replacing one of
+/// that name only when `replace`), take a model and its rows from `build` (given the
+/// fragments the segment covers: all of them), write them as one new segment and commit
+/// a `CreateIndex`. Files written before a failure are removed.
+async fn commit_new_segment<F, Fut>(
+    ds: &Arc<Dataset>,
+    column: &str,
+    name: Option<&str>,
+    replace: bool,
+    params: &IvfParams,
+    build: F,
+) -> Result<Dataset>
+where
+    F: FnOnce(Vec<u64>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Model, Encoded)>>,
+{
+    let (field_id, element) = vector_field(ds, column, params)?;
+    let name = name.map_or_else(|| format!("{column}_idx"), str::to_string);
+    let removed = replaced_segments(ds, &name, replace)?;
+    let staged = Staged::new(ds.storage());
+    let work = async {
+        let covered: Vec<u64> = ds.fragments().iter().map(|f| f.id).collect();
+        let (model, encoded) = build(covered.clone()).await?;
+        let uuid = uuid::Uuid::new_v4();
+        let (files, details) =
+            write_model(ds, &staged, &uuid, model, encoded, &element, column).await?;
+        segment_entry(
+            ds,
+            uuid,
+            field_id,
+            &name,
+            &covered,
+            details_any(details),
+            1,
+            files,
+        )
+    };
+    let segment = staged.guard(work).await?;
+    let op = Operation::CreateIndex {
+        new_indices: vec![segment],
+        removed_indices: removed,
+    };
+    commit(ReadFrom::Version(ds), op, staged, Default::default()).await
 }
 
 fn details_any(value: Vec<u8>) -> prost_types::Any {
@@ -422,47 +448,23 @@ pub async fn commit_staged(
     parts: u32,
 ) -> Result<Dataset> {
     let ds = Arc::new(ds.clone());
-    let (field_id, element) = vector_field(&ds, column, params)?;
-    let name = name.map_or_else(|| format!("{column}_idx"), str::to_string);
-    let removed = replaced_segments(&ds, &name, replace)?;
-    let ivf = staged_model(&ds, uuid).await?;
-    let dir = format!("{}/_indices/{uuid}", ds.uri().trim_end_matches('/'));
-    let mut encoded = Encoded::default();
-    for part in 0..parts {
-        let file = crate::file_table::open(&dir, &part_file(part), ds.storage_options()).await?;
-        let s = crate::scan::scan(Arc::new(file), Default::default())?;
-        let batches: Vec<RecordBatch> = s.batches.try_collect().await?;
-        for b in batches {
-            encoded.append(Encoded::from_batch(
-                &b,
-                &format!("{dir}/{}", part_file(part)),
-            )?);
+    let joined = |_covered: Vec<u64>| async {
+        let ivf = staged_model(&ds, uuid).await?;
+        let dir = format!("{}/_indices/{uuid}", ds.uri().trim_end_matches('/'));
+        let mut encoded = Encoded::default();
+        for part in 0..parts {
+            let path = format!("{dir}/{}", part_file(part));
+            let file =
+                crate::file_table::open(&dir, &part_file(part), ds.storage_options()).await?;
+            let s = crate::scan::scan(Arc::new(file), Default::default())?;
+            let batches: Vec<RecordBatch> = s.batches.try_collect().await?;
+            for b in batches {
+                encoded.append(Encoded::from_batch(&b, &path)?);
+            }
         }
-    }
-    let staged = Staged::new(ds.storage());
-    let build = async {
-        let covered: Vec<u64> = ds.fragments().iter().map(|f| f.id).collect();
-        let new_uuid = uuid::Uuid::new_v4();
-        let model = reuse::model(&ivf)?.with_settings_of(params);
-        let (files, details) =
-            write_model(&ds, &staged, &new_uuid, model, encoded, &element, column).await?;
-        segment_entry(
-            &ds,
-            new_uuid,
-            field_id,
-            &name,
-            &covered,
-            details_any(details),
-            1,
-            files,
-        )
+        Ok((reuse::model(&ivf)?.with_settings_of(params), encoded))
     };
-    let segment = staged.guard(build).await?;
-    let op = Operation::CreateIndex {
-        new_indices: vec![segment],
-        removed_indices: removed,
-    };
-    let new = commit(ReadFrom::Version(&ds), op, staged, Default::default()).await?;
+    let new = commit_new_segment(&ds, column, name, replace, params, joined).await?;
     ds.storage()
         .delete_tree(&format!("_indices/{uuid}"))
         .await?;
