@@ -8,7 +8,7 @@ use bytes::Bytes;
 
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::file::FileReader;
+use crate::file::{FileReader, FileVersion};
 use crate::proto::table::manifest::{DataStorageFormat, WriterVersion};
 use crate::proto::table::{BasePath, DataFile, DataFragment, Manifest};
 use crate::storage::{Storage, StorageOptions};
@@ -35,7 +35,7 @@ pub async fn open(dir: &str, name: &str, options: &StorageOptions) -> Result<Dat
     }
     let schema = LanceSchema::from_proto(&meta.schema.fields, &meta.schema.metadata)
         .map_err(|e| e.in_file(&shown))?;
-    let fields = column_field_ids(&schema, version.major == 0);
+    let fields = column_field_ids(&schema, version == FileVersion { major: 2, minor: 0 });
     if fields.len() != meta.columns.len() {
         return Err(Error::corrupt(
             &shown,
@@ -104,6 +104,28 @@ pub async fn open(dir: &str, name: &str, options: &StorageOptions) -> Result<Dat
     )?;
     ds.cache_open_file(name, Arc::new(reader));
     Ok(ds)
+}
+
+/// The reader of the file behind a table made by `open` (its metadata, its buffers).
+pub async fn reader(t: &Dataset) -> Result<Arc<FileReader>> {
+    match t.fragments().first().and_then(|f| f.files.first()) {
+        Some(file) => t.open_file(file, None).await,
+        None => Err(Error::invalid(format!("{}: not a file's table", t.uri()))),
+    }
+}
+
+/// Global buffer `k` of the file behind `t`, as a user asks for it: an index past the
+/// last buffer is the caller's mistake, not the file's.
+pub async fn global_buffer(t: &Dataset, k: usize) -> Result<Bytes> {
+    let r = reader(t).await?;
+    let n = r.metadata.global_buffers.len();
+    if k >= n {
+        return Err(Error::invalid(format!(
+            "{}: no global buffer {k}: the file has {n} (0 holds the schema)",
+            r.name()
+        )));
+    }
+    r.global_buffer(k).await
 }
 
 /// Every row of a table made by `open`, as one batch (index lookups, small files).

@@ -1,5 +1,6 @@
 //! Object-level helpers over a dataset's store, for what sits outside the table format:
-//! the data files and abort markers of a distributed job, and copying whole trees.
+//! the data files and abort markers of a distributed job, copying whole trees, and the
+//! object operations of a file session (`lance_core.file.LanceFileSession`).
 use pyo3::prelude::*;
 use std::collections::HashMap;
 
@@ -143,5 +144,100 @@ pub fn _copy_tree(
         let from = open_storage(&src, src_options)?;
         let to = open_storage(&dst, dst_options)?;
         block_on(py, from.copy_tree_to(&to)).py()
+    })
+}
+
+/// A file session's listing below `base`: (directories, files) directly in `path`, or
+/// every file below it (no directories) when `recursive`; paths relative to `base`.
+#[pyfunction]
+#[pyo3(signature = (base, path, recursive, storage_options=None))]
+pub fn _store_list(
+    py: Python<'_>,
+    base: String,
+    path: String,
+    recursive: bool,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<(Vec<String>, Vec<String>)> {
+    guard(|| {
+        let storage = open_storage(&base, storage_options)?;
+        block_on(py, async move {
+            if !recursive {
+                return storage.list_level(&path).await;
+            }
+            let all = storage.list_all(&path).await?;
+            let mut files: Vec<String> = all
+                .iter()
+                .map(|m| storage.relative(&m.location).to_string())
+                .collect();
+            files.sort();
+            Ok((vec![], files))
+        })
+        .py()
+    })
+}
+
+/// `length` bytes at `offset` of the object at `path` below `base`, in one read.
+#[pyfunction]
+#[pyo3(signature = (base, path, offset, length, storage_options=None))]
+pub fn _store_read_range(
+    py: Python<'_>,
+    base: String,
+    path: String,
+    offset: u64,
+    length: u64,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<Py<pyo3::types::PyBytes>> {
+    guard(|| {
+        let storage = open_storage(&base, storage_options)?;
+        let end = offset.checked_add(length).ok_or_else(|| {
+            crate::errors::raise(py, "InvalidInputError", format!("{path}: range past 2^64"))
+        })?;
+        let bytes = block_on(py, async move {
+            storage.get_range(&storage.path(&path), offset..end).await
+        })
+        .py()?;
+        Ok(pyo3::types::PyBytes::new(py, &bytes).unbind())
+    })
+}
+
+/// Delete the object at `path` below `base` (it must exist).
+#[pyfunction]
+#[pyo3(signature = (base, path, storage_options=None))]
+pub fn _store_delete(
+    py: Python<'_>,
+    base: String,
+    path: String,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<()> {
+    guard(|| {
+        let storage = open_storage(&base, storage_options)?;
+        block_on(py, async move {
+            storage.delete_existing(&storage.path(&path)).await
+        })
+        .py()
+    })
+}
+
+/// Copy a local file to `remote` below `base` (`upload`), or `remote` to a local file.
+#[pyfunction]
+#[pyo3(signature = (base, local, remote, upload, storage_options=None))]
+pub fn _store_transfer(
+    py: Python<'_>,
+    base: String,
+    local: String,
+    remote: String,
+    upload: bool,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<()> {
+    guard(|| {
+        let storage = open_storage(&base, storage_options)?;
+        block_on(py, async move {
+            let (local, remote) = (std::path::Path::new(&local), storage.path(&remote));
+            match upload {
+                true => storage.upload(local, &remote).await,
+                false => storage.download(&remote, local).await,
+            }
+        })
+        .py()
     })
 }

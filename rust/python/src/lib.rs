@@ -1,6 +1,6 @@
 //! Python bindings of lance-core (`lance_core._lance_core`). Each file holds one concern:
 //! `dataset` the dataset class (scans, deletes, new columns), `write` new data files,
-//! `commit` new versions, `nearest` vector-search queries, `files` job files beside the table, `row_changes` the
+//! `commit` new versions, `file_api` single Lance files, `nearest` vector-search queries, `files` job files beside the table, `row_changes` the
 //! pieces of distributed updates and merges, `arrow_export` and
 //! `arrow_import` the zero-copy hand-over of Arrow data each way, `errors` the mapping of
 //! errors and panics to exceptions, `runtime` the async runtime.
@@ -9,6 +9,7 @@ mod arrow_import;
 mod commit;
 mod dataset;
 mod errors;
+mod file_api;
 mod files;
 mod history;
 mod ivf_params;
@@ -33,6 +34,9 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow_export::PyArrowBatch>()?;
     m.add_class::<arrow_export::PyBatchIterator>()?;
     m.add_class::<staged::PyStagedFiles>()?;
+    m.add_class::<file_api::PyFileWriter>()?;
+    m.add_function(wrap_pyfunction!(file_api::_file_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(file_api::_file_global_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(files::_copy_tree, m)?)?;
     m.add_function(wrap_pyfunction!(write::_write_dataset, m)?)?;
@@ -48,6 +52,10 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::_put_object, m)?)?;
     m.add_function(wrap_pyfunction!(files::_object_exists, m)?)?;
     m.add_function(wrap_pyfunction!(files::_list_data_files, m)?)?;
+    m.add_function(wrap_pyfunction!(files::_store_list, m)?)?;
+    m.add_function(wrap_pyfunction!(files::_store_read_range, m)?)?;
+    m.add_function(wrap_pyfunction!(files::_store_delete, m)?)?;
+    m.add_function(wrap_pyfunction!(files::_store_transfer, m)?)?;
     m.add_function(wrap_pyfunction!(row_changes::_update_part, m)?)?;
     m.add_function(wrap_pyfunction!(row_changes::_merge_part, m)?)?;
     m.add_function(wrap_pyfunction!(row_changes::_commit_update_parts, m)?)?;

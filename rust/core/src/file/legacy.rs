@@ -237,7 +237,10 @@ pub fn columns_from_page_table(
                 encoding: PageEncoding::Legacy(group),
             });
         }
-        columns.push(ColumnInfo { pages });
+        columns.push(ColumnInfo {
+            pages,
+            buffers: vec![],
+        });
     }
     Ok(columns)
 }

@@ -168,6 +168,9 @@ pub enum PageEncoding {
 #[derive(Clone, Debug, Default)]
 pub struct ColumnInfo {
     pub pages: Vec<PageInfo>,
+    /// Buffers of the column as a whole (none in the files lance_core and pylance write
+    /// today; 2.0 dictionaries could live here).
+    pub buffers: Vec<Range<u64>>,
 }
 
 /// Everything a reader needs from a file's tail.
@@ -200,6 +203,19 @@ fn decode_any<M: Message + Default>(bytes: &[u8], expected_url: &str, what: &str
 }
 
 impl FileMetadata {
+    /// Bytes of the file's parts as pylance reports them: data (pages; the global
+    /// buffers are not counted in it wherever they lie), column metadata (with its offset
+    /// table), global buffers.
+    pub fn section_sizes(&self) -> (u64, u64, u64) {
+        let buffers: u64 = self.global_buffers.iter().map(|r| r.end - r.start).sum();
+        let data = self.footer.column_meta_start.saturating_sub(buffers);
+        let column_meta = self
+            .footer
+            .gbo_table_start
+            .saturating_sub(self.footer.column_meta_start);
+        (data, column_meta, buffers)
+    }
+
     /// Parse the metadata from `tail`, the last bytes of the file starting at file offset
     /// `tail_start`; it must reach back to the schema (global buffer 0) and the column
     /// metadata.
@@ -298,17 +314,7 @@ fn parse_column(
                 page.buffer_sizes.len()
             )));
         }
-        let mut buffers = Vec::with_capacity(page.buffer_offsets.len());
-        for (&o, &s) in page.buffer_offsets.iter().zip(&page.buffer_sizes) {
-            match o.checked_add(s) {
-                Some(e) if e <= file_size => buffers.push(o..e),
-                _ => {
-                    return Err(corrupt(format!(
-                    "{what}: buffer at {o} of {s} bytes lies outside the file ({file_size} bytes)"
-                )))
-                }
-            }
-        }
+        let buffers = buffer_ranges(&page.buffer_offsets, &page.buffer_sizes, file_size, &what)?;
         let encoding = match page.encoding.and_then(|e| e.location) {
             Some(encoding::Location::Direct(d)) if legacy => {
                 PageEncoding::Array(decode_any::<ArrayEncoding>(
@@ -333,7 +339,33 @@ fn parse_column(
             encoding,
         });
     }
-    Ok(ColumnInfo { pages })
+    let what = format!("column {column}");
+    if meta.buffer_offsets.len() != meta.buffer_sizes.len() {
+        return Err(corrupt(format!(
+            "{what}: buffer offsets and sizes differ in number"
+        )));
+    }
+    let buffers = buffer_ranges(&meta.buffer_offsets, &meta.buffer_sizes, file_size, &what)?;
+    Ok(ColumnInfo { pages, buffers })
+}
+
+/// The byte ranges of buffers at `offsets` of `sizes`, each checked to lie in the file.
+fn buffer_ranges(
+    offsets: &[u64],
+    sizes: &[u64],
+    file_size: u64,
+    what: &str,
+) -> Result<Vec<Range<u64>>> {
+    offsets
+        .iter()
+        .zip(sizes)
+        .map(|(&o, &s)| match o.checked_add(s) {
+            Some(e) if e <= file_size => Ok(o..e),
+            _ => Err(corrupt(format!(
+                "{what}: buffer at {o} of {s} bytes lies outside the file ({file_size} bytes)"
+            ))),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -391,6 +423,7 @@ mod tests {
         };
         let column = |rows: &[u64]| ColumnInfo {
             pages: rows.iter().map(|&r| page(r)).collect(),
+            buffers: vec![],
         };
         let v21 = FileVersion { major: 2, minor: 1 };
         check_column_rows(&column(&[10, 5]), 0, 15, v21).unwrap();

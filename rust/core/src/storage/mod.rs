@@ -453,6 +453,91 @@ impl Storage {
         ))
     }
 
+    /// The directories and objects directly below `dir`, as paths relative to the root.
+    pub async fn list_level(&self, dir: &str) -> Result<(Vec<String>, Vec<String>)> {
+        let prefix = self.path(dir);
+        match self.store.list_with_delimiter(Some(&prefix)).await {
+            Ok(l) => Ok((
+                l.common_prefixes
+                    .iter()
+                    .map(|p| self.relative(p).to_string())
+                    .collect(),
+                l.objects
+                    .iter()
+                    .map(|o| self.relative(&o.location).to_string())
+                    .collect(),
+            )),
+            Err(object_store::Error::NotFound { .. }) => Ok((vec![], vec![])),
+            Err(e) => Err(self.map_err(&prefix, e)),
+        }
+    }
+
+    /// Delete an object that must exist (a user's request: a missing one is an error).
+    pub async fn delete_existing(&self, path: &Path) -> Result<()> {
+        if !self.exists(path).await? {
+            return Err(Error::not_found(self.display(path), "no such file"));
+        }
+        self.delete(path).await
+    }
+
+    /// Copy the local file `from` to `to`, in parts (never whole in memory).
+    pub async fn upload(&self, from: &std::path::Path, to: &Path) -> Result<()> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let shown = from.display().to_string();
+        let mut file = tokio::fs::File::open(from)
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => Error::not_found(&shown, "no such file"),
+                _ => Error::io(&shown, e),
+            })?;
+        let mut w = self.writer(to);
+        let mut buf = vec![0u8; 8 << 20];
+        let copied: Result<()> = async {
+            loop {
+                let n = file
+                    .read(&mut buf)
+                    .await
+                    .map_err(|e| Error::io(&shown, e))?;
+                if n == 0 {
+                    break;
+                }
+                w.write_all(&buf[..n])
+                    .await
+                    .map_err(|e| Error::io(self.display(to), e))?;
+            }
+            w.shutdown()
+                .await
+                .map_err(|e| Error::io(self.display(to), e))
+        }
+        .await;
+        if copied.is_err() {
+            let _ = w.abort().await;
+        }
+        copied
+    }
+
+    /// Copy the object `from` to the local file `to`, part by part as it arrives.
+    pub async fn download(&self, from: &Path, to: &std::path::Path) -> Result<()> {
+        use tokio::io::AsyncWriteExt;
+        let shown = to.display().to_string();
+        let got = self
+            .store
+            .get(from)
+            .await
+            .map_err(|e| self.map_err(from, e))?;
+        let mut stream = got.into_stream();
+        let mut file = tokio::fs::File::create(to)
+            .await
+            .map_err(|e| Error::io(&shown, e))?;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| self.map_err(from, e))?;
+            file.write_all(&chunk)
+                .await
+                .map_err(|e| Error::io(&shown, e))?;
+        }
+        file.flush().await.map_err(|e| Error::io(&shown, e))
+    }
+
     /// Every object below `dir`, recursively.
     pub async fn list_all(&self, dir: &str) -> Result<Vec<ObjectMeta>> {
         let prefix = self.path(dir);

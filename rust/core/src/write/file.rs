@@ -39,6 +39,10 @@ pub struct DataFileWriter {
     encoding: VecDeque<(usize, oneshot::Receiver<Result<EncodedPage>>)>,
     rows: u64,
     version: FileVersion,
+    /// Bytes of a leaf's values gathered before they are encoded as a page.
+    page_bytes: usize,
+    /// An array at least this large is cut into pages of its own.
+    split_bytes: usize,
 }
 
 impl DataFileWriter {
@@ -77,7 +81,18 @@ impl DataFileWriter {
             encoding: VecDeque::new(),
             rows: 0,
             version,
+            page_bytes: PAGE_BYTES,
+            split_bytes: 2 * PAGE_BYTES,
         }
+    }
+
+    /// Pages of about `page_bytes` of values per leaf, and none past `max_page_bytes`
+    /// when given (a larger array is cut into slices of that size at most).
+    pub fn with_page_bytes(mut self, page_bytes: usize, max_page_bytes: Option<usize>) -> Self {
+        let max = max_page_bytes.unwrap_or(usize::MAX).max(1);
+        self.page_bytes = page_bytes.clamp(1, max);
+        self.split_bytes = (2 * self.page_bytes).min(max);
+        self
     }
 
     pub fn rows(&self) -> u64 {
@@ -95,10 +110,10 @@ impl DataFileWriter {
         for i in 0..self.leaves.len() {
             let column = batch.column(self.leaves[i].spec.top).clone();
             let bytes = column.to_data().get_slice_memory_size().unwrap_or(0);
-            if bytes >= 2 * PAGE_BYTES && column.len() > 1 {
+            if bytes >= self.split_bytes && column.len() > 1 {
                 // A huge array: pages of its own, sliced (no copy), after what is pending.
                 self.flush_leaf(i).await?;
-                let pieces = bytes.div_ceil(PAGE_BYTES).min(column.len());
+                let pieces = bytes.div_ceil(self.page_bytes).min(column.len());
                 let step = column.len().div_ceil(pieces);
                 for start in (0..column.len()).step_by(step) {
                     let len = step.min(column.len() - start);
@@ -110,7 +125,7 @@ impl DataFileWriter {
             let leaf = &mut self.leaves[i];
             leaf.pending_bytes += bytes;
             leaf.pending.push(column);
-            if leaf.pending_bytes >= PAGE_BYTES {
+            if leaf.pending_bytes >= self.page_bytes {
                 self.flush_leaf(i).await?;
             }
         }

@@ -14,6 +14,7 @@ pub mod merge_insert;
 mod project;
 mod restore;
 pub mod rows;
+pub mod single_file;
 #[cfg(test)]
 mod tests;
 pub mod update;
@@ -85,10 +86,14 @@ pub fn writable_version(v: &str, uri: &str) -> Result<FileVersion> {
     match v {
         "2.2" | "stable" => Ok(FileVersion { major: 2, minor: 2 }),
         "2.1" => Ok(FileVersion { major: 2, minor: 1 }),
-        other => Err(Error::unsupported(
+        "2.0" | "0.1" | "legacy" | "2.3" | "next" => Err(Error::unsupported(
             uri,
-            format!("writing data storage version '{other}' (lance_core writes 2.1 and 2.2)"),
+            format!("writing data storage version '{v}' (lance_core writes 2.1 and 2.2)"),
         )),
+        other => Err(Error::invalid(format!(
+            "{uri}: unknown data storage version '{other}' (known: 2.1, 2.2, stable; \
+             read only: 0.1/legacy, 2.0)"
+        ))),
     }
 }
 
