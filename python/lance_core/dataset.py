@@ -8,7 +8,7 @@ import itertools
 from dataclasses import dataclass
 import os
 from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
@@ -16,6 +16,9 @@ from . import _lance_core, _nearest
 from .errors import InvalidInputError
 from .fragment_metadata import FragmentMetadata, LanceOperation, _commit_native
 from .merge import MergeInsertBuilder
+
+if TYPE_CHECKING:
+    from .blob import BlobFile
 
 
 def _uri(uri: Union[str, os.PathLike]) -> str:
@@ -737,6 +740,24 @@ class LanceDataset:
                    **kwargs: Any) -> pa.Table:
         """pylance's name for `take_rows`."""
         return self.take_rows(row_ids, columns, **kwargs)
+
+    def take_blobs(self, blob_column: str, ids: Any = None, addresses: Any = None, indices: Any = None, *,
+                   buffer_size: int = 512 * 1024) -> List[Optional["BlobFile"]]:
+        """The blobs of `blob_column` as file objects (`lance_core.blob.BlobFile`), one per
+        row asked for, in that order (None for a NULL blob). Exactly one of `ids` (row
+        ids), `addresses` (row addresses) or `indices` (offsets among the visible rows).
+        Nothing is read until a file is read; `buffer_size` bytes are read ahead by
+        sequential reads."""
+        from .blob import BlobFile
+
+        given = [(name, v) for name, v in (("ids", ids), ("addresses", addresses), ("indices", indices))
+                 if v is not None]
+        if len(given) != 1:
+            raise InvalidInputError("take_blobs needs exactly one of ids, addresses or indices")
+        name, values = given[0]
+        by = {"ids": "row_id", "addresses": "address", "indices": "index"}[name]
+        readers = _lance_core._take_blobs(self._ds, blob_column, _indices(values, name), by)
+        return [BlobFile(r, buffer_size) if r is not None else None for r in readers]
 
     def head(self, num_rows: int, **kwargs: Any) -> pa.Table:
         """The first `num_rows` rows (`kwargs` as in `to_table`)."""

@@ -279,6 +279,11 @@ impl Dataset {
         }
     }
 
+    /// The store of base path `id` (where files with that `base_id` live).
+    pub fn base_storage(&self, id: u32) -> Result<&Storage> {
+        Ok(&self.base(id)?.storage)
+    }
+
     /// The directory of index `uuid` (kept under `base_id`, else with the table).
     pub fn index_dir(&self, uuid: &str, base_id: Option<u32>) -> Result<String> {
         let storage = match base_id {

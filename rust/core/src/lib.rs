@@ -4,6 +4,7 @@
 //! (the v2 file container), `encoding` (page layouts and compression → Arrow), `table`
 //! (manifests, versions, schemas, fragments, deletions, row ids) and `scan` (streaming
 //! reads of a dataset). `dataset` is the entry point that ties them together.
+pub mod blob;
 pub mod dataset;
 pub mod error;
 pub mod expr;

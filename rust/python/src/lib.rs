@@ -1,11 +1,12 @@
 //! Python bindings of lance-core (`lance_core._lance_core`). Each file holds one concern:
 //! `dataset` the dataset class (scans, deletes, new columns), `write` new data files,
-//! `commit` new versions, `file_api` single Lance files, `nearest` vector-search queries, `files` job files beside the table, `row_changes` the
+//! `commit` new versions, `file_api` single Lance files, `blobs` blob columns read as files, `nearest` vector-search queries, `files` job files beside the table, `row_changes` the
 //! pieces of distributed updates and merges, `arrow_export` and
 //! `arrow_import` the zero-copy hand-over of Arrow data each way, `errors` the mapping of
 //! errors and panics to exceptions, `runtime` the async runtime.
 mod arrow_export;
 mod arrow_import;
+mod blobs;
 mod commit;
 mod dataset;
 mod errors;
@@ -35,6 +36,8 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<arrow_export::PyBatchIterator>()?;
     m.add_class::<staged::PyStagedFiles>()?;
     m.add_class::<file_api::PyFileWriter>()?;
+    m.add_class::<blobs::PyBlobReader>()?;
+    m.add_function(wrap_pyfunction!(blobs::_take_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(file_api::_file_layout, m)?)?;
     m.add_function(wrap_pyfunction!(file_api::_file_global_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;

@@ -28,6 +28,16 @@ pub struct Listed {
     pub meta: Option<ObjectMeta>,
 }
 
+/// The directory and file name of a file's URI or path.
+pub fn split_uri(uri: &str) -> Result<(&str, &str)> {
+    let trimmed = uri.trim_end_matches('/');
+    match trimmed.rsplit_once('/') {
+        Some((dir, name)) if !name.is_empty() => Ok((if dir.is_empty() { "/" } else { dir }, name)),
+        None if !trimmed.is_empty() => Ok((".", trimmed)),
+        _ => Err(Error::invalid(format!("'{uri}' names no file"))),
+    }
+}
+
 /// Local reads up to this many bytes run on the calling thread.
 const INLINE_READ_BYTES: u64 = 256 * 1024;
 
@@ -548,5 +558,22 @@ impl Storage {
             Err(object_store::Error::NotFound { .. }) => Ok(vec![]),
             Err(e) => Err(self.map_err(&prefix, e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::*;
+
+    #[test]
+    fn split_uris() {
+        assert_eq!(split_uri("/tmp/a/f.lance").unwrap(), ("/tmp/a", "f.lance"));
+        assert_eq!(
+            split_uri("s3://b/k/f.lance").unwrap(),
+            ("s3://b/k", "f.lance")
+        );
+        assert_eq!(split_uri("f.lance").unwrap(), (".", "f.lance"));
+        assert_eq!(split_uri("/f.lance").unwrap(), ("/", "f.lance"));
+        assert!(split_uri("").is_err());
     }
 }

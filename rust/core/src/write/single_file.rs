@@ -55,7 +55,7 @@ impl SingleFileWriter {
         options: &StorageOptions,
         sizing: PageSizing,
     ) -> Result<Self> {
-        let (dir, name) = split_uri(uri)?;
+        let (dir, name) = crate::storage::split_uri(uri)?;
         let storage = Storage::open(dir, options)?;
         let path = storage.path(name);
         let shown = storage.display(&path);
@@ -221,31 +221,4 @@ impl SingleFileWriter {
 fn names(schema: &SchemaRef) -> String {
     let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
     names.join(", ")
-}
-
-/// The directory and file name of a file's URI or path.
-pub fn split_uri(uri: &str) -> Result<(&str, &str)> {
-    let trimmed = uri.trim_end_matches('/');
-    match trimmed.rsplit_once('/') {
-        Some((dir, name)) if !name.is_empty() => Ok((if dir.is_empty() { "/" } else { dir }, name)),
-        None if !trimmed.is_empty() => Ok((".", trimmed)),
-        _ => Err(Error::invalid(format!("'{uri}' names no file"))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn split_uris() {
-        assert_eq!(split_uri("/tmp/a/f.lance").unwrap(), ("/tmp/a", "f.lance"));
-        assert_eq!(
-            split_uri("s3://b/k/f.lance").unwrap(),
-            ("s3://b/k", "f.lance")
-        );
-        assert_eq!(split_uri("f.lance").unwrap(), (".", "f.lance"));
-        assert_eq!(split_uri("/f.lance").unwrap(), ("/", "f.lance"));
-        assert!(split_uri("").is_err());
-    }
 }
