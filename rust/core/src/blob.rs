@@ -82,9 +82,7 @@ pub async fn locate(
 ) -> Result<Vec<Option<BlobLocation>>> {
     let field = ds
         .schema
-        .fields
-        .iter()
-        .find(|f| f.name == column)
+        .field(column)
         .ok_or_else(|| Error::invalid(format!("{}: no column '{column}'", ds.uri())))?;
     let (field_id, v2) = match (field.is_blob_v1(), field.is_blob_v2()) {
         (_, true) => (field.id, true),

@@ -121,9 +121,7 @@ fn details_any(value: Vec<u8>) -> prost_types::Any {
 fn vector_field(ds: &Dataset, column: &str, params: &IvfParams) -> Result<(i32, DataType)> {
     let field = ds
         .schema
-        .fields
-        .iter()
-        .find(|f| f.name == column)
+        .field(column)
         .ok_or_else(|| Error::invalid(format!("{}: no column '{column}' to index", ds.uri())))?;
     let arrow = ds
         .arrow_schema
