@@ -163,3 +163,28 @@ def test_blobs_on_s3(tmp_path):
                     lance.dataset(v1, storage_options=opts).take_blobs("b", indices=list(range(12))))
     finally:
         server.stop()
+
+
+def test_scan_blob_handling_all_binary(tmp_path):
+    table, values = _v2_table(tmp_path)
+    paths = {"v1": str(tmp_path / "v1"), "v2": str(tmp_path / "v2")}
+    lance.write_dataset(_v1_table(), paths["v1"], data_storage_version="2.1", max_rows_per_file=5)
+    lance.write_dataset(table, paths["v2"], data_storage_version="2.2", allow_external_blob_outside_bases=True)
+    for path in paths.values():
+        ref, ours = lance.dataset(path), lance_core.dataset(path)
+        theirs = ref.to_table(blob_handling="all_binary")
+        got = ours.to_table(blob_handling="all_binary")
+        assert got.schema == theirs.schema and got.equals(theirs)
+        assert got.schema.field("b").type == pa.large_binary()
+        # in batches, filtered, with row addresses asked for, and as descriptors (the default)
+        reader = ours.scanner(blob_handling="all_binary", batch_size=2, filter="id >= 1",
+                              with_row_address=True).to_reader()
+        assert reader.schema.names == ["id", "b", "_rowaddr"]
+        assert pa.Table.from_batches(list(reader)).select(["id", "b"]).equals(
+            ref.to_table(blob_handling="all_binary", filter="id >= 1"))
+        for default in (None, "blobs_descriptions"):
+            assert ours.to_table(blob_handling=default).schema.field("b").equals(
+                ref.to_table(blob_handling=default).schema.field("b"), check_metadata=True)
+    assert lance_core.dataset(paths["v2"]).to_table(blob_handling="all_binary")["b"].to_pylist()[5] == values[5]
+    with pytest.raises(InvalidInputError, match="blob_handling"):
+        lance_core.dataset(paths["v1"]).to_table(blob_handling="bytes")

@@ -45,6 +45,7 @@ class LanceScanner:
         late_materialization: bool = True,
         use_scalar_index: bool = True,
         nearest: Optional[Dict[str, Any]] = None,
+        blob_handling: Optional[str] = None,
     ):
         """`columns` is a list of column names (dotted for fields of structs), or a dict of
         output names to SQL expressions (`{"total": "price * qty", "x": "l[1].x"}`).
@@ -70,6 +71,14 @@ class LanceScanner:
             if not (isinstance(start, int) and isinstance(end, int)) or start < 0 or end < start:
                 raise InvalidInputError(f"row_range must be (start, end) with 0 <= start <= end, got {row_range!r}")
             row_range = (start, end)
+        if blob_handling not in (None, "all_binary", "blobs_descriptions", "all_descriptions"):
+            raise InvalidInputError(f"blob_handling must be 'all_binary', 'blobs_descriptions' or "
+                                    f"'all_descriptions', got {blob_handling!r}")
+        # Blob columns returned as their bytes (`all_binary`) rather than descriptors.
+        self._blob_bytes: List[str] = []
+        if blob_handling == "all_binary" and projection is None:
+            wanted = list(columns) if columns is not None else dataset.schema.names
+            self._blob_bytes = [c for c in wanted if c in _blob_columns(dataset.schema)]
         self._dataset = dataset
         self._args = dict(
             columns=list(columns) if columns is not None else None,
@@ -90,24 +99,55 @@ class LanceScanner:
         )
 
     def _native(self) -> "_lance_core._BatchIterator":
+        if self._blob_bytes:
+            return self._dataset._ds.scan(**dict(self._args, with_row_address=True))
         return self._dataset._ds.scan(**self._args)
+
+    def _with_blob_bytes(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """`batch` with each blob column's descriptors replaced by the blobs' bytes (and the
+        row addresses that located them dropped unless asked for)."""
+        for name in self._blob_bytes:
+            part = pa.RecordBatch.from_arrays([batch.column(name), batch.column("_rowaddr")], [name, "_rowaddr"])
+            reader = pa.RecordBatchReader.from_batches(part.schema, [part])
+            values = pa.record_batch(_lance_core._blob_bytes(self._dataset._ds, name, reader)).column(0)
+            i = batch.schema.get_field_index(name)
+            batch = batch.set_column(i, pa.field(name, pa.large_binary()), values)
+        if not self._args["with_row_address"]:
+            batch = batch.drop_columns(["_rowaddr"])
+        return batch
+
+    def _schema(self, native: "_lance_core._BatchIterator") -> pa.Schema:
+        schema = pa.schema(native.schema)
+        if not self._blob_bytes:
+            return schema
+        for name in self._blob_bytes:
+            schema = schema.set(schema.get_field_index(name), pa.field(name, pa.large_binary()))
+        if not self._args["with_row_address"]:
+            schema = schema.remove(schema.get_field_index("_rowaddr"))
+        return schema
 
     @property
     def projected_schema(self) -> pa.Schema:
-        return pa.schema(self._native().schema)
+        return self._schema(self._native())
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """Stream the result; memory stays bounded whatever the dataset's size."""
         for batch in self._native():
-            yield pa.record_batch(batch)
+            batch = pa.record_batch(batch)
+            yield self._with_blob_bytes(batch) if self._blob_bytes else batch
 
     def to_reader(self) -> pa.RecordBatchReader:
+        if self._blob_bytes:
+            return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
         return pa.RecordBatchReader.from_stream(self._native())
 
     def to_table(self) -> pa.Table:
         it = self._native()
-        schema = pa.schema(it.schema)
-        return pa.Table.from_batches([pa.record_batch(b) for b in it], schema=schema)
+        schema = self._schema(it)
+        batches = [pa.record_batch(b) for b in it]
+        if self._blob_bytes:
+            batches = [self._with_blob_bytes(b) for b in batches]
+        return pa.Table.from_batches(batches, schema=schema)
 
     def explain_plan(self, verbose: bool = False) -> str:
         """How the scan runs: the columns it returns, the filter, each condition a
@@ -259,6 +299,16 @@ class LanceFragment:
 _HINTS = {"batch_readahead", "fragment_readahead", "scan_in_order", "prefilter", "use_stats", "fast_search",
           "late_materialization", "use_scalar_index", "blob_handling", "strict_batch_size",
           "disable_scoring_autoprojection", "scan_stats_callback", "index_segments"}
+
+
+def _blob_columns(schema: pa.Schema) -> List[str]:
+    """The top-level columns of `schema` that hold blobs (v1 field metadata, or v2)."""
+    out = []
+    for f in schema:
+        meta = f.metadata or {}
+        if meta.get(b"lance-encoding:blob", b"").lower() == b"true" or "lance.blob" in str(f.type):
+            out.append(f.name)
+    return out
 
 
 def _check_hints(hints: Dict[str, Any]) -> None:
@@ -688,7 +738,8 @@ class LanceDataset:
         return LanceScanner(self, columns, limit, offset, batch_size, bool(with_row_id), bool(with_row_address), ids,
                             io_buffer_size, filter, include_deleted=bool(include_deleted_rows),
                             late_materialization=late is None or bool(late),
-                            use_scalar_index=use_index is None or bool(use_index), nearest=nearest)
+                            use_scalar_index=use_index is None or bool(use_index), nearest=nearest,
+                            blob_handling=hints.get("blob_handling"))
 
     def to_table(self, columns: Optional[Union[List[str], Dict[str, str]]] = None, filter: Optional[str] = None,
                  limit: Optional[int] = None, offset: Optional[int] = None, nearest: Optional[Dict[str, Any]] = None,

@@ -80,33 +80,48 @@ pub async fn locate(
     column: &str,
     addresses: &[u64],
 ) -> Result<Vec<Option<BlobLocation>>> {
-    let field = ds
-        .schema
-        .field(column)
-        .ok_or_else(|| Error::invalid(format!("{}: no column '{column}'", ds.uri())))?;
-    let (field_id, v2) = match (field.is_blob_v1(), field.is_blob_v2()) {
-        (_, true) => (field.id, true),
-        (true, _) => (field.id, false),
-        _ => {
-            return Err(Error::invalid(format!(
-                "{}: column '{column}' is not a blob column",
-                ds.uri()
-            )))
-        }
-    };
+    blob_field(&ds, column)?;
     let projection = Projection {
         columns: Some(vec![column.to_string()]),
         with_row_address: true,
         ..Default::default()
     };
     let batch = crate::scan::take::take(ds.clone(), addresses, &projection).await?;
-    let descriptors: &StructArray = batch.column(0).as_struct_opt().ok_or_else(|| {
+    let rows = batch.column(1).as_primitive::<UInt64Type>();
+    locate_rows(&ds, column, batch.column(0), rows.values()).await
+}
+
+/// The id of blob column `column`, and whether it is blob v2.
+fn blob_field(ds: &Dataset, column: &str) -> Result<(i32, bool)> {
+    let field = ds
+        .schema
+        .field(column)
+        .ok_or_else(|| Error::invalid(format!("{}: no column '{column}'", ds.uri())))?;
+    match (field.is_blob_v1(), field.is_blob_v2()) {
+        (_, true) => Ok((field.id, true)),
+        (true, _) => Ok((field.id, false)),
+        _ => Err(Error::invalid(format!(
+            "{}: column '{column}' is not a blob column",
+            ds.uri()
+        ))),
+    }
+}
+
+/// The locations of the blobs `descriptors` (column `column` as a scan or take returns
+/// it) describe, for the rows at `rows` (their addresses).
+pub async fn locate_rows(
+    ds: &Dataset,
+    column: &str,
+    descriptors: &arrow_array::ArrayRef,
+    rows: &[u64],
+) -> Result<Vec<Option<BlobLocation>>> {
+    let (field_id, v2) = blob_field(ds, column)?;
+    let descriptors: &StructArray = descriptors.as_struct_opt().ok_or_else(|| {
         Error::corrupt(
             ds.uri(),
             format!("'{column}' did not read as blob descriptors"),
         )
     })?;
-    let rows = batch.column(1).as_primitive::<UInt64Type>();
     let field_of = |name: &str| {
         descriptors.column_by_name(name).ok_or_else(|| {
             Error::corrupt(
@@ -126,14 +141,14 @@ pub async fn locate(
         false => None,
     };
     let mut out = Vec::with_capacity(rows.len());
-    for i in 0..rows.len() {
+    for (i, &row) in rows.iter().enumerate() {
         if descriptors.is_null(i) {
             out.push(None);
             continue;
         }
         let (position, size) = (positions.value(i), sizes.value(i));
         let Some((kinds, ids, uris)) = &v2_columns else {
-            let (storage, path) = data_file(&ds, field_id, rows.value(i))?;
+            let (storage, path) = data_file(ds, field_id, row)?;
             out.push(Some(BlobLocation {
                 storage,
                 path,
@@ -148,11 +163,11 @@ pub async fn locate(
             // A NULL v2 blob is an inline one of no bytes at 0.
             0 if position == 0 && size == 0 => None,
             0 => {
-                let (storage, path) = data_file(&ds, field_id, rows.value(i))?;
+                let (storage, path) = data_file(ds, field_id, row)?;
                 Some((storage, path, position, BlobKind::Inline, None))
             }
             k @ (1 | 2) => {
-                let (storage, data) = data_file(&ds, field_id, rows.value(i))?;
+                let (storage, data) = data_file(ds, field_id, row)?;
                 let stem = data
                     .as_ref()
                     .strip_suffix(".lance")
@@ -206,6 +221,49 @@ pub async fn locate(
         }));
     }
     Ok(out)
+}
+
+/// The bytes of blobs at `locations` (None: NULL) as one array, read concurrently (the
+/// ranges of one object asked for together).
+pub async fn read_all(locations: &[Option<BlobLocation>]) -> Result<arrow_array::LargeBinaryArray> {
+    use futures::{StreamExt, TryStreamExt};
+    let mut by_object: std::collections::HashMap<String, Vec<usize>> = Default::default();
+    let mut values: Vec<Option<bytes::Bytes>> = vec![None; locations.len()];
+    for (i, l) in locations.iter().enumerate() {
+        match l {
+            Some(l) if l.size == 0 => values[i] = Some(bytes::Bytes::new()),
+            Some(l) => by_object.entry(l.shown()).or_default().push(i),
+            None => {}
+        }
+    }
+    let reads = by_object.into_values().map(|rows| async move {
+        let first = locations[rows[0]].as_ref().expect("grouped above");
+        let ranges: Vec<_> = rows
+            .iter()
+            .map(|&i| {
+                let l = locations[i].as_ref().expect("grouped above");
+                l.position..l.position + l.size
+            })
+            .collect();
+        let bytes = first.storage.get_ranges(&first.path, &ranges).await?;
+        Ok::<_, Error>(rows.into_iter().zip(bytes).collect::<Vec<_>>())
+    });
+    let parallel = locations
+        .iter()
+        .flatten()
+        .next()
+        .map_or(1, |l| l.storage.io_parallelism());
+    let read: Vec<Vec<(usize, bytes::Bytes)>> = futures::stream::iter(reads)
+        .buffer_unordered(parallel)
+        .try_collect()
+        .await?;
+    for (i, b) in read.into_iter().flatten() {
+        values[i] = Some(b);
+    }
+    Ok(values
+        .iter()
+        .map(|v| v.as_deref())
+        .collect::<arrow_array::LargeBinaryArray>())
 }
 
 /// The store and path of the data file holding field `field_id` in the row's fragment.

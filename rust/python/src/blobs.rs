@@ -98,3 +98,54 @@ pub fn _take_blobs(
             .collect())
     })
 }
+
+/// The bytes of blob column `column` for the rows of `data` (an Arrow stream of one batch
+/// holding that column's descriptors, as a scan returns them, and `_rowaddr`), as a batch
+/// of one large_binary column named `column`.
+#[pyfunction]
+pub fn _blob_bytes(
+    py: Python<'_>,
+    ds: &PyDataset,
+    column: String,
+    data: Bound<'_, PyAny>,
+) -> PyResult<crate::arrow_export::PyArrowBatch> {
+    guard(|| {
+        let mut batches = crate::arrow_import::import_stream(&data)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(lance_core::Error::from)
+            .py()?;
+        let missing = |what: &str| {
+            lance_core::Error::invalid(format!("blob bytes need one batch with '{what}'"))
+        };
+        let b = match batches.len() {
+            1 => batches.pop().expect("one"),
+            _ => return Err(missing(&column)).py(),
+        };
+        let ds = ds.inner.clone();
+        let name = column.clone();
+        let values = block_on(py, async move {
+            let descriptors = b.column_by_name(&column).ok_or_else(|| missing(&column))?;
+            let rows = b
+                .column_by_name("_rowaddr")
+                .ok_or_else(|| missing("_rowaddr"))?;
+            let rows = rows
+                .as_any()
+                .downcast_ref::<arrow_array::UInt64Array>()
+                .ok_or_else(|| missing("_rowaddr (uint64)"))?;
+            let found =
+                lance_core::blob::locate_rows(&ds, &column, descriptors, rows.values()).await?;
+            lance_core::blob::read_all(&found).await
+        })
+        .py()?;
+        let schema = arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+            name,
+            arrow_schema::DataType::LargeBinary,
+            true,
+        )]);
+        let columns: Vec<arrow_array::ArrayRef> = vec![std::sync::Arc::new(values)];
+        let batch = arrow_array::RecordBatch::try_new(std::sync::Arc::new(schema), columns)
+            .map_err(lance_core::Error::from)
+            .py()?;
+        Ok(crate::arrow_export::PyArrowBatch(batch))
+    })
+}

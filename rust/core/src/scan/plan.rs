@@ -175,6 +175,10 @@ impl Planner {
             let mut md = f.metadata.clone();
             md.remove(EXTENSION_NAME);
             md.remove("ARROW:extension:metadata");
+            // As pylance marks the descriptors it returns.
+            for key in ["lance-encoding:blob", "lance-encoding:packed"] {
+                md.insert(key.to_string(), "true".to_string());
+            }
             let out = Arc::new(Field::new(&f.name, dt.clone(), f.nullable).with_metadata(md));
             return Ok(self.leaf(f, path, dt, out, Post::None));
         }
