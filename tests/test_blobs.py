@@ -12,6 +12,7 @@ import zipfile
 
 import lance
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from lance import Blob, blob_array, blob_field
 
@@ -188,3 +189,67 @@ def test_scan_blob_handling_all_binary(tmp_path):
     assert lance_core.dataset(paths["v2"]).to_table(blob_handling="all_binary")["b"].to_pylist()[5] == values[5]
     with pytest.raises(InvalidInputError, match="blob_handling"):
         lance_core.dataset(paths["v1"]).to_table(blob_handling="bytes")
+
+
+def test_blob_v1_written_as_pylance_reads_it(tmp_path):
+    """lance_core writes blob v1 columns (format 2.1): values out of line in the data file,
+    descriptors in the page; pylance reads the bytes back and takes them as files."""
+    big = os.urandom(3 << 20)
+    values = [b"first", None, b"", big, bytes(range(256)) * 40, None]
+    schema = pa.schema([pa.field("id", pa.int64()),
+                        pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})])
+    table = pa.table({"id": pa.array(range(len(values)), pa.int64()), "b": pa.array(values, pa.large_binary())},
+                     schema=schema)
+    path = str(tmp_path / "ours")
+    lance_core.write_dataset(table, path, data_storage_version="2.1", max_rows_per_file=4)
+    lance_core.write_dataset(table, path, mode="append")
+    ref = lance.dataset(path)
+    assert ref.to_table(blob_handling="all_binary")["b"].to_pylist() == values * 2
+    assert ref.to_table()["b"].type == pa.struct([("position", pa.uint64()), ("size", pa.uint64())])
+    rows = list(range(2 * len(values)))
+    _same_blobs(lance_core.dataset(path).take_blobs("b", indices=rows), ref.take_blobs("b", indices=rows))
+    blob = ref.take_blobs("b", indices=[3])[0]
+    blob.seek(1 << 20)
+    assert blob.read(16) == big[(1 << 20):(1 << 20) + 16]
+    # pylance's descriptors of ours are its own: nulls, the empty value
+    theirs = pa.table({"id": table["id"], "b": table["b"]}, schema=schema)
+    lance.write_dataset(theirs, str(tmp_path / "theirs"), data_storage_version="2.1")
+    mine = ref.to_table(limit=len(values))["b"]
+    assert [v is None for v in mine.to_pylist()] == \
+        [v is None for v in lance.dataset(str(tmp_path / "theirs")).to_table()["b"].to_pylist()]
+    # a single file with a blob column, through the file API
+    import lance.file as ref_file
+    import lance_core.file as our_file
+    with our_file.LanceFileWriter(str(tmp_path / "f.lance"), schema, version="2.1") as w:
+        w.write_batch(table)
+    # both file readers return a blob column's bytes
+    got = ref_file.LanceFileReader(str(tmp_path / "f.lance")).read_all().to_table()
+    assert got["b"].to_pylist() == values
+    ours = our_file.LanceFileReader(str(tmp_path / "f.lance"))
+    assert ours.read_all().to_table().equals(got)
+    assert ours.take_rows([0, 3]).to_table()["b"].to_pylist() == [values[0], values[3]]
+    assert ours.read_range(2, 3).to_table()["b"].to_pylist() == values[2:5]
+
+
+def test_blob_v1_in_format_22_is_refused(tmp_path):
+    schema = pa.schema([pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})])
+    table = pa.table({"b": pa.array([b"x"], pa.large_binary())}, schema=schema)
+    with pytest.raises(lance_core.errors.UnsupportedFeatureError, match="'b' in format 2.2"):
+        lance_core.write_dataset(table, str(tmp_path / "t"), data_storage_version="2.2")
+    assert not os.path.exists(tmp_path / "t" / "_versions")
+
+
+def test_rewrites_of_blob_tables_are_refused_without_loss(tmp_path):
+    """Update and compaction would copy rows' descriptors, not their bytes: until they copy
+    blobs, they are refused and the table stays as it was."""
+    path = str(tmp_path / "t")
+    lance_core.write_dataset(_v1_table(), path, data_storage_version="2.1", max_rows_per_file=3)
+    before = lance.dataset(path).to_table(blob_handling="all_binary")
+    ds = lance_core.dataset(path)
+    with pytest.raises(lance_core.errors.UnsupportedFeatureError, match="update of a table with blob column 'b'"):
+        ds.update({"id": "id + 100"}, where="id = 3")
+    with pytest.raises(lance_core.errors.UnsupportedFeatureError, match="compaction of a table with blob column"):
+        ds.optimize.compact_files()
+    ds.delete("id = 1")
+    after = lance.dataset(path).to_table(blob_handling="all_binary")
+    assert after.equals(before.filter(pc.not_equal(before["id"], 1)))

@@ -104,17 +104,7 @@ class LanceScanner:
         return self._dataset._ds.scan(**self._args)
 
     def _with_blob_bytes(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """`batch` with each blob column's descriptors replaced by the blobs' bytes (and the
-        row addresses that located them dropped unless asked for)."""
-        for name in self._blob_bytes:
-            part = pa.RecordBatch.from_arrays([batch.column(name), batch.column("_rowaddr")], [name, "_rowaddr"])
-            reader = pa.RecordBatchReader.from_batches(part.schema, [part])
-            values = pa.record_batch(_lance_core._blob_bytes(self._dataset._ds, name, reader)).column(0)
-            i = batch.schema.get_field_index(name)
-            batch = batch.set_column(i, pa.field(name, pa.large_binary()), values)
-        if not self._args["with_row_address"]:
-            batch = batch.drop_columns(["_rowaddr"])
-        return batch
+        return _with_blob_bytes(self._dataset, batch, self._blob_bytes, self._args["with_row_address"])
 
     def _schema(self, native: "_lance_core._BatchIterator") -> pa.Schema:
         schema = pa.schema(native.schema)
@@ -299,6 +289,21 @@ class LanceFragment:
 _HINTS = {"batch_readahead", "fragment_readahead", "scan_in_order", "prefilter", "use_stats", "fast_search",
           "late_materialization", "use_scalar_index", "blob_handling", "strict_batch_size",
           "disable_scoring_autoprojection", "scan_stats_callback", "index_segments"}
+
+
+def _with_blob_bytes(dataset: "LanceDataset", batch: pa.RecordBatch, names: List[str],
+                     keep_address: bool) -> pa.RecordBatch:
+    """`batch` with blob columns `names` holding the blobs' bytes instead of their
+    descriptors, located by its `_rowaddr` column (dropped unless `keep_address`)."""
+    for name in names:
+        part = pa.RecordBatch.from_arrays([batch.column(name), batch.column("_rowaddr")], [name, "_rowaddr"])
+        reader = pa.RecordBatchReader.from_batches(part.schema, [part])
+        values = pa.record_batch(_lance_core._blob_bytes(dataset._ds, name, reader)).column(0)
+        i = batch.schema.get_field_index(name)
+        batch = batch.set_column(i, pa.field(name, pa.large_binary()), values)
+    if not keep_address:
+        batch = batch.drop_columns(["_rowaddr"])
+    return batch
 
 
 def _blob_columns(schema: pa.Schema) -> List[str]:

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import pyarrow as pa
 
 from . import _lance_core
-from .dataset import LanceDataset, LanceScanner
+from .dataset import LanceDataset, LanceScanner, _blob_columns, _with_blob_bytes
 from .errors import InvalidInputError
 
 #: The file format version written when none is asked for.
@@ -137,7 +137,9 @@ class LanceFileReader:
         self._columns = list(columns) if columns is not None else None
 
     def _scan(self, batch_size: int, row_range: Optional["tuple[int, int]"] = None) -> ReaderResults:
-        scan = LanceScanner(self._file, self._columns, batch_size=batch_size, row_range=row_range)
+        # Blob columns come back as their bytes, as pylance's file reader returns them.
+        scan = LanceScanner(self._file, self._columns, batch_size=batch_size, row_range=row_range,
+                            blob_handling="all_binary")
         return ReaderResults(scan.to_reader())
 
     def read_all(self, *, batch_size: int = 1024, batch_readahead: int = 16) -> ReaderResults:
@@ -166,7 +168,11 @@ class LanceFileReader:
         if indices and (indices[0] < 0 or indices[-1] >= total):
             bad = indices[0] if indices[0] < 0 else indices[-1]
             raise InvalidInputError(f"{self.path}: no row {bad} in a file of {total} rows")
-        table = self._file._take_addresses(indices, self._columns)
+        blobs = [c for c in (self._columns or self._file.schema.names) if c in _blob_columns(self._file.schema)]
+        table = self._file._take_addresses(indices, self._columns, with_row_address=bool(blobs))
+        if blobs:
+            table = pa.Table.from_batches([_with_blob_bytes(self._file, b, blobs, False)
+                                           for b in table.combine_chunks().to_batches()])
         batches = table.combine_chunks().to_batches(max_chunksize=max(1, batch_size))
         return ReaderResults(pa.RecordBatchReader.from_batches(table.schema, batches))
 

@@ -117,6 +117,12 @@ impl FileWriter {
         Ok(())
     }
 
+    /// Write a blob's bytes out of line (64-byte aligned, before the page that describes
+    /// them); returns where they start.
+    pub async fn write_blob(&mut self, data: &[u8]) -> Result<u64> {
+        self.write_aligned(data.to_vec()).await
+    }
+
     /// Write a global buffer (an index's side data); returns its number (1 and up).
     pub async fn add_global_buffer(&mut self, data: Vec<u8>) -> Result<u32> {
         let size = data.len() as u64;

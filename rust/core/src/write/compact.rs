@@ -157,6 +157,7 @@ async fn rewrite(
     rows: u64,
     opts: &CompactionOptions,
 ) -> Result<Vec<DataFragment>> {
+    super::refuse_blob_rewrite(ds, "compaction")?;
     let stable = ds.has_stable_row_ids();
     let options = ScanOptions {
         fragment_ids: Some(group.iter().map(|f| f.id).collect()),

@@ -141,6 +141,9 @@ impl DataFileWriter {
         let parts = std::mem::take(&mut leaf.pending);
         leaf.pending_bytes = 0;
         let spec = leaf.spec.clone();
+        if spec.blob {
+            return self.write_blob_page(i, parts).await;
+        }
         let name = self.name.clone();
         let rx = start_cpu(self.name.clone(), move || {
             let array = if parts.len() == 1 {
@@ -160,6 +163,41 @@ impl DataFileWriter {
         while self.encoding.len() > IN_FLIGHT_PER_CORE * rayon::current_num_threads() {
             self.write_oldest().await?;
         }
+        Ok(())
+    }
+
+    /// A blob leaf's page: its values written to the file now (their positions are only
+    /// known here), the page of their descriptors queued in order with the others.
+    async fn write_blob_page(&mut self, i: usize, parts: Vec<ArrayRef>) -> Result<()> {
+        let spec = self.leaves[i].spec.clone();
+        let array = if parts.len() == 1 {
+            parts.into_iter().next().unwrap()
+        } else {
+            let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+            arrow_select::concat::concat(&refs)?
+        };
+        let levels = leaf_levels(&array, &spec.steps)?;
+        use crate::encoding::encode::blob;
+        let mut descriptors = Vec::with_capacity(levels.values.len());
+        for item in blob::items(&levels)? {
+            let written = match item {
+                blob::Item::Value(v) => {
+                    let bytes = blob::value(&levels.values, v)?;
+                    Some((self.file.write_blob(bytes).await?, bytes.len() as u64))
+                }
+                _ => None,
+            };
+            descriptors.push(blob::descriptor(item, written));
+        }
+        let page = blob::page(
+            &descriptors,
+            levels.layers.clone(),
+            levels.num_rows,
+            self.version.minor >= 2,
+        );
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(page);
+        self.encoding.push_back((i, rx));
         Ok(())
     }
 

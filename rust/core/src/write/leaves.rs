@@ -12,6 +12,8 @@ pub struct LeafSpec {
     pub field_id: i32,
     /// A JSON column: its text is stored as JSONB.
     pub json: bool,
+    /// A blob v1 column (format 2.1): values out of line, descriptors in the page.
+    pub blob: bool,
     /// Index of the top-level column the leaf belongs to.
     pub top: usize,
     pub steps: Vec<Step>,
@@ -83,8 +85,13 @@ fn walk(
             steps.pop();
         }
         _ => {
-            if f.is_blob_v1() {
-                return Err(unsupported(format!("writing blob field '{}'", f.name)));
+            let blob = f.is_blob_v1();
+            if blob && large_chunks {
+                return Err(unsupported(format!(
+                    "writing blob field '{}' in format 2.2 (blob v2; lance_core writes blobs \
+                     in format 2.1)",
+                    f.name
+                )));
             }
             let json = f.logical_type == "json";
             if json && !steps.is_empty() {
@@ -96,6 +103,7 @@ fn walk(
             out.push(LeafSpec {
                 field_id: f.id,
                 json,
+                blob,
                 top,
                 steps: steps.clone(),
                 options: options(f, large_chunks)?,

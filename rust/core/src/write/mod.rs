@@ -81,6 +81,27 @@ impl Default for WriteOptions {
     }
 }
 
+/// Refuse `what` (a writer that copies existing rows into new files) on a table with blob
+/// columns: their rows read back as descriptors, and copying those would not copy the
+/// bytes they point to.
+pub(crate) fn refuse_blob_rewrite(ds: &crate::dataset::Dataset, what: &str) -> Result<()> {
+    match ds
+        .schema
+        .fields
+        .iter()
+        .find(|f| f.is_blob_v1() || f.is_blob_v2())
+    {
+        Some(f) => Err(Error::unsupported(
+            ds.uri(),
+            format!(
+                "{what} of a table with blob column '{}' (its rows are not copied yet)",
+                f.name
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The file format version for a `data_storage_version` string.
 pub fn writable_version(v: &str, uri: &str) -> Result<FileVersion> {
     match v {

@@ -308,6 +308,7 @@ async fn rewrite(
     file_prefix: &str,
     staged: &Staged,
 ) -> Result<Rewritten> {
+    super::refuse_blob_rewrite(ds, "update")?;
     let stable = ds.has_stable_row_ids();
     let options = ScanOptions {
         filter: filter.cloned(),

@@ -73,3 +73,12 @@ pub fn general(
         values: Some(Box::new(inner)),
     })))
 }
+
+/// Fixed-width struct values stored row by row, each field `bits` wide (`inner` holds
+/// the rows as flat values of the summed width).
+pub fn packed_struct(bits: Vec<u64>, inner: pb::CompressiveEncoding) -> pb::CompressiveEncoding {
+    wrap(C::PackedStruct(Box::new(pb::PackedStruct {
+        bits_per_value: bits,
+        values: Some(Box::new(inner)),
+    })))
+}

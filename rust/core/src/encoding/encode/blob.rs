@@ -1,0 +1,115 @@
+//! Blob v1 pages (format 2.1): the values are written out of line by the file writer,
+//! which alone knows where they land; the page holds one `{position, size}` descriptor per
+//! item, as a mini-block page of packed u64 pairs inside a `BlobLayout` that carries the
+//! column's layers. A NULL's descriptor has size 0 and its levels packed into the position
+//! (repetition in bits 0..16, definition in bits 16..32), an empty value is `{0, 0}`.
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, FixedSizeBinaryArray};
+
+use super::levels::LeafLevels;
+use super::{miniblock, proto, EncodedPage, PageOptions};
+use crate::encoding::layout::Layer;
+use crate::error::{unsupported, Result};
+use crate::proto::encodings21 as pb;
+
+/// What each item of a blob column's page is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Item {
+    /// NULL, with its definition level.
+    Null(u16),
+    Empty,
+    /// Value `i` of the levels' values, to be written out of line.
+    Value(usize),
+}
+
+/// The items of `levels` (a blob column's page, outside any list).
+pub fn items(levels: &LeafLevels) -> Result<Vec<Item>> {
+    if levels.rep.is_some() {
+        return Err(unsupported("writing blob values inside lists"));
+    }
+    let values = &levels.values;
+    (0..values.len())
+        .map(|i| {
+            let def = levels.def.as_ref().map_or(0, |d| d[i]);
+            Ok(match def {
+                0 if value(values, i)?.is_empty() => Item::Empty,
+                0 => Item::Value(i),
+                d => Item::Null(d),
+            })
+        })
+        .collect()
+}
+
+/// The bytes of value `i` of a blob column (binary or large_binary).
+pub fn value(values: &ArrayRef, i: usize) -> Result<&[u8]> {
+    if let Some(b) = values
+        .as_any()
+        .downcast_ref::<arrow_array::LargeBinaryArray>()
+    {
+        return Ok(b.value(i));
+    }
+    if let Some(b) = values.as_any().downcast_ref::<arrow_array::BinaryArray>() {
+        return Ok(b.value(i));
+    }
+    Err(unsupported(format!(
+        "blob values of type {}",
+        values.data_type()
+    )))
+}
+
+/// The descriptor of an item: a written value's position and size, `{0, 0}` for an
+/// empty value, the levels for a NULL.
+pub fn descriptor(item: Item, written: Option<(u64, u64)>) -> (u64, u64) {
+    match (item, written) {
+        (Item::Null(def), _) => (u64::from(def) << 16, 0),
+        (Item::Value(_), Some(w)) => w,
+        _ => (0, 0),
+    }
+}
+
+/// The page of `descriptors` for a column of `layers` holding `num_rows` rows.
+pub fn page(
+    descriptors: &[(u64, u64)],
+    layers: Vec<Layer>,
+    num_rows: usize,
+    large_chunks: bool,
+) -> Result<EncodedPage> {
+    let mut flat = Vec::with_capacity(descriptors.len() * 16);
+    for (p, s) in descriptors {
+        flat.extend_from_slice(&p.to_le_bytes());
+        flat.extend_from_slice(&s.to_le_bytes());
+    }
+    let values: ArrayRef = Arc::new(FixedSizeBinaryArray::new(16, flat.into(), None));
+    let inner_levels = LeafLevels {
+        layers: vec![Layer::AllValidItem],
+        rep: None,
+        def: None,
+        values,
+        num_rows: descriptors.len(),
+    };
+    let opts = PageOptions {
+        large_chunks,
+        force_mini_block: true,
+        ..Default::default()
+    };
+    let mut inner = miniblock::encode(&inner_levels, &opts)?;
+    if let Some(pb::page_layout::Layout::MiniBlockLayout(m)) = inner.layout.layout.as_mut() {
+        let rows = m
+            .value_compression
+            .take()
+            .unwrap_or_else(|| proto::flat(128));
+        m.value_compression = Some(proto::packed_struct(vec![64, 64], rows));
+    }
+    let layout = pb::BlobLayout {
+        inner_layout: Some(Box::new(inner.layout)),
+        layers: layers.iter().map(|l| l.to_proto()).collect(),
+    };
+    Ok(EncodedPage {
+        buffers: inner.buffers,
+        layout: pb::PageLayout {
+            layout: Some(pb::page_layout::Layout::BlobLayout(Box::new(layout))),
+        },
+        num_rows: num_rows as u64,
+    })
+}
