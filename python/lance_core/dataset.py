@@ -74,11 +74,6 @@ class LanceScanner:
         if blob_handling not in (None, "all_binary", "blobs_descriptions", "all_descriptions"):
             raise InvalidInputError(f"blob_handling must be 'all_binary', 'blobs_descriptions' or "
                                     f"'all_descriptions', got {blob_handling!r}")
-        # Blob columns returned as their bytes (`all_binary`) rather than descriptors.
-        self._blob_bytes: List[str] = []
-        if blob_handling == "all_binary" and projection is None:
-            wanted = list(columns) if columns is not None else dataset.schema.names
-            self._blob_bytes = [c for c in wanted if c in _blob_columns(dataset.schema)]
         self._dataset = dataset
         self._args = dict(
             columns=list(columns) if columns is not None else None,
@@ -96,48 +91,29 @@ class LanceScanner:
             late_materialization=bool(late_materialization),
             use_scalar_index=bool(use_scalar_index),
             nearest=nearest,
+            # Blob columns returned as their bytes rather than descriptors.
+            blob_bytes=blob_handling == "all_binary",
         )
 
     def _native(self) -> "_lance_core._BatchIterator":
-        if self._blob_bytes:
-            return self._dataset._ds.scan(**dict(self._args, with_row_address=True))
         return self._dataset._ds.scan(**self._args)
-
-    def _with_blob_bytes(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        return _with_blob_bytes(self._dataset, batch, self._blob_bytes, self._args["with_row_address"])
-
-    def _schema(self, native: "_lance_core._BatchIterator") -> pa.Schema:
-        schema = pa.schema(native.schema)
-        if not self._blob_bytes:
-            return schema
-        for name in self._blob_bytes:
-            schema = schema.set(schema.get_field_index(name), pa.field(name, pa.large_binary()))
-        if not self._args["with_row_address"]:
-            schema = schema.remove(schema.get_field_index("_rowaddr"))
-        return schema
 
     @property
     def projected_schema(self) -> pa.Schema:
-        return self._schema(self._native())
+        return pa.schema(self._native().schema)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """Stream the result; memory stays bounded whatever the dataset's size."""
         for batch in self._native():
-            batch = pa.record_batch(batch)
-            yield self._with_blob_bytes(batch) if self._blob_bytes else batch
+            yield pa.record_batch(batch)
 
     def to_reader(self) -> pa.RecordBatchReader:
-        if self._blob_bytes:
-            return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
         return pa.RecordBatchReader.from_stream(self._native())
 
     def to_table(self) -> pa.Table:
         it = self._native()
-        schema = self._schema(it)
-        batches = [pa.record_batch(b) for b in it]
-        if self._blob_bytes:
-            batches = [self._with_blob_bytes(b) for b in batches]
-        return pa.Table.from_batches(batches, schema=schema)
+        schema = pa.schema(it.schema)
+        return pa.Table.from_batches([pa.record_batch(b) for b in it], schema=schema)
 
     def explain_plan(self, verbose: bool = False) -> str:
         """How the scan runs: the columns it returns, the filter, each condition a

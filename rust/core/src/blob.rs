@@ -15,7 +15,7 @@ use object_store::path::Path;
 
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::scan::Projection;
+use crate::scan::{Projection, Scan};
 use crate::storage::Storage;
 
 /// How a blob is stored (blob v2's `kind`; v1 blobs are all inline).
@@ -264,6 +264,66 @@ pub async fn read_all(locations: &[Option<BlobLocation>]) -> Result<arrow_array:
         .iter()
         .map(|v| v.as_deref())
         .collect::<arrow_array::LargeBinaryArray>())
+}
+
+/// A scan per `options` whose blob columns hold their bytes (large_binary) instead of
+/// their descriptors: the rows' addresses locate them, batch by batch.
+pub fn scan_with_bytes(ds: Arc<Dataset>, mut options: crate::scan::ScanOptions) -> Result<Scan> {
+    use futures::StreamExt;
+    let keep_address = options.with_row_address;
+    options.with_row_address = true;
+    let inner = crate::scan::scan(ds.clone(), options)?;
+    let blobs: Vec<usize> = inner
+        .schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| blob_field(&ds, f.name()).is_ok())
+        .map(|(i, _)| i)
+        .collect();
+    let address = inner.schema.index_of("_rowaddr")?;
+    let mut fields: Vec<arrow_schema::FieldRef> = inner.schema.fields().iter().cloned().collect();
+    for &i in &blobs {
+        let f = &fields[i];
+        fields[i] = Arc::new(arrow_schema::Field::new(
+            f.name(),
+            arrow_schema::DataType::LargeBinary,
+            f.is_nullable(),
+        ));
+    }
+    if !keep_address {
+        fields.remove(address);
+    }
+    let schema = Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        inner.schema.metadata().clone(),
+    ));
+    let out_schema = schema.clone();
+    let batches = inner
+        .batches
+        .then(move |batch| {
+            let (ds, blobs, schema) = (ds.clone(), blobs.clone(), out_schema.clone());
+            async move {
+                let batch = batch?;
+                let rows = batch.column(address).as_primitive::<UInt64Type>().clone();
+                let mut columns = batch.columns().to_vec();
+                for &i in &blobs {
+                    let name = batch.schema_ref().field(i).name().clone();
+                    let found = locate_rows(&ds, &name, &columns[i], rows.values()).await?;
+                    columns[i] = Arc::new(read_all(&found).await?);
+                }
+                if !keep_address {
+                    columns.remove(address);
+                }
+                let options =
+                    arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+                Ok(arrow_array::RecordBatch::try_new_with_options(
+                    schema, columns, &options,
+                )?)
+            }
+        })
+        .boxed();
+    Ok(Scan { schema, batches })
 }
 
 /// The store and path of the data file holding field `field_id` in the row's fragment.

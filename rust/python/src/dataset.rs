@@ -1050,7 +1050,7 @@ impl PyDataset {
         })
     }
 
-    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false, projection=None, late_materialization=true, use_scalar_index=true, nearest=None))]
+    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false, projection=None, late_materialization=true, use_scalar_index=true, nearest=None, blob_bytes=false))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -1069,6 +1069,7 @@ impl PyDataset {
         late_materialization: bool,
         use_scalar_index: bool,
         nearest: Option<crate::nearest::PyNearest>,
+        blob_bytes: bool,
     ) -> PyResult<PyBatchIterator> {
         guard(|| {
             let nearest = nearest.map(|n| n.into_query()).transpose()?;
@@ -1084,6 +1085,7 @@ impl PyDataset {
                 include_deleted,
                 late_materialization,
                 use_scalar_index,
+                blob_bytes,
                 ..Default::default()
             };
             if let Some(b) = batch_size {

@@ -59,6 +59,9 @@ pub struct ScanOptions {
     /// A nearest-neighbour search instead of a scan (see `crate::vector`): the k nearest
     /// rows with `_distance`, the filter applied before or after as it says.
     pub nearest: Option<crate::vector::Nearest>,
+    /// Return blob columns as their bytes (large_binary) instead of their descriptors
+    /// (pylance's `blob_handling="all_binary"`).
+    pub blob_bytes: bool,
 }
 
 impl Default for ScanOptions {
@@ -79,6 +82,7 @@ impl Default for ScanOptions {
             late_materialization: true,
             use_scalar_index: true,
             nearest: None,
+            blob_bytes: false,
         }
     }
 }
@@ -270,6 +274,10 @@ pub async fn count_rows(
 
 /// Start scanning `dataset`. Must be called within a tokio runtime.
 pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
+    if options.blob_bytes {
+        options.blob_bytes = false;
+        return crate::blob::scan_with_bytes(dataset, options);
+    }
     options.batch_size = options.batch_size.max(1);
     if options.nearest.is_some() {
         return crate::vector::search::start(dataset, options);

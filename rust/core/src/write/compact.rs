@@ -160,6 +160,7 @@ async fn rewrite(
     super::refuse_blob_rewrite(ds, "compaction")?;
     let stable = ds.has_stable_row_ids();
     let options = ScanOptions {
+        blob_bytes: true,
         fragment_ids: Some(group.iter().map(|f| f.id).collect()),
         with_row_id: stable,
         batch_size: opts.batch_size.max(1),

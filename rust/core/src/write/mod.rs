@@ -81,20 +81,15 @@ impl Default for WriteOptions {
     }
 }
 
-/// Refuse `what` (a writer that copies existing rows into new files) on a table with blob
-/// columns: their rows read back as descriptors, and copying those would not copy the
-/// bytes they point to.
+/// Refuse `what` (a writer that copies existing rows into new files, blobs read as their
+/// bytes) on a table with blob v2 columns, which lance_core does not write yet.
 pub(crate) fn refuse_blob_rewrite(ds: &crate::dataset::Dataset, what: &str) -> Result<()> {
-    match ds
-        .schema
-        .fields
-        .iter()
-        .find(|f| f.is_blob_v1() || f.is_blob_v2())
-    {
+    match ds.schema.fields.iter().find(|f| f.is_blob_v2()) {
         Some(f) => Err(Error::unsupported(
             ds.uri(),
             format!(
-                "{what} of a table with blob column '{}' (its rows are not copied yet)",
+                "{what} of a table with blob v2 column '{}' (lance_core writes blobs as v1, \
+                 in format 2.1)",
                 f.name
             ),
         )),

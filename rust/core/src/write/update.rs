@@ -311,6 +311,7 @@ async fn rewrite(
     super::refuse_blob_rewrite(ds, "update")?;
     let stable = ds.has_stable_row_ids();
     let options = ScanOptions {
+        blob_bytes: true,
         filter: filter.cloned(),
         with_row_address: true,
         with_row_id: stable,
