@@ -273,3 +273,30 @@ def test_rewrites_keep_every_blob(tmp_path):
         lance.write_dataset(table, v2, mode="append")
         lance_core.dataset(v2).optimize.compact_files()
     assert lance.dataset(v2).to_table(blob_handling="all_binary")["b"].to_pylist() == [b"x", b"y"] * 2
+
+
+def test_cleanup_removes_blob_sidecars_with_their_data_files(tmp_path):
+    """pylance's blob v2 sidecar files (`data/<file>/<id>.blob`) stay while their data file
+    is in a kept version, and go with it."""
+    from datetime import timedelta
+
+    path = str(tmp_path / "t")
+    schema = pa.schema([pa.field("id", pa.int64()), blob_field("b")])
+    big, mid = os.urandom(5 << 20), os.urandom(200_000)
+    lance.write_dataset(pa.table({"id": [0, 1], "b": blob_array([mid, big])}, schema=schema), path,
+                        data_storage_version="2.2")
+    lance.write_dataset(pa.table({"id": [2], "b": blob_array([big])}, schema=schema), path, mode="append")
+
+    def sidecars():
+        return sorted(os.path.relpath(os.path.join(d, f), path)
+                      for d, _, fs in os.walk(os.path.join(path, "data")) for f in fs if f.endswith(".blob"))
+
+    before = sidecars()
+    assert len(before) == 3
+    lance_core.dataset(path).cleanup_old_versions(older_than=timedelta(0))
+    assert sidecars() == before  # every data file is still in the latest version
+    lance.write_dataset(pa.table({"id": [9], "b": blob_array([mid])}, schema=schema), path, mode="overwrite")
+    lance_core.dataset(path).cleanup_old_versions(older_than=timedelta(0))
+    after = sidecars()
+    assert len(after) == 1 and not set(after) & set(before)
+    assert lance.dataset(path).to_table(blob_handling="all_binary")["b"].to_pylist() == [mid]

@@ -121,6 +121,12 @@ impl Refs {
 /// names of `refs`' deletion files.
 fn is_referenced(rel: &str, refs: &Refs, deletions: &HashSet<String>) -> bool {
     if let Some(name) = rel.strip_prefix("data/") {
+        // A blob v2 sidecar (`<data file stem>/<id>.blob`) lives and dies with its data file.
+        if let Some((stem, file)) = name.split_once('/') {
+            if file.ends_with(".blob") {
+                return refs.data.contains(&format!("{stem}.lance"));
+            }
+        }
         return refs.data.contains(name);
     }
     if let Some(name) = rel.strip_prefix("_deletions/") {
