@@ -513,3 +513,21 @@ def test_compact_on_spark(spark, tmp_path):
     assert sorted(f.count_rows() for f in lance.dataset(ours).get_fragments()) == \
         sorted(f.count_rows() for f in lance.dataset(ref).get_fragments())
     assert not any("spark-" in n for n in os.listdir(os.path.join(ours, "_versions")))
+
+
+def test_blob_columns_as_descriptors_or_bytes(spark, tmp_path):
+    """A blob column reads as pylance's descriptors by default (a table pylance wrote in
+    format 2.1, blob v1) and as its bytes with `blob_handling=all_binary`."""
+    schema = pa.schema([pa.field("id", pa.int64()),
+                        pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})])
+    values = [b"a" * 10, None, b"", os.urandom(100_000)]
+    table = pa.table({"id": pa.array(range(4), pa.int64()), "b": pa.array(values, pa.large_binary())}, schema=schema)
+    path = str(tmp_path / "blobs")
+    lance.write_dataset(table, path, data_storage_version="2.1")
+    descriptors = spark.read.format("lance").load(path).orderBy("id").collect()
+    expected = lance.dataset(path).to_table()["b"].to_pylist()
+    assert [None if r.b is None else {"position": int(r.b.position), "size": int(r.b.size)}
+            for r in descriptors] == expected
+    rows = spark.read.format("lance").option("blob_handling", "all_binary").load(path) \
+        .filter("id >= 1").orderBy("id").collect()
+    assert [r.b for r in rows] == values[1:]

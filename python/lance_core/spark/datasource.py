@@ -29,7 +29,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import LongType, StructField, StructType
 
 from .. import _lance_core
-from ..dataset import LanceDataset, dataset
+from ..dataset import LanceDataset, _blob_columns, dataset
 from ..errors import DatasetNotFoundError, InvalidInputError
 from ..fragment_metadata import FragmentMetadata, LanceOperation, write_fragments
 from ..write import commit
@@ -61,6 +61,25 @@ def _version(value: Optional[str]):
     return int(value) if value.strip().isdigit() else value
 
 
+def _blob_handling(options: Dict[str, str]) -> Optional[str]:
+    value = options.get("blob_handling")
+    if value not in (None, "all_binary", "blobs_descriptions", "all_descriptions"):
+        raise InvalidInputError(f"option blob_handling is 'blobs_descriptions' or 'all_binary', not {value!r}")
+    return value
+
+
+def _blob_types(ds: LanceDataset, arrow: pa.Schema, blob_handling: Optional[str]) -> pa.Schema:
+    """`arrow` with each blob column's type as a scan returns it: its descriptors, or its
+    bytes (large_binary) with `all_binary`."""
+    blobs = [f.name for f in arrow if f.name in _blob_columns(ds.schema)]
+    if not blobs:
+        return arrow
+    read = ds.scanner(columns=blobs, limit=0, blob_handling=blob_handling).projected_schema
+    for name in blobs:
+        arrow = arrow.set(arrow.get_field_index(name), read.field(name))
+    return arrow
+
+
 def _flag(options: Dict[str, str], key: str) -> bool:
     return str(options.get(key, "false")).strip().lower() in ("true", "1", "yes")
 
@@ -70,7 +89,9 @@ class LanceDataSource(DataSource):
     (comma-separated projection), `batch_size`, `with_row_id`, `rows_per_partition`,
     `pushdown` (take Spark's filters; default true), `timestamp_nanos` ("truncate", the
     default, drops nanoseconds Spark cannot hold; "error" refuses them), and
-    `storage.<key>` for object store settings (credentials, endpoint, region). Writes:
+    `storage.<key>` for object store settings (credentials, endpoint, region),
+    `blob_handling` (blob columns as pylance's descriptors, the default, or their bytes
+    with "all_binary"). Writes:
     `max_rows_per_file`, `data_storage_version`. Streaming (`readStream`/`writeStream`,
     see `streaming.py`): `startingVersion`, `maxRowsPerTrigger`, `skipChangeCommits`."""
 
@@ -93,7 +114,7 @@ class LanceDataSource(DataSource):
 
     def schema(self) -> StructType:
         ds = self._open()
-        arrow = _project(ds.schema, self.options.get("columns"), ds.uri)
+        arrow = _blob_types(ds, _project(ds.schema, self.options.get("columns"), ds.uri), _blob_handling(self.options))
         schema = _types.spark_schema(arrow)
         if _flag(self.options, "with_row_id"):
             schema = schema.add(StructField(ROW_ID, LongType(), True))
@@ -203,6 +224,7 @@ class ColumnReading:
         if nanos not in ("truncate", "error"):
             raise InvalidInputError(f"option timestamp_nanos is 'truncate' or 'error', not {nanos!r}")
         self.exact = nanos == "error"
+        self.blob_handling = _blob_handling(options)
 
     def _set_schema(self, schema: StructType) -> None:
         self.schema = schema
@@ -218,7 +240,8 @@ class ColumnReading:
         if frag is None:
             raise InvalidInputError(f"{self.uri}: version {version} has no fragment {fragment_id}")
         batches = frag.to_batches(self.columns, batch_size=self.batch_size, filter=predicate, limit=limit,
-                                  with_row_id=self.with_row_id, row_range=(start, end))
+                                  with_row_id=self.with_row_id, row_range=(start, end),
+                                  blob_handling=self.blob_handling)
         return (_types.to_spark(b, self.target, self.exact) for b in batches)
 
 
