@@ -531,3 +531,21 @@ def test_blob_columns_as_descriptors_or_bytes(spark, tmp_path):
     rows = spark.read.format("lance").option("blob_handling", "all_binary").load(path) \
         .filter("id >= 1").orderBy("id").collect()
     assert [r.b for r in rows] == values[1:]
+
+
+def test_blob_columns_written_from_spark(spark, tmp_path):
+    """`blob_columns` stores binary columns as blobs (format 2.1, blob v1); appends keep
+    them blobs; pylance reads the bytes and takes them as files."""
+    path = str(tmp_path / "from_spark")
+    payloads = [os.urandom(n) for n in (10, 0, 70_000)]
+    df = spark.createDataFrame([(i, p) for i, p in enumerate(payloads)] + [(3, None)], "id long, b binary")
+    df.write.format("lance").mode("overwrite").option("blob_columns", "b") \
+        .option("data_storage_version", "2.1").save(path)
+    df.filter("id = 2").write.format("lance").mode("append").save(path)
+    ref = lance.dataset(path)
+    assert ref.schema.field("b").metadata == {b"lance-encoding:blob": b"true"}
+    got = ref.to_table(blob_handling="all_binary").sort_by("id")["b"].to_pylist()
+    assert got == payloads[:2] + [payloads[2], payloads[2], None]
+    assert ref.take_blobs("b", indices=[2])[0].readall() == payloads[2]
+    with pytest.raises(Exception, match="blob column 'id' must be binary"):
+        df.write.format("lance").mode("overwrite").option("blob_columns", "id").save(str(tmp_path / "bad"))

@@ -91,7 +91,8 @@ class LanceDataSource(DataSource):
     default, drops nanoseconds Spark cannot hold; "error" refuses them), and
     `storage.<key>` for object store settings (credentials, endpoint, region),
     `blob_handling` (blob columns as pylance's descriptors, the default, or their bytes
-    with "all_binary"). Writes:
+    with "all_binary"). Writes: `blob_columns` (binary columns stored as blobs; with
+    `data_storage_version` "2.1"),
     `max_rows_per_file`, `data_storage_version`. Streaming (`readStream`/`writeStream`,
     see `streaming.py`): `startingVersion`, `maxRowsPerTrigger`, `skipChangeCommits`."""
 
@@ -367,7 +368,8 @@ class LanceWriter(DataSourceArrowWriter):
         self.read_version = existing.version if existing is not None else None
         self.create = existing is None or overwrite
         self.spark_arrow = _types.spark_arrow_schema(schema)
-        self.target = self.spark_arrow if self.create else existing.schema
+        self.target = _as_blobs(self.spark_arrow, options.get("blob_columns"), uri) if self.create \
+            else existing.schema
         if not self.create:
             _check_append(existing.schema, self.spark_arrow, uri)
 
@@ -393,6 +395,20 @@ class LanceWriter(DataSourceArrowWriter):
         """Delete the data files the job's tasks wrote (see `JobFiles`); nothing was
         committed."""
         self.files.abort([p for f in self._fragments(messages) for p in f.files])
+
+
+def _as_blobs(schema: pa.Schema, columns: Optional[str], uri: str) -> pa.Schema:
+    """`schema` with the binary columns named in `columns` (comma-separated) marked as blob
+    columns (`lance-encoding:blob`, stored out of line: format 2.1)."""
+    for name in [c.strip() for c in (columns or "").split(",") if c.strip()]:
+        if name not in schema.names:
+            raise InvalidInputError(f"{uri}: option blob_columns names '{name}', which is not a column")
+        f = schema.field(name)
+        if not (pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)):
+            raise InvalidInputError(f"{uri}: blob column '{name}' must be binary, not {f.type}")
+        meta = {**(f.metadata or {}), b"lance-encoding:blob": b"true"}
+        schema = schema.set(schema.get_field_index(name), pa.field(name, pa.large_binary(), f.nullable, meta))
+    return schema
 
 
 def _check_append(existing: pa.Schema, incoming: pa.Schema, uri: str) -> None:
