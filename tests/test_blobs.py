@@ -300,3 +300,24 @@ def test_cleanup_removes_blob_sidecars_with_their_data_files(tmp_path):
     after = sidecars()
     assert len(after) == 1 and not set(after) & set(before)
     assert lance.dataset(path).to_table(blob_handling="all_binary")["b"].to_pylist() == [mid]
+
+
+def test_blobs_through_overwrite_restore_and_cleanup(tmp_path):
+    """Overwrite, restore and cleanup keep every blob of the versions kept readable, in
+    both libraries (blob v1 written by lance_core)."""
+    from datetime import timedelta
+
+    path = str(tmp_path / "t")
+    first = _v1_table()
+    lance_core.write_dataset(first, path, data_storage_version="2.1", max_rows_per_file=5)
+    second = pa.table({"id": pa.array([100], pa.int64()), "b": pa.array([b"second"], pa.large_binary())},
+                      schema=first.schema)
+    lance_core.write_dataset(second, path, mode="overwrite")
+    assert lance.dataset(path).to_table(blob_handling="all_binary")["b"].to_pylist() == [b"second"]
+    lance_core.dataset(path, version=1).restore()
+    lance_core.dataset(path).cleanup_old_versions(older_than=timedelta(0))
+    for lib in (lance, lance_core):
+        got = lib.dataset(path).to_table(blob_handling="all_binary")
+        assert got["b"].to_pylist() == first["b"].to_pylist(), lib.__name__
+    rows = list(range(len(first)))
+    _same_blobs(lance_core.dataset(path).take_blobs("b", indices=rows), lance.dataset(path).take_blobs("b", indices=rows))

@@ -246,3 +246,13 @@ def test_pandas_index_round_trips_like_pylance(tmp_path):
         pd.testing.assert_frame_equal(lance_core.dataset(ours).scanner().to_pandas(), df)
     ds = lance_core.dataset(str(tmp_path / "named_ours.lance"))
     assert list(ds.to_pandas(columns=["x"], filter="x > 1")["x"]) == [2, 3]
+
+
+def test_overwrite_keeps_the_tables_format_as_pylance(tmp_path):
+    t = pa.table({"a": pa.array([1, 2], pa.int64())})
+    for lib in (lance, lance_core):
+        path = str(tmp_path / lib.__name__)
+        lib.write_dataset(t, path, data_storage_version="2.1")
+        assert lib.write_dataset(t, path, mode="overwrite").data_storage_version == "2.1"
+        assert lib.write_dataset(t, path, mode="overwrite", data_storage_version="2.2").data_storage_version == "2.2"
+        assert lance.dataset(path).data_storage_version == "2.2"

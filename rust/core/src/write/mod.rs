@@ -363,9 +363,11 @@ async fn prepare(uri: &str, incoming: &Schema, opts: &WriteOptions) -> Result<Pr
             })
         }
         _ => {
+            // An overwrite keeps the table's format unless asked for another, as pylance's.
             let format = opts
                 .data_storage_version
                 .clone()
+                .or_else(|| existing.as_ref().map(|ds| ds.data_storage_version()))
                 .unwrap_or_else(|| "2.2".into());
             let data_format = if format == "stable" {
                 "2.2".to_string()
