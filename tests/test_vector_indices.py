@@ -100,9 +100,11 @@ def _compare(path: str, nearest_extra: dict, scan_extra: dict, exact_match: bool
     if not exact_match:
         # HNSW: pylance walks the graph, we measure every vector of the probed partitions by
         # the same quantized distances, which tie often (ties broken differently): over 12
-        # queries one row is 0.008 of recall, so the margin is a few rows.
+        # queries one row is 0.008 of recall, so the margin is a few rows. pylance builds
+        # its index unseeded; one CI run saw IVF_HNSW_SQ/cosine at 0.592 against 0.625
+        # (5 rows of 120), hence 6 rows.
         n = len(_queries())
-        assert recall_ours / n >= recall_ref / n - 0.03, f"{what}: recall {recall_ours / n} vs pylance {recall_ref / n}"
+        assert recall_ours / n >= recall_ref / n - 0.05, f"{what}: recall {recall_ours / n} vs pylance {recall_ref / n}"
 
 
 CASES = [(k, p, m) for k, p in KINDS for m in ("l2", "cosine", "dot") if m != "dot" or "HNSW" not in k]
