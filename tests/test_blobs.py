@@ -230,17 +230,150 @@ def test_blob_v1_written_as_pylance_reads_it(tmp_path):
     assert ours.read_range(2, 3).to_table()["b"].to_pylist() == values[2:5]
 
 
-def test_blob_v1_in_format_22_is_refused(tmp_path):
+def test_blob_v1_column_in_format_22_becomes_v2_as_in_pylance(tmp_path):
+    """A large_binary column marked `lance-encoding:blob` written in format 2.2 is a blob
+    v2 column `{data, uri}`, as pylance 14 makes it; appending bytes to it works."""
     schema = pa.schema([pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})])
-    table = pa.table({"b": pa.array([b"x"], pa.large_binary())}, schema=schema)
-    with pytest.raises(lance_core.errors.UnsupportedFeatureError, match="'b' in format 2.2"):
-        lance_core.write_dataset(table, str(tmp_path / "t"), data_storage_version="2.2")
-    assert not os.path.exists(tmp_path / "t" / "_versions")
+    values = [b"a" * 10, None, b"", os.urandom(300_000)]
+    table = pa.table({"b": pa.array(values, pa.large_binary())}, schema=schema)
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    lance_core.write_dataset(table, ours)
+    lance.write_dataset(table, theirs)
+    assert _layout(ours) == _layout(theirs)
+    lance_core.write_dataset(table, ours, mode="append")
+    rows = list(range(2 * len(values)))
+    got = [None if b is None else b.readall() for b in lance.dataset(ours).take_blobs("b", indices=rows)]
+    assert got == values * 2
+    _same_blobs(lance_core.dataset(ours).take_blobs("b", indices=rows), lance.dataset(ours).take_blobs("b", indices=rows))
+
+
+def _layout(path: str):
+    """The table's schema (with field metadata) and its data files' field ids, as pylance
+    reads them."""
+    ds = lance.dataset(path)
+    return ds.schema, [(f.fields, f.column_indices) for fr in ds.get_fragments() for f in fr.data_files()]
+
+
+def _descriptors(path: str) -> list:
+    """Each row's blob descriptor as pylance reads it, positions of inline blobs left out
+    (they depend on the other columns' pages)."""
+    out = []
+    for d in lance.dataset(path).to_table(columns=["b"])["b"].to_pylist():
+        if d is not None and d["kind"] == 0:
+            d = dict(d, position=None)
+        out.append(d)
+    return out
+
+
+def _sidecars(path: str) -> list:
+    """(sidecar file name, size) of every `.blob` file under data/, sorted."""
+    return sorted((f, os.path.getsize(os.path.join(d, f)))
+                  for d, _, fs in os.walk(os.path.join(path, "data")) for f in fs if f.endswith(".blob"))
+
+
+def test_blob_v2_written_as_pylance_writes_it(tmp_path):
+    """lance_core writes blob v2 (format 2.2) as pylance 14 does: the same descriptors
+    (inline, packed, dedicated, external with and without a range; NULL and empty), the
+    same sidecar files, and bytes both libraries read back equal."""
+    table, values = _v2_table(tmp_path)
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    lance_core.write_dataset(table, ours, allow_external_blob_outside_bases=True)
+    lance.write_dataset(table, theirs, data_storage_version="2.2", allow_external_blob_outside_bases=True)
+    assert _descriptors(ours) == _descriptors(theirs)
+    assert _sidecars(ours) == _sidecars(theirs)
+    assert _layout(ours) == _layout(theirs)
+    rows = list(range(len(values)))
+    _same_blobs(lance.dataset(ours).take_blobs("b", indices=rows), lance.dataset(theirs).take_blobs("b", indices=rows))
+    _same_blobs(lance_core.dataset(ours).take_blobs("b", indices=rows), lance.dataset(ours).take_blobs("b", indices=rows))
+    # lance_core's own blob helpers build the same column as pylance's
+    from lance_core.blob import Blob as OurBlob, blob_array as our_array, blob_field as our_field
+    ext = (tmp_path / "external.bin").resolve().as_uri()
+    mine = [OurBlob.from_uri(ext, position=10, size=500) if isinstance(v, Blob) else v for v in values]
+    assert our_array(mine).storage.equals(table["b"].combine_chunks().storage)
+    assert our_field("b").type.storage_type == blob_field("b").type.storage_type
+    ours2 = str(tmp_path / "ours2")
+    lance_core.write_dataset(pa.table({"id": table["id"], "b": our_array(mine)}), ours2,
+                             allow_external_blob_outside_bases=True)
+    assert _descriptors(ours2) == _descriptors(theirs)
+    assert lance.dataset(ours2).to_table(blob_handling="all_binary")["b"].to_pylist() == \
+        lance.dataset(theirs).to_table(blob_handling="all_binary")["b"].to_pylist()
+
+
+def test_blob_v2_thresholds_and_pack_files(tmp_path):
+    """The field's thresholds (pylance's blob_field arguments) and the write's pack file
+    size decide where each value goes, as in pylance."""
+    sizes = [50, 150, 900, 4_000, 9_000, 20_000, 7_000, 8_000, 30]
+    values = [os.urandom(n) for n in sizes]
+    field = blob_field("b", inline_size_threshold=100, dedicated_size_threshold=10_000,
+                       pack_file_size_threshold=12_000)
+    table = pa.table({"b": blob_array(values)}, schema=pa.schema([field]))
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    lance_core.write_dataset(table, ours)
+    lance.write_dataset(table, theirs, data_storage_version="2.2")
+    assert _descriptors(ours) == _descriptors(theirs)
+    assert _sidecars(ours) == _sidecars(theirs)
+    # packs of at most 12 kB: [150, 900, 4000], [9000], [7000], [8000]; 20000 dedicated
+    assert sorted(n for _, n in _sidecars(ours)) == [5050, 7000, 8000, 9000, 20000]
+    rows = list(range(len(values)))
+    assert [b.readall() for b in lance.dataset(ours).take_blobs("b", indices=rows)] == values
+    # the write's pack size when the field sets none
+    plain = pa.table({"b": blob_array(values)}, schema=pa.schema([blob_field("b", inline_size_threshold=100)]))
+    ours, theirs = str(tmp_path / "ours2"), str(tmp_path / "theirs2")
+    lance_core.write_dataset(plain, ours, blob_pack_file_size_threshold=10_000)
+    lance.write_dataset(plain, theirs, data_storage_version="2.2", blob_pack_file_size_threshold=10_000)
+    assert _descriptors(ours) == _descriptors(theirs) and _sidecars(ours) == _sidecars(theirs)
+
+
+def test_blob_v2_external_uris_and_bad_input(tmp_path):
+    """External URIs are refused outside the table's base paths unless allowed, as in
+    pylance; ingest copies their bytes in. Bad blobs and settings name what is wrong, and
+    leave no table behind."""
+    source = tmp_path / "photo.bin"
+    payload = os.urandom(80_000)
+    source.write_bytes(payload)
+    uri = source.resolve().as_uri()
+    table = pa.table({"b": blob_array([uri, Blob.from_uri(uri, position=5, size=20), b"inline"])})
+    path = str(tmp_path / "t")
+    with pytest.raises(InvalidInputError, match="outside the table's base paths"):
+        lance_core.write_dataset(table, path)
+    assert not os.path.exists(os.path.join(path, "_versions"))
+    lance_core.write_dataset(table, path, external_blob_mode="ingest")
+    got = lance_core.dataset(path).take_blobs("b", indices=[0, 1, 2])
+    assert [b.kind for b in got] == ["packed", "inline", "inline"]
+    assert [b.readall() for b in got] == [payload, payload[5:25], b"inline"]
+    assert [b.readall() for b in lance.dataset(path).take_blobs("b", indices=[0, 1, 2])] == \
+        [payload, payload[5:25], b"inline"]
+    with pytest.raises(InvalidInputError, match="'ingest'"):
+        lance_core.write_dataset(table, str(tmp_path / "u"), external_blob_mode="ingest",
+                                 allow_external_blob_outside_bases=True)
+    with pytest.raises(InvalidInputError, match="external_blob_mode"):
+        lance_core.write_dataset(table, str(tmp_path / "u"), external_blob_mode="copy")
+    bad_field = pa.field("b", blob_field("b").type, metadata={"lance-encoding:blob-dedicated-size-threshold": "-3"})
+    with pytest.raises(InvalidInputError, match="field 'b'.*blob-dedicated-size-threshold"):
+        lance_core.write_dataset(pa.table({"b": blob_array([b"x"])}, schema=pa.schema([bad_field])),
+                                 str(tmp_path / "u"))
+    both = pa.StructArray.from_arrays(
+        [pa.array([b"x"], pa.large_binary()), pa.array([uri]), pa.array([None], pa.uint64()),
+         pa.array([None], pa.uint64())], names=["data", "uri", "position", "size"])
+    both = pa.ExtensionArray.from_storage(blob_field("b").type, both)
+    with pytest.raises(InvalidInputError, match="blob column 'b': row 0 sets both data and uri"):
+        lance_core.write_dataset(pa.table({"b": both}), str(tmp_path / "u"))
+    with pytest.raises(lance_core.errors.UnsupportedFeatureError, match="blob v2 field 'b' in format 2.1"):
+        lance_core.write_dataset(pa.table({"b": blob_array([b"x"])}), str(tmp_path / "u"),
+                                 data_storage_version="2.1")
+    assert not os.path.exists(tmp_path / "u" / "_versions")
+    from lance_core.blob import Blob as OurBlob, blob_field as our_field
+    for bad in (lambda: OurBlob(), lambda: OurBlob(data=b"x", uri="s3://b/k"),
+                lambda: OurBlob.from_uri("s3://b/k", position=1), lambda: OurBlob.from_uri("s3://b/k", 0, 0)):
+        with pytest.raises(ValueError):
+            bad()
+    with pytest.raises(ValueError, match="dedicated_size_threshold must be positive"):
+        our_field("b", dedicated_size_threshold=0)
 
 
 def test_rewrites_keep_every_blob(tmp_path):
     """Update, delete, merge_insert and compaction copy blob v1 values' bytes (not their
-    descriptors) into the new files; a blob v2 table (format 2.2) is refused, unchanged."""
+    descriptors) into the new files."""
     path = str(tmp_path / "t")
     lance_core.write_dataset(_v1_table(), path, data_storage_version="2.1", max_rows_per_file=3)
     expected = {r["id"]: r["b"] for r in lance.dataset(path).to_table(blob_handling="all_binary").to_pylist()}
@@ -262,17 +395,48 @@ def test_rewrites_keep_every_blob(tmp_path):
         assert got == expected, lib.__name__
     rows = list(range(len(expected)))
     _same_blobs(lance_core.dataset(path).take_blobs("b", indices=rows), lance.dataset(path).take_blobs("b", indices=rows))
-    # blob v2 (pylance's 2.2) is not written by lance_core yet: refused, the table unchanged
-    v2 = str(tmp_path / "v2")
-    table = pa.table({"id": pa.array([0, 1], pa.int64()), "b": blob_array([b"x", b"y"])},
-                     schema=pa.schema([pa.field("id", pa.int64()), blob_field("b")]))
-    lance.write_dataset(table, v2, data_storage_version="2.2")
-    with pytest.raises(lance_core.errors.UnsupportedFeatureError, match="update of a table with blob v2 column 'b'"):
-        lance_core.dataset(v2).update({"id": "id + 1"})
-    with pytest.raises(lance_core.errors.UnsupportedFeatureError, match="blob v2"):
-        lance.write_dataset(table, v2, mode="append")
-        lance_core.dataset(v2).optimize.compact_files()
-    assert lance.dataset(v2).to_table(blob_handling="all_binary")["b"].to_pylist() == [b"x", b"y"] * 2
+
+
+def test_rewrites_keep_every_blob_v2(tmp_path):
+    """On a blob v2 table pylance wrote (every kind), update, delete, merge_insert and
+    compaction keep each blob's bytes, an external blob stays a reference, and cleanup
+    then removes the sidecars nothing refers to."""
+    from datetime import timedelta
+
+    table, values = _v2_table(tmp_path)
+    path = str(tmp_path / "t")
+    lance.write_dataset(table, path, data_storage_version="2.2", allow_external_blob_outside_bases=True,
+                        max_rows_per_file=3)
+    expected = dict(zip(range(len(values)), [None if b is None else b.readall() for b in
+                                             lance.dataset(path).take_blobs("b", indices=list(range(len(values))))]))
+    kinds = {i: (b.kind if b is not None else None) for i, b in
+             zip(range(len(values)), lance_core.dataset(path).take_blobs("b", indices=list(range(len(values)))))}
+    ds = lance_core.dataset(path)
+    ds.update({"id": "id + 100"}, where="id IN (0, 3, 4, 5)")
+    for i in (0, 3, 4, 5):
+        expected[i + 100], kinds[i + 100] = expected.pop(i), kinds.pop(i)
+    lance_core.dataset(path).delete("id = 1")
+    del expected[1], kinds[1]
+    source = pa.table({"id": pa.array([7, 50], pa.int64()), "b": blob_array([b"seven", os.urandom(90_000)])},
+                      schema=table.schema)
+    lance_core.dataset(path).merge_insert("id").when_matched_update_all().when_not_matched_insert_all() \
+        .execute(source)
+    expected[7], expected[50] = b"seven", source["b"].combine_chunks().storage.field("data")[1].as_py()
+    kinds[7], kinds[50] = "inline", "packed"
+    lance_core.dataset(path).optimize.compact_files()
+    assert len(lance_core.dataset(path).get_fragments()) == 1
+    lance_core.dataset(path).cleanup_old_versions(older_than=timedelta(0))
+    for lib in (lance, lance_core):
+        ds = lib.dataset(path)
+        ids = ds.to_table(columns=["id"])["id"].to_pylist()
+        got = ds.take_blobs("b", indices=list(range(len(ids))))
+        assert {i: (None if b is None else b.readall()) for i, b in zip(ids, got)} == expected, lib.__name__
+        if lib is lance_core:  # pylance's BlobFile does not say where a blob is
+            assert {i: (None if b is None else b.kind) for i, b in zip(ids, got)} == kinds
+    # only the sidecars of the one data file left remain
+    files = [f for f in os.listdir(os.path.join(path, "data")) if f.endswith(".lance")]
+    dirs = [d for d in os.listdir(os.path.join(path, "data")) if os.path.isdir(os.path.join(path, "data", d))]
+    assert len(files) == 1 and dirs == [files[0][:-len(".lance")]]
 
 
 def test_cleanup_removes_blob_sidecars_with_their_data_files(tmp_path):

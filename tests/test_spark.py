@@ -534,8 +534,8 @@ def test_blob_columns_as_descriptors_or_bytes(spark, tmp_path):
 
 
 def test_blob_columns_written_from_spark(spark, tmp_path):
-    """`blob_columns` stores binary columns as blobs (format 2.1, blob v1); appends keep
-    them blobs; pylance reads the bytes and takes them as files."""
+    """`blob_columns` stores binary columns as blobs (blob v1 in format 2.1, v2 in 2.2);
+    appends keep them blobs; pylance reads the bytes and takes them as files."""
     path = str(tmp_path / "from_spark")
     payloads = [os.urandom(n) for n in (10, 0, 70_000)]
     df = spark.createDataFrame([(i, p) for i, p in enumerate(payloads)] + [(3, None)], "id long, b binary")
@@ -549,3 +549,13 @@ def test_blob_columns_written_from_spark(spark, tmp_path):
     assert ref.take_blobs("b", indices=[2])[0].readall() == payloads[2]
     with pytest.raises(Exception, match="blob column 'id' must be binary"):
         df.write.format("lance").mode("overwrite").option("blob_columns", "id").save(str(tmp_path / "bad"))
+    # format 2.2: blob v2, as pylance stores a binary column marked as blob
+    v2 = str(tmp_path / "v2")
+    df.write.format("lance").mode("overwrite").option("blob_columns", "b").save(v2)
+    df.filter("id = 2").write.format("lance").mode("append").save(v2)
+    ref = lance.dataset(v2)
+    assert ref.to_table()["b"].type.field(0).name == "kind"
+    assert ref.to_table(blob_handling="all_binary").sort_by("id")["b"].to_pylist() == \
+        payloads[:2] + [payloads[2], payloads[2], None]
+    assert sorted(b.kind for b in lance_core.dataset(v2).take_blobs("b", indices=[0, 1, 2, 3, 4]) if b) == \
+        ["inline", "inline", "packed", "packed"]

@@ -19,6 +19,7 @@ from ._lance_core import __version__  # noqa: E402
 from .dataset import LanceDataset, LanceFragment, LanceScanner, dataset
 from .fragment_metadata import FragmentMetadata, LanceOperation, write_fragments
 from .write import commit, write_dataset
+from .blob import Blob, BlobArray, BlobColumn, BlobFile, blob_array, blob_field  # noqa: E402
 from . import optimize  # noqa: E402,F401  (lance_core.optimize.Compaction)
 from .errors import (
     CorruptFileError,
@@ -38,6 +39,12 @@ Scanner = LanceScanner
 
 __all__ = [
     "__version__",
+    "Blob",
+    "BlobArray",
+    "BlobColumn",
+    "BlobFile",
+    "blob_array",
+    "blob_field",
     "dataset",
     "write_dataset",
     "write_fragments",

@@ -26,18 +26,31 @@ def write_dataset(
     data_storage_version: Optional[str] = None,
     enable_stable_row_ids: bool = False,
     storage_options: Optional[Dict[str, str]] = None,
+    external_blob_mode: str = "reference",
+    allow_external_blob_outside_bases: bool = False,
+    blob_pack_file_size_threshold: Optional[int] = None,
 ) -> LanceDataset:
     """Write Arrow data as a Lance dataset (mode "create", "append" or "overwrite").
 
     Append creates the dataset when it does not exist; its data must have the dataset's
     columns and types. New datasets use file format 2.2 unless `data_storage_version`
     says "2.1".
+
+    Blob columns (`lance_core.blob.blob_field`, or binary fields marked
+    `lance-encoding:blob`) keep small values in the data file and larger ones in `.blob`
+    files beside it. A blob given by URI is stored as a reference
+    (`external_blob_mode="reference"`: below one of the table's base paths, or anywhere
+    with `allow_external_blob_outside_bases`) or copied in (`"ingest"`).
+    `blob_pack_file_size_threshold` caps the shared `.blob` files (1 GiB).
     """
     if max_rows_per_file <= 0:
         raise InvalidInputError("max_rows_per_file must be positive")
+    if blob_pack_file_size_threshold is not None and blob_pack_file_size_threshold <= 0:
+        raise InvalidInputError("blob_pack_file_size_threshold must be positive")
     native = _lance_core._write_dataset(
         as_stream(data, schema), os.fspath(uri), mode, max_rows_per_file, max_bytes_per_file,
-        data_storage_version, enable_stable_row_ids, storage_options,
+        data_storage_version, enable_stable_row_ids, storage_options, external_blob_mode,
+        allow_external_blob_outside_bases, blob_pack_file_size_threshold,
     )
     return LanceDataset(native)
 

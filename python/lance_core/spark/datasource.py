@@ -368,7 +368,8 @@ class LanceWriter(DataSourceArrowWriter):
         self.read_version = existing.version if existing is not None else None
         self.create = existing is None or overwrite
         self.spark_arrow = _types.spark_arrow_schema(schema)
-        self.target = _as_blobs(self.spark_arrow, options.get("blob_columns"), uri) if self.create \
+        self.target = _as_blobs(self.spark_arrow, options.get("blob_columns"), uri,
+                                self.options.data_storage_version) if self.create \
             else existing.schema
         if not self.create:
             _check_append(existing.schema, self.spark_arrow, uri)
@@ -397,15 +398,21 @@ class LanceWriter(DataSourceArrowWriter):
         self.files.abort([p for f in self._fragments(messages) for p in f.files])
 
 
-def _as_blobs(schema: pa.Schema, columns: Optional[str], uri: str) -> pa.Schema:
-    """`schema` with the binary columns named in `columns` (comma-separated) marked as blob
-    columns (`lance-encoding:blob`, stored out of line: format 2.1)."""
+def _as_blobs(schema: pa.Schema, columns: Optional[str], uri: str, version: Optional[str]) -> pa.Schema:
+    """`schema` with the binary columns named in `columns` (comma-separated) as blob
+    columns: blob v2 `{data, uri}` in format 2.2 (as pylance makes a binary column marked
+    `lance-encoding:blob`), marked `lance-encoding:blob` in 2.1 (blob v1)."""
+    from ..blob import BlobType
     for name in [c.strip() for c in (columns or "").split(",") if c.strip()]:
         if name not in schema.names:
             raise InvalidInputError(f"{uri}: option blob_columns names '{name}', which is not a column")
         f = schema.field(name)
         if not (pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)):
             raise InvalidInputError(f"{uri}: blob column '{name}' must be binary, not {f.type}")
+        if version in (None, "2.2", "stable"):
+            blobs = BlobType(pa.struct([pa.field("data", pa.large_binary()), pa.field("uri", pa.utf8())]))
+            schema = schema.set(schema.get_field_index(name), pa.field(name, blobs, f.nullable, f.metadata))
+            continue
         meta = {**(f.metadata or {}), b"lance-encoding:blob": b"true"}
         schema = schema.set(schema.get_field_index(name), pa.field(name, pa.large_binary(), f.nullable, meta))
     return schema

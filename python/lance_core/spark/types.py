@@ -121,6 +121,14 @@ def from_spark(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
 _SUB_MICROS = "would lose data"
 
 
+def _bytes_as_blobs(arr: pa.Array, dst: pa.DataType) -> pa.Array:
+    """A binary column as blob v2 values of type `dst` (each value its bytes)."""
+    storage = dst.storage_type
+    children = [arr.cast(pa.large_binary()) if f.name == "data" else pa.nulls(len(arr), f.type) for f in storage]
+    values = pa.StructArray.from_arrays(children, fields=list(storage), mask=arr.is_null())
+    return pa.ExtensionArray.from_storage(dst, values)
+
+
 def _finer_than_micros(t: pa.DataType) -> bool:
     return (pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_time64(t)) and t.unit == "ns"
 
@@ -135,6 +143,9 @@ def _convert(arr: pa.Array, src: pa.Field, dst: pa.DataType, path: str, to_lance
         arr = arr.storage
     if ext == _BFLOAT16 and not to_lance:
         return _bfloat16_to_float32(arr)
+    if to_lance and getattr(dst, "extension_name", None) == "lance.blob.v2" and \
+            (pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
+        return _bytes_as_blobs(arr, dst)
     if isinstance(dst, pa.BaseExtensionType) and to_lance:
         return pa.ExtensionArray.from_storage(dst, _convert(arr, src, dst.storage_type, path, to_lance, exact))
     t = arr.type

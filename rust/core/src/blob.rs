@@ -27,6 +27,12 @@ pub enum BlobKind {
     External = 3,
 }
 
+/// The object name of sidecar `id` in its data file's directory: the id's bits reversed,
+/// as 32 binary digits (consecutive ids spread over an object store's key space).
+pub fn sidecar_name(id: u32) -> String {
+    format!("{:032b}.blob", id.reverse_bits())
+}
+
 /// Where one blob's bytes are.
 #[derive(Clone, Debug)]
 pub struct BlobLocation {
@@ -160,8 +166,7 @@ pub async fn locate_rows(
             continue;
         };
         let location = match kinds.value(i) {
-            // A NULL v2 blob is an inline one of no bytes at 0.
-            0 if position == 0 && size == 0 => None,
+            // (An empty inline blob at 0 is empty, not NULL: its descriptor is valid.)
             0 => {
                 let (storage, path) = data_file(ds, field_id, row)?;
                 Some((storage, path, position, BlobKind::Inline, None))
@@ -172,7 +177,7 @@ pub async fn locate_rows(
                     .as_ref()
                     .strip_suffix(".lance")
                     .unwrap_or(data.as_ref());
-                let name = format!("{:032b}.blob", ids.value(i).reverse_bits());
+                let name = sidecar_name(ids.value(i));
                 let path = Path::from(format!("{stem}/{name}"));
                 match k {
                     1 => Some((storage, path, position, BlobKind::Packed, None)),
@@ -266,31 +271,39 @@ pub async fn read_all(locations: &[Option<BlobLocation>]) -> Result<arrow_array:
         .collect::<arrow_array::LargeBinaryArray>())
 }
 
-/// A scan per `options` whose blob columns hold their bytes (large_binary) instead of
+/// A scan per `options` whose blob columns hold their bytes (`BlobRead::Bytes`, as
+/// large_binary) or the values they were written from (`BlobRead::Values`) instead of
 /// their descriptors: the rows' addresses locate them, batch by batch.
-pub fn scan_with_bytes(ds: Arc<Dataset>, mut options: crate::scan::ScanOptions) -> Result<Scan> {
+pub fn scan_with_values(
+    ds: Arc<Dataset>,
+    mut options: crate::scan::ScanOptions,
+    read: crate::scan::BlobRead,
+) -> Result<Scan> {
     use futures::StreamExt;
     let keep_address = options.with_row_address;
     options.with_row_address = true;
     let inner = crate::scan::scan(ds.clone(), options)?;
-    let blobs: Vec<usize> = inner
-        .schema
-        .fields()
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| blob_field(&ds, f.name()).is_ok())
-        .map(|(i, _)| i)
-        .collect();
-    let address = inner.schema.index_of("_rowaddr")?;
+    // (column, the blob struct type when v2 values are wanted as blob structs)
+    let mut blobs: Vec<(usize, Option<arrow_schema::FieldRef>)> = Vec::new();
     let mut fields: Vec<arrow_schema::FieldRef> = inner.schema.fields().iter().cloned().collect();
-    for &i in &blobs {
-        let f = &fields[i];
-        fields[i] = Arc::new(arrow_schema::Field::new(
-            f.name(),
-            arrow_schema::DataType::LargeBinary,
-            f.is_nullable(),
-        ));
+    for (i, f) in inner.schema.fields().iter().enumerate() {
+        let Ok((_, v2)) = blob_field(&ds, f.name()) else {
+            continue;
+        };
+        let as_struct = match v2 && read == crate::scan::BlobRead::Values {
+            true => Some(Arc::new(ds.arrow_schema.field_with_name(f.name())?.clone())),
+            false => None,
+        };
+        fields[i] = as_struct.clone().unwrap_or_else(|| {
+            Arc::new(arrow_schema::Field::new(
+                f.name(),
+                arrow_schema::DataType::LargeBinary,
+                f.is_nullable(),
+            ))
+        });
+        blobs.push((i, as_struct));
     }
+    let address = inner.schema.index_of("_rowaddr")?;
     if !keep_address {
         fields.remove(address);
     }
@@ -307,10 +320,18 @@ pub fn scan_with_bytes(ds: Arc<Dataset>, mut options: crate::scan::ScanOptions) 
                 let batch = batch?;
                 let rows = batch.column(address).as_primitive::<UInt64Type>().clone();
                 let mut columns = batch.columns().to_vec();
-                for &i in &blobs {
+                for (i, as_struct) in &blobs {
+                    let i = *i;
                     let name = batch.schema_ref().field(i).name().clone();
-                    let found = locate_rows(&ds, &name, &columns[i], rows.values()).await?;
-                    columns[i] = Arc::new(read_all(&found).await?);
+                    columns[i] = match as_struct {
+                        Some(target) => {
+                            blob_values(&ds, &name, &columns[i], rows.values(), target).await?
+                        }
+                        None => {
+                            let found = locate_rows(&ds, &name, &columns[i], rows.values()).await?;
+                            Arc::new(read_all(&found).await?)
+                        }
+                    };
                 }
                 if !keep_address {
                     columns.remove(address);
@@ -324,6 +345,128 @@ pub fn scan_with_bytes(ds: Arc<Dataset>, mut options: crate::scan::ScanOptions) 
         })
         .boxed();
     Ok(Scan { schema, batches })
+}
+
+/// Blob v2 rows (`descriptors`, at addresses `rows`) as the blob struct `target` types:
+/// an external blob as its full URI and range, any other as its bytes.
+async fn blob_values(
+    ds: &Dataset,
+    column: &str,
+    descriptors: &arrow_array::ArrayRef,
+    rows: &[u64],
+    target: &arrow_schema::Field,
+) -> Result<arrow_array::ArrayRef> {
+    let d = descriptors.as_struct_opt().ok_or_else(|| {
+        Error::corrupt(
+            ds.uri(),
+            format!("'{column}' did not read as blob descriptors"),
+        )
+    })?;
+    let child = |name: &str| {
+        d.column_by_name(name).ok_or_else(|| {
+            Error::corrupt(
+                ds.uri(),
+                format!("blob descriptors of '{column}' lack '{name}'"),
+            )
+        })
+    };
+    let kinds = child("kind")?.as_primitive::<UInt8Type>();
+    let positions = child("position")?.as_primitive::<UInt64Type>();
+    let sizes = child("size")?.as_primitive::<UInt64Type>();
+    let ids = child("blob_id")?.as_primitive::<UInt32Type>();
+    let uris = child("blob_uri")?.as_string::<i32>();
+    let external: Vec<bool> = (0..d.len())
+        .map(|i| d.is_valid(i) && kinds.value(i) == BlobKind::External as u8)
+        .collect();
+    // The bytes of every blob that is not external, read together.
+    let keep = arrow_array::BooleanArray::from(external.iter().map(|e| !e).collect::<Vec<_>>());
+    let stored = arrow_select::filter::filter(descriptors, &keep)?;
+    let stored_rows: Vec<u64> = rows
+        .iter()
+        .zip(&external)
+        .filter(|(_, e)| !**e)
+        .map(|(r, _)| *r)
+        .collect();
+    let found = locate_rows(ds, column, &stored, &stored_rows).await?;
+    let bytes = read_all(&found).await?;
+    let (mut data, mut uri) = (
+        arrow_array::builder::LargeBinaryBuilder::new(),
+        arrow_array::builder::StringBuilder::new(),
+    );
+    let mut position = arrow_array::builder::UInt64Builder::new();
+    let mut size = arrow_array::builder::UInt64Builder::new();
+    let mut next_stored = 0;
+    for (i, &is_external) in external.iter().enumerate() {
+        if is_external {
+            let stored = uris.value(i);
+            let full = match ids.value(i) {
+                0 => stored.to_string(),
+                base => format!(
+                    "{}/{}",
+                    ds.base_storage(base)?.uri().trim_end_matches('/'),
+                    stored
+                ),
+            };
+            data.append_null();
+            uri.append_value(full);
+            match sizes.value(i) {
+                0 => {
+                    position.append_null();
+                    size.append_null();
+                }
+                n => {
+                    position.append_value(positions.value(i));
+                    size.append_value(n);
+                }
+            }
+            continue;
+        }
+        match bytes.is_valid(next_stored) {
+            true => data.append_value(bytes.value(next_stored)),
+            false => data.append_null(),
+        }
+        next_stored += 1;
+        uri.append_null();
+        position.append_null();
+        size.append_null();
+    }
+    let (data, uri, position, size) = (
+        data.finish(),
+        uri.finish(),
+        position.finish(),
+        size.finish(),
+    );
+    // NULL where the descriptor is NULL.
+    let valid: Vec<bool> = (0..d.len())
+        .map(|i| data.is_valid(i) || uri.is_valid(i))
+        .collect();
+    let arrow_schema::DataType::Struct(children) = target.data_type() else {
+        return Err(Error::corrupt(
+            ds.uri(),
+            format!("blob column '{column}' is not a struct"),
+        ));
+    };
+    let columns = children
+        .iter()
+        .map(|f| -> Result<arrow_array::ArrayRef> {
+            let c: arrow_array::ArrayRef = match f.name().as_str() {
+                "data" => Arc::new(data.clone()),
+                "uri" => Arc::new(uri.clone()),
+                "position" => Arc::new(position.clone()),
+                "size" => Arc::new(size.clone()),
+                _ => return Ok(arrow_array::new_null_array(f.data_type(), d.len())),
+            };
+            Ok(match c.data_type() == f.data_type() {
+                true => c,
+                false => arrow_cast::cast(&c, f.data_type())?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Arc::new(StructArray::try_new(
+        children.clone(),
+        columns,
+        Some(arrow_buffer::NullBuffer::from(valid)),
+    )?))
 }
 
 /// The store and path of the data file holding field `field_id` in the row's fragment.
@@ -349,8 +492,13 @@ fn data_file(ds: &Dataset, field_id: i32, row_address: u64) -> Result<(Storage, 
 mod tests {
     #[test]
     fn sidecar_names_reverse_the_blob_id() {
+        // As pylance 14 names the sidecars of blobs 1 and 2.
         assert_eq!(
-            format!("{:032b}.blob", 2u32.reverse_bits()),
+            super::sidecar_name(1),
+            "10000000000000000000000000000000.blob"
+        );
+        assert_eq!(
+            super::sidecar_name(2),
             "01000000000000000000000000000000.blob"
         );
     }

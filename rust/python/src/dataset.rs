@@ -1085,7 +1085,10 @@ impl PyDataset {
                 include_deleted,
                 late_materialization,
                 use_scalar_index,
-                blob_bytes,
+                blobs: match blob_bytes {
+                    true => lance_core::scan::BlobRead::Bytes,
+                    false => lance_core::scan::BlobRead::Descriptors,
+                },
                 ..Default::default()
             };
             if let Some(b) = batch_size {

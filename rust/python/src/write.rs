@@ -1,6 +1,7 @@
 //! `_write_dataset` (write and commit) and `_write_fragments` (write data files only, for
 //! a caller that commits later, like a distributed job's driver).
 use arrow_array::RecordBatchReader;
+use lance_core::write::blob_v2::{BlobWriteOptions, ExternalBlobMode};
 use lance_core::write::{write_dataset, WriteMode, WriteOptions};
 use pyo3::prelude::*;
 use std::collections::HashMap;
@@ -63,8 +64,34 @@ fn write_options(
     Ok(opts)
 }
 
+/// pylance's blob write parameters.
+fn blob_options(
+    py: Python<'_>,
+    external_blob_mode: &str,
+    allow_external_blob_outside_bases: bool,
+    blob_pack_file_size_threshold: Option<u64>,
+) -> PyResult<BlobWriteOptions> {
+    let external = match external_blob_mode {
+        "reference" => ExternalBlobMode::Reference,
+        "ingest" => ExternalBlobMode::Ingest,
+        other => {
+            return Err(raise(
+                py,
+                "InvalidInputError",
+                format!("external_blob_mode must be 'reference' or 'ingest', not '{other}'"),
+            ))
+        }
+    };
+    Ok(BlobWriteOptions {
+        external,
+        allow_outside_bases: allow_external_blob_outside_bases,
+        pack_bytes: blob_pack_file_size_threshold,
+        ..Default::default()
+    })
+}
+
 #[pyfunction]
-#[pyo3(signature = (data, uri, mode="create", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, enable_stable_row_ids=false, storage_options=None))]
+#[pyo3(signature = (data, uri, mode="create", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, enable_stable_row_ids=false, storage_options=None, external_blob_mode="reference", allow_external_blob_outside_bases=false, blob_pack_file_size_threshold=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _write_dataset(
     py: Python<'_>,
@@ -76,10 +103,19 @@ pub fn _write_dataset(
     data_storage_version: Option<String>,
     enable_stable_row_ids: bool,
     storage_options: Option<HashMap<String, String>>,
+    external_blob_mode: &str,
+    allow_external_blob_outside_bases: bool,
+    blob_pack_file_size_threshold: Option<u64>,
 ) -> PyResult<PyDataset> {
     guard(|| {
         let opts = WriteOptions {
             enable_stable_row_ids,
+            blobs: blob_options(
+                py,
+                external_blob_mode,
+                allow_external_blob_outside_bases,
+                blob_pack_file_size_threshold,
+            )?,
             ..write_options(
                 py,
                 mode,

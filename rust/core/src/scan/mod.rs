@@ -59,9 +59,22 @@ pub struct ScanOptions {
     /// A nearest-neighbour search instead of a scan (see `crate::vector`): the k nearest
     /// rows with `_distance`, the filter applied before or after as it says.
     pub nearest: Option<crate::vector::Nearest>,
-    /// Return blob columns as their bytes (large_binary) instead of their descriptors
-    /// (pylance's `blob_handling="all_binary"`).
-    pub blob_bytes: bool,
+    /// What blob columns hold (see `BlobRead`).
+    pub blobs: BlobRead,
+}
+
+/// What a scan returns for blob columns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BlobRead {
+    /// Where each blob is (pylance's default).
+    #[default]
+    Descriptors,
+    /// The bytes, large_binary (pylance's `blob_handling="all_binary"`).
+    Bytes,
+    /// What the blobs were written from: bytes for v1 columns, and for v2 columns the
+    /// blob struct `{data, uri, position, size}` (an external blob keeps its URI), so that
+    /// rows can be written again as they were (update, compaction).
+    Values,
 }
 
 impl Default for ScanOptions {
@@ -82,7 +95,7 @@ impl Default for ScanOptions {
             late_materialization: true,
             use_scalar_index: true,
             nearest: None,
-            blob_bytes: false,
+            blobs: BlobRead::Descriptors,
         }
     }
 }
@@ -274,9 +287,9 @@ pub async fn count_rows(
 
 /// Start scanning `dataset`. Must be called within a tokio runtime.
 pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
-    if options.blob_bytes {
-        options.blob_bytes = false;
-        return crate::blob::scan_with_bytes(dataset, options);
+    if options.blobs != BlobRead::Descriptors {
+        let read = std::mem::take(&mut options.blobs);
+        return crate::blob::scan_with_values(dataset, options, read);
     }
     options.batch_size = options.batch_size.max(1);
     if options.nearest.is_some() {

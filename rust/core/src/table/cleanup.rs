@@ -273,10 +273,11 @@ pub async fn cleanup_old_versions(
         .into_iter()
         .map(|(path, size)| (path, size, Kind::Manifest))
         .collect();
-    // Index directories emptied here go too (on a local disk, where directories exist).
-    let index_dirs: HashSet<std::path::PathBuf> = doomed
+    // Index and blob sidecar directories emptied here go too (on a local disk, where
+    // directories exist).
+    let emptied_dirs: HashSet<std::path::PathBuf> = doomed
         .iter()
-        .filter(|(_, _, kind)| matches!(kind, Kind::Index))
+        .filter(|(path, _, kind)| matches!(kind, Kind::Index) || path.as_ref().ends_with(".blob"))
         .filter_map(|(path, _, _)| storage.local_file(path)?.parent().map(|p| p.to_path_buf()))
         .collect();
     for batch in [manifests, doomed] {
@@ -300,7 +301,7 @@ pub async fn cleanup_old_versions(
             }
         }
     }
-    for dir in index_dirs {
+    for dir in emptied_dirs {
         // Only when empty: a directory still holding files is left as it is.
         let _ = std::fs::remove_dir(dir);
     }

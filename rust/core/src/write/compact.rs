@@ -157,10 +157,9 @@ async fn rewrite(
     rows: u64,
     opts: &CompactionOptions,
 ) -> Result<Vec<DataFragment>> {
-    super::refuse_blob_rewrite(ds, "compaction")?;
     let stable = ds.has_stable_row_ids();
     let options = ScanOptions {
-        blob_bytes: true,
+        blobs: crate::scan::BlobRead::Values,
         fragment_ids: Some(group.iter().map(|f| f.id).collect()),
         with_row_id: stable,
         batch_size: opts.batch_size.max(1),
@@ -192,6 +191,7 @@ async fn rewrite(
         max_rows_per_file: rows.div_ceil(files).max(1),
         file_prefix: opts.file_prefix.clone(),
         storage_options: ds.storage_options().clone(),
+        blobs: super::blob_v2::BlobWriteOptions::of_table(ds),
         ..Default::default()
     };
     let mut fragments =

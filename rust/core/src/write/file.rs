@@ -7,7 +7,9 @@ use object_store::path::Path;
 use std::collections::VecDeque;
 use tokio::sync::oneshot;
 
-use super::leaves::LeafSpec;
+use super::blob_sidecars::BlobSidecars;
+use super::blob_v2::{BlobWriteOptions, Placer, Thresholds};
+use super::leaves::{BlobSpec, LeafSpec};
 use crate::encoding::encode::levels::leaf_levels;
 use crate::encoding::encode::{encode_page, EncodedPage};
 use crate::error::{Error, Result};
@@ -22,6 +24,15 @@ const PAGE_BYTES: usize = 8 << 20;
 /// Pages being encoded at once per file, per core of the CPU pool.
 const IN_FLIGHT_PER_CORE: usize = 2;
 
+/// The pending slices of a leaf as one array.
+fn concat(parts: Vec<ArrayRef>) -> Result<ArrayRef> {
+    if parts.len() == 1 {
+        return Ok(parts.into_iter().next().unwrap());
+    }
+    let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+    Ok(arrow_select::concat::concat(&refs)?)
+}
+
 struct Leaf {
     spec: LeafSpec,
     /// Slices of the leaf's top-level column waiting to be encoded.
@@ -31,6 +42,7 @@ struct Leaf {
 
 pub struct DataFileWriter {
     file: FileWriter,
+    storage: Storage,
     /// The file's name within `data/`.
     file_name: String,
     /// How errors name the file.
@@ -43,6 +55,9 @@ pub struct DataFileWriter {
     page_bytes: usize,
     /// An array at least this large is cut into pages of its own.
     split_bytes: usize,
+    blob_options: std::sync::Arc<BlobWriteOptions>,
+    /// Blob v2 values beside the file, started with the first one.
+    sidecars: Option<BlobSidecars>,
 }
 
 impl DataFileWriter {
@@ -68,6 +83,7 @@ impl DataFileWriter {
     ) -> Self {
         DataFileWriter {
             file: FileWriter::create(storage, &path, version, leaves.len()),
+            storage: storage.clone(),
             name: storage.display(&path),
             file_name,
             leaves: leaves
@@ -83,7 +99,15 @@ impl DataFileWriter {
             version,
             page_bytes: PAGE_BYTES,
             split_bytes: 2 * PAGE_BYTES,
+            blob_options: Default::default(),
+            sidecars: None,
         }
+    }
+
+    /// How blob v2 columns treat URIs and size their packs (the defaults otherwise).
+    pub fn with_blob_options(mut self, options: std::sync::Arc<BlobWriteOptions>) -> Self {
+        self.blob_options = options;
+        self
     }
 
     /// Pages of about `page_bytes` of values per leaf, and none past `max_page_bytes`
@@ -141,17 +165,26 @@ impl DataFileWriter {
         let parts = std::mem::take(&mut leaf.pending);
         leaf.pending_bytes = 0;
         let spec = leaf.spec.clone();
-        if spec.blob {
-            return self.write_blob_page(i, parts).await;
+        match spec.blob {
+            Some(BlobSpec::V1) => return self.write_blob_page(i, parts).await,
+            Some(BlobSpec::V2 {
+                inline_max,
+                dedicated_above,
+                pack_bytes,
+            }) => {
+                let thresholds = Thresholds {
+                    inline_max,
+                    dedicated_above,
+                };
+                return self
+                    .write_blob_v2_page(i, parts, thresholds, pack_bytes)
+                    .await;
+            }
+            None => {}
         }
         let name = self.name.clone();
         let rx = start_cpu(self.name.clone(), move || {
-            let array = if parts.len() == 1 {
-                parts.into_iter().next().unwrap()
-            } else {
-                let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
-                arrow_select::concat::concat(&refs)?
-            };
+            let array = concat(parts)?;
             let array = if spec.json {
                 crate::scan::json::text_to_jsonb(&array, &name)?
             } else {
@@ -170,12 +203,7 @@ impl DataFileWriter {
     /// known here), the page of their descriptors queued in order with the others.
     async fn write_blob_page(&mut self, i: usize, parts: Vec<ArrayRef>) -> Result<()> {
         let spec = self.leaves[i].spec.clone();
-        let array = if parts.len() == 1 {
-            parts.into_iter().next().unwrap()
-        } else {
-            let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
-            arrow_select::concat::concat(&refs)?
-        };
+        let array = concat(parts)?;
         let levels = leaf_levels(&array, &spec.steps)?;
         use crate::encoding::encode::blob;
         let mut descriptors = Vec::with_capacity(levels.values.len());
@@ -195,6 +223,41 @@ impl DataFileWriter {
             levels.num_rows,
             self.version.minor >= 2,
         );
+        let (tx, rx) = oneshot::channel();
+        let _ = tx.send(page);
+        self.encoding.push_back((i, rx));
+        Ok(())
+    }
+
+    /// A blob v2 leaf's page: its values placed now (inline ones in the file, the others
+    /// in sidecars), the page of their descriptors queued in order with the others.
+    async fn write_blob_v2_page(
+        &mut self,
+        i: usize,
+        parts: Vec<ArrayRef>,
+        thresholds: Thresholds,
+        pack_bytes: Option<u64>,
+    ) -> Result<()> {
+        let array = concat(parts)?;
+        let spec = &self.leaves[i].spec;
+        let sidecars = self.sidecars.get_or_insert_with(|| {
+            BlobSidecars::new(
+                &self.storage,
+                &self.file_name,
+                self.blob_options.pack_bytes(pack_bytes),
+            )
+        });
+        let descriptors = Placer {
+            file: &mut self.file,
+            sidecars,
+            options: &self.blob_options,
+            thresholds,
+            column: &spec.name,
+        }
+        .place(&array)
+        .await
+        .map_err(|e| e.in_file(&self.name))?;
+        let page = crate::encoding::encode::blob::page_v2(&descriptors);
         let (tx, rx) = oneshot::channel();
         let _ = tx.send(page);
         self.encoding.push_back((i, rx));
@@ -229,7 +292,28 @@ impl DataFileWriter {
             fields: schema.to_proto(),
             metadata: schema.metadata_proto(),
         };
-        let size = self.file.finish(pb_schema, self.rows).await?;
+        // Sidecars are published before the file, so that no file refers to a missing
+        // one; if the file then fails, they go.
+        let mut sidecars = Vec::new();
+        if let Some(s) = self.sidecars.as_mut() {
+            match s.finish().await {
+                Ok(paths) => sidecars = paths,
+                Err(e) => {
+                    s.abort().await;
+                    self.file.abort().await;
+                    return Err(e);
+                }
+            }
+        }
+        let size = match self.file.finish(pb_schema, self.rows).await {
+            Ok(size) => size,
+            Err(e) => {
+                for p in &sidecars {
+                    let _ = self.storage.delete(p).await;
+                }
+                return Err(e);
+            }
+        };
         Ok(DataFile {
             path: self.file_name,
             column_indices: (0..fields.len() as i32).collect(),
@@ -241,7 +325,10 @@ impl DataFileWriter {
         })
     }
 
-    pub async fn abort(self) {
+    pub async fn abort(mut self) {
+        if let Some(sidecars) = self.sidecars.as_mut() {
+            sidecars.abort().await;
+        }
         self.file.abort().await;
     }
 }

@@ -10,14 +10,58 @@ use crate::table::schema::{LanceField, LanceSchema};
 #[derive(Clone, Debug)]
 pub struct LeafSpec {
     pub field_id: i32,
+    /// The field's name, for errors.
+    pub name: String,
     /// A JSON column: its text is stored as JSONB.
     pub json: bool,
-    /// A blob v1 column (format 2.1): values out of line, descriptors in the page.
-    pub blob: bool,
+    /// A blob column: values out of line or beside the file, descriptors in the page.
+    pub blob: Option<BlobSpec>,
     /// Index of the top-level column the leaf belongs to.
     pub top: usize,
     pub steps: Vec<Step>,
     pub options: PageOptions,
+}
+
+/// Where a blob column's values go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlobSpec {
+    /// Format 2.1: every value out of line in the data file.
+    V1,
+    /// Format 2.2: values up to `inline_max` bytes in the data file, those above
+    /// `dedicated_above` in a sidecar object each, the others packed into sidecars of up
+    /// to `pack_bytes` (when the field sets it; else the write's setting).
+    V2 {
+        inline_max: u64,
+        dedicated_above: u64,
+        pack_bytes: Option<u64>,
+    },
+}
+
+/// pylance's defaults: 64 KiB inline, 4 MiB dedicated.
+const BLOB_INLINE_MAX: u64 = 64 << 10;
+const BLOB_DEDICATED_ABOVE: u64 = 4 << 20;
+
+/// The v2 thresholds `f`'s metadata sets (`lance-encoding:blob-*-size-threshold`).
+fn blob_v2_spec(f: &LanceField) -> Result<BlobSpec> {
+    let threshold = |key: &str, zero_ok: bool| -> Result<Option<u64>> {
+        let Some(v) = f.metadata.get(&format!("lance-encoding:{key}")) else {
+            return Ok(None);
+        };
+        match v.trim().parse::<u64>() {
+            Ok(n) if n > 0 || zero_ok => Ok(Some(n)),
+            _ => Err(crate::error::Error::invalid(format!(
+                "field '{}': lance-encoding:{key} must be a {} integer, got '{v}'",
+                f.name,
+                if zero_ok { "non-negative" } else { "positive" }
+            ))),
+        }
+    };
+    Ok(BlobSpec::V2 {
+        inline_max: threshold("blob-inline-size-threshold", true)?.unwrap_or(BLOB_INLINE_MAX),
+        dedicated_above: threshold("blob-dedicated-size-threshold", false)?
+            .unwrap_or(BLOB_DEDICATED_ABOVE),
+        pack_bytes: threshold("blob-pack-file-size-threshold", false)?,
+    })
 }
 
 /// Encoding options of a field, from its metadata and the file version.
@@ -66,9 +110,33 @@ fn walk(
     out: &mut Vec<LeafSpec>,
 ) -> Result<()> {
     match f.logical_type.as_str() {
-        "struct" if f.is_packed_struct() || f.is_blob_v2() => {
+        "struct" if f.is_blob_v2() => {
+            if !large_chunks {
+                return Err(unsupported(format!(
+                    "writing blob v2 field '{}' in format 2.1 (blob v2 needs 2.2; format 2.1 \
+                     takes a large_binary field with lance-encoding:blob)",
+                    f.name
+                )));
+            }
+            if !steps.is_empty() {
+                return Err(unsupported(format!(
+                    "writing blob field '{}' inside a struct or list",
+                    f.name
+                )));
+            }
+            out.push(LeafSpec {
+                field_id: f.id,
+                name: f.name.clone(),
+                json: false,
+                blob: Some(blob_v2_spec(f)?),
+                top,
+                steps: steps.clone(),
+                options: options(f, large_chunks)?,
+            })
+        }
+        "struct" if f.is_packed_struct() => {
             return Err(unsupported(format!(
-                "writing packed struct or blob field '{}'",
+                "writing packed struct field '{}'",
                 f.name
             )));
         }
@@ -85,11 +153,17 @@ fn walk(
             steps.pop();
         }
         _ => {
-            let blob = f.is_blob_v1();
-            if blob && large_chunks {
+            let blob = f.is_blob_v1().then_some(BlobSpec::V1);
+            if blob.is_some() && large_chunks {
                 return Err(unsupported(format!(
-                    "writing blob field '{}' in format 2.2 (blob v2; lance_core writes blobs \
-                     in format 2.1)",
+                    "writing blob field '{}' with lance-encoding:blob in format 2.2 (2.2 \
+                     writes blobs as v2: give the column lance_core.blob.blob_field's type)",
+                    f.name
+                )));
+            }
+            if blob.is_some() && !steps.is_empty() {
+                return Err(unsupported(format!(
+                    "writing blob field '{}' inside a struct or list",
                     f.name
                 )));
             }
@@ -102,6 +176,7 @@ fn walk(
             }
             out.push(LeafSpec {
                 field_id: f.id,
+                name: f.name.clone(),
                 json,
                 blob,
                 top,

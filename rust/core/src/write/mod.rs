@@ -2,6 +2,8 @@
 //!
 //! `write_fragments` writes data files without committing (what each Spark task does);
 //! `write_dataset` also commits them (create, append or overwrite).
+pub mod blob_sidecars;
+pub mod blob_v2;
 pub mod column_type;
 pub mod columns;
 pub mod commit;
@@ -65,6 +67,8 @@ pub struct WriteOptions {
     /// Start of every data file name (a distributed job's token, so that the files of an
     /// aborted job can be found and deleted).
     pub file_prefix: String,
+    /// How blob v2 columns are written.
+    pub blobs: blob_v2::BlobWriteOptions,
 }
 
 impl Default for WriteOptions {
@@ -77,23 +81,8 @@ impl Default for WriteOptions {
             enable_stable_row_ids: false,
             storage_options: StorageOptions::new(),
             file_prefix: String::new(),
+            blobs: Default::default(),
         }
-    }
-}
-
-/// Refuse `what` (a writer that copies existing rows into new files, blobs read as their
-/// bytes) on a table with blob v2 columns, which lance_core does not write yet.
-pub(crate) fn refuse_blob_rewrite(ds: &crate::dataset::Dataset, what: &str) -> Result<()> {
-    match ds.schema.fields.iter().find(|f| f.is_blob_v2()) {
-        Some(f) => Err(Error::unsupported(
-            ds.uri(),
-            format!(
-                "{what} of a table with blob v2 column '{}' (lance_core writes blobs as v1, \
-                 in format 2.1)",
-                f.name
-            ),
-        )),
-        None => Ok(()),
     }
 }
 
@@ -129,6 +118,8 @@ where
 {
     let storage = staged.storage();
     let leaves = leaves::leaves(schema, version.minor >= 2)?;
+    opts.blobs.check()?;
+    let blob_options = Arc::new(opts.blobs.clone());
     let mut batches = batches;
     let mut fragments = Vec::new();
     let mut current: Option<DataFileWriter> = None;
@@ -145,6 +136,7 @@ where
                         uuid::Uuid::new_v4().simple()
                     );
                     DataFileWriter::create(storage, name, version, &leaves)
+                        .with_blob_options(blob_options.clone())
                 });
                 let take = ((max_rows - w.rows()) as usize).min(batch.num_rows() - offset);
                 w.write(&batch.slice(offset, take)).await?;
@@ -196,7 +188,7 @@ pub fn check_append_schema(dataset: &Schema, incoming: &Schema, uri: &str) -> Re
     check_append_columns(dataset, incoming, uri)?;
     for f in dataset.fields() {
         let g = incoming.field_with_name(f.name())?;
-        if !types_match(f.data_type(), g.data_type()) {
+        if !types_match(f.data_type(), g.data_type()) && !blob_v2::accepts(f, g.data_type()) {
             return Err(Error::invalid(format!(
                 "{uri}: cannot append: column '{}' is {} in the dataset but {} in the data",
                 f.name(),
@@ -301,6 +293,9 @@ fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
                     f.name()
                 )));
             }
+            if let Some(blobs) = blob_v2::conform(c, f)? {
+                return Ok(blobs);
+            }
             // Same type up to nested field names (pyarrow calls list items "element" when
             // read from Parquet): rename, keeping the buffers.
             if c.data_type() != f.data_type() {
@@ -375,7 +370,11 @@ async fn prepare(uri: &str, incoming: &Schema, opts: &WriteOptions) -> Result<Pr
                 format
             };
             let version = writable_version(&data_format, uri)?;
-            let schema = LanceSchema::from_arrow(incoming, 0).map_err(|e| e.in_file(uri))?;
+            let incoming = match version.minor >= 2 {
+                true => blob_v2::upgrade_v1_columns(incoming),
+                false => incoming.clone(),
+            };
+            let schema = LanceSchema::from_arrow(&incoming, 0).map_err(|e| e.in_file(uri))?;
             let arrow_schema = Arc::new(schema.to_arrow()?);
             Ok(Prepared {
                 storage,
@@ -401,7 +400,15 @@ where
 {
     let target = p.arrow_schema.clone();
     let stream = batches.map(move |b| b.and_then(|b| conform(b, &target)));
-    write_fragments(staged, &p.schema, p.version, Box::pin(stream), opts).await
+    let mut opts = opts.clone();
+    if let Some(ds) = &p.existing {
+        // Blobs referenced by URI are stored relative to the table's base paths.
+        opts.blobs.bases = blob_v2::table_bases(ds);
+    }
+    if opts.blobs.storage_options.is_empty() {
+        opts.blobs.storage_options = opts.storage_options.clone();
+    }
+    write_fragments(staged, &p.schema, p.version, Box::pin(stream), &opts).await
 }
 
 /// Write a dataset: create it, append to it or overwrite it. Returns it at the new version.

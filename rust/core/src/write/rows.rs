@@ -134,6 +134,7 @@ where
     let opts = WriteOptions {
         storage_options: ds.storage_options().clone(),
         file_prefix: file_prefix.to_string(),
+        blobs: super::blob_v2::BlobWriteOptions::of_table(ds),
         ..Default::default()
     };
     write_fragments(staged, &ds.schema, version, Box::pin(stream), &opts).await

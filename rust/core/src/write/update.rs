@@ -308,10 +308,9 @@ async fn rewrite(
     file_prefix: &str,
     staged: &Staged,
 ) -> Result<Rewritten> {
-    super::refuse_blob_rewrite(ds, "update")?;
     let stable = ds.has_stable_row_ids();
     let options = ScanOptions {
-        blob_bytes: true,
+        blobs: crate::scan::BlobRead::Values,
         filter: filter.cloned(),
         with_row_address: true,
         with_row_id: stable,

@@ -1,11 +1,17 @@
-//! Blob v1 pages (format 2.1): the values are written out of line by the file writer,
-//! which alone knows where they land; the page holds one `{position, size}` descriptor per
-//! item, as a mini-block page of packed u64 pairs inside a `BlobLayout` that carries the
-//! column's layers. A NULL's descriptor has size 0 and its levels packed into the position
-//! (repetition in bits 0..16, definition in bits 16..32), an empty value is `{0, 0}`.
+//! Blob pages. The values are written by the file writer (v1, and v2's inline values:
+//! out of line in the data file, where only it knows their position) or beside the file
+//! (v2's packed and dedicated values); the page holds one descriptor per item.
+//!
+//! v1 (format 2.1): `{position, size}` per item, a mini-block page of packed u64 pairs
+//! inside a `BlobLayout` that carries the column's layers. A NULL's descriptor has size 0
+//! and its levels packed into the position (repetition in bits 0..16, definition in bits
+//! 16..32), an empty value is `{0, 0}`.
+//!
+//! v2 (format 2.2): `{kind u8, position u64, size u64, blob_id u32, blob_uri utf8}` per
+//! row, a full-zip page of variable packed structs; a NULL row is a NULL item.
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, FixedSizeBinaryArray};
+use arrow_array::{Array, ArrayRef, BinaryArray, FixedSizeBinaryArray};
 
 use super::levels::LeafLevels;
 use super::{miniblock, proto, EncodedPage, PageOptions};
@@ -112,4 +118,50 @@ pub fn page(
         },
         num_rows: num_rows as u64,
     })
+}
+
+/// One v2 blob's descriptor (see `crate::blob::BlobKind` for the kinds).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DescriptorV2 {
+    pub kind: u8,
+    /// Inline: the offset in the data file; packed and external: in their object.
+    pub position: u64,
+    pub size: u64,
+    /// Packed and dedicated: the sidecar's id; external: the base id (0: none).
+    pub blob_id: u32,
+    pub uri: String,
+}
+
+/// The page of a v2 blob column's descriptors (None: a NULL row), a top-level column.
+pub fn page_v2(descriptors: &[Option<DescriptorV2>]) -> Result<EncodedPage> {
+    use super::levels::leaf_levels;
+    use proto::PackedFieldLayout::{Fixed, Variable};
+    let rows: BinaryArray = descriptors
+        .iter()
+        .map(|d| {
+            d.as_ref().map(|d| {
+                let mut row = Vec::with_capacity(25 + d.uri.len());
+                row.push(d.kind);
+                row.extend_from_slice(&d.position.to_le_bytes());
+                row.extend_from_slice(&d.size.to_le_bytes());
+                row.extend_from_slice(&d.blob_id.to_le_bytes());
+                row.extend_from_slice(&(d.uri.len() as u32).to_le_bytes());
+                row.extend_from_slice(d.uri.as_bytes());
+                row
+            })
+        })
+        .collect();
+    let rows: ArrayRef = Arc::new(rows);
+    let levels = leaf_levels(&rows, &[])?;
+    let mut page = super::fullzip::encode(&levels, false)?;
+    if let Some(pb::page_layout::Layout::FullZipLayout(f)) = page.layout.layout.as_mut() {
+        f.value_compression = Some(proto::variable_packed_struct(vec![
+            Fixed(8),
+            Fixed(64),
+            Fixed(64),
+            Fixed(32),
+            Variable(32),
+        ]));
+    }
+    Ok(page)
 }

@@ -12,7 +12,9 @@ use crate::proto::encodings21 as pb;
 /// Values at least this big are zstd-compressed one by one, as the reference does.
 const COMPRESS_VALUE_BYTES: usize = 32 * 1024;
 
-pub fn encode(levels: &LeafLevels) -> Result<EncodedPage> {
+/// Encode a full-zip page; `compress_wide` lets values of 32 KiB or more be compressed
+/// one by one (not for rows whose encoding is fixed by the caller, as packed structs').
+pub fn encode(levels: &LeafLevels, compress_wide: bool) -> Result<EncodedPage> {
     let values = Values::of(&levels.values)?;
     let nulls = levels.values.nulls();
     let n_levels = levels.rep.as_ref().map_or(values.len(), |r| r.len());
@@ -54,7 +56,7 @@ pub fn encode(levels: &LeafLevels) -> Result<EncodedPage> {
         }
         Values::Variable { large, .. } => {
             let w = if *large { 64 } else { 32 };
-            let compress = values.max_value_bytes() >= COMPRESS_VALUE_BYTES;
+            let compress = compress_wide && values.max_value_bytes() >= COMPRESS_VALUE_BYTES;
             let enc = proto::variable(w);
             let enc = if compress {
                 proto::general(Scheme::Zstd, Some(0), enc)

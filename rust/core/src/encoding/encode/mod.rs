@@ -58,7 +58,7 @@ pub fn encode_page(levels: LeafLevels, opts: &PageOptions) -> Result<EncodedPage
         arrow_schema::DataType::Dictionary(..)
     );
     if (wide || opts.force_full_zip) && !opts.force_mini_block && !fixed_bool && !dictionary {
-        return fullzip::encode(&levels);
+        return fullzip::encode(&levels, true);
     }
     miniblock::encode(&levels, opts)
 }

@@ -82,3 +82,30 @@ pub fn packed_struct(bits: Vec<u64>, inner: pb::CompressiveEncoding) -> pb::Comp
         values: Some(Box::new(inner)),
     })))
 }
+
+/// How one field of a variable packed struct is laid out in its row.
+pub enum PackedFieldLayout {
+    /// Fixed-width, this many bits.
+    Fixed(u64),
+    /// A length prefix of this many bits, then the bytes.
+    Variable(u64),
+}
+
+/// Struct values stored row by row in a full-zip page, some fields variable-width.
+pub fn variable_packed_struct(fields: Vec<PackedFieldLayout>) -> pb::CompressiveEncoding {
+    use pb::variable_packed_struct::field_encoding::Layout;
+    let fields = fields
+        .into_iter()
+        .map(|f| match f {
+            PackedFieldLayout::Fixed(bits) => pb::variable_packed_struct::FieldEncoding {
+                value: Some(flat(bits)),
+                layout: Some(Layout::BitsPerValue(bits)),
+            },
+            PackedFieldLayout::Variable(bits) => pb::variable_packed_struct::FieldEncoding {
+                value: Some(variable(bits)),
+                layout: Some(Layout::BitsPerLength(bits)),
+            },
+        })
+        .collect();
+    wrap(C::VariablePackedStruct(pb::VariablePackedStruct { fields }))
+}

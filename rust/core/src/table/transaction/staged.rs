@@ -94,13 +94,25 @@ impl Staged {
     /// orphan that `cleanup_old_versions` removes, never a file a version refers to.
     pub async fn remove_all(&self) {
         let paths = std::mem::take(&mut *self.lock());
-        let removals = paths.iter().map(|p| self.storage.delete(p));
-        let _ = futures::future::join_all(removals).await;
+        let removals = paths.iter().map(|p| remove(&self.storage, p));
+        futures::future::join_all(removals).await;
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Path>> {
         // A panic while the lock was held leaves a consistent list: keep using it.
         self.paths.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Remove a staged object; a data file's blob sidecars (`data/<stem>/`) go with it.
+async fn remove(storage: &Storage, path: &Path) {
+    let _ = storage.delete(path).await;
+    let relative = storage.relative(path);
+    if let Some(stem) = relative
+        .strip_prefix("data/")
+        .and_then(|r| r.strip_suffix(".lance"))
+    {
+        let _ = storage.delete_tree(&format!("data/{stem}")).await;
     }
 }
 
@@ -116,7 +128,7 @@ impl Drop for Staged {
             let storage = self.storage.clone();
             handle.spawn(async move {
                 for p in paths {
-                    let _ = storage.delete(&p).await;
+                    remove(&storage, &p).await;
                 }
             });
         }
