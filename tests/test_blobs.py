@@ -485,3 +485,15 @@ def test_blobs_through_overwrite_restore_and_cleanup(tmp_path):
         assert got["b"].to_pylist() == first["b"].to_pylist(), lib.__name__
     rows = list(range(len(first)))
     _same_blobs(lance_core.dataset(path).take_blobs("b", indices=rows), lance.dataset(path).take_blobs("b", indices=rows))
+
+
+def test_blob_v2_in_a_single_file_is_refused(tmp_path):
+    """As pylance's LanceFileWriter, ours writes blob v2 only to tables: refused, naming
+    the column, with nothing left behind."""
+    import lance_core.file as our_file
+    table = pa.table({"b": blob_array([b"x" * 10, None])}, schema=pa.schema([blob_field("b")]))
+    path = str(tmp_path / "f.lance")
+    with pytest.raises(lance_core.errors.UnsupportedFeatureError, match="blob v2 column 'b' in a single file"):
+        with our_file.LanceFileWriter(path, table.schema, version="2.2") as w:
+            w.write_batch(table)
+    assert os.listdir(tmp_path) == []

@@ -227,12 +227,12 @@ mod cut {
             DataType::Struct(fields) => {
                 let names: Option<Vec<String>> = fields
                     .iter()
-                    .map(|f| logical_type_of(f.data_type(), None).ok())
+                    .map(|f| logical_type_of(f.data_type()).ok())
                     .collect();
                 Some(format!("struct:{}", names?.join(",")))
             }
             DataType::List(_) | DataType::LargeList(_) | DataType::Map(..) => Some("int64".into()),
-            dt => logical_type_of(dt, None).ok(),
+            dt => logical_type_of(dt).ok(),
         }
     }
 

@@ -186,7 +186,7 @@ impl LanceField {
         matches!(
             self.logical_type.as_str(),
             "large_binary" | "binary" | "blob"
-        ) && self.metadata.contains_key(BLOB_META)
+        ) && self.metadata.contains_key(BLOB_META) // any value, as pylance reads it
     }
 
     pub fn is_blob_v2(&self) -> bool {
@@ -362,7 +362,7 @@ fn parse_nested(lt: &str, depth: usize) -> Result<DataType> {
 
 /// The logical type string of an Arrow type (the inverse of `parse_logical_type`, for
 /// non-nested types and fixed-size lists).
-pub fn logical_type_of(dt: &DataType, extension: Option<&str>) -> Result<String> {
+pub fn logical_type_of(dt: &DataType) -> Result<String> {
     let unit = |u: &TimeUnit| match u {
         TimeUnit::Second => "s",
         TimeUnit::Millisecond => "ms",
@@ -397,21 +397,19 @@ pub fn logical_type_of(dt: &DataType, extension: Option<&str>) -> Result<String>
         DataType::Timestamp(u, tz) => {
             format!("timestamp:{}:{}", unit(u), tz.as_deref().unwrap_or("-"))
         }
-        DataType::FixedSizeBinary(2) if extension == Some(BFLOAT16) => BFLOAT16.into(),
+        // A bfloat16 column is `fixed_size_binary:2` (its extension name in the field's
+        // metadata), bfloat16 list items `lance.bfloat16`, as pylance writes them.
         DataType::FixedSizeBinary(n) => format!("fixed_size_binary:{n}"),
         DataType::FixedSizeList(item, n) => {
             let ext = item.metadata().get(EXTENSION_NAME).map(|s| s.as_str());
-            format!(
-                "fixed_size_list:{}:{n}",
-                logical_type_of(item.data_type(), ext)?
-            )
+            let item = match (item.data_type(), ext) {
+                (DataType::FixedSizeBinary(2), Some(BFLOAT16)) => BFLOAT16.to_string(),
+                (dt, _) => logical_type_of(dt)?,
+            };
+            format!("fixed_size_list:{item}:{n}")
         }
         DataType::Dictionary(k, v) => {
-            format!(
-                "dict:{}:{}:false",
-                logical_type_of(v, None)?,
-                logical_type_of(k, None)?
-            )
+            format!("dict:{}:{}:false", logical_type_of(v)?, logical_type_of(k)?)
         }
         DataType::Struct(_) => "struct".into(),
         DataType::List(item) if matches!(item.data_type(), DataType::Struct(_)) => {
@@ -565,7 +563,7 @@ impl LanceField {
                     .collect::<Result<_>>()?,
             ),
             (dt @ (DataType::List(item) | DataType::LargeList(item)), _) => (
-                logical_type_of(dt, None)?,
+                logical_type_of(dt)?,
                 vec![LanceField::from_arrow(item, next)?],
             ),
             (DataType::Map(entries, sorted), _) => {
@@ -589,7 +587,7 @@ impl LanceField {
                     item.data_type()
                 )));
             }
-            (dt, ext) => (logical_type_of(dt, ext)?, vec![]),
+            (dt, _) => (logical_type_of(dt)?, vec![]),
         };
         Ok(LanceField {
             id,
@@ -629,7 +627,7 @@ mod tests {
             "dict:string:int16:false",
         ] {
             let dt = parse_logical_type(lt).unwrap();
-            assert_eq!(logical_type_of(&dt, None).unwrap(), lt, "{dt}");
+            assert_eq!(logical_type_of(&dt).unwrap(), lt, "{dt}");
         }
         for negative in ["fixed_size_binary:-1", "fixed_size_list:int8:-3"] {
             assert!(parse_logical_type(negative).is_err(), "{negative}");

@@ -190,7 +190,11 @@ impl DataFileWriter {
             } else {
                 array
             };
-            encode_page(leaf_levels(&array, &spec.steps)?, &spec.options)
+            let levels = leaf_levels(&array, &spec.steps)?;
+            match spec.packed {
+                true => crate::encoding::encode::packed::encode(levels, &spec.options, &spec.name),
+                false => encode_page(levels, &spec.options),
+            }
         });
         self.encoding.push_back((i, rx));
         while self.encoding.len() > IN_FLIGHT_PER_CORE * rayon::current_num_threads() {
@@ -270,7 +274,8 @@ impl DataFileWriter {
         };
         let page = rx
             .await
-            .map_err(|_| Error::io(&self.name, "encoding task was lost"))??;
+            .map_err(|_| Error::io(&self.name, "encoding task was lost"))?
+            .map_err(|e| e.in_file(&self.name))?;
         self.file.write_page(column, page).await
     }
 

@@ -4,7 +4,7 @@
 use crate::encoding::compression::Scheme;
 use crate::encoding::encode::levels::Step;
 use crate::encoding::encode::PageOptions;
-use crate::error::{unsupported, Result};
+use crate::error::{unsupported, Error, Result};
 use crate::table::schema::{LanceField, LanceSchema};
 
 #[derive(Clone, Debug)]
@@ -16,6 +16,8 @@ pub struct LeafSpec {
     pub json: bool,
     /// A blob column: values out of line or beside the file, descriptors in the page.
     pub blob: Option<BlobSpec>,
+    /// A packed struct (`lance-encoding:packed`): one column of whole rows.
+    pub packed: bool,
     /// Index of the top-level column the leaf belongs to.
     pub top: usize,
     pub steps: Vec<Step>,
@@ -64,39 +66,134 @@ fn blob_v2_spec(f: &LanceField) -> Result<BlobSpec> {
     })
 }
 
-/// Encoding options of a field, from its metadata and the file version.
+/// Check that packed struct `f` can be written: fields of fixed width (formats 2.1, 2.2),
+/// or strings, binary and fixed-size lists (2.2).
+fn check_packable(f: &LanceField, large_chunks: bool) -> Result<()> {
+    use crate::encoding::encode::packed::packable;
+    if f.children.is_empty() {
+        return Err(unsupported(format!(
+            "writing packed struct field '{}' with no fields",
+            f.name
+        )));
+    }
+    for c in &f.children {
+        let dt = c.data_type()?;
+        match packable(&dt) {
+            None => {
+                return Err(unsupported(format!(
+                    "writing packed struct field '{}': its field '{}' is {dt}, which cannot \
+                     be packed (fixed-width values, strings, binary and fixed-size lists can)",
+                    f.name, c.name
+                )))
+            }
+            Some(true) if !large_chunks => {
+                return Err(unsupported(format!(
+                    "writing packed struct field '{}' in format 2.1: its field '{}' ({dt}) \
+                     is variable-width, which packed structs take from format 2.2",
+                    f.name, c.name
+                )))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// The value of `f`'s metadata `lance-encoding:{key}`, lower-cased.
+fn setting(f: &LanceField, key: &str) -> Option<String> {
+    f.metadata
+        .get(&format!("lance-encoding:{key}"))
+        .map(|v| v.trim().to_ascii_lowercase())
+}
+
+fn invalid_setting(f: &LanceField, key: &str, value: &str, expected: &str) -> Error {
+    Error::invalid(format!(
+        "field '{}': lance-encoding:{key} is '{value}', expected {expected}",
+        f.name
+    ))
+}
+
+/// Check the `lance-encoding:` settings that do not decide encoding options themselves:
+/// `packed` takes true or false; `blob` only true, on binary fields (pylance reads a field
+/// with the key as a blob whatever its value, so `false` would not be what it says).
+fn check_flags(f: &LanceField) -> Result<()> {
+    if let Some(v) = setting(f, "packed") {
+        if v != "true" && v != "false" {
+            return Err(invalid_setting(f, "packed", &v, "true or false"));
+        }
+    }
+    if let Some(v) = setting(f, "blob") {
+        if v != "true" {
+            return Err(invalid_setting(
+                f,
+                "blob",
+                &v,
+                "true (pylance takes any value as true: remove the key for a plain column)",
+            ));
+        }
+    }
+    if setting(f, "blob").is_some()
+        && !matches!(f.logical_type.as_str(), "binary" | "large_binary" | "blob")
+    {
+        return Err(Error::invalid(format!(
+            "field '{}': lance-encoding:blob is set on a {} field (blob columns are binary)",
+            f.name, f.logical_type
+        )));
+    }
+    Ok(())
+}
+
+/// Encoding options of a field, from its metadata and the file version; a value that is
+/// not one of those known is an error naming the field.
 fn options(f: &LanceField, large_chunks: bool) -> Result<PageOptions> {
-    let md = |k: &str| {
-        f.metadata
-            .get(&format!("lance-encoding:{k}"))
-            .map(|v| v.to_ascii_lowercase())
+    let compression = setting(f, "compression");
+    let level = match setting(f, "compression-level") {
+        None => None,
+        Some(l) => {
+            let n = l
+                .parse::<i32>()
+                .map_err(|_| invalid_setting(f, "compression-level", &l, "an integer"))?;
+            let range = zstd::compression_level_range();
+            if compression.as_deref() == Some("zstd") && !range.contains(&n) {
+                return Err(invalid_setting(
+                    f,
+                    "compression-level",
+                    &l,
+                    &format!("a zstd level from {} to {}", range.start(), range.end()),
+                ));
+            }
+            Some(n)
+        }
     };
-    let level = md("compression-level")
-        .map(|l| l.parse::<i32>())
-        .transpose()
-        .map_err(|_| {
-            unsupported(format!(
-                "field '{}': lance-encoding:compression-level must be an integer",
-                f.name
-            ))
-        })?;
-    let compression = match md("compression").as_deref() {
+    let general = match compression.as_deref() {
         None | Some("none") | Some("fsst") => None,
         Some("zstd") => Some((Scheme::Zstd, level)),
         Some("lz4") => Some((Scheme::Lz4, None)),
         Some(other) => {
-            return Err(unsupported(format!(
-                "field '{}': compression '{other}'",
-                f.name
-            )))
+            return Err(invalid_setting(
+                f,
+                "compression",
+                other,
+                "none, fsst, zstd or lz4",
+            ))
         }
     };
-    let structural = md("structural-encoding");
+    let structural = setting(f, "structural-encoding");
+    if let Some(s) = structural.as_deref() {
+        if s != "fullzip" && s != "miniblock" {
+            return Err(invalid_setting(
+                f,
+                "structural-encoding",
+                s,
+                "miniblock or fullzip",
+            ));
+        }
+    }
     Ok(PageOptions {
         large_chunks,
-        compression,
-        allow_dictionary: compression.is_none() && md("compression").as_deref() != Some("fsst"),
-        allow_fsst: compression.is_none() && md("compression").as_deref() != Some("none"),
+        compression: general,
+        allow_dictionary: general.is_none() && compression.as_deref() != Some("fsst"),
+        allow_fsst: general.is_none() && compression.as_deref() != Some("none"),
         force_full_zip: structural.as_deref() == Some("fullzip"),
         force_mini_block: structural.as_deref() == Some("miniblock"),
     })
@@ -109,6 +206,7 @@ fn walk(
     large_chunks: bool,
     out: &mut Vec<LeafSpec>,
 ) -> Result<()> {
+    check_flags(f)?;
     match f.logical_type.as_str() {
         "struct" if f.is_blob_v2() => {
             if !large_chunks {
@@ -129,16 +227,24 @@ fn walk(
                 name: f.name.clone(),
                 json: false,
                 blob: Some(blob_v2_spec(f)?),
+                packed: false,
                 top,
                 steps: steps.clone(),
                 options: options(f, large_chunks)?,
             })
         }
         "struct" if f.is_packed_struct() => {
-            return Err(unsupported(format!(
-                "writing packed struct field '{}'",
-                f.name
-            )));
+            check_packable(f, large_chunks)?;
+            out.push(LeafSpec {
+                field_id: f.id,
+                name: f.name.clone(),
+                json: false,
+                blob: None,
+                packed: true,
+                top,
+                steps: steps.clone(),
+                options: options(f, large_chunks)?,
+            })
         }
         "struct" if !f.children.is_empty() => {
             for (i, c) in f.children.iter().enumerate() {
@@ -179,6 +285,7 @@ fn walk(
                 name: f.name.clone(),
                 json,
                 blob,
+                packed: false,
                 top,
                 steps: steps.clone(),
                 options: options(f, large_chunks)?,

@@ -117,7 +117,8 @@ where
     S: Stream<Item = Result<RecordBatch>> + Unpin,
 {
     let storage = staged.storage();
-    let leaves = leaves::leaves(schema, version.minor >= 2)?;
+    let leaves =
+        leaves::leaves(schema, version.minor >= 2).map_err(|e| e.in_file(storage.uri()))?;
     opts.blobs.check()?;
     let blob_options = Arc::new(opts.blobs.clone());
     let mut batches = batches;

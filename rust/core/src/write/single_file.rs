@@ -112,6 +112,20 @@ impl SingleFileWriter {
             };
             let leaves = super::leaves::leaves(lance, self.version.minor >= 2)
                 .map_err(|e| e.in_file(&self.shown))?;
+            // Blob v2 values beside a file belong to a table's `data/` directory.
+            if let Some(leaf) = leaves
+                .iter()
+                .find(|l| matches!(l.blob, Some(super::leaves::BlobSpec::V2 { .. })))
+            {
+                return Err(Error::unsupported(
+                    &self.shown,
+                    format!(
+                        "blob v2 column '{}' in a single file (as in pylance, blob v2 is \
+                         written to tables: use write_dataset, or format 2.1 for blob v1)",
+                        leaf.name
+                    ),
+                ));
+            }
             let columns = arrow.fields().len().max(1);
             let per_column = self
                 .sizing

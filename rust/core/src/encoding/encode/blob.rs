@@ -11,10 +11,10 @@
 //! row, a full-zip page of variable packed structs; a NULL row is a NULL item.
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, BinaryArray, FixedSizeBinaryArray};
+use arrow_array::{Array, ArrayRef, StructArray, UInt64Array};
 
 use super::levels::LeafLevels;
-use super::{miniblock, proto, EncodedPage, PageOptions};
+use super::{packed, EncodedPage, PageOptions};
 use crate::encoding::layout::Layer;
 use crate::error::{unsupported, Result};
 use crate::proto::encodings21 as pb;
@@ -81,32 +81,24 @@ pub fn page(
     num_rows: usize,
     large_chunks: bool,
 ) -> Result<EncodedPage> {
-    let mut flat = Vec::with_capacity(descriptors.len() * 16);
-    for (p, s) in descriptors {
-        flat.extend_from_slice(&p.to_le_bytes());
-        flat.extend_from_slice(&s.to_le_bytes());
-    }
-    let values: ArrayRef = Arc::new(FixedSizeBinaryArray::new(16, flat.into(), None));
+    let positions: UInt64Array = descriptors.iter().map(|d| d.0).collect();
+    let sizes: UInt64Array = descriptors.iter().map(|d| d.1).collect();
+    let values = StructArray::from(vec![
+        (u64_field("position"), Arc::new(positions) as ArrayRef),
+        (u64_field("size"), Arc::new(sizes) as ArrayRef),
+    ]);
     let inner_levels = LeafLevels {
         layers: vec![Layer::AllValidItem],
         rep: None,
         def: None,
-        values,
+        values: Arc::new(values),
         num_rows: descriptors.len(),
     };
     let opts = PageOptions {
         large_chunks,
-        force_mini_block: true,
         ..Default::default()
     };
-    let mut inner = miniblock::encode(&inner_levels, &opts)?;
-    if let Some(pb::page_layout::Layout::MiniBlockLayout(m)) = inner.layout.layout.as_mut() {
-        let rows = m
-            .value_compression
-            .take()
-            .unwrap_or_else(|| proto::flat(128));
-        m.value_compression = Some(proto::packed_struct(vec![64, 64], rows));
-    }
+    let inner = packed::encode(inner_levels, &opts, "blob descriptors")?;
     let layout = pb::BlobLayout {
         inner_layout: Some(Box::new(inner.layout)),
         layers: layers.iter().map(|l| l.to_proto()).collect(),
@@ -118,6 +110,14 @@ pub fn page(
         },
         num_rows: num_rows as u64,
     })
+}
+
+fn u64_field(name: &str) -> Arc<arrow_schema::Field> {
+    Arc::new(arrow_schema::Field::new(
+        name,
+        arrow_schema::DataType::UInt64,
+        false,
+    ))
 }
 
 /// One v2 blob's descriptor (see `crate::blob::BlobKind` for the kinds).
@@ -134,34 +134,49 @@ pub struct DescriptorV2 {
 
 /// The page of a v2 blob column's descriptors (None: a NULL row), a top-level column.
 pub fn page_v2(descriptors: &[Option<DescriptorV2>]) -> Result<EncodedPage> {
-    use super::levels::leaf_levels;
-    use proto::PackedFieldLayout::{Fixed, Variable};
-    let rows: BinaryArray = descriptors
-        .iter()
-        .map(|d| {
-            d.as_ref().map(|d| {
-                let mut row = Vec::with_capacity(25 + d.uri.len());
-                row.push(d.kind);
-                row.extend_from_slice(&d.position.to_le_bytes());
-                row.extend_from_slice(&d.size.to_le_bytes());
-                row.extend_from_slice(&d.blob_id.to_le_bytes());
-                row.extend_from_slice(&(d.uri.len() as u32).to_le_bytes());
-                row.extend_from_slice(d.uri.as_bytes());
-                row
-            })
-        })
-        .collect();
-    let rows: ArrayRef = Arc::new(rows);
-    let levels = leaf_levels(&rows, &[])?;
-    let mut page = super::fullzip::encode(&levels, false)?;
-    if let Some(pb::page_layout::Layout::FullZipLayout(f)) = page.layout.layout.as_mut() {
-        f.value_compression = Some(proto::variable_packed_struct(vec![
-            Fixed(8),
-            Fixed(64),
-            Fixed(64),
-            Fixed(32),
-            Variable(32),
-        ]));
+    use arrow_array::builder::{StringBuilder, UInt32Builder, UInt64Builder, UInt8Builder};
+    use arrow_schema::{DataType, Field};
+    let n = descriptors.len();
+    let (mut kind, mut position, mut size) = (
+        UInt8Builder::with_capacity(n),
+        UInt64Builder::with_capacity(n),
+        UInt64Builder::with_capacity(n),
+    );
+    let (mut blob_id, mut uri) = (UInt32Builder::with_capacity(n), StringBuilder::new());
+    for d in descriptors {
+        // A NULL row's fields hold zeros (the struct's validity says it is NULL).
+        let d = d.clone().unwrap_or_default();
+        kind.append_value(d.kind);
+        position.append_value(d.position);
+        size.append_value(d.size);
+        blob_id.append_value(d.blob_id);
+        uri.append_value(&d.uri);
     }
-    Ok(page)
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(kind.finish()),
+        Arc::new(position.finish()),
+        Arc::new(size.finish()),
+        Arc::new(blob_id.finish()),
+        Arc::new(uri.finish()),
+    ];
+    let fields = vec![
+        Field::new("kind", DataType::UInt8, false),
+        Field::new("position", DataType::UInt64, false),
+        Field::new("size", DataType::UInt64, false),
+        Field::new("blob_id", DataType::UInt32, false),
+        Field::new("blob_uri", DataType::Utf8, false),
+    ];
+    let nulls =
+        arrow_buffer::NullBuffer::from(descriptors.iter().map(Option::is_some).collect::<Vec<_>>());
+    let values: ArrayRef = Arc::new(StructArray::try_new(
+        fields.into(),
+        columns,
+        Some(nulls).filter(|n| n.null_count() > 0),
+    )?);
+    let levels = super::levels::leaf_levels(&values, &[])?;
+    let opts = PageOptions {
+        large_chunks: true,
+        ..Default::default()
+    };
+    packed::encode(levels, &opts, "blob descriptors")
 }

@@ -9,6 +9,7 @@ pub mod fsst;
 pub mod fullzip;
 pub mod levels;
 pub mod miniblock;
+pub mod packed;
 pub mod proto;
 pub mod values;
 

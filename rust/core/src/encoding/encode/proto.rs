@@ -91,21 +91,23 @@ pub enum PackedFieldLayout {
     Variable(u64),
 }
 
-/// Struct values stored row by row in a full-zip page, some fields variable-width.
-pub fn variable_packed_struct(fields: Vec<PackedFieldLayout>) -> pb::CompressiveEncoding {
+/// Struct values stored row by row in a full-zip page, some fields variable-width: each
+/// field's encoding and layout.
+pub fn variable_packed_struct(
+    fields: Vec<(pb::CompressiveEncoding, PackedFieldLayout)>,
+) -> pb::CompressiveEncoding {
     use pb::variable_packed_struct::field_encoding::Layout;
     let fields = fields
         .into_iter()
-        .map(|f| match f {
-            PackedFieldLayout::Fixed(bits) => pb::variable_packed_struct::FieldEncoding {
-                value: Some(flat(bits)),
-                layout: Some(Layout::BitsPerValue(bits)),
+        .map(
+            |(value, layout)| pb::variable_packed_struct::FieldEncoding {
+                value: Some(value),
+                layout: Some(match layout {
+                    PackedFieldLayout::Fixed(bits) => Layout::BitsPerValue(bits),
+                    PackedFieldLayout::Variable(bits) => Layout::BitsPerLength(bits),
+                }),
             },
-            PackedFieldLayout::Variable(bits) => pb::variable_packed_struct::FieldEncoding {
-                value: Some(variable(bits)),
-                layout: Some(Layout::BitsPerLength(bits)),
-            },
-        })
+        )
         .collect();
     wrap(C::VariablePackedStruct(pb::VariablePackedStruct { fields }))
 }

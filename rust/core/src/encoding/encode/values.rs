@@ -78,7 +78,12 @@ impl Values {
             }
             DataType::FixedSizeList(item, dim) => {
                 let dim = *dim as usize;
-                let Some(iw) = item.data_type().primitive_width() else {
+                let iw = match item.data_type() {
+                    // bfloat16 items, say
+                    DataType::FixedSizeBinary(w) => Some(*w as usize),
+                    t => t.primitive_width(),
+                };
+                let Some(iw) = iw else {
                     return Err(unsupported(format!(
                         "writing fixed-size lists of {}",
                         item.data_type()
