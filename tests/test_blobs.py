@@ -497,3 +497,54 @@ def test_blob_v2_in_a_single_file_is_refused(tmp_path):
         with our_file.LanceFileWriter(path, table.schema, version="2.2") as w:
             w.write_batch(table)
     assert os.listdir(tmp_path) == []
+
+
+def test_read_blobs_and_ranges_as_pylance(tmp_path):
+    """`read_blobs` returns whole blobs and `read_blob_ranges` byte ranges of them, with
+    pylance's signatures and results, for every kind of blob v2 (and v1)."""
+    table, values = _v2_table(tmp_path)
+    path = str(tmp_path / "t")
+    lance_core.write_dataset(table, path, allow_external_blob_outside_bases=True, max_rows_per_file=3)
+    ours, ref = lance_core.dataset(path), lance.dataset(path)
+    rows = [7, 0, 1, 2, 3, 4, 5, 6]
+    assert ours.read_blobs("b", indices=rows) == ref.read_blobs("b", indices=rows, preserve_order=True)
+    ids = ref.to_table(with_row_id=True)["_rowid"].to_pylist()
+    assert ours.read_blobs("b", ids=ids[:3]) == ref.read_blobs("b", ids=ids[:3], preserve_order=True)
+    requests = [(4, 0, 10), (4, 150_000, 7), (5, 1 << 20, 3), (0, 2, 4), (1, 0, 0), (3, 100, 0), (7, 0, 4)]
+    got = ours.read_blob_ranges("b", requests, selector="indices")
+    assert got == ref.read_blob_ranges("b", requests, selector="indices", preserve_order=True)
+    assert got[2][2] == values[5][1 << 20:(1 << 20) + 3] and got[4][2] is None and got[6][2] == b"PK\x03\x04"
+    with pytest.raises(InvalidInputError, match="past the end"):
+        ours.read_blob_ranges("b", [(0, 5, 100)], selector="indices")
+    with pytest.raises(InvalidInputError, match="selector"):
+        ours.read_blob_ranges("b", [(0, 0, 1)], selector="rows")
+    with pytest.raises(InvalidInputError, match="exactly one of"):
+        ours.read_blobs("b", ids=[0], indices=[0])
+    v1 = str(tmp_path / "v1")
+    lance_core.write_dataset(_v1_table(), v1, data_storage_version="2.1")
+    assert lance_core.dataset(v1).read_blobs("b", indices=[1, 2, 5]) == \
+        lance.dataset(v1).read_blobs("b", indices=[1, 2, 5], preserve_order=True)
+
+
+def test_to_pandas_blob_modes_as_pylance(tmp_path):
+    """`to_pandas(blob_mode=...)`: BlobFile objects ("lazy", the default), bytes, or the
+    descriptors, as pylance returns them; other columns as `to_table().to_pandas()`."""
+    table, values = _v2_table(tmp_path)
+    path = str(tmp_path / "t")
+    lance_core.write_dataset(table, path, allow_external_blob_outside_bases=True)
+    ours, ref = lance_core.dataset(path), lance.dataset(path)
+    lazy = ours.to_pandas()
+    assert list(lazy.columns) == ["id", "b"] and lazy["id"].tolist() == list(range(len(values)))
+    theirs = ref.to_pandas()
+    for a, b in zip(lazy["b"], theirs["b"]):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert a.readall() == b.readall()
+    assert ours.to_pandas(blob_mode="bytes")["b"].tolist() == ref.to_pandas(blob_mode="bytes")["b"].tolist()
+    assert ours.to_pandas(blob_mode="descriptions")["b"].tolist() == \
+        ref.to_pandas(blob_mode="descriptions")["b"].tolist()
+    only = ours.to_pandas(columns=["b"], filter="id >= 6")
+    external = (tmp_path / "external.bin").read_bytes()  # row 6 is that whole file, by URI
+    assert list(only.columns) == ["b"] and [f.readall() for f in only["b"]] == [external, values[7]]
+    with pytest.raises(ValueError, match="blob_mode"):
+        ours.to_pandas(blob_mode="eager")

@@ -8,7 +8,7 @@ import itertools
 from dataclasses import dataclass
 import os
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 
@@ -156,10 +156,37 @@ class LanceScanner:
                      + (f": {scanned}" if verbose else ""))
         return "\n".join(lines)
 
-    def to_pandas(self, **kwargs) -> "Any":
+    def to_pandas(self, blob_mode: str = "lazy", **kwargs) -> "Any":
         """The result as a pandas DataFrame (`pyarrow.Table.to_pandas(**kwargs)`); an index
-        written from pandas comes back as the index."""
-        return self.to_table().to_pandas(**kwargs)
+        written from pandas comes back as the index. Blob columns hold, as pylance's
+        `blob_mode` says: "lazy" a `BlobFile` per row (read when asked), "bytes" the
+        bytes, "descriptions" the descriptors `to_table` returns (None for NULL)."""
+        if blob_mode not in ("lazy", "bytes", "descriptions"):
+            raise ValueError("blob_mode must be one of: 'lazy', 'bytes', 'descriptions'")
+        a = self._args
+        wanted = a["columns"] if a["columns"] is not None else self._dataset.schema.names
+        blobs = [] if blob_mode == "descriptions" or a["projection"] is not None or a["blob_bytes"] else \
+            [c for c in _blob_columns(self._dataset.schema) if c in wanted]
+        if not blobs:
+            return self.to_table().to_pandas(**kwargs)
+        if blob_mode == "bytes":
+            return self._with(blob_bytes=True).to_table().to_pandas(**kwargs)
+        table = self._with(with_row_address=True).to_table()
+        addresses = table["_rowaddr"].to_pylist()
+        files = {c: self._dataset.take_blobs(c, addresses=addresses) for c in blobs}
+        positions = {c: table.schema.get_field_index(c) for c in blobs}
+        drop = blobs + ([] if a["with_row_address"] else ["_rowaddr"])
+        df = table.drop_columns(drop).to_pandas(**kwargs)
+        for c in sorted(blobs, key=positions.get):
+            df.insert(min(positions[c], len(df.columns)), c, files[c])
+        return df
+
+    def _with(self, **args: Any) -> "LanceScanner":
+        """This scan with some of its arguments changed."""
+        other = object.__new__(LanceScanner)
+        other._dataset = self._dataset
+        other._args = {**self._args, **args}
+        return other
 
     def count_rows(self) -> int:
         """Rows the scan returns; without a limit or offset no data page is read."""
@@ -280,6 +307,17 @@ def _with_blob_bytes(dataset: "LanceDataset", batch: pa.RecordBatch, names: List
     if not keep_address:
         batch = batch.drop_columns(["_rowaddr"])
     return batch
+
+
+def _blob_rows(what: str, ids: Any, addresses: Any, indices: Any) -> Tuple[List[int], str]:
+    """The one row selection of a blob read (ids, addresses or indices) as numbers, and how
+    the core takes them."""
+    given = [(name, v) for name, v in (("ids", ids), ("addresses", addresses), ("indices", indices))
+             if v is not None]
+    if len(given) != 1:
+        raise InvalidInputError(f"{what} needs exactly one of ids, addresses or indices")
+    name, values = given[0]
+    return _indices(values, name), {"ids": "row_id", "addresses": "address", "indices": "index"}[name]
 
 
 def _blob_columns(schema: pa.Schema) -> List[str]:
@@ -738,13 +776,13 @@ class LanceDataset:
                   limit: Optional[int] = None, offset: Optional[int] = None, nearest: Optional[Dict[str, Any]] = None,
                   batch_size: Optional[int] = None, *args: Any, **kwargs: Any) -> "Any":
         """The rows as a pandas DataFrame; an index written from pandas comes back as the
-        index, as in pylance. Keyword arguments `scanner` does not take go to
-        `pyarrow.Table.to_pandas`."""
+        index, as in pylance. `blob_mode` ("lazy", "bytes", "descriptions") says what blob
+        columns hold (see `LanceScanner.to_pandas`); keyword arguments `scanner` does not
+        take go to `pyarrow.Table.to_pandas`."""
         names = set(inspect.signature(LanceDataset.scanner).parameters)
         scan = {k: v for k, v in kwargs.items() if k in names}
         convert = {k: v for k, v in kwargs.items() if k not in names}
-        table = self.scanner(columns, filter, limit, offset, nearest, batch_size, *args, **scan).to_table()
-        return table.to_pandas(**convert)
+        return self.scanner(columns, filter, limit, offset, nearest, batch_size, *args, **scan).to_pandas(**convert)
 
     def _take_addresses(self, addresses: List[int], columns: Any, with_row_id: bool = False,
                         with_row_address: bool = False, by: str = "address") -> pa.Table:
@@ -782,14 +820,38 @@ class LanceDataset:
         sequential reads."""
         from .blob import BlobFile
 
-        given = [(name, v) for name, v in (("ids", ids), ("addresses", addresses), ("indices", indices))
-                 if v is not None]
-        if len(given) != 1:
-            raise InvalidInputError("take_blobs needs exactly one of ids, addresses or indices")
-        name, values = given[0]
-        by = {"ids": "row_id", "addresses": "address", "indices": "index"}[name]
-        readers = _lance_core._take_blobs(self._ds, blob_column, _indices(values, name), by)
+        rows, by = _blob_rows("take_blobs", ids, addresses, indices)
+        readers = _lance_core._take_blobs(self._ds, blob_column, rows, by)
         return [BlobFile(r, buffer_size) if r is not None else None for r in readers]
+
+    def read_blobs(self, blob_column: str, ids: Any = None, addresses: Any = None, indices: Any = None, *,
+                   io_buffer_size: Optional[int] = None,
+                   preserve_order: Optional[bool] = None) -> List[Tuple[int, Optional[bytes]]]:
+        """The whole bytes of the blobs of `blob_column` for the rows asked for (exactly one
+        of `ids`, `addresses`, `indices`, as in `take_blobs`): `(row_address, bytes)` per
+        row, in the order asked (None for a NULL blob, b"" for an empty one). The reads of
+        one object are made together. `io_buffer_size` and `preserve_order` are accepted
+        for pylance's signature; the order is always kept."""
+        rows, by = _blob_rows("read_blobs", ids, addresses, indices)
+        return _lance_core._read_blobs(self._ds, blob_column, rows, by)
+
+    def read_blob_ranges(self, blob_column: str, requests: Sequence[Tuple[int, int, int]], *, selector: str,
+                         io_buffer_size: Optional[int] = None,
+                         preserve_order: Optional[bool] = None) -> List[Tuple[int, int, Optional[bytes]]]:
+        """Byte ranges of blobs: each request is `(row, offset, length)`, the row a row id,
+        address or index as `selector` ("ids", "addresses", "indices") says. One
+        `(request_index, row_address, bytes)` per request, in request order (None for a
+        NULL blob); a range past the blob's end is an error."""
+        by = {"ids": "row_id", "addresses": "address", "indices": "index"}.get(selector)
+        if by is None:
+            raise InvalidInputError(f"selector must be 'ids', 'addresses' or 'indices', not {selector!r}")
+        checked = []
+        for r in requests:
+            if len(r) != 3 or any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in r):
+                raise InvalidInputError(f"a blob range request is (row, offset, length) of non-negative "
+                                        f"integers, not {r!r}")
+            checked.append(tuple(r))
+        return _lance_core._read_blob_ranges(self._ds, blob_column, checked, by)
 
     def head(self, num_rows: int, **kwargs: Any) -> pa.Table:
         """The first `num_rows` rows (`kwargs` as in `to_table`)."""

@@ -271,6 +271,41 @@ pub async fn read_all(locations: &[Option<BlobLocation>]) -> Result<arrow_array:
         .collect::<arrow_array::LargeBinaryArray>())
 }
 
+/// Byte ranges `(blob, offset, length)` of blobs (None: a NULL blob, whose ranges read as
+/// None), read as `read_all` reads whole blobs. A range past its blob's end is an error.
+pub async fn read_ranges(
+    requests: &[(Option<&BlobLocation>, u64, u64)],
+) -> Result<Vec<Option<bytes::Bytes>>> {
+    let mut parts = Vec::with_capacity(requests.len());
+    for (i, (blob, offset, length)) in requests.iter().enumerate() {
+        let Some(blob) = blob else {
+            parts.push(None);
+            continue;
+        };
+        let end = offset.checked_add(*length).filter(|e| *e <= blob.size);
+        if end.is_none() {
+            return Err(Error::invalid(format!(
+                "request {i}: bytes {offset}..{offset}+{length} are past the end of {} \
+                 (a blob of {} bytes)",
+                blob.shown(),
+                blob.size
+            )));
+        }
+        parts.push(Some(BlobLocation {
+            position: blob.position + offset,
+            size: *length,
+            ..(*blob).clone()
+        }));
+    }
+    let read = read_all(&parts).await?;
+    Ok((0..parts.len())
+        .map(|i| {
+            read.is_valid(i)
+                .then(|| bytes::Bytes::copy_from_slice(read.value(i)))
+        })
+        .collect())
+}
+
 /// A scan per `options` whose blob columns hold their bytes (`BlobRead::Bytes`, as
 /// large_binary) or the values they were written from (`BlobRead::Values`) instead of
 /// their descriptors: the rows' addresses locate them, batch by batch.

@@ -61,8 +61,31 @@ impl PyBlobReader {
     }
 }
 
-/// The blobs of `column` in rows `ids` (row addresses; with `by="index"` offsets among the
-/// visible rows, with `by="row_id"` row ids), in that order; None for a NULL blob.
+/// The addresses of rows `ids`: row addresses already, or with `by="index"` offsets among
+/// the visible rows, with `by="row_id"` row ids.
+async fn addresses(
+    ds: &lance_core::dataset::Dataset,
+    ids: Vec<u64>,
+    by: &str,
+) -> lance_core::Result<Vec<u64>> {
+    match by {
+        "index" => ds.addresses_of_indices(&ids).await,
+        "row_id" => {
+            let found = ds.addresses_of_row_ids(&ids).await?;
+            if let Some((id, _)) = ids.iter().zip(&found).find(|(_, a)| a.is_none()) {
+                return Err(lance_core::Error::invalid(format!(
+                    "{}: no row has id {id}",
+                    ds.uri()
+                )));
+            }
+            Ok(found.into_iter().flatten().collect())
+        }
+        _ => Ok(ids),
+    }
+}
+
+/// The blobs of `column` in rows `ids` (see `addresses`), in that order; None for a NULL
+/// blob.
 #[pyfunction]
 pub fn _take_blobs(
     py: Python<'_>,
@@ -74,27 +97,82 @@ pub fn _take_blobs(
     guard(|| {
         let ds = ds.inner.clone();
         let found = block_on(py, async move {
-            let addresses = match by.as_str() {
-                "index" => ds.addresses_of_indices(&ids).await?,
-                "row_id" => {
-                    let found = ds.addresses_of_row_ids(&ids).await?;
-                    let missing = ids.iter().zip(&found).find(|(_, a)| a.is_none());
-                    if let Some((id, _)) = missing {
-                        return Err(lance_core::Error::invalid(format!(
-                            "{}: no row has id {id}",
-                            ds.uri()
-                        )));
-                    }
-                    found.into_iter().flatten().collect()
-                }
-                _ => ids,
-            };
-            lance_core::blob::locate(ds, &column, &addresses).await
+            let rows = addresses(&ds, ids, &by).await?;
+            lance_core::blob::locate(ds, &column, &rows).await
         })
         .py()?;
         Ok(found
             .into_iter()
             .map(|b| b.map(|blob| PyBlobReader { blob }))
+            .collect())
+    })
+}
+
+/// The whole bytes of the blobs of `column` in rows `ids` (see `addresses`), read
+/// together: `(row address, bytes or None)` per row, in that order.
+#[pyfunction]
+pub fn _read_blobs(
+    py: Python<'_>,
+    ds: &PyDataset,
+    column: String,
+    ids: Vec<u64>,
+    by: String,
+) -> PyResult<Vec<(u64, Option<Py<PyBytes>>)>> {
+    guard(|| {
+        let ds = ds.inner.clone();
+        let (rows, values) = block_on(py, async move {
+            let rows = addresses(&ds, ids, &by).await?;
+            let found = lance_core::blob::locate(ds, &column, &rows).await?;
+            Ok::<_, lance_core::Error>((rows, lance_core::blob::read_all(&found).await?))
+        })
+        .py()?;
+        use arrow_array::Array;
+        Ok(rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let bytes = values
+                    .is_valid(i)
+                    .then(|| PyBytes::new(py, values.value(i)).unbind());
+                (*r, bytes)
+            })
+            .collect())
+    })
+}
+
+/// What one range request read: its index, the row's address, the bytes (None: a NULL
+/// blob).
+type RangeRead = (usize, u64, Option<Py<PyBytes>>);
+
+/// Byte ranges of blobs of `column`: `requests` are `(row, offset, length)` with rows as
+/// `addresses` takes them; `(request index, row address, bytes or None)` per request.
+#[pyfunction]
+pub fn _read_blob_ranges(
+    py: Python<'_>,
+    ds: &PyDataset,
+    column: String,
+    requests: Vec<(u64, u64, u64)>,
+    by: String,
+) -> PyResult<Vec<RangeRead>> {
+    guard(|| {
+        let ds = ds.inner.clone();
+        let (rows, parts) = block_on(py, async move {
+            let ids = requests.iter().map(|r| r.0).collect();
+            let rows = addresses(&ds, ids, &by).await?;
+            let found = lance_core::blob::locate(ds, &column, &rows).await?;
+            let asked: Vec<_> = requests
+                .iter()
+                .zip(&found)
+                .map(|((_, offset, length), blob)| (blob.as_ref(), *offset, *length))
+                .collect();
+            let parts = lance_core::blob::read_ranges(&asked).await?;
+            Ok::<_, lance_core::Error>((rows, parts))
+        })
+        .py()?;
+        Ok(parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| (i, rows[i], p.map(|b| PyBytes::new(py, &b).unbind())))
             .collect())
     })
 }

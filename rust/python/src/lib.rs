@@ -38,6 +38,8 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file_api::PyFileWriter>()?;
     m.add_class::<blobs::PyBlobReader>()?;
     m.add_function(wrap_pyfunction!(blobs::_take_blobs, m)?)?;
+    m.add_function(wrap_pyfunction!(blobs::_read_blobs, m)?)?;
+    m.add_function(wrap_pyfunction!(blobs::_read_blob_ranges, m)?)?;
     m.add_function(wrap_pyfunction!(blobs::_blob_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(file_api::_file_layout, m)?)?;
     m.add_function(wrap_pyfunction!(file_api::_file_global_buffer, m)?)?;
