@@ -321,3 +321,25 @@ def test_foreach_batch_writer_once_per_batch(spark, tmp_path):
             writer(spark.createDataFrame([(1,)], "other long"), 5)
     finally:
         sc.setLocalProperty("sql.streaming.queryId", None)
+
+
+def test_blobs_stream_as_bytes_into_a_blob_table(spark, tmp_path):
+    """A blob table read as a stream with `blob_handling=all_binary` gives the bytes; a
+    stream of bytes appended to a blob v2 table is stored as blobs (inline and packed
+    sidecars by size) that pylance reads back."""
+    from lance_core.blob import blob_array, blob_field
+
+    src, dst, ck = str(tmp_path / "src.lance"), str(tmp_path / "dst.lance"), str(tmp_path / "ck")
+    schema = pa.schema([pa.field("id", pa.int64()), blob_field("b")])
+    payloads = [os.urandom(n) for n in (10, 0, 200_000, 3_000)] + [None]
+    lance_core.write_dataset(pa.table({"id": pa.array(range(5), pa.int64()), "b": blob_array(payloads)},
+                                      schema=schema), src)
+    lance_core.write_dataset(pa.table({"id": pa.array([-1], pa.int64()), "b": blob_array([b"first"])},
+                                      schema=schema), dst)
+    assert _stream_into(spark, src, dst, ck, blob_handling="all_binary") == [5]
+    ref = lance.dataset(dst)
+    got = {i: b for i, b in zip(ref.to_table(columns=["id"])["id"].to_pylist(),
+                                ref.to_table(blob_handling="all_binary")["b"].to_pylist())}
+    assert got == {-1: b"first", **dict(enumerate(payloads))}
+    kinds = {b.size(): b.kind for b in lance_core.dataset(dst).take_blobs("b", indices=list(range(6))) if b}
+    assert kinds[200_000] == "packed" and kinds[3_000] == "inline"

@@ -347,9 +347,22 @@ pub fn scan_with_values(
         inner.schema.metadata().clone(),
     ));
     let out_schema = schema.clone();
+    let columns: Vec<usize> = blobs.iter().map(|(i, _)| *i).collect();
+    // A batch is cut into slices of at most `BYTES_PER_BATCH` of blobs (as their
+    // descriptors size them) before any is read, so memory is bounded by bytes too.
     let batches = inner
         .batches
-        .then(move |batch| {
+        .flat_map(move |batch| {
+            let slices: Vec<Result<arrow_array::RecordBatch>> = match batch {
+                Ok(b) => byte_bounded_slices(&b, &columns)
+                    .into_iter()
+                    .map(|(at, n)| Ok(b.slice(at, n)))
+                    .collect(),
+                Err(e) => vec![Err(e)],
+            };
+            futures::stream::iter(slices)
+        })
+        .then(move |batch: Result<arrow_array::RecordBatch>| {
             let (ds, blobs, schema) = (ds.clone(), blobs.clone(), out_schema.clone());
             async move {
                 let batch = batch?;
@@ -380,6 +393,34 @@ pub fn scan_with_values(
         })
         .boxed();
     Ok(Scan { schema, batches })
+}
+
+/// Bytes of blobs one batch of a blob scan holds at most (a single larger blob is a batch
+/// of its own).
+const BYTES_PER_BATCH: u64 = 64 << 20;
+
+/// Row ranges `(start, length)` of `batch` whose blobs in `columns` (descriptors with a
+/// `size`) take at most `BYTES_PER_BATCH` each.
+fn byte_bounded_slices(batch: &arrow_array::RecordBatch, columns: &[usize]) -> Vec<(usize, usize)> {
+    let sizes: Vec<&arrow_array::UInt64Array> = columns
+        .iter()
+        .filter_map(|&c| batch.column(c).as_struct_opt()?.column_by_name("size"))
+        .filter_map(|s| s.as_primitive_opt::<UInt64Type>())
+        .collect();
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0usize, 0u64);
+    for r in 0..batch.num_rows() {
+        let row: u64 = sizes.iter().map(|s| s.value(r)).sum();
+        if r > start && bytes + row > BYTES_PER_BATCH {
+            out.push((start, r - start));
+            (start, bytes) = (r, 0);
+        }
+        bytes += row;
+    }
+    if batch.num_rows() > start || out.is_empty() {
+        out.push((start, batch.num_rows() - start));
+    }
+    out
 }
 
 /// Blob v2 rows (`descriptors`, at addresses `rows`) as the blob struct `target` types:
@@ -525,6 +566,37 @@ fn data_file(ds: &Dataset, field_id: i32, row_address: u64) -> Result<(Storage, 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn blob_batches_are_cut_by_bytes() {
+        use arrow_array::{ArrayRef, RecordBatch, StructArray, UInt64Array};
+        use std::sync::Arc;
+        const MB: u64 = 1 << 20;
+        let sizes: ArrayRef = Arc::new(UInt64Array::from(vec![
+            30 * MB,
+            30 * MB,
+            10 * MB,
+            100 * MB,
+            1,
+        ]));
+        let descriptors = StructArray::from(vec![(
+            Arc::new(arrow_schema::Field::new(
+                "size",
+                arrow_schema::DataType::UInt64,
+                false,
+            )),
+            sizes,
+        )]);
+        let batch = RecordBatch::try_from_iter([("b", Arc::new(descriptors) as ArrayRef)]).unwrap();
+        assert_eq!(
+            super::byte_bounded_slices(&batch, &[0]),
+            vec![(0, 2), (2, 1), (3, 1), (4, 1)]
+        );
+        assert_eq!(
+            super::byte_bounded_slices(&batch.slice(0, 0), &[0]),
+            vec![(0, 0)]
+        );
+    }
+
     #[test]
     fn sidecar_names_reverse_the_blob_id() {
         // As pylance 14 names the sidecars of blobs 1 and 2.

@@ -82,11 +82,12 @@ impl FileWriter {
             .map_err(|e| Error::io(&self.name, e))
     }
 
-    async fn write_aligned(&mut self, data: Vec<u8>) -> Result<u64> {
+    async fn write_aligned(&mut self, data: impl Into<Bytes>) -> Result<u64> {
+        let data: Bytes = data.into();
         static PADDING: [u8; ALIGN as usize] = [PAD; ALIGN as usize];
         let at = self.position;
         let pad = ((ALIGN - data.len() as u64 % ALIGN) % ALIGN) as usize;
-        self.write(Bytes::from(data)).await?;
+        self.write(data).await?;
         if pad > 0 {
             // Padding on its own, so a full buffer is never reallocated to grow by a few bytes.
             self.write(Bytes::from_static(&PADDING[..pad])).await?;
@@ -119,8 +120,8 @@ impl FileWriter {
 
     /// Write a blob's bytes out of line (64-byte aligned, before the page that describes
     /// them); returns where they start.
-    pub async fn write_blob(&mut self, data: &[u8]) -> Result<u64> {
-        self.write_aligned(data.to_vec()).await
+    pub async fn write_blob(&mut self, data: Bytes) -> Result<u64> {
+        self.write_aligned(data).await
     }
 
     /// Write a global buffer (an index's side data); returns its number (1 and up).

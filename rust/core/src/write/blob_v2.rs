@@ -310,7 +310,7 @@ impl Placer<'_> {
         } else {
             DescriptorV2 {
                 kind: BlobKind::Inline as u8,
-                position: self.file.write_blob(&bytes).await?,
+                position: self.file.write_blob(bytes).await?,
                 size,
                 ..Default::default()
             }

@@ -3,6 +3,7 @@
 //! slices without copying. Pages are encoded on the CPU pool, a few per core at a time,
 //! and written in the order they were started.
 use arrow_array::{Array, ArrayRef, RecordBatch};
+use bytes::Bytes;
 use object_store::path::Path;
 use std::collections::VecDeque;
 use tokio::sync::oneshot;
@@ -215,7 +216,11 @@ impl DataFileWriter {
             let written = match item {
                 blob::Item::Value(v) => {
                     let bytes = blob::value(&levels.values, v)?;
-                    Some((self.file.write_blob(bytes).await?, bytes.len() as u64))
+                    let size = bytes.len() as u64;
+                    Some((
+                        self.file.write_blob(Bytes::copy_from_slice(bytes)).await?,
+                        size,
+                    ))
                 }
                 _ => None,
             };
