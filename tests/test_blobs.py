@@ -548,3 +548,20 @@ def test_to_pandas_blob_modes_as_pylance(tmp_path):
     assert list(only.columns) == ["b"] and [f.readall() for f in only["b"]] == [external, values[7]]
     with pytest.raises(ValueError, match="blob_mode"):
         ours.to_pandas(blob_mode="eager")
+
+
+def test_blob_handling_modes_match_pylance(tmp_path):
+    """Each `blob_handling` returns what pylance's does, for a plain binary column beside
+    a blob column, in blob v1 (2.1) and v2 (2.2) tables."""
+    plain = pa.array([b"plain", None], pa.large_binary())
+    v2 = pa.table({"p": plain, "b": blob_array([b"x" * 10, b"y"])},
+                  schema=pa.schema([pa.field("p", pa.large_binary()), blob_field("b")]))
+    v1 = pa.table({"p": plain, "b": pa.array([b"x" * 10, b"y"], pa.large_binary())},
+                  schema=pa.schema([pa.field("p", pa.large_binary()),
+                                    pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})]))
+    for table, version in ((v2, "2.2"), (v1, "2.1")):
+        path = str(tmp_path / version)
+        lance_core.write_dataset(table, path, data_storage_version=version)
+        for mode in ("blobs_descriptions", "all_descriptions", "all_binary"):
+            assert lance_core.dataset(path).to_table(blob_handling=mode).equals(
+                lance.dataset(path).to_table(blob_handling=mode)), (version, mode)
