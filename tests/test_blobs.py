@@ -565,3 +565,33 @@ def test_blob_handling_modes_match_pylance(tmp_path):
         for mode in ("blobs_descriptions", "all_descriptions", "all_binary"):
             assert lance_core.dataset(path).to_table(blob_handling=mode).equals(
                 lance.dataset(path).to_table(blob_handling=mode)), (version, mode)
+
+
+def test_managed_blobs_pylance_commits_are_read(tmp_path):
+    """pylance 14's prepared blobs (`BlobDescriptorArrayBuilder.append_managed`: a range of
+    an object below the table's root, kind 4) written with its file writer and committed:
+    read as pylance reads them."""
+    from lance.blob import BlobDescriptorArrayBuilder
+    from lance.file import LanceFileWriter
+    from lance.fragment import DataFile, FragmentMetadata
+
+    root = tmp_path / "t"
+    (root / "media").mkdir(parents=True)
+    (root / "media" / "clip.bin").write_bytes(b"0123456789")
+    builder = BlobDescriptorArrayBuilder("b")
+    builder.append_inline(b"inline")
+    builder.append_managed("media/clip.bin", 2, 4)
+    builder.append_null()
+    table = pa.table({"b": builder.finish()}, schema=pa.schema([builder.field]))
+    (root / "data").mkdir()
+    with LanceFileWriter(str(root / "data" / "f.lance"), table.schema, version="2.2") as w:
+        w.write_batch(table)
+    size = os.path.getsize(root / "data" / "f.lance")
+    fragment = FragmentMetadata(0, [DataFile("f.lance", [0], [0], 2, 2, size)], 3)
+    lance.LanceDataset.commit(str(root), lance.LanceOperation.Overwrite(pa.schema([blob_field("b")]), [fragment]))
+    ours = lance_core.dataset(str(root))
+    got = ours.take_blobs("b", indices=[0, 1, 2])
+    assert [g.kind if g else None for g in got] == ["inline", "managed", None]
+    assert [g.readall() if g else None for g in got] == [b"inline", b"2345", None]
+    assert ours.read_blobs("b", indices=[1]) == lance.dataset(str(root)).read_blobs("b", indices=[1])
+    assert ours.to_table(blob_handling="all_binary")["b"].to_pylist() == [b"inline", b"2345", None]

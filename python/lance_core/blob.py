@@ -220,7 +220,7 @@ class BlobFile(io.RawIOBase):
 
     @property
     def kind(self) -> str:
-        """How the blob is stored: "inline", "packed", "dedicated" or "external"."""
+        """How the blob is stored: "inline", "packed", "dedicated", "external" or "managed"."""
         return self._reader.kind
 
     @property

@@ -4,8 +4,10 @@
 //!   holds the column;
 //! - blob v2 (2.2): `kind` says inline (in that data file, as v1), packed (a range of a
 //!   sidecar file `data/<data file stem>/<blob id, bits reversed, in binary>.blob`),
-//!   dedicated (a whole sidecar file) or external (`blob_uri`: an absolute URI when
-//!   `blob_id` is 0, else a path below base path `blob_id`; size 0 means the whole object).
+//!   dedicated (a whole sidecar file), external (`blob_uri`: an absolute URI when
+//!   `blob_id` is 0, else a path below base path `blob_id`; size 0 means the whole object)
+//!   or managed (`blob_uri` a path below the table's root, kind 4, or below base path
+//!   `blob_id`, kind 5; the size is exact).
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -25,6 +27,9 @@ pub enum BlobKind {
     Packed = 1,
     Dedicated = 2,
     External = 3,
+    /// A range of an object the table manages, below its root (pylance's
+    /// `append_managed`; kind 4), or below base path `blob_id` (kind 5).
+    Managed = 4,
 }
 
 /// The object name of sidecar `id` in its data file's directory: the id's bits reversed,
@@ -200,6 +205,15 @@ pub async fn locate_rows(
                     }
                 };
                 Some((storage, path, position, BlobKind::External, Some(uri)))
+            }
+            k @ (4 | 5) => {
+                let uri = uris.value(i).to_string();
+                let storage = match k {
+                    4 => ds.storage().clone(),
+                    _ => ds.base_storage(ids.value(i))?.clone(),
+                };
+                let path = storage.path(&uri);
+                Some((storage, path, position, BlobKind::Managed, Some(uri)))
             }
             other => {
                 return Err(Error::unsupported(

@@ -28,6 +28,7 @@ impl PyBlobReader {
             BlobKind::Packed => "packed",
             BlobKind::Dedicated => "dedicated",
             BlobKind::External => "external",
+            BlobKind::Managed => "managed",
         }
     }
 
