@@ -595,3 +595,18 @@ def test_managed_blobs_pylance_commits_are_read(tmp_path):
     assert [g.readall() if g else None for g in got] == [b"inline", b"2345", None]
     assert ours.read_blobs("b", indices=[1]) == lance.dataset(str(root)).read_blobs("b", indices=[1])
     assert ours.to_table(blob_handling="all_binary")["b"].to_pylist() == [b"inline", b"2345", None]
+
+
+def test_fragments_written_then_committed_keep_blobs(tmp_path):
+    """Fragments written on their own in 2.2 from a schema marking a binary column as a
+    blob, then committed as an overwrite with that schema, make the table pylance would:
+    the column is blob v2 in the schema as in the files."""
+    schema = pa.schema([pa.field("id", pa.int64()),
+                        pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})])
+    values = [b"small", None, os.urandom(300_000)]
+    table = pa.table({"id": pa.array([0, 1, 2], pa.int64()), "b": pa.array(values, pa.large_binary())}, schema=schema)
+    path = str(tmp_path / "t")
+    fragments = lance_core.write_fragments(table, path, data_storage_version="2.2")
+    lance_core.commit(path, lance_core.LanceOperation.Overwrite(schema, fragments))
+    assert [b.readall() if b else None for b in lance.dataset(path).take_blobs("b", indices=[0, 1, 2])] == values
+    assert lance_core.dataset(path).to_table(blob_handling="all_binary")["b"].to_pylist() == values

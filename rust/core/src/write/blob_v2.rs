@@ -104,8 +104,18 @@ fn is_blob_v1(f: &Field) -> bool {
         && f.metadata().contains_key(BLOB_META)
 }
 
-/// `schema` as format 2.2 stores it: blob v1 columns become v2 columns `{data, uri}`.
-pub fn upgrade_v1_columns(schema: &Schema) -> Schema {
+/// `schema` as a table of file format `version` stores it: in 2.2 and later blob v1
+/// columns become v2 columns `{data, uri}` (the rule for every new table's schema: a
+/// write, or an overwrite committed from fragments written elsewhere).
+pub fn stored_schema(schema: &Schema, version: crate::file::FileVersion) -> Schema {
+    match version.minor >= 2 {
+        true => upgrade_v1_columns(schema),
+        false => schema.clone(),
+    }
+}
+
+/// `schema` with its blob v1 columns as v2 columns `{data, uri}`.
+fn upgrade_v1_columns(schema: &Schema) -> Schema {
     if !schema.fields().iter().any(|f| is_blob_v1(f)) {
         return schema.clone();
     }

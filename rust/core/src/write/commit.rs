@@ -200,12 +200,17 @@ pub async fn commit_external(
     let op = match operation {
         External::Append { fragments } => Operation::Append { fragments },
         External::Overwrite { fragments, schema } => {
-            let data_format = fragments
+            let version = fragments
                 .iter()
                 .flat_map(|f| f.files.first())
-                .map(|d| format!("{}.{}", d.file_major_version, d.file_minor_version))
+                .map(|d| crate::file::FileVersion {
+                    major: d.file_major_version as u16,
+                    minor: d.file_minor_version as u16,
+                })
                 .next()
-                .unwrap_or_else(|| "2.2".into());
+                .unwrap_or(crate::file::FileVersion { major: 2, minor: 2 });
+            let data_format = format!("{}.{}", version.major, version.minor);
+            let schema = super::blob_v2::stored_schema(&schema, version);
             Operation::Overwrite {
                 fragments,
                 schema: LanceSchema::from_arrow(&schema, 0)?,

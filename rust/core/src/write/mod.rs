@@ -371,10 +371,7 @@ async fn prepare(uri: &str, incoming: &Schema, opts: &WriteOptions) -> Result<Pr
                 format
             };
             let version = writable_version(&data_format, uri)?;
-            let incoming = match version.minor >= 2 {
-                true => blob_v2::upgrade_v1_columns(incoming),
-                false => incoming.clone(),
-            };
+            let incoming = blob_v2::stored_schema(incoming, version);
             let schema = LanceSchema::from_arrow(&incoming, 0).map_err(|e| e.in_file(uri))?;
             let arrow_schema = Arc::new(schema.to_arrow()?);
             Ok(Prepared {
