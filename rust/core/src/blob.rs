@@ -118,6 +118,35 @@ fn blob_field(ds: &Dataset, column: &str) -> Result<(i32, bool)> {
     }
 }
 
+/// Column `column` of a scan as the blob descriptors it must be.
+fn as_descriptors<'a>(
+    ds: &Dataset,
+    column: &str,
+    descriptors: &'a arrow_array::ArrayRef,
+) -> Result<&'a StructArray> {
+    descriptors.as_struct_opt().ok_or_else(|| {
+        Error::corrupt(
+            ds.uri(),
+            format!("'{column}' did not read as blob descriptors"),
+        )
+    })
+}
+
+/// Field `name` of blob descriptors `d` (of column `column`).
+fn descriptor_child<'a>(
+    ds: &Dataset,
+    column: &str,
+    d: &'a StructArray,
+    name: &str,
+) -> Result<&'a arrow_array::ArrayRef> {
+    d.column_by_name(name).ok_or_else(|| {
+        Error::corrupt(
+            ds.uri(),
+            format!("blob descriptors of '{column}' lack '{name}'"),
+        )
+    })
+}
+
 /// The locations of the blobs `descriptors` (column `column` as a scan or take returns
 /// it) describe, for the rows at `rows` (their addresses).
 pub async fn locate_rows(
@@ -127,20 +156,8 @@ pub async fn locate_rows(
     rows: &[u64],
 ) -> Result<Vec<Option<BlobLocation>>> {
     let (field_id, v2) = blob_field(ds, column)?;
-    let descriptors: &StructArray = descriptors.as_struct_opt().ok_or_else(|| {
-        Error::corrupt(
-            ds.uri(),
-            format!("'{column}' did not read as blob descriptors"),
-        )
-    })?;
-    let field_of = |name: &str| {
-        descriptors.column_by_name(name).ok_or_else(|| {
-            Error::corrupt(
-                ds.uri(),
-                format!("blob descriptors of '{column}' lack '{name}'"),
-            )
-        })
-    };
+    let descriptors = as_descriptors(ds, column, descriptors)?;
+    let field_of = |name: &str| descriptor_child(ds, column, descriptors, name);
     let positions = field_of("position")?.as_primitive::<UInt64Type>().clone();
     let sizes = field_of("size")?.as_primitive::<UInt64Type>().clone();
     let v2_columns = match v2 {
@@ -446,20 +463,8 @@ async fn blob_values(
     rows: &[u64],
     target: &arrow_schema::Field,
 ) -> Result<arrow_array::ArrayRef> {
-    let d = descriptors.as_struct_opt().ok_or_else(|| {
-        Error::corrupt(
-            ds.uri(),
-            format!("'{column}' did not read as blob descriptors"),
-        )
-    })?;
-    let child = |name: &str| {
-        d.column_by_name(name).ok_or_else(|| {
-            Error::corrupt(
-                ds.uri(),
-                format!("blob descriptors of '{column}' lack '{name}'"),
-            )
-        })
-    };
+    let d = as_descriptors(ds, column, descriptors)?;
+    let child = |name: &str| descriptor_child(ds, column, d, name);
     let kinds = child("kind")?.as_primitive::<UInt8Type>();
     let positions = child("position")?.as_primitive::<UInt64Type>();
     let sizes = child("size")?.as_primitive::<UInt64Type>();
