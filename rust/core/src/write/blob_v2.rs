@@ -251,7 +251,6 @@ impl Placer<'_> {
         let data = child("data")
             .map(|c| arrow_cast::cast(&c, &DataType::LargeBinary))
             .transpose()?;
-        let data = data.as_ref().map(|d| d.as_binary::<i64>());
         let uri = child("uri")
             .map(|c| arrow_cast::cast(&c, &DataType::Utf8))
             .transpose()?;
@@ -266,7 +265,10 @@ impl Placer<'_> {
                 out.push(None);
                 continue;
             }
-            let bytes = data.filter(|d| d.is_valid(i)).map(|d| d.value(i));
+            let bytes = match data.as_ref().filter(|d| d.is_valid(i)) {
+                Some(d) => Some(crate::encoding::encode::blob::shared_value(d, i)?),
+                None => None,
+            };
             let uri = uri.filter(|u| u.is_valid(i)).map(|u| u.value(i));
             let range = match (
                 position.filter(|p| p.is_valid(i)).map(|p| p.value(i)),
@@ -282,7 +284,7 @@ impl Placer<'_> {
                     if range.is_some() {
                         return Err(self.row_error(i, "sets a range but no uri"));
                     }
-                    self.store(Bytes::copy_from_slice(b)).await?
+                    self.store(b).await?
                 }
                 (None, Some(u)) => self.external(i, u, range).await?,
                 // Neither: an empty inline descriptor, as pylance writes it.

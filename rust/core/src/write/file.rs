@@ -3,7 +3,6 @@
 //! slices without copying. Pages are encoded on the CPU pool, a few per core at a time,
 //! and written in the order they were started.
 use arrow_array::{Array, ArrayRef, RecordBatch};
-use bytes::Bytes;
 use object_store::path::Path;
 use std::collections::VecDeque;
 use tokio::sync::oneshot;
@@ -215,12 +214,9 @@ impl DataFileWriter {
         for item in blob::items(&levels)? {
             let written = match item {
                 blob::Item::Value(v) => {
-                    let bytes = blob::value(&levels.values, v)?;
+                    let bytes = blob::shared_value(&levels.values, v)?;
                     let size = bytes.len() as u64;
-                    Some((
-                        self.file.write_blob(Bytes::copy_from_slice(bytes)).await?,
-                        size,
-                    ))
+                    Some((self.file.write_blob(bytes).await?, size))
                 }
                 _ => None,
             };

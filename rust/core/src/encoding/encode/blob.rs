@@ -64,6 +64,25 @@ pub fn value(values: &ArrayRef, i: usize) -> Result<&[u8]> {
     )))
 }
 
+/// Value `i` of a blob column as a slice of the array's own buffer: the bytes go to
+/// storage without a copy (a blob can be hundreds of megabytes).
+pub fn shared_value(values: &ArrayRef, i: usize) -> Result<bytes::Bytes> {
+    use arrow_array::{BinaryArray, LargeBinaryArray};
+    let (buffer, start, end) = if let Some(b) = values.as_any().downcast_ref::<LargeBinaryArray>() {
+        let o = b.value_offsets();
+        (b.values(), o[i] as usize, o[i + 1] as usize)
+    } else if let Some(b) = values.as_any().downcast_ref::<BinaryArray>() {
+        let o = b.value_offsets();
+        (b.values(), o[i] as usize, o[i + 1] as usize)
+    } else {
+        return Err(unsupported(format!(
+            "blob values of type {}",
+            values.data_type()
+        )));
+    };
+    Ok(bytes::Bytes::from_owner(buffer.clone()).slice(start..end))
+}
+
 /// The descriptor of an item: a written value's position and size, `{0, 0}` for an
 /// empty value, the levels for a NULL.
 pub fn descriptor(item: Item, written: Option<(u64, u64)>) -> (u64, u64) {
