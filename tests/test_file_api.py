@@ -1,6 +1,6 @@
 """`lance_core.file`: single Lance files read and written with pylance's `lance.file`
 names. Files pylance writes (formats 2.0, 2.1, 2.2) read as pylance reads them, with the
-same metadata; files we write (2.1, 2.2) read equal in pylance, global buffers and schema
+same metadata; files we write (2.0, 2.1, 2.2) read equal in pylance, global buffers and schema
 metadata included; bad input is a clear error naming the file; the session's object
 operations work locally and on an S3-compatible server."""
 
@@ -65,7 +65,7 @@ def test_pylance_files_read_as_pylance_reads_them(tmp_path, version):
     assert ours.read_global_buffer(0) == theirs.read_global_buffer(0)
 
 
-@pytest.mark.parametrize("version", [None, "2.1", "2.2", "stable"])
+@pytest.mark.parametrize("version", [None, "2.0", "2.1", "2.2", "stable"])
 def test_our_files_read_equal_in_pylance(tmp_path, version):
     path = str(tmp_path / "ours.lance")
     t = _table()
@@ -81,7 +81,8 @@ def test_our_files_read_equal_in_pylance(tmp_path, version):
     theirs = ref.LanceFileReader(path)
     assert theirs.read_all().to_table().equals(t)
     m = theirs.metadata()
-    assert (m.major_version, m.minor_version) == (2, 1 if version == "2.1" else 2)
+    # 2.0 files say 0.3 in their footer (pylance's metadata shows that too)
+    assert (m.major_version, m.minor_version) == {"2.0": (0, 3), "2.1": (2, 1)}.get(version, (2, 2))
     assert m.schema.metadata[b"k"] == b"v"
     assert theirs.read_global_buffer(1) == b"before any row"
     assert theirs.read_global_buffer(2) == b"\x00" * 1000
@@ -139,7 +140,7 @@ def test_bad_input_names_the_file(tmp_path):
         w.write_batch(t)
     with pytest.raises(InvalidInputError, match="closed"):
         w.add_schema_metadata("k", "v")
-    for version, error in (("2.0", UnsupportedFeatureError), ("legacy", UnsupportedFeatureError),
+    for version, error in (("legacy", UnsupportedFeatureError),
                            ("next", UnsupportedFeatureError), ("bogus", InvalidInputError)):
         with pytest.raises(error, match=f"v.lance.*'{version}'"):
             lf.LanceFileWriter(str(tmp_path / "v.lance"), t.schema, version=version)
@@ -221,3 +222,80 @@ def test_session_and_files_on_s3(tmp_path):
         assert _layout(ours.metadata()) == _layout(ref.LanceFileReader(uri, storage_options=opts).metadata())
     finally:
         server.stop()
+
+
+def _every_type_table(n: int) -> pa.Table:
+    item = pa.struct([("k", pa.string()), ("v", pa.list_(pa.int32()))])
+    return pa.table({
+        "b": pa.array([None if i % 5 == 0 else i % 2 == 0 for i in range(n)]),
+        "i8": pa.array([i % 100 - 50 for i in range(n)], pa.int8()),
+        "u64": pa.array([None if i % 3 == 0 else 2 ** 63 + i for i in range(n)], pa.uint64()),
+        "f16": pa.array([None if i % 4 == 0 else i / 8 for i in range(n)], pa.float64()).cast(pa.float16()),
+        "ts": pa.array([i * 1_000_003 for i in range(n)], pa.timestamp("us", tz="UTC")),
+        "d": pa.array([i for i in range(n)], pa.date32()),
+        "dec": pa.array([None if i % 9 == 0 else i for i in range(n)], pa.int64()).cast(pa.decimal128(25, 3)),
+        "fsb": pa.array([None if i % 6 == 0 else i.to_bytes(4, "little") for i in range(n)], pa.binary(4)),
+        "ls": pa.array([None if i % 8 == 0 else "x" * (i % 40) for i in range(n)], pa.large_string()),
+        "bin": pa.array([bytes(range(i % 7)) for i in range(n)], pa.binary()),
+        "all_null": pa.array([None] * n, pa.int32()),
+        "ll": pa.array([None if i % 10 == 0 else list(range(i % 4)) for i in range(n)], pa.large_list(pa.int16())),
+        "nested": pa.array([None if i % 7 == 0 else [{"k": f"k{j}", "v": [j] * j} for j in range(i % 3)]
+                            for i in range(n)], pa.list_(item)),
+        "deep": pa.array([{"a": {"b": None if i % 2 else i, "c": [f"s{i}"]}} for i in range(n)],
+                         pa.struct([("a", pa.struct([("b", pa.int64()), ("c", pa.list_(pa.string()))]))])),
+        "fsl": pa.array([None if i % 11 == 0 else [float(i), None if i % 2 else 1.0] for i in range(n)],
+                        pa.list_(pa.float64(), 2)),
+        "dict": pa.array([None if i % 13 == 0 else ["red", "green", "blue"][i % 3] for i in range(n)]).dictionary_encode(),
+    })
+
+
+def _undictionary(t: pa.Table) -> pa.Table:
+    """`t` with dictionary columns as their values (a NULL row may come back as a key to
+    a NULL entry, the same rows)."""
+    for i, f in enumerate(t.schema):
+        if pa.types.is_dictionary(f.type):
+            t = t.set_column(i, f.name, t[f.name].cast(f.type.value_type))
+    return t
+
+
+def test_format_20_files_we_write_read_equal_in_pylance(tmp_path):
+    """Every type format 2.0 stores, NULLs in each, sliced inputs and several pages per
+    column: pylance reads our 2.0 file equal to the input, with the encodings pylance
+    itself writes for it; a NULL struct row, a blob and a packed struct are refused."""
+    t = _every_type_table(30_000)
+    ours, theirs = str(tmp_path / "ours.lance"), str(tmp_path / "theirs.lance")
+    with lf.LanceFileWriter(ours, t.schema, version="2.0", max_page_bytes=64 * 1024) as w:
+        for start in range(0, len(t), 7000):
+            w.write_batch(t.slice(start, 7000))  # slices with offsets into shared buffers
+    expected = _undictionary(t)
+    assert _undictionary(ref.LanceFileReader(ours).read_all().to_table()).equals(expected)
+    assert _undictionary(lf.LanceFileReader(ours).read_all().to_table()).equals(expected)
+    rows = [0, 1, 6999, 7000, 29_999]
+    assert _undictionary(ref.LanceFileReader(ours).take_rows(rows).to_table()).equals(expected.take(rows))
+    with ref.LanceFileWriter(theirs, t.schema, version="2.0", max_page_bytes=64 * 1024) as w:
+        w.write_batch(t)
+    assert _undictionary(lf.LanceFileReader(theirs).read_all().to_table()).equals(expected)
+    m = ref.LanceFileReader(ours).metadata()
+    assert len(m.columns) == len(ref.LanceFileReader(ours).metadata().columns)
+    assert max(len(c.pages) for c in m.columns) > 4
+    # Page for page, the encodings pylance writes for one batch of the same rows.
+    small = t.slice(0, 500)
+    for path, lib in ((ours, lf), (theirs, ref)):
+        with lib.LanceFileWriter(path, small.schema, version="2.0") as w:
+            w.write_batch(small)
+    mine, pylance = ref.LanceFileReader(ours).metadata(), ref.LanceFileReader(theirs).metadata()
+    differ = [i for i, (a, b) in enumerate(zip(mine.columns, pylance.columns))
+              if [p.encoding for p in a.pages] != [p.encoding for p in b.pages]]
+    # pylance alone dictionary-encodes a plain string column of few distinct values
+    # (nested.item.k: "k0", "k1"); we write such a page as plain strings.
+    assert [(i, "Binary" in mine.columns[i].pages[0].encoding,
+             pylance.columns[i].pages[0].encoding.split("(")[1].strip()) for i in differ] == [(15, True, "Dictionary")]
+
+    null_struct = pa.table({"s": pa.array([{"x": 1}, None], pa.struct([("x", pa.int32())]))})
+    with pytest.raises(InvalidInputError, match="'s' holds 1 NULL.*2.0"):
+        with lf.LanceFileWriter(str(tmp_path / "n.lance"), null_struct.schema, version="2.0") as w:
+            w.write_batch(null_struct)
+    blob = pa.schema([pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})])
+    with pytest.raises(UnsupportedFeatureError, match="blob field 'b' in file format 2.0"):
+        with lf.LanceFileWriter(str(tmp_path / "b.lance"), blob, version="2.0") as w:
+            w.write_batch(pa.table({"b": pa.array([b"x"], pa.large_binary())}, schema=blob))

@@ -207,8 +207,8 @@ class LanceFileReader:
 
 class LanceFileWriter:
     """Writes one Lance file. The schema is `schema`, or the first batch's; `version` is
-    the file format ("2.1", "2.2"/"stable"; lance_core does not write 2.0 or legacy
-    files). `data_cache_bytes` (shared by the top-level columns) is how much of a column
+    the file format ("2.0", "2.1", "2.2"/"stable"; not the legacy 0.1 format). In 2.0,
+    as in pylance, a struct cannot hold NULL rows, and blobs and packed structs are refused. `data_cache_bytes` (shared by the top-level columns) is how much of a column
     gathers before it is encoded as a page; `max_page_bytes` caps a page.
     ``size_bytes`` holds the file's size once closed."""
 

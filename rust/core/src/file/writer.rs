@@ -6,6 +6,7 @@ use prost::Message;
 use tokio::io::AsyncWriteExt;
 
 use super::{FileVersion, FOOTER_LEN, MAGIC};
+use crate::encoding::encode::array20::Page20;
 use crate::encoding::encode::EncodedPage;
 use crate::error::{Error, Result};
 use crate::proto::encodings20::{column_encoding, ColumnEncoding};
@@ -97,22 +98,41 @@ impl FileWriter {
 
     /// Append a page to `column`.
     pub async fn write_page(&mut self, column: usize, page: EncodedPage) -> Result<()> {
-        let mut offsets = Vec::with_capacity(page.buffers.len());
-        let mut sizes = Vec::with_capacity(page.buffers.len());
-        for b in page.buffers {
+        let encoding = any("/lance.encodings21.PageLayout", page.layout.encode_to_vec());
+        self.append_page(column, page.buffers, page.num_rows, encoding)
+            .await
+    }
+
+    /// Append a format 2.0 page to `column`.
+    pub async fn write_page20(&mut self, column: usize, page: Page20) -> Result<()> {
+        let encoding = any(
+            "/lance.encodings.ArrayEncoding",
+            page.encoding.encode_to_vec(),
+        );
+        self.append_page(column, page.buffers, page.num_rows, encoding)
+            .await
+    }
+
+    async fn append_page(
+        &mut self,
+        column: usize,
+        buffers: Vec<Vec<u8>>,
+        num_rows: u64,
+        encoding: Encoding,
+    ) -> Result<()> {
+        let mut offsets = Vec::with_capacity(buffers.len());
+        let mut sizes = Vec::with_capacity(buffers.len());
+        for b in buffers {
             sizes.push(b.len() as u64);
             offsets.push(self.write_aligned(b).await?);
         }
         let priority = self.column_rows[column];
-        self.column_rows[column] += page.num_rows;
+        self.column_rows[column] += num_rows;
         self.columns[column].pages.push(Page {
             buffer_offsets: offsets,
             buffer_sizes: sizes,
-            length: page.num_rows,
-            encoding: Some(any(
-                "/lance.encodings21.PageLayout",
-                page.layout.encode_to_vec(),
-            )),
+            length: num_rows,
+            encoding: Some(encoding),
             priority,
         });
         Ok(())
@@ -168,8 +188,13 @@ impl FileWriter {
         }
         footer.extend_from_slice(&num_global_buffers.to_le_bytes());
         footer.extend_from_slice(&(num_columns as u32).to_le_bytes());
-        footer.extend_from_slice(&self.version.major.to_le_bytes());
-        footer.extend_from_slice(&self.version.minor.to_le_bytes());
+        // 2.0 says 0.3 on disk, as pylance writes it.
+        let (major, minor) = match self.version {
+            FileVersion { major: 2, minor: 0 } => (0u16, 3u16),
+            v => (v.major, v.minor),
+        };
+        footer.extend_from_slice(&major.to_le_bytes());
+        footer.extend_from_slice(&minor.to_le_bytes());
         footer.extend_from_slice(MAGIC);
         self.write(Bytes::from(footer)).await?;
         self.writer

@@ -10,6 +10,7 @@ use tokio::sync::oneshot;
 use super::blob_sidecars::BlobSidecars;
 use super::blob_v2::{BlobWriteOptions, Placer, Thresholds};
 use super::leaves::{BlobSpec, LeafSpec};
+use crate::encoding::encode::array20;
 use crate::encoding::encode::levels::leaf_levels;
 use crate::encoding::encode::{encode_page, EncodedPage};
 use crate::error::{Error, Result};
@@ -33,11 +34,20 @@ fn concat(parts: Vec<ArrayRef>) -> Result<ArrayRef> {
     Ok(arrow_select::concat::concat(&refs)?)
 }
 
+/// A page encoded in the file's format: a structural layout (2.1 on) or 2.0's tree of
+/// array encodings.
+enum Page {
+    V21(EncodedPage),
+    V20(array20::Page20),
+}
+
 struct Leaf {
     spec: LeafSpec,
     /// Slices of the leaf's top-level column waiting to be encoded.
     pending: Vec<ArrayRef>,
     pending_bytes: usize,
+    /// Format 2.0 struct columns: the rows of their single page.
+    header_rows: u64,
 }
 
 pub struct DataFileWriter {
@@ -48,7 +58,7 @@ pub struct DataFileWriter {
     /// How errors name the file.
     name: String,
     leaves: Vec<Leaf>,
-    encoding: VecDeque<(usize, oneshot::Receiver<Result<EncodedPage>>)>,
+    encoding: VecDeque<(usize, oneshot::Receiver<Result<Page>>)>,
     rows: u64,
     version: FileVersion,
     /// Bytes of a leaf's values gathered before they are encoded as a page.
@@ -92,6 +102,7 @@ impl DataFileWriter {
                     spec: spec.clone(),
                     pending: vec![],
                     pending_bytes: 0,
+                    header_rows: 0,
                 })
                 .collect(),
             encoding: VecDeque::new(),
@@ -182,6 +193,22 @@ impl DataFileWriter {
             }
             None => {}
         }
+        if spec.v20 == Some(array20::Column20::StructHeader) {
+            // One page for the whole file, written at the end (pylance reads no other).
+            for part in &parts {
+                let array = array20::array_at(part, &spec.steps, &spec.name)?;
+                array20::encode(array20::Column20::StructHeader, &array, &spec.name)?;
+                self.leaves[i].header_rows += array.len() as u64;
+            }
+            return Ok(());
+        }
+        if let Some(kind) = spec.v20 {
+            let rx = start_cpu(self.name.clone(), move || {
+                let array = array20::array_at(&concat(parts)?, &spec.steps, &spec.name)?;
+                array20::encode(kind, &array, &spec.name).map(Page::V20)
+            });
+            return self.queue(i, rx).await;
+        }
         let name = self.name.clone();
         let rx = start_cpu(self.name.clone(), move || {
             let array = concat(parts)?;
@@ -195,7 +222,13 @@ impl DataFileWriter {
                 true => crate::encoding::encode::packed::encode(levels, &spec.options, &spec.name),
                 false => encode_page(levels, &spec.options),
             }
+            .map(Page::V21)
         });
+        self.queue(i, rx).await
+    }
+
+    /// Queue leaf `i`'s page being encoded; write the oldest while too many are.
+    async fn queue(&mut self, i: usize, rx: oneshot::Receiver<Result<Page>>) -> Result<()> {
         self.encoding.push_back((i, rx));
         while self.encoding.len() > IN_FLIGHT_PER_CORE * rayon::current_num_threads() {
             self.write_oldest().await?;
@@ -229,7 +262,7 @@ impl DataFileWriter {
             self.version.minor >= 2,
         );
         let (tx, rx) = oneshot::channel();
-        let _ = tx.send(page);
+        let _ = tx.send(page.map(Page::V21));
         self.encoding.push_back((i, rx));
         Ok(())
     }
@@ -264,7 +297,7 @@ impl DataFileWriter {
         .map_err(|e| e.in_file(&self.name))?;
         let page = crate::encoding::encode::blob::page_v2(&descriptors);
         let (tx, rx) = oneshot::channel();
-        let _ = tx.send(page);
+        let _ = tx.send(page.map(Page::V21));
         self.encoding.push_back((i, rx));
         Ok(())
     }
@@ -277,7 +310,10 @@ impl DataFileWriter {
             .await
             .map_err(|_| Error::io(&self.name, "encoding task was lost"))?
             .map_err(|e| e.in_file(&self.name))?;
-        self.file.write_page(column, page).await
+        match page {
+            Page::V21(page) => self.file.write_page(column, page).await,
+            Page::V20(page) => self.file.write_page20(column, page).await,
+        }
     }
 
     /// Encode what is left, write the metadata and publish the file.
@@ -292,6 +328,14 @@ impl DataFileWriter {
         }
         while !self.encoding.is_empty() {
             self.write_oldest().await?;
+        }
+        for i in 0..self.leaves.len() {
+            let rows = self.leaves[i].header_rows;
+            if rows > 0 {
+                self.file
+                    .write_page20(i, array20::struct_header(rows))
+                    .await?;
+            }
         }
         let fields: Vec<i32> = self.leaves.iter().map(|l| l.spec.field_id).collect();
         let pb_schema = crate::proto::file::Schema {

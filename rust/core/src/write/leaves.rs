@@ -2,6 +2,7 @@
 //! does: structs and lists are descended, everything else is one column), with the
 //! encoding choices each field's `lance-encoding:` metadata asks for.
 use crate::encoding::compression::Scheme;
+use crate::encoding::encode::array20::Column20;
 use crate::encoding::encode::levels::Step;
 use crate::encoding::encode::PageOptions;
 use crate::error::{unsupported, Error, Result};
@@ -22,6 +23,8 @@ pub struct LeafSpec {
     pub top: usize,
     pub steps: Vec<Step>,
     pub options: PageOptions,
+    /// Format 2.0: what the field's column holds (`steps` lead to the field itself).
+    pub v20: Option<Column20>,
 }
 
 /// Where a blob column's values go.
@@ -231,6 +234,7 @@ fn walk(
                 top,
                 steps: steps.clone(),
                 options: options(f, large_chunks)?,
+                v20: None,
             })
         }
         "struct" if f.is_packed_struct() => {
@@ -244,6 +248,7 @@ fn walk(
                 top,
                 steps: steps.clone(),
                 options: options(f, large_chunks)?,
+                v20: None,
             })
         }
         "struct" if !f.children.is_empty() => {
@@ -289,6 +294,7 @@ fn walk(
                 top,
                 steps: steps.clone(),
                 options: options(f, large_chunks)?,
+                v20: None,
             })
         }
     }
@@ -300,6 +306,69 @@ pub fn leaves(schema: &LanceSchema, large_chunks: bool) -> Result<Vec<LeafSpec>>
     let mut out = Vec::new();
     for (i, f) in schema.fields.iter().enumerate() {
         walk(f, i, &mut Vec::new(), large_chunks, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// The columns of a format 2.0 file, in file order: one per field, structs and lists
+/// included (their fields and items follow them).
+pub fn columns20(schema: &LanceSchema) -> Result<Vec<LeafSpec>> {
+    fn walk(
+        f: &LanceField,
+        top: usize,
+        steps: &mut Vec<Step>,
+        out: &mut Vec<LeafSpec>,
+    ) -> Result<()> {
+        check_flags(f)?;
+        let refuse = |what: &str| {
+            Err(unsupported(format!(
+                "writing {what} field '{}' in file format 2.0 (use 2.1 or later)",
+                f.name
+            )))
+        };
+        if f.is_blob_v1() || f.is_blob_v2() {
+            return refuse("blob");
+        }
+        if f.is_packed_struct() {
+            return refuse("packed struct");
+        }
+        if f.logical_type == "json" {
+            return refuse("JSON");
+        }
+        let kind = match f.logical_type.as_str() {
+            "struct" => Column20::StructHeader,
+            "list" | "list.struct" | "large_list" | "large_list.struct" => Column20::ListOffsets,
+            "map" => return refuse("map"),
+            _ => Column20::Values,
+        };
+        out.push(LeafSpec {
+            field_id: f.id,
+            name: f.name.clone(),
+            json: false,
+            blob: None,
+            packed: false,
+            top,
+            steps: steps.clone(),
+            options: PageOptions::default(),
+            v20: Some(kind),
+        });
+        if kind == Column20::Values && !f.children.is_empty() {
+            return refuse(&f.logical_type);
+        }
+        let step = |i| match kind {
+            Column20::ListOffsets => Step::ListItems,
+            _ => Step::StructChild(i),
+        };
+        for (i, c) in f.children.iter().enumerate() {
+            steps.push(step(i));
+            walk(c, top, steps, out)?;
+            steps.pop();
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for (i, f) in schema.fields.iter().enumerate() {
+        walk(f, i, &mut Vec::new(), &mut out)?;
     }
     Ok(out)
 }

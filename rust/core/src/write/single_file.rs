@@ -59,7 +59,11 @@ impl SingleFileWriter {
         let storage = Storage::open(dir, options)?;
         let path = storage.path(name);
         let shown = storage.display(&path);
-        let version = super::writable_version(version.unwrap_or("stable"), &shown)?;
+        // A file on its own may also be 2.0 (a table's new files follow its format).
+        let version = match version.unwrap_or("stable") {
+            "2.0" => FileVersion { major: 2, minor: 0 },
+            v => super::writable_version(v, &shown)?,
+        };
         let mut w = SingleFileWriter {
             storage,
             path,
@@ -110,8 +114,11 @@ impl SingleFileWriter {
                     self.shown
                 )));
             };
-            let leaves = super::leaves::leaves(lance, self.version.minor >= 2)
-                .map_err(|e| e.in_file(&self.shown))?;
+            let leaves = match self.version.minor {
+                0 => super::leaves::columns20(lance),
+                minor => super::leaves::leaves(lance, minor >= 2),
+            }
+            .map_err(|e| e.in_file(&self.shown))?;
             // Blob v2 values beside a file belong to a table's `data/` directory.
             if let Some(leaf) = leaves
                 .iter()

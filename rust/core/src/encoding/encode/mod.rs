@@ -3,6 +3,7 @@
 //! For each page of a leaf column: `levels` computes repetition/definition levels from
 //! the arrays, then one layout is picked: a constant page when every value is null,
 //! full-zip when a value takes 256 bytes or more, mini-block otherwise.
+pub mod array20;
 pub mod blob;
 pub mod distinct;
 pub mod fsst;
