@@ -639,3 +639,31 @@ def test_huge_blob_and_many_small_ones_both_ways(tmp_path, version):
     # Our scan's bytes equal the input (the huge value in a batch of its own size bound).
     got = lance_core.dataset(theirs_path).to_table(columns=["b"], blob_handling="all_binary")["b"].to_pylist()
     assert got == values
+
+
+def test_merge_source_uris_outside_the_bases_are_refused_as_in_pylance(tmp_path):
+    """merge_insert has no allow_external_blob_outside_bases: as in pylance, a source row
+    giving a blob by a URI outside the table's base paths is refused and nothing is
+    committed; the same source with bytes merges."""
+    external = tmp_path / "ext.bin"
+    external.write_bytes(b"external bytes")
+    schema = pa.schema([pa.field("id", pa.int64()), blob_field("b")])
+    table = pa.table({"id": pa.array([1, 2], pa.int64()), "b": blob_array([b"x", b"y"])}, schema=schema)
+    source = pa.table({"id": pa.array([2, 3], pa.int64()), "b": blob_array([external.as_uri(), b"new"])},
+                      schema=schema)
+    ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    lance_core.write_dataset(table, ours, data_storage_version="2.2")
+    lance.write_dataset(table, theirs, data_storage_version="2.2")
+    with pytest.raises(OSError, match="outside registered external bases"):
+        lance.dataset(theirs).merge_insert("id").when_matched_update_all().when_not_matched_insert_all() \
+            .execute(source)
+    with pytest.raises(InvalidInputError, match="blob column 'b': external blob URI .* outside the table's base"):
+        lance_core.dataset(ours).merge_insert("id").when_matched_update_all().when_not_matched_insert_all() \
+            .execute(source)
+    assert lance_core.dataset(ours).version == 1
+    with_bytes = source.set_column(1, schema.field("b"), blob_array([b"external bytes", b"new"]))
+    lance_core.dataset(ours).merge_insert("id").when_matched_update_all().when_not_matched_insert_all() \
+        .execute(with_bytes)
+    ds = lance_core.dataset(ours)
+    assert sorted(f.readall() for f in ds.take_blobs("b", indices=range(ds.count_rows()))) == \
+        [b"external bytes", b"new", b"x"]

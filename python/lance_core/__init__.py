@@ -19,7 +19,8 @@ from ._lance_core import __version__  # noqa: E402
 from .dataset import LanceDataset, LanceFragment, LanceScanner, dataset
 from .fragment_metadata import FragmentMetadata, LanceOperation, write_fragments
 from .write import commit, write_dataset
-from .blob import Blob, BlobArray, BlobColumn, BlobFile, blob_array, blob_field  # noqa: E402
+from .blob import (Blob, BlobArray, BlobColumn, BlobDescriptor, BlobDescriptorArrayBuilder, BlobFile,  # noqa: E402
+                   blob_array, blob_field)
 from . import optimize  # noqa: E402,F401  (lance_core.optimize.Compaction)
 from .errors import (
     CorruptFileError,
@@ -43,6 +44,8 @@ __all__ = [
     "BlobArray",
     "BlobColumn",
     "BlobFile",
+    "BlobDescriptor",
+    "BlobDescriptorArrayBuilder",
     "blob_array",
     "blob_field",
     "dataset",

@@ -302,5 +302,9 @@ class BlobFile(io.RawIOBase):
         super().close()
 
 
-__all__ = ["Blob", "BlobArray", "BlobColumn", "BlobFile", "BlobType", "DEFAULT_BLOB_BUFFER_SIZE",
-           "blob_array", "blob_field"]
+from .prepared_blobs import (BlobDescriptor, BlobDescriptorArrayBuilder, DedicatedBlobWriter,  # noqa: E402
+                             PackedBlobWriter)
+
+__all__ = ["Blob", "BlobArray", "BlobColumn", "BlobDescriptor", "BlobDescriptorArrayBuilder", "BlobFile",
+           "BlobType", "DEFAULT_BLOB_BUFFER_SIZE", "DedicatedBlobWriter", "PackedBlobWriter", "blob_array",
+           "blob_field"]

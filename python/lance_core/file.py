@@ -19,6 +19,7 @@ import pyarrow as pa
 from . import _lance_core
 from .dataset import LanceDataset, LanceScanner, _blob_columns, _with_blob_bytes
 from .errors import InvalidInputError
+from .prepared_blobs import DedicatedBlobWriter, PackedBlobWriter
 
 #: The file format version written when none is asked for.
 _STABLE = "2.2"
@@ -285,6 +286,16 @@ class LanceFileSession:
                     max_page_bytes: Optional[int] = None) -> LanceFileWriter:
         return LanceFileWriter(_join(self.base_path, path), schema, data_cache_bytes=data_cache_bytes,
                                version=version, storage_options=self._options, max_page_bytes=max_page_bytes)
+
+    def open_packed_blob_writer(self, path: str, blob_id: int) -> "PackedBlobWriter":
+        """A pack sidecar (`blob_id`, from 1) of the data file at `path`, to be written
+        next (`lance_core.blob.PackedBlobWriter`)."""
+        return PackedBlobWriter(self.base_path, path, blob_id, self._options)
+
+    def open_dedicated_blob_writer(self, path: str, blob_id: int) -> "DedicatedBlobWriter":
+        """A dedicated sidecar (`blob_id`, from 1) of the data file at `path`
+        (`lance_core.blob.DedicatedBlobWriter`)."""
+        return DedicatedBlobWriter(self.base_path, path, blob_id, self._options)
 
     def contains(self, path: str) -> bool:
         return _lance_core._object_exists(self.base_path, path, self._options)

@@ -38,6 +38,13 @@ pub fn sidecar_name(id: u32) -> String {
     format!("{:032b}.blob", id.reverse_bits())
 }
 
+/// Where sidecar `id` of the data file at `data_file` is: `<dir>/<stem>/<name>` for
+/// `<dir>/<stem>.lance` (paths relative to the same root).
+pub fn sidecar_path(data_file: &str, id: u32) -> String {
+    let stem = data_file.strip_suffix(".lance").unwrap_or(data_file);
+    format!("{stem}/{}", sidecar_name(id))
+}
+
 /// Where one blob's bytes are.
 #[derive(Clone, Debug)]
 pub struct BlobLocation {
@@ -195,12 +202,7 @@ pub async fn locate_rows(
             }
             k @ (1 | 2) => {
                 let (storage, data) = data_file(ds, field_id, row)?;
-                let stem = data
-                    .as_ref()
-                    .strip_suffix(".lance")
-                    .unwrap_or(data.as_ref());
-                let name = sidecar_name(ids.value(i));
-                let path = Path::from(format!("{stem}/{name}"));
+                let path = Path::from(sidecar_path(data.as_ref(), ids.value(i)));
                 match k {
                     1 => Some((storage, path, position, BlobKind::Packed, None)),
                     _ => Some((storage, path, 0, BlobKind::Dedicated, None)),

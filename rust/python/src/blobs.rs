@@ -228,3 +228,69 @@ pub fn _blob_bytes(
         Ok(crate::arrow_export::PyArrowBatch(batch))
     })
 }
+
+/// One `.blob` sidecar of a data file, written by the caller's own placement (pylance's
+/// `PackedBlobWriter` and `DedicatedBlobWriter` in `lance_core.blob` wrap it).
+#[pyclass(name = "_SidecarWriter", module = "lance_core._lance_core", frozen)]
+pub struct PySidecarWriter {
+    inner: std::sync::Arc<tokio::sync::Mutex<lance_core::write::blob_sidecars::SidecarWriter>>,
+    shown: String,
+}
+
+#[pymethods]
+impl PySidecarWriter {
+    /// Sidecar `blob_id` of the data file `data_file` below `base`.
+    #[new]
+    #[pyo3(signature = (base, data_file, blob_id, storage_options=None))]
+    fn new(
+        base: String,
+        data_file: String,
+        blob_id: u32,
+        storage_options: Option<std::collections::HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let storage = crate::files::open_storage(&base, storage_options)?;
+            let w = lance_core::write::blob_sidecars::SidecarWriter::create(
+                &storage, &data_file, blob_id,
+            );
+            Ok(PySidecarWriter {
+                shown: w.shown().to_string(),
+                inner: std::sync::Arc::new(tokio::sync::Mutex::new(w)),
+            })
+        })
+    }
+
+    #[getter]
+    fn path(&self) -> &str {
+        &self.shown
+    }
+
+    /// Append `data`; where it starts in the object.
+    fn write(&self, py: Python<'_>, data: &[u8]) -> PyResult<u64> {
+        guard(|| {
+            let bytes = bytes::Bytes::copy_from_slice(data);
+            let inner = self.inner.clone();
+            block_on(py, async move { inner.lock().await.append(bytes).await }).py()
+        })
+    }
+
+    /// Publish the object; its size.
+    fn finish(&self, py: Python<'_>) -> PyResult<u64> {
+        guard(|| {
+            let inner = self.inner.clone();
+            block_on(py, async move { inner.lock().await.finish().await }).py()
+        })
+    }
+
+    /// Give the object up.
+    fn abort(&self, py: Python<'_>) -> PyResult<()> {
+        guard(|| {
+            let inner = self.inner.clone();
+            block_on(py, async move {
+                inner.lock().await.abort().await;
+                Ok(())
+            })
+            .py()
+        })
+    }
+}

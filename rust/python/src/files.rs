@@ -9,7 +9,10 @@ use lance_core::storage::Storage;
 use crate::errors::{guard, IntoPyResult};
 use crate::runtime::block_on;
 
-fn open_storage(uri: &str, options: Option<HashMap<String, String>>) -> PyResult<Storage> {
+pub(crate) fn open_storage(
+    uri: &str,
+    options: Option<HashMap<String, String>>,
+) -> PyResult<Storage> {
     Storage::open(uri, &options.unwrap_or_default()).py()
 }
 

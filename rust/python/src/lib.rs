@@ -37,6 +37,7 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<staged::PyStagedFiles>()?;
     m.add_class::<file_api::PyFileWriter>()?;
     m.add_class::<blobs::PyBlobReader>()?;
+    m.add_class::<blobs::PySidecarWriter>()?;
     m.add_function(wrap_pyfunction!(blobs::_take_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(blobs::_read_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(blobs::_read_blob_ranges, m)?)?;

@@ -7,9 +7,59 @@ use bytes::Bytes;
 use object_store::path::Path;
 use tokio::io::AsyncWriteExt;
 
-use crate::blob::sidecar_name;
+use crate::blob::sidecar_path;
 use crate::error::{Error, Result};
 use crate::storage::Storage;
+
+/// One sidecar written by a caller that places its blobs itself (pylance's packed and
+/// dedicated blob writers): bytes appended in order, the object published by `finish`.
+pub struct SidecarWriter {
+    writer: object_store::buffered::BufWriter,
+    shown: String,
+    bytes: u64,
+}
+
+impl SidecarWriter {
+    /// Sidecar `id` of the data file at `data_file` (relative to `storage`'s root).
+    pub fn create(storage: &Storage, data_file: &str, id: u32) -> Self {
+        let path = storage.path(&sidecar_path(data_file, id));
+        SidecarWriter {
+            writer: storage.writer(&path),
+            shown: storage.display(&path),
+            bytes: 0,
+        }
+    }
+
+    /// How errors name the object.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// Append `data`; where it starts in the object.
+    pub async fn append(&mut self, data: Bytes) -> Result<u64> {
+        let at = self.bytes;
+        self.bytes += data.len() as u64;
+        self.writer
+            .put(data)
+            .await
+            .map_err(|e| Error::io(&self.shown, e))?;
+        Ok(at)
+    }
+
+    /// Publish the object; its size.
+    pub async fn finish(&mut self) -> Result<u64> {
+        self.writer
+            .shutdown()
+            .await
+            .map_err(|e| Error::io(&self.shown, e))?;
+        Ok(self.bytes)
+    }
+
+    /// Give the object up (nothing is published).
+    pub async fn abort(&mut self) {
+        let _ = self.writer.abort().await;
+    }
+}
 
 struct Pack {
     id: u32,
@@ -19,8 +69,8 @@ struct Pack {
 
 pub struct BlobSidecars {
     storage: Storage,
-    /// `data/<stem>`, relative to the table's root.
-    dir: String,
+    /// `data/<file>`, relative to the table's root.
+    data_file: String,
     next_id: u32,
     pack: Option<Pack>,
     pack_limit: u64,
@@ -31,10 +81,9 @@ pub struct BlobSidecars {
 impl BlobSidecars {
     /// Sidecars of the data file `data/{file_name}`.
     pub fn new(storage: &Storage, file_name: &str, pack_limit: u64) -> Self {
-        let stem = file_name.strip_suffix(".lance").unwrap_or(file_name);
         BlobSidecars {
             storage: storage.clone(),
-            dir: format!("data/{stem}"),
+            data_file: format!("data/{file_name}"),
             next_id: 1,
             pack: None,
             pack_limit: pack_limit.max(1),
@@ -43,8 +92,7 @@ impl BlobSidecars {
     }
 
     fn path(&self, id: u32) -> Path {
-        self.storage
-            .path(&format!("{}/{}", self.dir, sidecar_name(id)))
+        self.storage.path(&sidecar_path(&self.data_file, id))
     }
 
     fn take_id(&mut self) -> u32 {

@@ -83,6 +83,68 @@ impl BlobWriteOptions {
     pub fn pack_bytes(&self, field: Option<u64>) -> u64 {
         field.or(self.pack_bytes).unwrap_or(PACK_BYTES)
     }
+
+    /// The base id and the URI to store for a referenced blob: a path below the
+    /// longest base path that holds it, else the absolute URI when allowed.
+    pub fn reference(&self, column: &str, uri: &str) -> Result<(u32, String)> {
+        let best = self
+            .bases
+            .iter()
+            .filter_map(|(id, base)| {
+                let base = base.trim_end_matches('/');
+                let rest = uri.strip_prefix(base)?.strip_prefix('/')?;
+                (!rest.is_empty()).then_some((base.len(), *id, rest))
+            })
+            .max_by_key(|(len, _, _)| *len);
+        if let Some((_, id, rest)) = best {
+            return Ok((id, rest.to_string()));
+        }
+        if !self.allow_outside_bases {
+            return Err(Error::invalid(format!(
+                "blob column '{}': external blob URI '{uri}' is outside the table's base \
+                 paths (the dataset root is not one); writes that set \
+                 allow_external_blob_outside_bases store it as an absolute URI",
+                column
+            )));
+        }
+        let parsed = url::Url::parse(uri).map_err(|_| {
+            Error::invalid(format!(
+                "blob column '{}': external blob URI '{uri}' is not an absolute URI",
+                column
+            ))
+        })?;
+        Ok((0, parsed.to_string()))
+    }
+}
+
+/// Check the blobs `batch` gives by URI against `ds`'s base paths, as new values are
+/// checked when written without `allow_outside_bases` (a merge's source, say, which has no
+/// such setting: as in pylance, a URI outside them is refused).
+pub fn check_new_references(
+    ds: &crate::dataset::Dataset,
+    batch: &arrow_array::RecordBatch,
+) -> Result<()> {
+    let options = BlobWriteOptions {
+        bases: table_bases(ds),
+        ..Default::default()
+    };
+    for (f, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        let Some(s) = column.as_struct_opt().filter(|_| is_blob_v2(f)) else {
+            continue;
+        };
+        let (Some(uri), data) = (s.column_by_name("uri"), s.column_by_name("data")) else {
+            continue;
+        };
+        let uri = arrow_cast::cast(uri, &DataType::Utf8)?;
+        let uri = uri.as_string::<i32>();
+        for i in 0..s.len() {
+            let given_bytes = data.is_some_and(|d| d.is_valid(i));
+            if s.is_valid(i) && uri.is_valid(i) && !given_bytes {
+                options.reference(f.name(), uri.value(i))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The base paths of `ds` other than its root: (id, URI).
@@ -247,6 +309,9 @@ impl Placer<'_> {
                 rows.data_type()
             ))
         })?;
+        if is_prepared(s.fields()) {
+            return self.place_prepared(s).await;
+        }
         let child = |name: &str| s.column_by_name(name).cloned();
         let data = child("data")
             .map(|c| arrow_cast::cast(&c, &DataType::LargeBinary))
@@ -291,6 +356,99 @@ impl Placer<'_> {
                 (None, None) => DescriptorV2::default(),
             };
             out.push(Some(descriptor));
+        }
+        Ok(out)
+    }
+
+    /// Rows already described by their writer (pylance's prepared layout, as
+    /// `BlobDescriptorArrayBuilder` makes them): kept as given, but an inline row's
+    /// bytes, which go into the data file here.
+    async fn place_prepared(&mut self, s: &StructArray) -> Result<Vec<Option<DescriptorV2>>> {
+        let column = |name: &str, dt: &DataType| -> Result<ArrayRef> {
+            let c = s.column_by_name(name).expect("checked by is_prepared");
+            Ok(arrow_cast::cast(c, dt)?)
+        };
+        let kind = column("kind", &DataType::UInt8)?;
+        let kind = kind.as_primitive::<arrow_array::types::UInt8Type>();
+        let data = column("data", &DataType::LargeBinary)?;
+        let uri = column("uri", &DataType::Utf8)?;
+        let uri = uri.as_string::<i32>();
+        let blob_id = column("blob_id", &DataType::UInt32)?;
+        let blob_id = blob_id.as_primitive::<arrow_array::types::UInt32Type>();
+        let size = column("blob_size", &DataType::UInt64)?;
+        let size = size.as_primitive::<UInt64Type>();
+        let position = column("position", &DataType::UInt64)?;
+        let position = position.as_primitive::<UInt64Type>();
+        let mut out = Vec::with_capacity(s.len());
+        for i in 0..s.len() {
+            if s.is_null(i) {
+                out.push(None);
+                continue;
+            }
+            let u64_of = |a: &arrow_array::UInt64Array, what: &str| {
+                a.is_valid(i)
+                    .then(|| a.value(i))
+                    .ok_or_else(|| self.row_error(i, &format!("has no {what}")))
+            };
+            let id_of = || {
+                blob_id
+                    .is_valid(i)
+                    .then(|| blob_id.value(i))
+                    .ok_or_else(|| self.row_error(i, "has no blob_id"))
+            };
+            let uri_of = || match uri.is_valid(i) && !uri.value(i).is_empty() {
+                true => Ok(uri.value(i).to_string()),
+                false => Err(self.row_error(i, "has no uri")),
+            };
+            let k = match kind.is_valid(i) {
+                true => kind.value(i),
+                false => return Err(self.row_error(i, "has no kind")),
+            };
+            let d = match k {
+                0 => {
+                    let bytes = match data.is_valid(i) {
+                        true => crate::encoding::encode::blob::shared_value(&data, i)?,
+                        false => Bytes::new(),
+                    };
+                    let size = bytes.len() as u64;
+                    let position = match size {
+                        0 => 0,
+                        _ => self.file.write_blob(bytes).await?,
+                    };
+                    DescriptorV2 {
+                        kind: 0,
+                        position,
+                        size,
+                        ..Default::default()
+                    }
+                }
+                1 => DescriptorV2 {
+                    kind: 1,
+                    position: u64_of(position, "position")?,
+                    size: u64_of(size, "blob_size")?,
+                    blob_id: id_of()?,
+                    ..Default::default()
+                },
+                2 => DescriptorV2 {
+                    kind: 2,
+                    size: u64_of(size, "blob_size")?,
+                    blob_id: id_of()?,
+                    ..Default::default()
+                },
+                3..=5 => DescriptorV2 {
+                    kind: k,
+                    // An external object's range (none: the whole object), its base.
+                    position: u64_of(position, "position").unwrap_or(0),
+                    size: u64_of(size, "blob_size").unwrap_or(0),
+                    blob_id: match k {
+                        5 => id_of()?,
+                        _ => id_of().unwrap_or(0),
+                    },
+                    uri: uri_of()?,
+                },
+                k => return Err(self.row_error(i, &format!("has unknown blob kind {k}"))),
+            };
+            out.push(Some(d));
         }
         Ok(out)
     }
@@ -350,7 +508,7 @@ impl Placer<'_> {
             let bytes = read_external(uri, range, &self.options.storage_options).await?;
             return self.store(bytes).await;
         }
-        let (blob_id, stored) = self.reference(uri)?;
+        let (blob_id, stored) = self.options.reference(self.column, uri)?;
         let (position, size) = range.unwrap_or((0, 0));
         Ok(DescriptorV2 {
             kind: BlobKind::External as u8,
@@ -360,39 +518,19 @@ impl Placer<'_> {
             uri: stored,
         })
     }
+}
 
-    /// The base id and the URI to store for a referenced blob: a path below the
-    /// longest base path that holds it, else the absolute URI when allowed.
-    fn reference(&self, uri: &str) -> Result<(u32, String)> {
-        let best = self
-            .options
-            .bases
+/// The children of pylance's prepared blob layout: rows described by their writer.
+pub const PREPARED_FIELDS: [&str; 6] = ["kind", "data", "uri", "blob_id", "blob_size", "position"];
+
+/// Whether a blob v2 struct's `fields` are the prepared layout (the logical one is
+/// `{data, uri[, position, size]}`).
+pub fn is_prepared(fields: &Fields) -> bool {
+    fields.len() == PREPARED_FIELDS.len()
+        && fields
             .iter()
-            .filter_map(|(id, base)| {
-                let base = base.trim_end_matches('/');
-                let rest = uri.strip_prefix(base)?.strip_prefix('/')?;
-                (!rest.is_empty()).then_some((base.len(), *id, rest))
-            })
-            .max_by_key(|(len, _, _)| *len);
-        if let Some((_, id, rest)) = best {
-            return Ok((id, rest.to_string()));
-        }
-        if !self.options.allow_outside_bases {
-            return Err(Error::invalid(format!(
-                "blob column '{}': external blob URI '{uri}' is outside the table's base \
-                 paths (the dataset root is not one); set allow_external_blob_outside_bases \
-                 to store it as an absolute URI",
-                self.column
-            )));
-        }
-        let parsed = url::Url::parse(uri).map_err(|_| {
-            Error::invalid(format!(
-                "blob column '{}': external blob URI '{uri}' is not an absolute URI",
-                self.column
-            ))
-        })?;
-        Ok((0, parsed.to_string()))
-    }
+            .zip(PREPARED_FIELDS)
+            .all(|(f, name)| f.name() == name)
 }
 
 /// The bytes of the object at `uri` (a range of it when given), for ingest.

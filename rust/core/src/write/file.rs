@@ -322,7 +322,16 @@ impl DataFileWriter {
         self.file.add_global_buffer(data).await
     }
 
-    pub async fn finish(mut self, schema: &LanceSchema) -> Result<DataFile> {
+    pub async fn finish(self, schema: &LanceSchema) -> Result<DataFile> {
+        let pb_schema = crate::proto::file::Schema {
+            fields: schema.to_proto(),
+            metadata: schema.metadata_proto(),
+        };
+        self.finish_with(pb_schema).await
+    }
+
+    /// `finish`, the file's schema given as stored.
+    pub async fn finish_with(mut self, pb_schema: crate::proto::file::Schema) -> Result<DataFile> {
         for i in 0..self.leaves.len() {
             self.flush_leaf(i).await?;
         }
@@ -338,10 +347,6 @@ impl DataFileWriter {
             }
         }
         let fields: Vec<i32> = self.leaves.iter().map(|l| l.spec.field_id).collect();
-        let pb_schema = crate::proto::file::Schema {
-            fields: schema.to_proto(),
-            metadata: schema.metadata_proto(),
-        };
         // Sidecars are published before the file, so that no file refers to a missing
         // one; if the file then fails, they go.
         let mut sidecars = Vec::new();

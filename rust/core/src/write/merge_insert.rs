@@ -74,6 +74,7 @@ pub async fn merge_insert(
 ) -> Result<(Dataset, MergeStats)> {
     check_clauses(ds, params)?;
     let source = arrow_select::concat::concat_batches(&source_schema, &source)?;
+    super::blob_v2::check_new_references(ds, &source).map_err(|e| e.in_file(ds.uri()))?;
     super::with_conflict_retries(ds, params.conflict_retries, |ds| {
         let source = &source;
         async move { merge_once(&ds, source, params).await }

@@ -3,14 +3,16 @@
 //! buffers and schema metadata the caller adds, pages encoded as a dataset's data files
 //! are (`DataFileWriter`).
 use arrow_array::RecordBatch;
-use arrow_schema::SchemaRef;
+use arrow_schema::{DataType, Schema, SchemaRef};
 use object_store::path::Path;
 
+use super::blob_v2::is_prepared;
 use super::file::DataFileWriter;
 use crate::error::{Error, Result};
 use crate::file::FileVersion;
+use crate::scan::plan::blob_v2_descriptor;
 use crate::storage::{Storage, StorageOptions};
-use crate::table::schema::LanceSchema;
+use crate::table::schema::{LanceSchema, BLOB_META, PACKED_META};
 
 /// How pages are sized: bytes of values gathered per column before a page is encoded
 /// (pylance's `data_cache_bytes`, shared by the top-level columns), and the largest page.
@@ -119,16 +121,18 @@ impl SingleFileWriter {
                 minor => super::leaves::leaves(lance, minor >= 2),
             }
             .map_err(|e| e.in_file(&self.shown))?;
-            // Blob v2 values beside a file belong to a table's `data/` directory.
-            if let Some(leaf) = leaves
-                .iter()
-                .find(|l| matches!(l.blob, Some(super::leaves::BlobSpec::V2 { .. })))
-            {
+            // Blob v2 values beside a file belong to a table's `data/` directory: only
+            // rows their writer placed there already (the prepared layout) are taken.
+            if let Some(leaf) = leaves.iter().find(|l| {
+                matches!(l.blob, Some(super::leaves::BlobSpec::V2 { .. }))
+                    && !prepared_blob(&arrow.fields()[l.top])
+            }) {
                 return Err(Error::unsupported(
                     &self.shown,
                     format!(
                         "blob v2 column '{}' in a single file (as in pylance, blob v2 is \
-                         written to tables: use write_dataset, or format 2.1 for blob v1)",
+                         written to tables: use write_dataset, format 2.1 for blob v1, or \
+                         the prepared layout of BlobDescriptorArrayBuilder)",
                         leaf.name
                     ),
                 ));
@@ -227,15 +231,63 @@ impl SingleFileWriter {
         }
         self.writer().await?;
         self.finished = true;
-        let (_, mut schema) = self.schema.clone().expect("the writer has one");
+        let (arrow, mut schema) = self.schema.clone().expect("the writer has one");
         schema.metadata.extend(std::mem::take(&mut self.metadata));
         let w = self.writer.take().expect("made above");
         let num_rows = w.rows();
-        let file = w.finish(&schema).await?;
+        let file = w.finish_with(stored_schema(&arrow, &schema)).await?;
         Ok(Some(Written {
             num_rows,
             size_bytes: file.file_size_bytes,
         }))
+    }
+}
+
+/// A prepared blob column: a `lance.blob.v2` struct of rows described by their writer.
+fn prepared_blob(f: &arrow_schema::Field) -> bool {
+    let blob_v2 = f.metadata().get("ARROW:extension:name").map(String::as_str)
+        == Some(crate::table::schema::BLOB_V2);
+    matches!(f.data_type(), DataType::Struct(children) if blob_v2 && is_prepared(children))
+}
+
+/// The schema the file stores. A prepared blob column is stored as pylance stores a
+/// blob v2 column: a struct marked `lance-encoding:blob` and `packed`, then its
+/// descriptor's fields, with no ids of their own (-1, as pylance writes them).
+fn stored_schema(arrow: &SchemaRef, schema: &LanceSchema) -> crate::proto::file::Schema {
+    let mut plain = schema.clone();
+    let mut prepared = Vec::new();
+    for (f, lance) in arrow.fields().iter().zip(plain.fields.iter_mut()) {
+        if prepared_blob(f) {
+            lance.children.clear();
+            lance.metadata = [BLOB_META, PACKED_META]
+                .into_iter()
+                .map(|k| (k.to_string(), "true".to_string()))
+                .collect();
+            prepared.push(lance.id);
+        }
+    }
+    let descriptor = match blob_v2_descriptor() {
+        DataType::Struct(children) => Schema::new(children),
+        _ => unreachable!("a struct"),
+    };
+    let descriptor = LanceSchema::from_arrow(&descriptor, 0)
+        .expect("plain types")
+        .to_proto();
+    let mut fields = Vec::new();
+    for f in plain.to_proto() {
+        let id = f.id;
+        fields.push(f);
+        if prepared.contains(&id) {
+            fields.extend(descriptor.iter().cloned().map(|mut d| {
+                d.id = -1;
+                d.parent_id = -1;
+                d
+            }));
+        }
+    }
+    crate::proto::file::Schema {
+        fields,
+        metadata: plain.metadata_proto(),
     }
 }
 
