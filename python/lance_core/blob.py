@@ -183,10 +183,22 @@ class BlobColumn:
             raise ValueError(f"expected a binary array, got {blob_column.type}")
         self.blob_column = blob_column
 
-    def __iter__(self) -> Iterator[Optional[io.BytesIO]]:
-        for value in self.blob_column:
-            data = value.as_py()
-            yield None if data is None else io.BytesIO(data)
+    def __iter__(self) -> "BlobIterator":
+        return BlobIterator(iter(self.blob_column))
+
+
+class BlobIterator:
+    """The rows of a `BlobColumn` as file objects (None for NULL), in order."""
+
+    def __init__(self, binary_iter: Iterator[pa.Scalar]):
+        self.binary_iter = binary_iter
+
+    def __iter__(self) -> "BlobIterator":
+        return self
+
+    def __next__(self) -> Optional[io.BytesIO]:
+        data = next(self.binary_iter).as_py()
+        return None if data is None else io.BytesIO(data)
 
 
 try:
@@ -287,6 +299,17 @@ class BlobFile(io.RawIOBase):
         self._pos += n
         return data
 
+    def read1(self, size: int = -1) -> bytes:
+        """At most `size` bytes with at most one fetch (pylance's `BufferedIOBase` name)."""
+        self._check()
+        return self.read(io.DEFAULT_BUFFER_SIZE if size is None or size < 0 else size)
+
+    def readinto1(self, b: Any) -> int:
+        return self.readinto(b)
+
+    def detach(self) -> None:
+        raise io.UnsupportedOperation("a blob file has no raw stream to detach")
+
     def read_range(self, offset: int, length: int) -> bytes:
         """Bytes `offset..offset + length` of the blob (the cursor stays)."""
         self._check()
@@ -306,5 +329,6 @@ from .prepared_blobs import (BlobDescriptor, BlobDescriptorArrayBuilder, Dedicat
                              PackedBlobWriter)
 
 __all__ = ["Blob", "BlobArray", "BlobColumn", "BlobDescriptor", "BlobDescriptorArrayBuilder", "BlobFile",
+           "BlobIterator",
            "BlobType", "DEFAULT_BLOB_BUFFER_SIZE", "DedicatedBlobWriter", "PackedBlobWriter", "blob_array",
            "blob_field"]
