@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional,
 import pyarrow as pa
 
 from . import _lance_core, _nearest
+from .table_config import TableConfig
 from .errors import InvalidInputError
 from .fragment_metadata import FragmentMetadata, LanceOperation, _commit_native
 from .merge import MergeInsertBuilder
@@ -439,7 +440,7 @@ def ivf_params(index_type: str, metric: str = "L2", num_partitions: Optional[int
             "num_bits": num_bits, "sample_rate": sample_rate, "max_iters": max_iters, "seed": seed}
 
 
-class LanceDataset:
+class LanceDataset(TableConfig):
     """A Lance dataset at one version."""
 
     def __init__(self, native: "_lance_core._Dataset"):

@@ -559,6 +559,50 @@ impl PyDataset {
         })
     }
 
+    /// The table's config (the manifest's `config` map).
+    fn config(&self) -> HashMap<String, String> {
+        self.inner.manifest.config.clone()
+    }
+
+    /// The table's metadata (the manifest's `table_metadata` map).
+    fn table_metadata(&self) -> HashMap<String, String> {
+        self.inner.manifest.table_metadata.clone()
+    }
+
+    /// Change the config, the table's metadata, the schema's metadata and fields'
+    /// metadata (by dotted path): each `(values, replace)`, a value of None removing its
+    /// key. One version; returns it.
+    #[pyo3(signature = (config=None, table_metadata=None, schema_metadata=None, fields=vec![], retries=10))]
+    fn update_config(
+        &self,
+        py: Python<'_>,
+        config: Option<MapValues>,
+        table_metadata: Option<MapValues>,
+        schema_metadata: Option<MapValues>,
+        fields: Vec<(String, Entries, bool)>,
+        retries: u32,
+    ) -> PyResult<Self> {
+        use lance_core::write::config::{update_config, ConfigChange, MapChange};
+        let map = |(values, replace): (Vec<(String, Option<String>)>, bool)| MapChange {
+            values,
+            replace,
+        };
+        let change = ConfigChange {
+            config: config.map(map),
+            table_metadata: table_metadata.map(map),
+            schema_metadata: schema_metadata.map(map),
+            fields: fields
+                .into_iter()
+                .map(|(path, values, replace)| (path, MapChange { values, replace }))
+                .collect(),
+        };
+        guard(|| {
+            Ok(PyDataset::from(
+                block_on(py, update_config(&self.inner, &change, retries)).py()?,
+            ))
+        })
+    }
+
     /// Drop columns (nested ones by dotted path); metadata only. Returns the new version.
     fn drop_columns(&self, py: Python<'_>, paths: Vec<String>) -> PyResult<Self> {
         guard(|| {
@@ -1247,6 +1291,11 @@ impl PyDataset {
 }
 
 /// The kind of scalar index a user names (any case), to build on `ds`.
+/// Keys of a string map set (Some) or removed (None).
+type Entries = Vec<(String, Option<String>)>;
+/// A map's entries, and whether they replace it.
+type MapValues = (Entries, bool);
+
 fn index_kind(ds: &Dataset, index_type: &str) -> lance_core::Result<lance_core::index::Kind> {
     lance_core::index::Kind::from_user(index_type).ok_or_else(|| {
         lance_core::Error::invalid(format!(

@@ -355,6 +355,7 @@ fn next_manifest(
             m.schema_metadata = schema.metadata_proto();
         }
         Operation::Restore { .. } => {}
+        Operation::UpdateConfig(u) => super::config::apply_update(&mut m, u, storage.uri())?,
         Operation::ReserveFragments { count } => next_id += *count as u64,
         // The section itself is changed with the manifest file's bytes (`edit_indices`).
         Operation::CreateIndex { .. } => {}

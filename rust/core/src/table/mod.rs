@@ -2,6 +2,7 @@
 //! their data files, deletion files, stable row ids and feature flags.
 pub mod cleanup;
 pub mod commit;
+pub mod config;
 pub mod data_file;
 pub mod deletion;
 pub mod features;

@@ -8,6 +8,7 @@ pub mod column_type;
 pub mod columns;
 pub mod commit;
 pub mod compact;
+pub mod config;
 mod delete;
 mod file;
 pub mod index;

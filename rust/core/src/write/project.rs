@@ -20,7 +20,7 @@ pub struct Alteration {
 }
 
 /// The id of the field at `path` (`a.b.c`: child `c` of `b` of top-level `a`).
-fn field_id(fields: &[Field], ds: &Dataset, path: &str) -> Result<i32> {
+pub(super) fn field_id(fields: &[Field], ds: &Dataset, path: &str) -> Result<i32> {
     let mut parent = -1;
     let mut found = None;
     for part in path.split('.') {

@@ -56,6 +56,21 @@ pub fn resolve(ours: &Operation, theirs: Option<&PbOp>) -> Resolution {
     match ours {
         // Ids set aside stay set aside whatever happened meanwhile.
         Operation::ReserveFragments { .. } => Compatible,
+        // Keys of the table's maps: two changes of the same key (or of a map one replaces)
+        // must be ordered by their writers; a new schema drops metadata changes meant
+        // for the old one.
+        Operation::UpdateConfig(u) => match theirs {
+            PbOp::UpdateConfig(other) => match crate::table::config::overlap(u, other) {
+                Some(what) => retry(&format!("changed {what}")),
+                None => Compatible,
+            },
+            PbOp::Overwrite(_) | PbOp::Project(_) | PbOp::Merge(_) | PbOp::Restore(_)
+                if crate::table::config::changes_schema(u) =>
+            {
+                retry("changed the schema")
+            }
+            _ => Compatible,
+        },
         Operation::Append { .. } => {
             if replaces_table {
                 replaced()

@@ -71,6 +71,9 @@ pub enum Operation {
         /// A merge_insert's inserted keys, for concurrent merges to check against.
         inserted_keys: Option<InsertedKeys>,
     },
+    /// The table's config and metadata, the schema's metadata or fields' metadata
+    /// changed (keys set or removed; a map replaced when asked): nothing else.
+    UpdateConfig(txn::UpdateConfig),
     /// Index segments added and removed (an index built, replaced, updated or dropped):
     /// only the manifest's index section changes.
     CreateIndex {
@@ -123,6 +126,7 @@ impl Operation {
                 schema_metadata: schema.metadata_proto(),
             }),
             Operation::Restore { version, .. } => PbOp::Restore(txn::Restore { version: *version }),
+            Operation::UpdateConfig(u) => PbOp::UpdateConfig(u.clone()),
             Operation::Project { fields, .. } => PbOp::Project(txn::Project {
                 schema: fields.clone(),
             }),
