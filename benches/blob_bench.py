@@ -61,18 +61,14 @@ def reader():
 """
 
 WRITE = CHILD_PRELUDE + INPUT + """
-import os, shutil
+import os
 import {module} as lib
 dest, repeat, version = {dest!r}, {repeat}, {version!r}
 gc.collect()
 base = reset_peak()
-times = []
-for _ in range(repeat):
-    shutil.rmtree(dest, ignore_errors=True)
-    t0 = time.perf_counter()
-    lib.write_dataset(reader(), dest, data_storage_version=version, max_rows_per_file=1 << 30,
-                      max_bytes_per_file=1 << 40)
-    times.append(time.perf_counter() - t0)
+times = timed_writes(lambda: lib.write_dataset(reader(), dest, data_storage_version=version,
+                                               max_rows_per_file=1 << 30, max_bytes_per_file=1 << 40),
+                     dest, repeat)
 size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(dest) for f in fs)
 print(json.dumps(dict(seconds=min(times), bytes=SMALL * n_small + LARGE * n_large, size=size,
                       peak_mb=peak_mb() - base)))

@@ -96,4 +96,14 @@ def reset_peak():
     return _status_mb("VmRSS:")
 def peak_mb():
     return _status_mb("VmHWM:")
+def timed_writes(write, dest, repeat):
+    # Seconds of each of `repeat` runs of `write()`, each into an emptied `dest`.
+    import shutil
+    times = []
+    for _ in range(repeat):
+        shutil.rmtree(dest, ignore_errors=True)
+        t0 = time.perf_counter()
+        write()
+        times.append(time.perf_counter() - t0)
+    return times
 """

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import CHILD_PRELUDE, DATA, parquet_file, run_child  # noqa: E402
 
 WRITE = CHILD_PRELUDE + """
-import os, shutil
+import os
 import numpy as np
 import pyarrow.parquet as pq
 import {module} as lib
@@ -41,12 +41,7 @@ if columns:
     table = table.select(columns)
 gc.collect()
 base = reset_peak()
-times = []
-for _ in range(repeat):
-    shutil.rmtree(dest, ignore_errors=True)
-    t0 = time.perf_counter()
-    lib.write_dataset(table, dest, max_rows_per_file=1_000_000)
-    times.append(time.perf_counter() - t0)
+times = timed_writes(lambda: lib.write_dataset(table, dest, max_rows_per_file=1_000_000), dest, repeat)
 size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(os.path.join(dest, "data")) for f in fs)
 print(json.dumps(dict(seconds=min(times), rows=table.num_rows, bytes=table.nbytes, size=size, peak_mb=peak_mb() - base)))
 """
