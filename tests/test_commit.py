@@ -163,14 +163,15 @@ def test_transaction_properties_both_ways(tmp_path):
     ds = lance_core.commit(uri, lance_core.LanceOperation.Append(frags), read_version=1,
                            transaction_properties={"job": "j1", "n": 7})
     t = ds.read_transaction()
-    assert (t.read_version, t.operation, t.transaction_properties) == (1, "append", {"job": "j1", "n": "7"})
+    assert (t.read_version, t.transaction_properties) == (1, {"job": "j1", "n": "7"})
+    assert isinstance(t.operation, lance_core.LanceOperation.Append) and len(t.operation.fragments) == 1
     assert lance.dataset(uri).read_transaction(2).transaction_properties == {"job": "j1", "n": "7"}
-    assert ds.read_transaction(1).operation == "overwrite"
+    assert isinstance(ds.read_transaction(1).operation, lance_core.LanceOperation.Overwrite)
     lance.write_dataset(pa.table({"x": [4]}), uri, mode="append", transaction_properties={"by": "pylance"})
     lance.dataset(uri).delete("x = 1")
     ours = lance_core.dataset(uri)
     assert ours.read_transaction(3).transaction_properties == {"by": "pylance"}
-    assert ours.read_transaction().operation == "delete"
+    assert ours.read_transaction().operation.predicate == "x = 1"
     assert ours.read_transaction(3).uuid == lance.dataset(uri).read_transaction(3).uuid
 
 

@@ -273,7 +273,7 @@ def test_sink_complete_mode_replaces_the_rows(spark, tmp_path):
     rows = sorted(tuple(r.values()) for r in lance.dataset(uri).to_table().to_pylist())
     assert rows == [(0, 20), (1, 20), (2, 20)]
     ds = lance_core.dataset(uri)
-    assert ds.version == 2 and ds.read_transaction().operation == "overwrite"
+    assert ds.version == 2 and isinstance(ds.read_transaction().operation, lance_core.LanceOperation.Overwrite)
     assert ds.read_transaction().transaction_properties[BATCH_ID] == "1"
 
 

@@ -16,7 +16,7 @@ import os as _os
 _os.environ.setdefault("MIMALLOC_PURGE_DELAY", "5000")
 
 from ._lance_core import __version__  # noqa: E402
-from .dataset import LanceDataset, LanceFragment, LanceScanner, dataset
+from .dataset import LanceDataset, LanceFragment, LanceScanner, Transaction, dataset
 from .fragment_metadata import FragmentMetadata, LanceOperation, write_fragments
 from .write import commit, write_dataset
 from .blob import (Blob, BlobArray, BlobColumn, BlobDescriptor, BlobDescriptorArrayBuilder, BlobFile,  # noqa: E402
@@ -54,6 +54,7 @@ __all__ = [
     "commit",
     "FragmentMetadata",
     "LanceOperation",
+    "Transaction",
     "Dataset",
     "Fragment",
     "Scanner",

@@ -5,8 +5,9 @@ from __future__ import annotations
 import inspect
 import json
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import os
+import uuid as uuid_module
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
@@ -15,7 +16,7 @@ import pyarrow as pa
 from . import _lance_core, _nearest
 from .table_config import TableConfig
 from .errors import InvalidInputError
-from .fragment_metadata import FragmentMetadata, LanceOperation, _commit_native
+from .fragment_metadata import FragmentMetadata, LanceOperation, _commit_native, _operation_from
 from .merge import MergeInsertBuilder
 
 if TYPE_CHECKING:
@@ -577,8 +578,56 @@ class LanceDataset(TableConfig):
         """The transaction that committed `version` (this dataset's version when None), or
         None when its writer recorded none."""
         ds = self if version is None or version == self.version else self.checkout_version(version)
-        row = _lance_core._transaction(ds._ds)
-        return None if row is None else Transaction(*row)
+        return _transaction_from(_lance_core._transactions(ds._ds, 1)[0])
+
+    @staticmethod
+    def commit(
+        base_uri: Union[str, os.PathLike, "LanceDataset"],
+        operation: Any,
+        read_version: Optional[int] = None,
+        commit_lock: Any = None,
+        storage_options: Optional[Dict[str, str]] = None,
+        enable_v2_manifest_paths: Optional[bool] = None,
+        detached: Optional[bool] = False,
+        max_retries: int = 20,
+        *,
+        commit_message: Optional[str] = None,
+    ) -> "LanceDataset":
+        """Commit `operation` (a `LanceOperation`, or a `Transaction` carrying one with its
+        read version and properties) to the table at `base_uri` as one new version, as
+        pylance's `LanceDataset.commit`. Every operation but Overwrite and Restore needs
+        the `read_version` it was prepared against; concurrent commits are checked against
+        it. `commit_message` is recorded in the transaction's properties, as pylance does."""
+        if isinstance(base_uri, LanceDataset):
+            if storage_options is None:
+                storage_options = base_uri._ds.storage_options()
+            base_uri = base_uri.uri
+        if commit_lock is not None:
+            raise InvalidInputError("commit_lock is not supported: lance_core commits with the storage's "
+                                    "atomic create-if-absent, which needs no lock")
+        if detached:
+            raise InvalidInputError("detached commits are not supported")
+        properties: Dict[str, str] = {}
+        if isinstance(operation, Transaction):
+            if commit_message is not None:
+                raise ValueError("commit_message is not supported when committing a Transaction: set it "
+                                 "in the transaction's properties")
+            read_version = operation.read_version
+            properties = dict(operation.transaction_properties or {})
+            operation = operation.operation
+        elif not isinstance(operation, LanceOperation.BaseOperation):
+            raise TypeError(f"operation must be a LanceOperation or a Transaction, got {type(operation)}")
+        elif read_version is None and not isinstance(operation, (LanceOperation.Overwrite, LanceOperation.Restore)):
+            raise ValueError("read_version is required for all operations except Overwrite and Restore")
+        if commit_message is not None:
+            properties[_COMMIT_MESSAGE] = commit_message
+        return LanceDataset(_commit_native(base_uri, operation, read_version, storage_options, properties))
+
+    def get_transactions(self, recent_transactions: int = 10) -> List[Optional["Transaction"]]:
+        """The transactions of this version and the ones before it, newest first, at most
+        `recent_transactions` (None for a version whose writer recorded none or that a
+        cleanup removed)."""
+        return [_transaction_from(row) for row in _lance_core._transactions(self._ds, int(recent_transactions))]
 
     @property
     def tags(self) -> "Tags":
@@ -930,16 +979,28 @@ class LanceDataset(TableConfig):
         return f"LanceDataset(uri={self.uri!r}, version={self.version})"
 
 
-@dataclass(frozen=True)
+@dataclass
 class Transaction:
-    """What a version committed: the version it was based on, its uuid, the operation's
-    name ("append", "delete", "update", ...) and the free-form properties its writer
-    recorded."""
+    """What a version committed, as pylance's `Transaction`: the version it was based on,
+    the operation (a `LanceOperation`), its uuid and the free-form properties its writer
+    recorded. Also what `LanceDataset.commit` takes instead of an operation."""
 
     read_version: int
-    uuid: str
-    operation: str
-    transaction_properties: Dict[str, str]
+    operation: Any
+    uuid: str = field(default_factory=lambda: str(uuid_module.uuid4()))
+    transaction_properties: Optional[Dict[str, str]] = field(default_factory=dict)
+
+
+# The transaction property pylance records a commit message under.
+_COMMIT_MESSAGE = "__lance_commit_message"
+
+
+def _transaction_from(row: Any) -> Optional[Transaction]:
+    """A transaction as the core reads it, as a `Transaction`."""
+    if row is None:
+        return None
+    read_version, uuid, kind, properties, fields = row
+    return Transaction(read_version, _operation_from(kind, fields), uuid, properties)
 
 
 class CompactionMetrics:

@@ -1,5 +1,5 @@
-//! `_commit`: an operation written elsewhere (append, overwrite, merge, delete) as a new
-//! version, and `_fragment_info` to read back the fragment metadata that uncommitted writes return.
+//! `_commit`: an operation prepared elsewhere (append, overwrite, merge, delete, config
+//! change, restore) as a new version, and `_fragment_info` to read back the fragment metadata that uncommitted writes return.
 use pyo3::prelude::*;
 use std::collections::HashMap;
 
@@ -27,10 +27,35 @@ pub fn decode_fragments(
         })
 }
 
-/// Commit an operation written elsewhere: `kind` names the variant of
-/// `lance_core::write::External` (append, overwrite, delete, merge) the arguments fill.
+/// One map's change as Python gives it: (keys set (Some) or removed (None), replace).
+type MapArg = (Vec<(String, Option<String>)>, bool);
+
+/// An `UpdateConfig`'s maps: config, table metadata, schema metadata, fields by id.
+type ConfigArg = (
+    Option<MapArg>,
+    Option<MapArg>,
+    Option<MapArg>,
+    HashMap<i32, MapArg>,
+);
+
+fn update_config(arg: ConfigArg) -> lance_core::proto::table::transaction::UpdateConfig {
+    use lance_core::table::config::update_map;
+    let map = |(values, replace): MapArg| update_map(values, replace);
+    let (config, table, schema, fields) = arg;
+    lance_core::proto::table::transaction::UpdateConfig {
+        config_updates: config.map(map),
+        table_metadata_updates: table.map(map),
+        schema_metadata_updates: schema.map(map),
+        field_metadata_updates: fields.into_iter().map(|(id, m)| (id, map(m))).collect(),
+        ..Default::default()
+    }
+}
+
+/// Commit an operation prepared elsewhere: `kind` names the variant of
+/// `lance_core::write::External` (append, overwrite, delete, merge, update_config,
+/// restore) the arguments fill.
 #[pyfunction]
-#[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None, transaction_properties=None))]
+#[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None, transaction_properties=None, version=None, config=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _commit(
     py: Python<'_>,
@@ -43,6 +68,8 @@ pub fn _commit(
     read_version: Option<u64>,
     storage_options: Option<HashMap<String, String>>,
     transaction_properties: Option<HashMap<String, String>>,
+    version: Option<u64>,
+    config: Option<ConfigArg>,
 ) -> PyResult<PyDataset> {
     use lance_core::write::External;
     guard(|| {
@@ -69,6 +96,18 @@ pub fn _commit(
                 updated: fragments,
                 deleted_ids: deleted_fragment_ids.unwrap_or_default(),
                 predicate: predicate.unwrap_or_default(),
+            },
+            "update_config" => {
+                External::UpdateConfig(Box::new(update_config(config.unwrap_or_default())))
+            }
+            "restore" => External::Restore {
+                version: version.ok_or_else(|| {
+                    raise(
+                        py,
+                        "InvalidInputError",
+                        "a restore needs the version".into(),
+                    )
+                })?,
             },
             other => {
                 return Err(raise(

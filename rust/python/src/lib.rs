@@ -51,7 +51,7 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write::_check_append_columns, m)?)?;
     m.add_function(wrap_pyfunction!(commit::_commit, m)?)?;
     m.add_function(wrap_pyfunction!(commit::_fragment_info, m)?)?;
-    m.add_function(wrap_pyfunction!(history::_transaction, m)?)?;
+    m.add_function(wrap_pyfunction!(history::_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(history::_find_transaction, m)?)?;
     m.add_function(wrap_pyfunction!(history::_changes_since, m)?)?;
     m.add_function(wrap_pyfunction!(files::_delete_data_files, m)?)?;

@@ -67,6 +67,34 @@ pub async fn find_transaction(
     Ok(None)
 }
 
+/// The transactions of `ds`'s version and the `count - 1` before it, newest first: None
+/// for a version whose writer recorded none or that a cleanup removed.
+pub async fn recent_transactions(ds: &Dataset, count: u64) -> Result<Vec<Option<Transaction>>> {
+    let storage = ds.storage();
+    let listed: HashMap<u64, ManifestLocation> = list_manifests(storage)
+        .await?
+        .into_iter()
+        .map(|m| (m.version, m))
+        .collect();
+    let newest = ds.version();
+    let versions = (newest.saturating_sub(count) + 1..=newest).rev();
+    let reads = futures::stream::iter(versions)
+        .map(|v| {
+            let loc = listed.get(&v).cloned();
+            async move {
+                match loc {
+                    None => Ok(None),
+                    Some(loc) => match transaction_in(storage, &loc).await {
+                        Err(Error::NotFound { .. }) => Ok(None),
+                        other => other,
+                    },
+                }
+            }
+        })
+        .buffered(CONCURRENT_READS);
+    reads.collect::<Vec<_>>().await.into_iter().collect()
+}
+
 /// How a version changed the table's rows, against the version before it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RowChange {

@@ -187,6 +187,13 @@ pub enum External {
         fragments: Vec<DataFragment>,
         schema: Schema,
     },
+    /// Config and metadata maps changed, fields named by id (as pylance's
+    /// `LanceOperation.UpdateConfig` gives them).
+    UpdateConfig(Box<crate::proto::table::transaction::UpdateConfig>),
+    /// Version `version` made the newest again.
+    Restore {
+        version: u64,
+    },
 }
 
 /// Commit `operation` to the table at `uri`, read at `read_version` (None: the latest).
@@ -246,6 +253,12 @@ pub async fn commit_external(
                 fragments,
                 schema: schema_with(&ds, &added),
             }
+        }
+        External::UpdateConfig(update) => Operation::UpdateConfig(*update),
+        External::Restore { version } => {
+            let old =
+                Dataset::open(uri, Some(VersionRef::Number(version)), options.clone()).await?;
+            super::restore::restore_operation(&old)
         }
     };
     let storage = Storage::open(uri, options)?;

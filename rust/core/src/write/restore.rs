@@ -13,15 +13,20 @@ use crate::table::versions::latest_version;
 pub async fn restore(ds: &Dataset) -> Result<Dataset> {
     let storage = Storage::open(ds.uri(), ds.storage_options())?;
     let latest = latest_version(&storage).await?.version;
-    let op = Operation::Restore {
-        version: ds.version(),
-        manifest: Box::new((*ds.manifest).clone()),
-        bytes: ds.manifest_bytes.clone(),
-    };
+    let op = restore_operation(ds);
     let read_from = ReadFrom::Uri {
         uri: ds.uri(),
         options: ds.storage_options(),
         version: Some(latest),
     };
     commit(read_from, op, Staged::new(&storage), Default::default()).await
+}
+
+/// The operation that makes `ds`'s version the newest.
+pub(super) fn restore_operation(ds: &Dataset) -> Operation {
+    Operation::Restore {
+        version: ds.version(),
+        manifest: Box::new((*ds.manifest).clone()),
+        bytes: ds.manifest_bytes.clone(),
+    }
 }
