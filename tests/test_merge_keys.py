@@ -112,7 +112,7 @@ def test_primary_key_survives_our_schema_changes(tmp_uri):
 
 def test_a_nullable_primary_key_is_refused(tmp_uri):
     schema = pa.schema([pa.field("id", pa.int64(), nullable=True, metadata=PK)])
-    with pytest.raises(lance_core.InvalidInputError, match="primary key column 'id' must not be nullable"):
+    with pytest.raises(lance_core.InvalidInputError, match="primary key column 'id' and all its ancestors must not be nullable"):
         lance_core.write_dataset(pa.table({"id": [1]}, schema=schema), tmp_uri)
     with pytest.raises(Exception):  # noqa: B017 - pylance refuses it too (its class varies)
         lance.write_dataset(pa.table({"id": [1]}, schema=schema), tmp_uri)

@@ -749,12 +749,24 @@ class LanceDataset(TableConfig):
         self._ds, n = self._ds.update(list(updates.items()), where, int(conflict_retries))
         return {"num_rows_updated": n}
 
-    def merge_insert(self, on: Union[str, List[str]]) -> "MergeInsertBuilder":
+    def merge_insert(self, on: Optional[Union[str, List[str]]] = None) -> "MergeInsertBuilder":
         """Upsert, as pylance's `merge_insert`: match source rows to this table's rows on
-        the key column(s) `on`, then say what to do with the builder's clauses and
-        `execute(data)`, e.g. `ds.merge_insert("id").when_matched_update_all()
-        .when_not_matched_insert_all().execute(table)`."""
+        the key column(s) `on` (the table's unenforced primary key when None), then say
+        what to do with the builder's clauses and `execute(data)`, e.g.
+        `ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all()
+        .execute(table)`."""
+        if on is None:
+            on = self._ds.primary_key()
+            if not on:
+                raise InvalidInputError("A merge insert operation requires join keys: specify `on` columns "
+                                        "explicitly or configure a primary key in the dataset schema")
         return MergeInsertBuilder(self, on)
+
+    @property
+    def primary_key(self) -> List[str]:
+        """The columns of the table's unenforced primary key (field metadata
+        `lance-schema:unenforced-primary-key`), in key order; empty when it has none."""
+        return self._ds.primary_key()
 
     def get_fragments(self) -> List[LanceFragment]:
         return [LanceFragment(self, f) for f in self._ds.fragments()]

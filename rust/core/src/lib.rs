@@ -23,6 +23,7 @@ pub mod scan;
 pub mod table;
 #[cfg(test)]
 mod test_util;
+pub mod threads;
 pub mod vector;
 pub mod write;
 

@@ -169,6 +169,11 @@ impl PyDataset {
         PyArrowSchema(self.inner.arrow_schema.clone())
     }
 
+    /// The unenforced primary key's columns by dotted path, in key order (empty: none).
+    fn primary_key(&self) -> Vec<String> {
+        lance_core::table::primary_key::key_paths(&self.inner.schema)
+    }
+
     /// Field ids by dotted field path ("a", "s.x", "l.item").
     fn field_ids(&self) -> Vec<(String, i32)> {
         fn walk(

@@ -1,13 +1,14 @@
-//! The one tokio runtime of the process; blocking calls into it release the GIL.
+//! The process's tokio runtime (made again in a child after `fork()`, see
+//! `lance_core::threads`); blocking calls into it release the GIL.
 use std::future::Future;
-use std::sync::OnceLock;
 
+use lance_core::threads::PerProcess;
 use pyo3::prelude::*;
 use tokio::runtime::Runtime;
 
 pub fn runtime() -> &'static Runtime {
-    static RT: OnceLock<Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
+    static RT: PerProcess<Runtime> = PerProcess::new();
+    RT.get(|| {
         tokio::runtime::Builder::new_multi_thread()
             .thread_name("lance-core-io")
             // Local file reads run on blocking threads. Scans issue many small reads

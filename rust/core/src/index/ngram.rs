@@ -225,32 +225,34 @@ where
 {
     use rayon::prelude::*;
     let n = values.len();
-    let runs = rayon::current_num_threads()
+    let runs = crate::threads::num_threads()
         .max(1)
         .min(n.div_ceil(16 * 1024).max(1));
     let per_run = n.div_ceil(runs.max(1)).max(1);
-    let parts: Vec<Postings> = (0..runs)
-        .into_par_iter()
-        .map(|r| {
-            let mut p = Postings::new();
-            let mut tokens = Vec::new();
-            for i in r * per_run..((r + 1) * per_run).min(n) {
-                let id = ids.value(i);
-                if values.is_null(i) {
-                    p.add(NULL_TOKEN, id);
-                    continue;
+    let parts: Vec<Postings> = crate::threads::install(|| {
+        (0..runs)
+            .into_par_iter()
+            .map(|r| {
+                let mut p = Postings::new();
+                let mut tokens = Vec::new();
+                for i in r * per_run..((r + 1) * per_run).min(n) {
+                    let id = ids.value(i);
+                    if values.is_null(i) {
+                        p.add(NULL_TOKEN, id);
+                        continue;
+                    }
+                    tokens.clear();
+                    trigram_tokens(values.value(i), &mut tokens);
+                    tokens.sort_unstable();
+                    tokens.dedup();
+                    for &t in &tokens {
+                        p.add(t, id);
+                    }
                 }
-                tokens.clear();
-                trigram_tokens(values.value(i), &mut tokens);
-                tokens.sort_unstable();
-                tokens.dedup();
-                for &t in &tokens {
-                    p.add(t, id);
-                }
-            }
-            p
-        })
-        .collect();
+                p
+            })
+            .collect()
+    });
     let mut out: BTreeMap<u32, RoaringTreemap> = BTreeMap::new();
     for part in parts {
         for (token, rows) in part.into_iter() {

@@ -1,4 +1,4 @@
-//! CPU-bound work (decoding pages) runs on rayon's pool, sized to the machine's cores,
+//! CPU-bound work (decoding pages) runs on the CPU pool (`threads`), one thread per core,
 //! so the async runtime's threads stay free for I/O. A panic in the work becomes an error.
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -37,7 +37,7 @@ where
     F: FnOnce() -> Result<T> + Send + 'static,
 {
     let (tx, rx) = oneshot::channel();
-    rayon::spawn(move || {
+    crate::threads::spawn(move || {
         let _ = tx.send(catch_panic(&what, f));
     });
     rx

@@ -100,7 +100,7 @@ impl LoadedPage {
             if let Unit::NotStarted = self.units[u] {
                 let (tx, rx) = oneshot::channel();
                 let work = self.work.clone();
-                rayon::spawn(move || {
+                crate::threads::spawn(move || {
                     let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         decode_unit(&work, u)
                     }))

@@ -393,6 +393,8 @@ fn next_manifest(
                     .retain(|d| d.fields.iter().any(|id| kept.contains(id)));
             }
             m.fields = fields.clone();
+            // A column made nullable (or dropped around) may no longer hold a key.
+            super::primary_key::refresh(&mut m, storage.uri())?;
         }
     }
     m.max_fragment_id = if next_id > 0 {

@@ -42,6 +42,7 @@ fn apply<V>(map: &mut HashMap<String, V>, change: &UpdateMap, value: impl Fn(&st
 /// Apply `u` to manifest `m` (of the table at `uri`, for errors). Also takes the form
 /// older writers recorded (`upsert_values`, `delete_keys`, ...).
 pub fn apply_update(m: &mut Manifest, u: &UpdateConfig, uri: &str) -> Result<()> {
+    super::primary_key::check_update(m, u, uri)?;
     let as_string = |v: &str| v.to_string();
     let as_bytes = |v: &str| v.as_bytes().to_vec();
     if let Some(c) = &u.config_updates {
@@ -84,6 +85,9 @@ pub fn apply_update(m: &mut Manifest, u: &UpdateConfig, uri: &str) -> Result<()>
             ))
         })?;
         apply(&mut field.metadata, &change, as_bytes);
+    }
+    if !u.field_metadata_updates.is_empty() || !u.field_metadata.is_empty() {
+        super::primary_key::refresh(m, uri)?;
     }
     Ok(())
 }
@@ -150,6 +154,8 @@ mod tests {
         let mut m = Manifest {
             fields: vec![Field {
                 id: 3,
+                parent_id: -1,
+                logical_type: "int64".into(),
                 ..Default::default()
             }],
             ..Default::default()

@@ -8,6 +8,7 @@ pub mod deletion;
 pub mod features;
 pub mod history;
 pub mod manifest;
+pub mod primary_key;
 pub mod row_index;
 pub mod rowids;
 pub mod schema;

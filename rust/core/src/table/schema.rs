@@ -59,9 +59,11 @@ impl LanceSchema {
             }
             // A primary key the manifest marks is kept in the field's metadata, where the
             // Arrow schema shows it and `to_proto` finds it again.
-            if f.unenforced_primary_key || f.unenforced_primary_key_position > 0 {
-                md.entry(PRIMARY_KEY.to_string())
-                    .or_insert_with(|| "true".into());
+            // (Only when its metadata declares none: a key declared by position alone
+            // stays so, as the reference shows it.)
+            let declared = md.contains_key(PRIMARY_KEY) || md.contains_key(PRIMARY_KEY_POSITION);
+            if !declared && (f.unenforced_primary_key || f.unenforced_primary_key_position > 0) {
+                md.insert(PRIMARY_KEY.to_string(), "true".into());
             }
             if f.unenforced_primary_key_position > 0 {
                 md.entry(PRIMARY_KEY_POSITION.to_string())
@@ -447,22 +449,14 @@ impl LanceSchema {
             .iter()
             .map(|f| LanceField::from_arrow(f, &mut next))
             .collect::<Result<Vec<LanceField>>>()?;
-        // As the reference: a primary key column (top-level here) holds a value in every row.
-        if let Some(f) = fields
-            .iter()
-            .find(|f| f.nullable && f.primary_key_position().is_some())
-        {
-            return Err(crate::error::Error::invalid(format!(
-                "primary key column '{}' must not be nullable",
-                f.name
-            )));
-        }
         let metadata = schema
             .metadata()
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        Ok(LanceSchema { fields, metadata })
+        let schema = LanceSchema { fields, metadata };
+        super::primary_key::validate(&schema)?;
+        Ok(schema)
     }
 
     /// The flattened field list of manifests and data files (depth-first, parents first).

@@ -375,8 +375,12 @@ impl Encoded {
     }
 }
 
-/// Train the model on `sample` (`n` vectors in all).
+/// Train the model on `sample` (`n` vectors in all), on the CPU pool.
 pub fn train(sample: Sampler, p: &IvfParams) -> Result<Model> {
+    crate::threads::install(|| train_here(sample, p))
+}
+
+fn train_here(sample: Sampler, p: &IvfParams) -> Result<Model> {
     let (dim, n) = (sample.dim, sample.seen);
     if n == 0 {
         return Err(Error::invalid(
@@ -534,6 +538,10 @@ impl Model {
 
     /// The partition and stored form of every vector of a batch to index.
     pub fn encode(&self, vectors: &FixedSizeListArray, row_ids: &UInt64Array) -> Result<Encoded> {
+        crate::threads::install(|| self.encode_here(vectors, row_ids))
+    }
+
+    fn encode_here(&self, vectors: &FixedSizeListArray, row_ids: &UInt64Array) -> Result<Encoded> {
         let dim = self.dim;
         let spherical = self.params.metric == Metric::Dot;
         let mut out = Encoded::default();

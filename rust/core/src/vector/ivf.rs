@@ -397,11 +397,13 @@ impl Ivf {
         let parts =
             futures::future::try_join_all(firsts.iter().map(|&p| self.partition(p))).await?;
         use rayon::prelude::*;
-        let each: Vec<(TopK, usize)> = parts
-            .par_iter()
-            .zip(firsts.par_iter())
-            .map(|(part, &p)| self.search_partition(part, p, &q, k, range, allowed))
-            .collect::<Result<_>>()?;
+        let each: Vec<(TopK, usize)> = crate::threads::install(|| {
+            parts
+                .par_iter()
+                .zip(firsts.par_iter())
+                .map(|(part, &p)| self.search_partition(part, p, &q, k, range, allowed))
+                .collect::<Result<_>>()
+        })?;
         for (t, f) in each {
             top.merge(t);
             found += f;

@@ -135,13 +135,15 @@ pub fn assign(data: &[f32], centroids: &[f32], dim: usize, spherical: bool) -> V
 impl Nearest {
     /// `find_rows` over `data` on the CPU pool.
     pub fn find_all(&self, data: &[f32]) -> Vec<(u32, f32)> {
-        data.par_chunks(self.dim.max(1) * 256)
-            .flat_map_iter(|block| {
-                let mut out = Vec::with_capacity(256);
-                self.find_rows(block, &mut out);
-                out
-            })
-            .collect()
+        crate::threads::install(|| {
+            data.par_chunks(self.dim.max(1) * 256)
+                .flat_map_iter(|block| {
+                    let mut out = Vec::with_capacity(256);
+                    self.find_rows(block, &mut out);
+                    out
+                })
+                .collect()
+        })
     }
 }
 

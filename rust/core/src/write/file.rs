@@ -230,7 +230,7 @@ impl DataFileWriter {
     /// Queue leaf `i`'s page being encoded; write the oldest while too many are.
     async fn queue(&mut self, i: usize, rx: oneshot::Receiver<Result<Page>>) -> Result<()> {
         self.encoding.push_back((i, rx));
-        while self.encoding.len() > IN_FLIGHT_PER_CORE * rayon::current_num_threads() {
+        while self.encoding.len() > IN_FLIGHT_PER_CORE * crate::threads::num_threads() {
             self.write_oldest().await?;
         }
         Ok(())

@@ -311,7 +311,7 @@ async fn find_matches(
             .map(|c| c.as_primitive::<UInt64Type>().clone());
         let mut unmatched = vec![];
         // Look the batch's keys up on the CPU pool, in slices.
-        let hits: Vec<Option<u32>> = {
+        let hits: Vec<Option<u32>> = crate::threads::install(|| {
             use rayon::prelude::*;
             (0..b.num_rows())
                 .into_par_iter()
@@ -324,7 +324,7 @@ async fn find_matches(
                     }
                 })
                 .collect()
-        };
+        });
         for (i, hit) in hits.into_iter().enumerate() {
             match hit {
                 Some(j) => {
