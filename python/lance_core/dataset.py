@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import _lance_core, _nearest
 from .table_config import TableConfig
@@ -48,12 +49,16 @@ class LanceScanner:
         use_scalar_index: bool = True,
         nearest: Optional[Dict[str, Any]] = None,
         blob_handling: Optional[str] = None,
+        order_by: Optional[List[Union["ColumnOrdering", str]]] = None,
     ):
         """`columns` is a list of column names (dotted for fields of structs), or a dict of
         output names to SQL expressions (`{"total": "price * qty", "x": "l[1].x"}`).
         `row_range=(start, end)` reads only physical rows start..end of each fragment
         (so several tasks can share a large fragment); `include_deleted=True` returns
-        deleted rows too (every physical row, in order)."""
+        deleted rows too (every physical row, in order). `order_by` sorts the result
+        (a list of `ColumnOrdering` or column names, ascending with nulls last); the
+        offset and limit then apply to the sorted rows."""
+        self._order = _orderings(order_by)
         if isinstance(columns, str):
             raise InvalidInputError("columns must be a list of column names, not a string")
         projection = None
@@ -105,17 +110,60 @@ class LanceScanner:
         return pa.schema(self._native().schema)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        """Stream the result; memory stays bounded whatever the dataset's size."""
+        """Stream the result; memory stays bounded whatever the dataset's size (unless it
+        is sorted: `order_by` reads every matching row first)."""
+        if self._order:
+            yield from self._sorted().to_batches()
+            return
         for batch in self._native():
             yield pa.record_batch(batch)
 
     def to_reader(self) -> pa.RecordBatchReader:
+        if self._order:
+            return self._sorted().to_reader()
         return pa.RecordBatchReader.from_stream(self._native())
 
     def to_table(self) -> pa.Table:
+        if self._order:
+            return self._sorted()
         it = self._native()
         schema = pa.schema(it.schema)
         return pa.Table.from_batches([pa.record_batch(b) for b in it], schema=schema)
+
+    def _sorted(self) -> pa.Table:
+        """The result sorted by `order_by`, then cut by the offset and limit: the sort keys
+        are read along (and dropped after) when the projection leaves them out."""
+        a = self._args
+        keys = [o.column_name for o in self._order]
+        if a["projection"] is not None:
+            names = [n for n, _ in a["projection"]]
+            missing = [k for k in keys if k not in names]
+            if missing:
+                raise InvalidInputError(f"order_by columns {missing} are not among the projected columns {names}")
+            extra: List[str] = []
+        else:
+            names = a["columns"] if a["columns"] is not None else self._dataset.schema.names
+            extra = [k for k in keys if k not in names]
+        unsorted = self._with(limit=None, offset=None,
+                              columns=None if a["columns"] is None else list(a["columns"]) + extra)
+        unsorted._order = []
+        table = unsorted.to_table()
+        for k in keys:
+            if k not in table.column_names:
+                raise InvalidInputError(f"cannot order by '{k}': no such column")
+        # Each key sorts its nulls apart first (a key of its own), so that every key has
+        # its own null placement.
+        sort_table = {}
+        sort_keys = []
+        for i, o in enumerate(self._order):
+            sort_table[f"n{i}"] = pc.is_null(table[o.column_name])
+            sort_table[f"v{i}"] = table[o.column_name]
+            sort_keys.append((f"n{i}", "descending" if o.nulls_first else "ascending"))
+            sort_keys.append((f"v{i}", "ascending" if o.ascending else "descending"))
+        order = pc.sort_indices(pa.table(sort_table), sort_keys=sort_keys)
+        start = a["offset"] or 0
+        stop = len(order) if a["limit"] is None else min(len(order), start + a["limit"])
+        return table.take(order[start:stop]).drop_columns(extra)
 
     def explain_plan(self, verbose: bool = False) -> str:
         """How the scan runs: the columns it returns, the filter, each condition a
@@ -188,6 +236,7 @@ class LanceScanner:
         other = object.__new__(LanceScanner)
         other._dataset = self._dataset
         other._args = {**self._args, **args}
+        other._order = self._order
         return other
 
     def count_rows(self) -> int:
@@ -332,9 +381,34 @@ def _blob_columns(schema: pa.Schema) -> List[str]:
     return out
 
 
+@dataclass
+class ColumnOrdering:
+    """A sort key of `scanner(order_by=[...])`, as pylance's: a column, its direction and
+    where its nulls go."""
+
+    column_name: str
+    ascending: bool = True
+    nulls_first: bool = False
+
+
+def _orderings(order_by: Any) -> List[ColumnOrdering]:
+    """`order_by` as a list of `ColumnOrdering` (a name: ascending, nulls last)."""
+    if order_by is None:
+        return []
+    out = []
+    for o in order_by:
+        if isinstance(o, str):
+            out.append(ColumnOrdering(o))
+        elif isinstance(o, ColumnOrdering):
+            out.append(o)
+        else:
+            raise InvalidInputError(f"order_by takes ColumnOrdering objects or column names, got {o!r}")
+    return out
+
+
 def _check_hints(hints: Dict[str, Any]) -> None:
     for name, value in hints.items():
-        if name in ("full_text_query", "order_by", "row_addr_allowlist", "row_addr_blocklist") and value is not None:
+        if name in ("full_text_query", "row_addr_allowlist", "row_addr_blocklist") and value is not None:
             raise InvalidInputError(f"{name}= is not supported by lance_core")
         if name not in _HINTS and name not in ("full_text_query", "order_by", "row_addr_allowlist",
                                                "row_addr_blocklist"):
@@ -820,7 +894,7 @@ class LanceDataset(TableConfig):
                             io_buffer_size, filter, include_deleted=bool(include_deleted_rows),
                             late_materialization=late is None or bool(late),
                             use_scalar_index=use_index is None or bool(use_index), nearest=nearest,
-                            blob_handling=hints.get("blob_handling"))
+                            blob_handling=hints.get("blob_handling"), order_by=hints.get("order_by"))
 
     def to_table(self, columns: Optional[Union[List[str], Dict[str, str]]] = None, filter: Optional[str] = None,
                  limit: Optional[int] = None, offset: Optional[int] = None, nearest: Optional[Dict[str, Any]] = None,

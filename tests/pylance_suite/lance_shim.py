@@ -42,8 +42,9 @@ MODULES: Dict[str, List[str]] = {
     "lance.optimize": ["lance_core.optimize"],
     # pylance's lance.commit defines CommitConflictError.
     "lance.commit": ["lance_core.errors"],
-    # The native extension.
-    "lance.lance": ["lance_core._lance_core"],
+    "lance.vector": ["lance_core.vector"],
+    # The native extension (pylance's Compaction lives there; ours in lance_core.optimize).
+    "lance.lance": ["lance_core._lance_core", "lance_core.optimize"],
 }
 
 

@@ -756,6 +756,16 @@ impl<'a> Binder<'a> {
                 let nullable = s.nullable;
                 (vec![s], dt, nullable)
             }
+            Function::RegexpLike => {
+                let s = self.string_arg(function, &args[0])?;
+                let dt = s.data_type.clone();
+                let mut values = vec![s];
+                for a in &args[1..] {
+                    values.push(self.cast(self.string_arg(function, a)?, dt.clone())?);
+                }
+                let nullable = any_nullable(&values);
+                (values, DataType::Boolean, nullable)
+            }
             Function::Substr => {
                 let s = self.string_arg(function, &args[0])?;
                 let dt = s.data_type.clone();

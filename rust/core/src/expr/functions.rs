@@ -108,6 +108,10 @@ pub(super) fn call(
     match function {
         Function::Abs => abs(&args[0].values),
         Function::Round => round(&args[0], args.get(1), rows),
+        Function::RegexpLike => match args[0].values.data_type() {
+            DataType::LargeUtf8 => regexp_like::<i64>(args, rows),
+            _ => regexp_like::<i32>(args, rows),
+        },
         _ => {
             // Every string argument was cast to the type of the first (concat: the result).
             let text = match function {
@@ -124,6 +128,44 @@ pub(super) fn call(
             }
         }
     }
+}
+
+/// `regexp_like(s, pattern[, flags])` with arrow's kernels: one compiled pattern when it
+/// (and the flags) are the same for every row, else one per row.
+fn regexp_like<O: OffsetSizeTrait>(args: &[Arg], rows: usize) -> Result<ArrayRef, ArrowError> {
+    use arrow_string::regexp::{regexp_is_match, regexp_is_match_scalar};
+    let full = |a: &Arg| -> Result<ArrayRef, ArrowError> {
+        if a.scalar && rows != 1 {
+            let zeros = arrow_array::UInt32Array::from(vec![0u32; rows]);
+            arrow_select::take::take(a.values.as_ref(), &zeros, None)
+        } else {
+            Ok(a.values.clone())
+        }
+    };
+    let text = full(&args[0])?;
+    let text = text.as_string::<O>();
+    let constant = args[1..].iter().all(|a| a.scalar);
+    if constant {
+        let pattern = Strs::<O>::new(&args[1])?.get(0);
+        let flags = args.get(2).map(Strs::<O>::new).transpose()?;
+        let flags = flags.map(|f| f.get(0));
+        let (Some(pattern), None | Some(Some(_))) = (pattern, flags) else {
+            return Ok(arrow_array::new_null_array(&DataType::Boolean, rows));
+        };
+        return Ok(Arc::new(regexp_is_match_scalar(
+            text,
+            pattern,
+            flags.flatten(),
+        )?));
+    }
+    let pattern = full(&args[1])?;
+    let flags = args.get(2).map(full).transpose()?;
+    let out = regexp_is_match(
+        text,
+        pattern.as_string::<O>(),
+        flags.as_ref().map(|f| f.as_string::<O>()),
+    )?;
+    Ok(Arc::new(out))
 }
 
 fn strings<O: OffsetSizeTrait>(
@@ -493,6 +535,68 @@ mod tests {
         let b = batch();
         let bound = bind(&parse_expression(sql).unwrap(), &b.schema()).unwrap();
         evaluate(&bound, &b).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn regexp_like_and_match_test_each_row() {
+        use arrow_array::BooleanArray;
+        // WORDS: "Hello", " sp ace ", NULL, "ÄÖü straße", "".
+        let hits = BooleanArray::from(vec![
+            Some(true),
+            Some(false),
+            None,
+            Some(false),
+            Some(false),
+        ]);
+        gives("regexp_like(k, 'l+o$')", hits);
+        // regexp_match is "has a match": false, not NULL, for a NULL text.
+        gives(
+            "regexp_match(kl, 'l+o$')",
+            BooleanArray::from(vec![true, false, false, false, false]),
+        );
+        gives(
+            "regexp_like(k, '^h', 'i')",
+            BooleanArray::from(vec![
+                Some(true),
+                Some(false),
+                None,
+                Some(false),
+                Some(false),
+            ]),
+        );
+        // A pattern per row.
+        gives(
+            "regexp_like('Hello', k)",
+            BooleanArray::from(vec![Some(true), Some(false), None, Some(false), Some(true)]),
+        );
+        gives(
+            "regexp_like(k, NULL)",
+            BooleanArray::from(vec![None::<bool>; 5]),
+        );
+        assert!(
+            failed("regexp_like(k, '(')").contains("regex"),
+            "{}",
+            failed("regexp_like(k, '(')")
+        );
+        assert!(refused("regexp_like(n, 'x')").contains("string"));
+    }
+
+    #[test]
+    fn clock_functions_and_keyword_columns() {
+        use arrow_array::BooleanArray;
+        let today = chrono::Utc::now().date_naive().to_string();
+        gives(
+            &format!("current_date() = DATE '{today}'"),
+            BooleanArray::from(vec![true; 5]),
+        );
+        gives(
+            "now() > TIMESTAMP '2020-01-01 00:00:00'",
+            BooleanArray::from(vec![true; 5]),
+        );
+        // A keyword before a dot is a column name.
+        let e = parse("struct.y > 5 AND map.k = 1").unwrap();
+        assert_eq!(format!("{e:?}").matches("Column([").count(), 2, "{e:?}");
+        assert!(format!("{e:?}").contains("\"struct\", \"y\""), "{e:?}");
     }
 
     #[test]

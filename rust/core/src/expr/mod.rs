@@ -167,11 +167,15 @@ pub enum Function {
     Abs,
     /// `round(x[, digits])`: halves away from zero.
     Round,
+    /// `regexp_like(s, pattern[, flags])`: whether `s` holds a match of the regular
+    /// expression (Rust's `regex` syntax; flags such as `i`). pylance reads
+    /// `regexp_match(..)` as "has a match" (`regexp_like(..) IS TRUE`; see `parse`).
+    RegexpLike,
 }
 
 impl Function {
     /// Every function by each of its names.
-    const NAMES: [(&'static str, Function); 16] = [
+    const NAMES: [(&'static str, Function); 17] = [
         ("abs", Function::Abs),
         ("btrim", Function::Trim),
         ("char_length", Function::Length),
@@ -182,6 +186,7 @@ impl Function {
         ("lower", Function::Lower),
         ("ltrim", Function::Ltrim),
         ("nullif", Function::NullIf),
+        ("regexp_like", Function::RegexpLike),
         ("round", Function::Round),
         ("rtrim", Function::Rtrim),
         ("substr", Function::Substr),
@@ -219,6 +224,7 @@ impl Function {
             Function::Length => "length",
             Function::Abs => "abs",
             Function::Round => "round",
+            Function::RegexpLike => "regexp_like",
         }
     }
 
@@ -228,7 +234,7 @@ impl Function {
             Function::Coalesce | Function::Concat => (1, None),
             Function::NullIf | Function::ConcatOp => (2, Some(2)),
             Function::Lower | Function::Upper | Function::Length | Function::Abs => (1, Some(1)),
-            Function::Substr => (2, Some(3)),
+            Function::Substr | Function::RegexpLike => (2, Some(3)),
             Function::Trim | Function::Ltrim | Function::Rtrim | Function::Round => (1, Some(2)),
         }
     }

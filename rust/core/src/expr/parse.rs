@@ -43,9 +43,24 @@ pub fn parse_expression(text: &str) -> Result<Expr> {
 
 fn parse_as(src: Source<'_>) -> Result<Expr> {
     let dialect = GenericDialect {};
-    let mut parser = Parser::new(&dialect)
-        .try_with_sql(src.text)
+    let mut tokens = sqlparser::tokenizer::Tokenizer::new(&dialect, src.text)
+        .tokenize()
         .map_err(|e| bad(src, e))?;
+    // A word before a dot names a column whose field follows, even when it is a keyword
+    // SQL gives a syntax of its own (`struct.y`, `map.k`, `date.day`): quoted, it is read
+    // as a name.
+    for i in 0..tokens.len().saturating_sub(1) {
+        if let (Token::Word(w), Token::Period) = (&tokens[i], &tokens[i + 1]) {
+            if w.quote_style.is_none() && w.keyword != sqlparser::keywords::Keyword::NoKeyword {
+                tokens[i] = Token::Word(sqlparser::tokenizer::Word {
+                    value: w.value.clone(),
+                    quote_style: Some('`'),
+                    keyword: sqlparser::keywords::Keyword::NoKeyword,
+                });
+            }
+        }
+    }
+    let mut parser = Parser::new(&dialect).with_tokens(tokens);
     let expr = parser.parse_expr().map_err(|e| bad(src, e))?;
     if parser.peek_token().token != Token::EOF {
         return Err(bad(
@@ -413,6 +428,9 @@ fn is(inner: &ast::Expr, truth: Truth, negated: bool, text: Source<'_>) -> Resul
 /// test (`contains`, `starts_with`, `ends_with`), with plain arguments (no DISTINCT, OVER,
 /// ...).
 fn function(call: &ast::Function, text: Source<'_>) -> Result<Expr> {
+    if let Some(now) = clock(call) {
+        return Ok(Expr::Literal(now));
+    }
     /// What a name calls.
     enum Callee {
         Search(ListSearch),
@@ -420,7 +438,12 @@ fn function(call: &ast::Function, text: Source<'_>) -> Result<Expr> {
         Function(Function),
     }
     let name = call.name.to_string();
+    // As pylance coerces it: whether there is a match (never NULL), not the groups.
+    let has_match = name.eq_ignore_ascii_case("regexp_match");
     let callee = match &call.name.0[..] {
+        [ast::ObjectNamePart::Identifier(_)] if has_match => {
+            Some(Callee::Function(Function::RegexpLike))
+        }
         [ast::ObjectNamePart::Identifier(id)] => {
             let n = id.value.as_str();
             ListSearch::from_name(n)
@@ -460,13 +483,46 @@ fn function(call: &ast::Function, text: Source<'_>) -> Result<Expr> {
     match callee {
         Callee::Search(search) => list_search(search, &name, &args, text),
         Callee::Test(test) => string_test(test, &name, &args, text),
-        Callee::Function(function) => Ok(Expr::Call {
-            function,
-            args: args
-                .into_iter()
-                .map(|e| convert(e, text))
-                .collect::<Result<_>>()?,
+        Callee::Function(function) => {
+            let call = Expr::Call {
+                function,
+                args: args
+                    .into_iter()
+                    .map(|e| convert(e, text))
+                    .collect::<Result<_>>()?,
+            };
+            Ok(match has_match {
+                true => Expr::Is {
+                    expr: Box::new(call),
+                    truth: Truth::True,
+                    negated: false,
+                },
+                false => call,
+            })
+        }
+    }
+}
+
+/// `current_date()`, `now()` / `current_timestamp()`: the date or time (UTC) the
+/// expression is read at, as a literal.
+fn clock(call: &ast::Function) -> Option<Literal> {
+    let no_args = match &call.args {
+        ast::FunctionArguments::None => true,
+        ast::FunctionArguments::List(l) => l.args.is_empty(),
+        _ => false,
+    };
+    let name = call.name.to_string().to_ascii_lowercase();
+    let now = chrono::Utc::now().naive_utc();
+    match name.as_str() {
+        "current_date" if no_args => Some(Literal::Typed {
+            kind: TypedKind::Date,
+            text: now.date().to_string(),
         }),
+        "now" | "current_timestamp" if no_args => Some(Literal::Typed {
+            kind: TypedKind::Timestamp(TimeUnit::Microsecond),
+            text: now.format("%Y-%m-%d %H:%M:%S%.6f").to_string(),
+        }),
+        _ => None,
     }
 }
 
@@ -474,6 +530,7 @@ fn known_functions() -> String {
     let mut names: Vec<String> = Function::known().split(", ").map(String::from).collect();
     names.extend(ListSearch::names().map(String::from));
     names.extend(["contains", "ends_with", "starts_with"].map(String::from));
+    names.extend(["current_date", "current_timestamp", "now", "regexp_match"].map(String::from));
     names.sort_unstable();
     names.join(", ")
 }
