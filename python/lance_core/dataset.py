@@ -59,6 +59,7 @@ class LanceScanner:
         (a list of `ColumnOrdering` or column names, ascending with nulls last); the
         offset and limit then apply to the sorted rows."""
         self._order = _orderings(order_by)
+        filter = _filter_text(filter)
         if isinstance(columns, str):
             raise InvalidInputError("columns must be a list of column names, not a string")
         projection = None
@@ -281,7 +282,7 @@ class LanceFragment:
         return list(self._info["files"])
 
     def count_rows(self, filter: Optional[str] = None) -> int:
-        return self._dataset._ds.count_rows(self.fragment_id, filter)
+        return self._dataset._ds.count_rows(self.fragment_id, _filter_text(filter))
 
     def scanner(self, columns: Optional[List[str]] = None, **kwargs) -> LanceScanner:
         return LanceScanner(self._dataset, columns=columns, fragment_ids=[self.fragment_id], **kwargs)
@@ -379,6 +380,15 @@ def _blob_columns(schema: pa.Schema) -> List[str]:
         if meta.get(b"lance-encoding:blob", b"").lower() == b"true" or "lance.blob" in str(f.type):
             out.append(f.name)
     return out
+
+
+def _filter_text(f: Any) -> Any:
+    """A filter as SQL text: a pyarrow compute expression (`pc.field("a") > 5`) is read
+    by the core from the form pyarrow pickles it in; anything else is left as it is."""
+    if isinstance(f, pc.Expression):
+        serialized = f.__reduce__()[1][0]
+        return _lance_core._pyarrow_filter(serialized.to_pybytes())
+    return f
 
 
 @dataclass
@@ -792,14 +802,14 @@ class LanceDataset(TableConfig):
         pylance: `use_scalar_index=False`, `fragments`, ...)."""
         if kwargs:
             return self.scanner(filter=filter, **kwargs).count_rows()
-        return self._ds.count_rows(None, filter)
+        return self._ds.count_rows(None, _filter_text(filter))
 
     def delete(self, predicate: str, *, conflict_retries: int = 10, **kwargs: Any) -> None:
         """Delete the rows matching `predicate` (SQL, e.g. "id > 10 AND name LIKE 'a%'"),
         committing a new version; this object moves to it, as in pylance. A commit that
         loses to another writer's change of the same fragments is re-run against the new
         version, up to `conflict_retries` times (`CommitConflictError` after that)."""
-        self._ds = self._ds.delete(predicate, conflict_retries)
+        self._ds = self._ds.delete(_filter_text(predicate), conflict_retries)
 
     def update(self, updates: Dict[str, str], where: Optional[str] = None, *, conflict_retries: int = 10,
                **kwargs: Any) -> Dict[str, int]:
@@ -818,8 +828,9 @@ class LanceDataset(TableConfig):
         for k, v in updates.items():
             if not isinstance(k, str) or not isinstance(v, str):
                 raise InvalidInputError(f"updates maps column names to SQL expressions (strings), got {k!r}: {v!r}")
+        where = _filter_text(where)
         if where is not None and not isinstance(where, str):
-            raise InvalidInputError("where must be a SQL string")
+            raise InvalidInputError("where must be a SQL string or a pyarrow compute expression")
         self._ds, n = self._ds.update(list(updates.items()), where, int(conflict_retries))
         return {"num_rows_updated": n}
 

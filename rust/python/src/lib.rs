@@ -12,6 +12,7 @@ mod dataset;
 mod errors;
 mod file_api;
 mod files;
+mod filters;
 mod history;
 mod ivf_params;
 mod nearest;
@@ -51,6 +52,7 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write::_check_append_columns, m)?)?;
     m.add_function(wrap_pyfunction!(commit::_commit, m)?)?;
     m.add_function(wrap_pyfunction!(commit::_fragment_info, m)?)?;
+    m.add_function(wrap_pyfunction!(filters::_pyarrow_filter, m)?)?;
     m.add_function(wrap_pyfunction!(history::_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(history::_find_transaction, m)?)?;
     m.add_function(wrap_pyfunction!(history::_changes_since, m)?)?;

@@ -7,6 +7,7 @@
 //! each literal the type of what it meets, refusing what cannot be compared — and yields
 //! a `Bound` expression with a known result type; `eval` runs a `Bound` expression on a
 //! record batch with arrow's kernels.
+mod arrow_expr;
 mod bind;
 mod compare;
 mod eval;
@@ -20,6 +21,7 @@ use std::collections::BTreeSet;
 
 use arrow_schema::{DataType, TimeUnit};
 
+pub use arrow_expr::from_pyarrow;
 pub use bind::{bind, bind_filter, Bound};
 pub use compare::normalize_floats;
 pub use eval::{evaluate, evaluate_filter, evaluate_filter_where};
