@@ -118,3 +118,27 @@ def test_get_transactions_like_pylance(tmp_path):
     assert ours == theirs
     assert [o[0] for o in ours] == ["Restore", "Rewrite", "UpdateConfig", "Update", "Delete", "Append", "Overwrite"]
     assert [_describe(t) for t in lance_core.dataset(uri, version=3).get_transactions(2)] == theirs[4:6]
+
+
+def test_dataset_api_names_as_pylance(tmp_path):
+    """has_stable_row_ids, max_field_id, fragment_ids, checkout_latest, insert,
+    truncate_table and write_dataset's commit_message / transaction_properties answer as
+    pylance's do on the same table."""
+    out = {}
+    for name, lib in _LIBS.items():
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(pa.table({"a": [1, 2], "s": [{"x": 1}, {"x": 2}]}), uri, max_rows_per_file=1,
+                               enable_stable_row_ids=True, commit_message="first",
+                               transaction_properties={"job": "7"})
+        old = lib.dataset(uri)
+        ds.insert(pa.table({"a": [3], "s": [{"x": 3}]}))
+        old.checkout_latest()
+        rows_after_insert = old.count_rows()
+        ds.truncate_table()
+        out[name] = (ds.has_stable_row_ids, ds.max_field_id, list(old.fragment_ids()), rows_after_insert,
+                     ds.count_rows(), ds.schema.names, ds.version, type(ds.read_transaction(3).operation).__name__,
+                     lance.dataset(uri).read_transaction(1).transaction_properties)
+    assert out["ours"] == out["pylance"]
+    assert out["ours"][-1] == {"__lance_commit_message": "first", "job": "7"}
+    from lance_core.dataset import LANCE_COMMIT_MESSAGE_KEY
+    assert LANCE_COMMIT_MESSAGE_KEY == "__lance_commit_message"

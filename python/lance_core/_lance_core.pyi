@@ -103,7 +103,10 @@ class _Dataset:
 
 def _write_dataset(data: Any, uri: str, mode: str = "create", max_rows_per_file: int = 1048576,
                    max_bytes_per_file: Optional[int] = None, data_storage_version: Optional[str] = None,
-                   enable_stable_row_ids: bool = False, storage_options: Optional[Dict[str, str]] = None) -> _Dataset: ...
+                   enable_stable_row_ids: bool = False, storage_options: Optional[Dict[str, str]] = None,
+                   external_blob_mode: str = "reference", allow_external_blob_outside_bases: bool = False,
+                   blob_pack_file_size_threshold: Optional[int] = None,
+                   transaction_properties: Optional[Dict[str, str]] = None) -> _Dataset: ...
 def _write_fragments(data: Any, uri: str, mode: str = "append", max_rows_per_file: int = 1048576,
                      max_bytes_per_file: Optional[int] = None, data_storage_version: Optional[str] = None,
                      storage_options: Optional[Dict[str, str]] = None, file_prefix: Optional[str] = None) -> List[bytes]: ...

@@ -17,7 +17,8 @@ import pyarrow.compute as pc
 from . import _lance_core, _nearest
 from .table_config import TableConfig
 from .errors import InvalidInputError
-from .fragment_metadata import FragmentMetadata, LanceOperation, _commit_native, _operation_from
+from .fragment_metadata import (LANCE_COMMIT_MESSAGE_KEY, FragmentMetadata, LanceOperation,  # noqa: F401
+                                _commit_native, _operation_from, _properties)
 from .merge import MergeInsertBuilder
 
 if TYPE_CHECKING:
@@ -703,9 +704,8 @@ class LanceDataset(TableConfig):
             raise TypeError(f"operation must be a LanceOperation or a Transaction, got {type(operation)}")
         elif read_version is None and not isinstance(operation, (LanceOperation.Overwrite, LanceOperation.Restore)):
             raise ValueError("read_version is required for all operations except Overwrite and Restore")
-        if commit_message is not None:
-            properties[_COMMIT_MESSAGE] = commit_message
-        return LanceDataset(_commit_native(base_uri, operation, read_version, storage_options, properties))
+        return LanceDataset(_commit_native(base_uri, operation, read_version, storage_options,
+                                           _properties(properties, commit_message)))
 
     def get_transactions(self, recent_transactions: int = 10) -> List[Optional["Transaction"]]:
         """The transactions of this version and the ones before it, newest first, at most
@@ -846,6 +846,40 @@ class LanceDataset(TableConfig):
                 raise InvalidInputError("A merge insert operation requires join keys: specify `on` columns "
                                         "explicitly or configure a primary key in the dataset schema")
         return MergeInsertBuilder(self, on)
+
+    @property
+    def has_stable_row_ids(self) -> bool:
+        """Whether the table keeps stable row ids (its manifest's feature flag)."""
+        return self._ds.has_stable_row_ids
+
+    @property
+    def max_field_id(self) -> int:
+        """The largest field id of the schema (-1 for none)."""
+        return max(self.field_ids().values(), default=-1)
+
+    def fragment_ids(self) -> List[int]:
+        """The ids of this version's fragments, ascending, without opening them."""
+        return sorted(f.fragment_id for f in self.get_fragments())
+
+    def checkout_latest(self) -> None:
+        """Move this object to the table's latest version."""
+        self._ds = self._ds.checkout(self._ds.latest_version())
+
+    def insert(self, data: Any, *, mode: str = "append", **kwargs: Any) -> None:
+        """Write `data` into this table (`mode` "append" or "overwrite"), as pylance's
+        `insert`: `write_dataset` with this table's storage options; this object moves to
+        the new version."""
+        from .write import write_dataset
+
+        if mode not in ("append", "overwrite"):
+            raise InvalidInputError(f"insert's mode must be 'append' or 'overwrite', got {mode!r}")
+        kwargs.setdefault("storage_options", self._ds.storage_options())
+        self._ds = write_dataset(data, self.uri, mode=mode, **kwargs)._ds
+
+    def truncate_table(self) -> None:
+        """Remove every row, keeping the schema: one new version (a Delete of every
+        fragment, as pylance records it)."""
+        self.delete("true")
 
     @property
     def primary_key(self) -> List[str]:
@@ -1088,8 +1122,6 @@ class Transaction:
     transaction_properties: Optional[Dict[str, str]] = field(default_factory=dict)
 
 
-# The transaction property pylance records a commit message under.
-_COMMIT_MESSAGE = "__lance_commit_message"
 
 
 def _transaction_from(row: Any) -> Optional[Transaction]:

@@ -219,6 +219,18 @@ def _operation_from(kind: str, fields: Dict[str, Any]) -> Any:
     return None
 
 
+# The transaction property pylance records a commit message under.
+LANCE_COMMIT_MESSAGE_KEY = "__lance_commit_message"
+
+
+def _properties(properties: Optional[Dict[str, Any]], commit_message: Optional[str] = None) -> Dict[str, str]:
+    """A commit's transaction properties, as strings, with its message."""
+    out = {str(k): str(v) for k, v in (properties or {}).items()}
+    if commit_message is not None:
+        out[LANCE_COMMIT_MESSAGE_KEY] = commit_message
+    return out
+
+
 def _map_arg(change: Optional[LanceOperation.UpdateMap]) -> Optional[Tuple[List[Tuple[str, Optional[str]]], bool]]:
     """An `UpdateMap` as the core takes it."""
     if change is None:
@@ -262,7 +274,7 @@ def _commit_native(
     """`commit` (in `write`), returning the native dataset: the operation's fields handed
     to the core, which builds and commits it."""
     uri = os.fspath(uri)
-    props = {str(k): str(v) for k, v in (transaction_properties or {}).items()}
+    props = _properties(transaction_properties)
     if isinstance(operation, LanceOperation.Append):
         native = _lance_core._commit(uri, "append", [f.data for f in operation.fragments], None, None, None,
                                      read_version, storage_options, props)

@@ -11,6 +11,7 @@ import pyarrow as pa
 from . import _lance_core
 from ._inputs import as_stream
 from .dataset import LanceDataset
+from .fragment_metadata import _properties
 from .errors import InvalidInputError
 from .fragment_metadata import _commit_native
 
@@ -29,6 +30,8 @@ def write_dataset(
     external_blob_mode: str = "reference",
     allow_external_blob_outside_bases: bool = False,
     blob_pack_file_size_threshold: Optional[int] = None,
+    commit_message: Optional[str] = None,
+    transaction_properties: Optional[Dict[str, str]] = None,
 ) -> LanceDataset:
     """Write Arrow data as a Lance dataset (mode "create", "append" or "overwrite").
 
@@ -42,6 +45,9 @@ def write_dataset(
     (`external_blob_mode="reference"`: below one of the table's base paths, or anywhere
     with `allow_external_blob_outside_bases`) or copied in (`"ingest"`).
     `blob_pack_file_size_threshold` caps the shared `.blob` files (1 GiB).
+
+    `transaction_properties` (and `commit_message`, under pylance's key
+    `LANCE_COMMIT_MESSAGE_KEY`) are recorded in the version's transaction.
     """
     if max_rows_per_file <= 0:
         raise InvalidInputError("max_rows_per_file must be positive")
@@ -51,6 +57,7 @@ def write_dataset(
         as_stream(data, schema), os.fspath(uri), mode, max_rows_per_file, max_bytes_per_file,
         data_storage_version, enable_stable_row_ids, storage_options, external_blob_mode,
         allow_external_blob_outside_bases, blob_pack_file_size_threshold,
+        _properties(transaction_properties, commit_message),
     )
     return LanceDataset(native)
 

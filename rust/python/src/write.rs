@@ -91,7 +91,7 @@ fn blob_options(
 }
 
 #[pyfunction]
-#[pyo3(signature = (data, uri, mode="create", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, enable_stable_row_ids=false, storage_options=None, external_blob_mode="reference", allow_external_blob_outside_bases=false, blob_pack_file_size_threshold=None))]
+#[pyo3(signature = (data, uri, mode="create", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, enable_stable_row_ids=false, storage_options=None, external_blob_mode="reference", allow_external_blob_outside_bases=false, blob_pack_file_size_threshold=None, transaction_properties=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _write_dataset(
     py: Python<'_>,
@@ -106,10 +106,12 @@ pub fn _write_dataset(
     external_blob_mode: &str,
     allow_external_blob_outside_bases: bool,
     blob_pack_file_size_threshold: Option<u64>,
+    transaction_properties: Option<HashMap<String, String>>,
 ) -> PyResult<PyDataset> {
     guard(|| {
         let opts = WriteOptions {
             enable_stable_row_ids,
+            transaction_properties: transaction_properties.unwrap_or_default(),
             blobs: blob_options(
                 py,
                 external_blob_mode,

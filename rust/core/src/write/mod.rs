@@ -23,6 +23,8 @@ mod tests;
 pub mod update;
 pub mod vector_index;
 
+use std::collections::HashMap;
+
 pub use column_type::alter_columns;
 pub use commit::{
     commit, commit_external, commit_schema_change, with_conflict_retries, External, ReadFrom,
@@ -70,6 +72,9 @@ pub struct WriteOptions {
     pub file_prefix: String,
     /// How blob v2 columns are written.
     pub blobs: blob_v2::BlobWriteOptions,
+    /// Recorded in the commit's transaction (pylance's `transaction_properties`, and its
+    /// commit message).
+    pub transaction_properties: HashMap<String, String>,
 }
 
 impl Default for WriteOptions {
@@ -83,6 +88,7 @@ impl Default for WriteOptions {
             storage_options: StorageOptions::new(),
             file_prefix: String::new(),
             blobs: Default::default(),
+            transaction_properties: HashMap::new(),
         }
     }
 }
@@ -444,7 +450,7 @@ where
             version: None,
         },
     };
-    commit(read_from, op, staged, Default::default()).await
+    commit(read_from, op, staged, opts.transaction_properties.clone()).await
 }
 
 /// Write data files for the dataset at `uri` without committing them (for distributed
