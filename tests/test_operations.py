@@ -142,3 +142,27 @@ def test_dataset_api_names_as_pylance(tmp_path):
     assert out["ours"][-1] == {"__lance_commit_message": "first", "job": "7"}
     from lance_core.dataset import LANCE_COMMIT_MESSAGE_KEY
     assert LANCE_COMMIT_MESSAGE_KEY == "__lance_commit_message"
+
+
+def test_validate_passes_good_tables_and_names_what_is_wrong(tmp_path):
+    """validate() passes on tables either library wrote (with deletions and new columns),
+    and names the file when a data file lost rows."""
+    import os
+    import shutil
+
+    for name, lib in _LIBS.items():
+        uri = str(tmp_path / name)
+        lib.write_dataset(pa.table({"a": list(range(100))}), uri, max_rows_per_file=30)
+        lib.dataset(uri).delete("a % 7 = 0")
+        lib.dataset(uri).add_columns({"b": "a * 2"})
+        lance_core.dataset(uri).validate()
+        lance.dataset(uri).validate()
+    # A data file replaced by a shorter one: found, and the file named.
+    uri = str(tmp_path / "ours")
+    ds = lance_core.dataset(uri)
+    frag = ds.get_fragments()[0]
+    victim = os.path.join(uri, "data", frag.data_files()[0])
+    other = lance_core.write_dataset(pa.table({"a": [1, 2]}), str(tmp_path / "short"))
+    shutil.copy(os.path.join(str(tmp_path / "short"), "data", other.get_fragments()[0].data_files()[0]), victim)
+    with pytest.raises(lance_core.CorruptFileError, match=os.path.basename(victim)):
+        lance_core.dataset(uri).validate()

@@ -861,6 +861,13 @@ class LanceDataset(TableConfig):
         """The ids of this version's fragments, ascending, without opening them."""
         return sorted(f.fragment_id for f in self.get_fragments())
 
+    def validate(self) -> None:
+        """Check, as pylance's `validate()`, that this version holds together: fragment ids
+        unique and ascending, every data file present with its fragment's row count, field
+        ids not repeated, deletions within the fragments, index segments unique. Raises
+        `CorruptFileError` naming the file and what is wrong."""
+        self._ds.validate()
+
     def checkout_latest(self) -> None:
         """Move this object to the table's latest version."""
         self._ds = self._ds.checkout(self._ds.latest_version())

@@ -410,6 +410,84 @@ impl Dataset {
             .collect()
     }
 
+    /// Check, as pylance's `validate()`, what opening trusts: fragment ids unique and
+    /// ascending, each fragment's field ids unique and ascending per file, every data file
+    /// present with the fragment's row count, deleted offsets within it, index segments
+    /// unique. An error names the file and what is wrong.
+    pub async fn validate(&self) -> Result<()> {
+        let name = self.location.path.to_string();
+        let mut previous: Option<u64> = None;
+        for f in self.fragments() {
+            if previous.is_some_and(|p| f.id <= p) {
+                return Err(Error::corrupt(
+                    &name,
+                    format!(
+                        "fragment ids are not unique and ascending: {} after {}",
+                        f.id,
+                        previous.unwrap_or_default()
+                    ),
+                ));
+            }
+            previous = Some(f.id);
+        }
+        self.per_fragment(|f| self.validate_fragment(f)).await?;
+        let mut seen = std::collections::HashSet::new();
+        for segment in self.index_segments()?.iter() {
+            if !seen.insert(segment.uuid.clone()) {
+                return Err(Error::corrupt(
+                    &name,
+                    format!("index segment {} is listed twice", segment.uuid),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    async fn validate_fragment(&self, f: &DataFragment) -> Result<()> {
+        let rows = self.physical_rows(f).await?;
+        let mut fields = std::collections::HashSet::new();
+        for file in &f.files {
+            let (storage, path) = self.data_file_location(file)?;
+            let shown = storage.display(&path);
+            let ids: Vec<i32> = file.fields.iter().copied().filter(|id| *id >= 0).collect();
+            if ids.windows(2).any(|w| w[0] >= w[1]) || !ids.iter().all(|id| fields.insert(*id)) {
+                return Err(Error::corrupt(
+                    &shown,
+                    format!(
+                        "fragment {}: field ids {:?} are not ascending or repeat another file's",
+                        f.id, file.fields
+                    ),
+                ));
+            }
+            // A legacy (0.1) file's rows are counted per batch; its length is not checked.
+            if file.file_major_version >= 2 {
+                let reader = self.open_file(file, None).await?;
+                if reader.metadata.num_rows != rows {
+                    return Err(Error::corrupt(
+                        &shown,
+                        format!(
+                            "fragment {} has {rows} rows, but the file holds {}",
+                            f.id, reader.metadata.num_rows
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(deleted) = self.deletions(f).await? {
+            if deleted.max().is_some_and(|m| u64::from(m) >= rows) {
+                return Err(Error::corrupt(
+                    self.location.path.to_string(),
+                    format!(
+                        "fragment {} deletes row {} of its {rows} rows",
+                        f.id,
+                        deleted.max().unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Rows in a fragment's data files, deleted rows included.
     pub async fn physical_rows(&self, frag: &DataFragment) -> Result<u64> {
         // A manifest without a writer version comes from pylance 0.8.12 or older, and

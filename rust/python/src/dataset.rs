@@ -202,6 +202,11 @@ impl PyDataset {
         guard(|| block_on(py, self.inner.latest_version()).py())
     }
 
+    /// Check the version's fragments, files and indices hold together (`Dataset::validate`).
+    fn validate(&self, py: Python<'_>) -> PyResult<()> {
+        guard(|| block_on(py, self.inner.validate()).py())
+    }
+
     /// Another version (a number or a tag), opened with this one's storage options.
     fn checkout(&self, py: Python<'_>, version: Bound<'_, PyAny>) -> PyResult<Self> {
         guard(|| {
