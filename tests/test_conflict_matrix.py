@@ -37,8 +37,8 @@ CALLER_FILES = set()
 def _write_fragments(lib, h, data, mode):
     write = lance.fragment.write_fragments if lib is lance else lance_core.write_fragments
     frags = write(data, h.uri, mode=mode)
-    CALLER_FILES.update(f"data/{f.path}" for fr in frags for f in fr.files) if lib is lance else \
-        CALLER_FILES.update(f"data/{p}" for fr in frags for p in fr.files)
+    # Both libraries' fragment metadata has the same shape.
+    CALLER_FILES.update(f"data/{f.path}" for fr in frags for f in fr.files)
     return frags
 
 

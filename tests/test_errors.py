@@ -266,12 +266,12 @@ def test_data_file_paths_in_a_manifest_cannot_leave_the_dataset(tmp_path):
     uri = tmp_path / "inner" / "ds.lance"
     uri.parent.mkdir()
     lance_core.write_dataset(pa.table({"x": [1, 2, 3]}), str(uri))
-    frag = lance_core.dataset(str(uri)).get_fragment(0).metadata()
-    name = frag.files[0]
+    frag = lance_core.dataset(str(uri)).get_fragment(0).metadata
+    name = str(frag.files[0].path)
     evil = "../../" + name[6:]                      # same length: the protobuf stays valid
     shutil.copy(uri / "data" / name, tmp_path / name[6:])   # a valid file where `evil` points
-    crafted = FragmentMetadata(frag.data.replace(name.encode(), evil.encode()))
-    assert crafted.files == [evil]
+    crafted = FragmentMetadata._from_bytes(frag.data.replace(name.encode(), evil.encode()))
+    assert [f.path for f in crafted.files] == [evil]
     commit(str(uri), LanceOperation.Append([crafted]), read_version=1)
     # The `..` stay inside the data directory as literal names: the file is not found there,
     # and the valid file outside is never opened.

@@ -161,8 +161,8 @@ def test_validate_passes_good_tables_and_names_what_is_wrong(tmp_path):
     uri = str(tmp_path / "ours")
     ds = lance_core.dataset(uri)
     frag = ds.get_fragments()[0]
-    victim = os.path.join(uri, "data", frag.data_files()[0])
+    victim = os.path.join(uri, "data", frag.data_files()[0].path)
     other = lance_core.write_dataset(pa.table({"a": [1, 2]}), str(tmp_path / "short"))
-    shutil.copy(os.path.join(str(tmp_path / "short"), "data", other.get_fragments()[0].data_files()[0]), victim)
+    shutil.copy(os.path.join(str(tmp_path / "short"), "data", other.get_fragments()[0].data_files()[0].path), victim)
     with pytest.raises(lance_core.CorruptFileError, match=os.path.basename(victim)):
         lance_core.dataset(uri).validate()

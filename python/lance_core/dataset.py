@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import os
 import uuid as uuid_module
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypedDict, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,12 +17,13 @@ import pyarrow.compute as pc
 from . import _lance_core, _nearest
 from .table_config import TableConfig
 from .errors import InvalidInputError
-from .fragment_metadata import (LANCE_COMMIT_MESSAGE_KEY, FragmentMetadata, LanceOperation,  # noqa: F401
+from .fragment_metadata import (LANCE_COMMIT_MESSAGE_KEY, DataFile, FragmentMetadata, LanceOperation,  # noqa: F401
                                 _commit_native, _operation_from, _properties)
 from .merge import MergeInsertBuilder
 
 if TYPE_CHECKING:
     from .blob import BlobFile
+    from .schema import LanceSchema
 
 
 def _uri(uri: Union[str, os.PathLike]) -> str:
@@ -261,11 +262,49 @@ class LanceScanner:
 
 
 class LanceFragment:
-    """One fragment of a dataset: a set of rows stored in one or more data files."""
+    """One fragment of a dataset: a set of rows stored in one or more data files.
+    `LanceFragment(dataset, fragment_id)` as in pylance; picklable."""
 
-    def __init__(self, dataset: "LanceDataset", info: Dict[str, Any]):
+    def __init__(self, dataset: "LanceDataset", fragment_id: Optional[int] = None, *,
+                 fragment: Optional[Dict[str, Any]] = None):
+        if fragment is None:
+            if fragment_id is None:
+                raise ValueError("Either fragment or fragment_id must be specified")
+            found = dataset.get_fragment(fragment_id)
+            if found is None:
+                raise ValueError(f"Fragment id does not exist: {fragment_id}")
+            fragment = found._info
         self._dataset = dataset
-        self._info = info
+        self._info = fragment
+
+    def __reduce__(self):
+        return LanceFragment, (self._dataset, self.fragment_id)
+
+    @staticmethod
+    def create(
+        dataset_uri: Union[str, os.PathLike, "LanceDataset"],
+        data: Any,
+        fragment_id: Optional[int] = None,
+        schema: Optional[pa.Schema] = None,
+        max_rows_per_group: Optional[int] = None,
+        progress: Any = None,
+        mode: str = "append",
+        *,
+        data_storage_version: Optional[str] = None,
+        storage_options: Optional[Dict[str, str]] = None,
+    ) -> FragmentMetadata:
+        """Write `data` as one fragment of the dataset at `dataset_uri`, without committing
+        it (commit with `LanceOperation.Append` or `Overwrite`). It carries `fragment_id`
+        (0 when None) until the commit numbers it; `progress` hears of it."""
+        from .fragment_metadata import write_fragments
+        frags = write_fragments(data, dataset_uri, schema, mode, max_rows_per_file=2 ** 63 - 1,
+                                max_bytes_per_file=2 ** 63 - 1, progress=progress,
+                                data_storage_version=data_storage_version, storage_options=storage_options,
+                                fragment_id=fragment_id or 0)
+        if not frags:
+            raise InvalidInputError(f"{_uri(getattr(dataset_uri, 'uri', dataset_uri))}: "
+                                    "no rows to write a fragment from")
+        return frags[0]
 
     @property
     def fragment_id(self) -> int:
@@ -279,10 +318,38 @@ class LanceFragment:
     def num_deletions(self) -> int:
         return self._info["num_deletions"]
 
-    def data_files(self) -> List[str]:
-        return list(self._info["files"])
+    @property
+    def metadata(self) -> FragmentMetadata:
+        """This fragment's metadata as it is committed (to pass to a `LanceOperation`)."""
+        return FragmentMetadata._from_bytes(self._dataset._ds.fragment_metadata(self.fragment_id))
 
-    def count_rows(self, filter: Optional[str] = None) -> int:
+    @property
+    def schema(self) -> pa.Schema:
+        """The dataset's schema (every fragment has all its columns)."""
+        return self._dataset.schema
+
+    def data_files(self) -> List[DataFile]:
+        return self.metadata.files
+
+    def deletion_file(self) -> Optional[str]:
+        """The path of this fragment's deletion file (relative to the table), if it has one."""
+        deletion = self.metadata.deletion_file
+        return None if deletion is None else deletion.path(self.fragment_id)
+
+    def delete(self, predicate: Any) -> Optional[FragmentMetadata]:
+        """Delete this fragment's rows matching `predicate` without committing: its new
+        metadata (commit it with `LanceOperation.Delete`/`Update`), or None when no row is
+        left."""
+        data = self._dataset._ds.delete_in_fragment(self.fragment_id, _filter_text(predicate))
+        return None if data is None else FragmentMetadata._from_bytes(data)
+
+    def head(self, num_rows: int) -> pa.Table:
+        return self.scanner(limit=num_rows).to_table()
+
+    def to_pandas(self, columns: Optional[Union[List[str], Dict[str, str]]] = None, **kwargs) -> Any:
+        return self.to_table(columns, **kwargs).to_pandas()
+
+    def count_rows(self, filter: Any = None) -> int:
         return self._dataset._ds.count_rows(self.fragment_id, _filter_text(filter))
 
     def scanner(self, columns: Optional[List[str]] = None, **kwargs) -> LanceScanner:
@@ -331,11 +398,7 @@ class LanceFragment:
         reader = pa.RecordBatchReader.from_batches(output_schema, outputs)
         data = self._dataset._ds.write_columns(reader, self.fragment_id, file_prefix)
         schema = pa.schema(list(self._dataset.schema) + list(output_schema))
-        return FragmentMetadata(data), schema
-
-    def metadata(self) -> "FragmentMetadata":
-        """This fragment's metadata as it is committed (to pass to `LanceOperation.Merge`)."""
-        return FragmentMetadata(self._dataset._ds.fragment_metadata(self.fragment_id))
+        return FragmentMetadata._from_bytes(data), schema
 
     def __repr__(self) -> str:
         return f"LanceFragment(id={self.fragment_id}, physical_rows={self.physical_rows})"
@@ -526,11 +589,34 @@ def ivf_params(index_type: str, metric: str = "L2", num_partitions: Optional[int
             "num_bits": num_bits, "sample_rate": sample_rate, "max_iters": max_iters, "seed": seed}
 
 
-class LanceDataset(TableConfig):
-    """A Lance dataset at one version."""
+class AutoCleanupConfig(TypedDict):
+    """When commits clean up old versions by themselves: every `interval`-th version,
+    those older than `older_than_seconds`."""
 
-    def __init__(self, native: "_lance_core._Dataset"):
-        self._ds = native
+    interval: int
+    older_than_seconds: int
+
+
+def auto_cleanup_keys(options: AutoCleanupConfig) -> Dict[str, str]:
+    """The table config keys (pylance's) that ask for `options`."""
+    return {"lance.auto_cleanup.interval": str(int(options["interval"])),
+            "lance.auto_cleanup.older_than": f"{int(options['older_than_seconds'])}s"}
+
+
+class LanceDataset(TableConfig):
+    """A Lance dataset at one version: `LanceDataset(uri, version=None,
+    storage_options=None)` opens one, as pylance's (`lance_core.dataset(...)` does the
+    same). Picklable: a pickle reopens the same version with the same storage options."""
+
+    def __init__(self, uri: Union[str, os.PathLike, "_lance_core._Dataset"], version: Optional[Union[int, str]] = None,
+                 storage_options: Optional[Dict[str, str]] = None, **kwargs: Any):
+        if isinstance(uri, _lance_core._Dataset):
+            self._ds = uri
+        else:
+            self._ds = dataset(uri, version, storage_options)._ds
+
+    def __reduce__(self):
+        return LanceDataset, (self.uri, self.version, self._ds.storage_options() or None)
 
     @property
     def uri(self) -> str:
@@ -551,6 +637,12 @@ class LanceDataset(TableConfig):
     @property
     def data_storage_version(self) -> str:
         return self._ds.data_storage_version
+
+    @property
+    def lance_schema(self) -> "LanceSchema":
+        """The schema with Lance field ids (`lance_core.schema.LanceSchema`)."""
+        from .schema import LanceSchema
+        return LanceSchema(self._ds.lance_schema())
 
     def field_ids(self) -> Dict[str, int]:
         """The Lance field id of every field, keyed by dotted path ("s.x")."""
@@ -895,12 +987,12 @@ class LanceDataset(TableConfig):
         return self._ds.primary_key()
 
     def get_fragments(self) -> List[LanceFragment]:
-        return [LanceFragment(self, f) for f in self._ds.fragments()]
+        return [LanceFragment(self, fragment=f) for f in self._ds.fragments()]
 
     def get_fragment(self, fragment_id: int) -> Optional[LanceFragment]:
         for f in self._ds.fragments():
             if f["id"] == fragment_id:
-                return LanceFragment(self, f)
+                return LanceFragment(self, fragment=f)
         return None
 
     def scanner(
@@ -1191,6 +1283,15 @@ class DatasetOptimizer:
                                       float(materialize_deletions_threshold), batch_size)
         ds._ds = new
         return CompactionMetrics(*m)
+
+    def enable_auto_cleanup(self, auto_cleanup_config: AutoCleanupConfig, **kwargs: Any) -> None:
+        """From now on, every `interval`-th commit removes the versions older than
+        `older_than_seconds` (a config change: one new version)."""
+        self._dataset.update_config(auto_cleanup_keys(auto_cleanup_config))
+
+    def disable_auto_cleanup(self, **kwargs: Any) -> None:
+        """Stop cleaning up on commit (a config change: one new version)."""
+        self._dataset.delete_config_keys(["lance.auto_cleanup.interval", "lance.auto_cleanup.older_than"])
 
 
 @dataclass

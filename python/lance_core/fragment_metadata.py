@@ -3,11 +3,11 @@ data: `write.commit` commits one)."""
 
 from __future__ import annotations
 
-import base64
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 import pyarrow as pa
 
@@ -16,37 +16,212 @@ from .errors import InvalidInputError
 from ._inputs import as_stream
 
 
-@dataclass(frozen=True)
-class FragmentMetadata:
-    """A fragment's metadata (its data files and row count), as written by
-    `write_fragments`. Picklable, and convertible to and from JSON, so Spark tasks can
-    send it to the driver."""
+class _CallablePath(str):
+    """A data file's path that can still be called, as the method it was in pylance."""
 
-    data: bytes = field(repr=False)
+    def __call__(self) -> str:
+        warnings.warn("DataFile.path() is deprecated, use DataFile.path instead", DeprecationWarning, stacklevel=2)
+        return str(self)
 
-    @property
-    def id(self) -> int:
-        return _lance_core._fragment_info(self.data)[0]
+    def __reduce__(self):
+        return (str, (str(self),))
 
-    @property
-    def physical_rows(self) -> int:
-        return _lance_core._fragment_info(self.data)[1]
 
-    @property
-    def files(self) -> List[str]:
-        return _lance_core._fragment_info(self.data)[2]
+@dataclass
+class DataFile:
+    """One data file of a fragment: its path (relative to `data/`, or to its base when
+    `base_id` is set), the field ids of its columns and where they are in the file."""
 
-    def to_json(self) -> str:
-        return json.dumps({"fragment": base64.b64encode(self.data).decode("ascii"),
-                           "physical_rows": self.physical_rows, "files": self.files})
+    _path: str
+    fields: List[int]
+    column_indices: List[int] = field(default_factory=list)
+    file_major_version: int = 0
+    file_minor_version: int = 0
+    file_size_bytes: Optional[int] = None
+    base_id: Optional[int] = None
 
-    @classmethod
-    def from_json(cls, text: Union[str, Dict]) -> "FragmentMetadata":
-        obj = json.loads(text) if isinstance(text, str) else text
-        return cls(base64.b64decode(obj["fragment"]))
+    def __init__(self, path: str, fields: List[int], column_indices: Optional[List[int]] = None,
+                 file_major_version: int = 0, file_minor_version: int = 0,
+                 file_size_bytes: Optional[int] = None, base_id: Optional[int] = None):
+        self._path = path
+        self.fields = list(fields)
+        self.column_indices = list(column_indices or [])
+        self.file_major_version = file_major_version
+        self.file_minor_version = file_minor_version
+        self.file_size_bytes = file_size_bytes
+        self.base_id = base_id
 
     def __repr__(self) -> str:
-        return f"FragmentMetadata(physical_rows={self.physical_rows}, files={self.files})"
+        return (f"DataFile(path='{self._path}', fields={self.fields}, column_indices={self.column_indices}, "
+                f"file_major_version={self.file_major_version}, file_minor_version={self.file_minor_version}, "
+                f"file_size_bytes={self.file_size_bytes})")
+
+    @property
+    def path(self) -> str:
+        return _CallablePath(self._path)
+
+    def field_ids(self) -> List[int]:
+        warnings.warn("DataFile.field_ids is deprecated, use DataFile.fields instead", DeprecationWarning,
+                      stacklevel=2)
+        return self.fields
+
+    def _json(self) -> Dict[str, Any]:
+        return {"path": self._path, "fields": list(self.fields), "column_indices": list(self.column_indices),
+                "file_major_version": self.file_major_version, "file_minor_version": self.file_minor_version,
+                "file_size_bytes": self.file_size_bytes, "base_id": self.base_id}
+
+
+@dataclass
+class DeletionFile:
+    """A fragment's deletion file: which rows of its data files are deleted."""
+
+    read_version: int
+    id: int
+    file_type: str = "array"
+    num_deleted_rows: Optional[int] = None
+    base_id: Optional[int] = None
+
+    def __repr__(self) -> str:
+        return f"DeletionFile(type='{self.file_type}', num_deleted_rows={self.num_deleted_rows})"
+
+    def asdict(self) -> Dict[str, Any]:
+        return {"read_version": self.read_version, "id": self.id, "file_type": self.file_type,
+                "num_deleted_rows": self.num_deleted_rows, "base_id": self.base_id}
+
+    def json(self) -> str:
+        return json.dumps(self.asdict(), separators=(",", ":"))
+
+    @staticmethod
+    def from_json(text: str) -> "DeletionFile":
+        return DeletionFile(**json.loads(text))
+
+    def path(self, fragment_id: int, base_uri: Optional[str] = None) -> str:
+        """The file's path: below `_deletions/` of the table (or of `base_uri`)."""
+        suffix = {"array": "arrow", "bitmap": "bin"}[self.file_type]
+        name = f"_deletions/{fragment_id}-{self.read_version}-{self.id}.{suffix}"
+        return f"{base_uri.strip('/')}/{name}" if base_uri else name
+
+
+class _SequenceMeta:
+    """Where a fragment's per-row sequence is: inline (its bytes) or in an external file."""
+
+    _KEYS: Tuple[str, str] = ("inline", "external")
+
+    def __init__(self, kind: str, value: Any):
+        self._kind, self._value = kind, value
+
+    def asdict(self) -> Dict[str, Any]:
+        return {self._kind: self._value}
+
+    def json(self) -> str:
+        return json.dumps(self.asdict(), separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, obj: Dict[str, Any]):
+        if len(obj) != 1 or next(iter(obj)) not in cls._KEYS:
+            raise InvalidInputError(f"{cls.__name__}: expected one of the keys {cls._KEYS}, got {sorted(obj)}")
+        (kind, value), = obj.items()
+        return cls(kind, value)
+
+    @classmethod
+    def from_json(cls, text: str):
+        return cls.from_dict(json.loads(text))
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and self.asdict() == other.asdict()
+
+    def __hash__(self) -> int:
+        return hash(self.json())
+
+    def __reduce__(self):
+        return (type(self).from_json, (self.json(),))
+
+
+class RowIdMeta(_SequenceMeta):
+    """Where a fragment's stable row ids are (pylance's JSON keys: Inline, External)."""
+
+    _KEYS = ("Inline", "External")
+
+
+class RowDatasetVersionMeta(_SequenceMeta):
+    """Where a fragment's per-row created-at or last-updated-at versions are."""
+
+
+@dataclass
+class FragmentMetadata:
+    """A fragment's metadata (its data files, row count, deletions and row-id sequences),
+    shaped as pylance's: written by `write_fragments`, committed by `LanceOperation`s.
+    Picklable, and convertible to and from pylance's JSON (`to_json()` is a dict)."""
+
+    id: int
+    files: List[DataFile]
+    physical_rows: int
+    deletion_file: Optional[DeletionFile] = None
+    row_id_meta: Optional[RowIdMeta] = None
+    created_at_version_meta: Optional[RowDatasetVersionMeta] = None
+    last_updated_at_version_meta: Optional[RowDatasetVersionMeta] = None
+    overlays: List[Any] = field(default_factory=list)
+
+    @property
+    def num_deletions(self) -> int:
+        return 0 if self.deletion_file is None else (self.deletion_file.num_deleted_rows or 0)
+
+    @property
+    def num_rows(self) -> int:
+        return self.physical_rows - self.num_deletions
+
+    def data_files(self) -> List[DataFile]:
+        warnings.warn("FragmentMetadata.data_files is deprecated. Use .files instead.", DeprecationWarning,
+                      stacklevel=2)
+        return self.files
+
+    def to_json(self) -> Dict[str, Any]:
+        if self.overlays:
+            raise InvalidInputError("lance_core does not write data overlay files")
+
+        def meta(m):
+            return None if m is None else m.asdict()
+        return {"id": self.id, "files": [f._json() for f in self.files], "overlays": [],
+                "physical_rows": self.physical_rows,
+                "deletion_file": None if self.deletion_file is None else self.deletion_file.asdict(),
+                "row_id_meta": meta(self.row_id_meta), "created_at_version_meta": meta(self.created_at_version_meta),
+                "last_updated_at_version_meta": meta(self.last_updated_at_version_meta)}
+
+    @staticmethod
+    def from_json(text: Union[str, Dict[str, Any]]) -> "FragmentMetadata":
+        obj = json.loads(text) if isinstance(text, (str, bytes)) else text
+
+        def meta(cls, key):
+            value = obj.get(key)
+            return None if value is None else cls.from_dict(value)
+        deletion = obj.get("deletion_file")
+        return FragmentMetadata(
+            id=obj["id"],
+            files=[DataFile(**f) for f in obj.get("files") or []],
+            physical_rows=obj["physical_rows"],
+            deletion_file=None if deletion is None else DeletionFile(**deletion),
+            row_id_meta=meta(RowIdMeta, "row_id_meta"),
+            created_at_version_meta=meta(RowDatasetVersionMeta, "created_at_version_meta"),
+            last_updated_at_version_meta=meta(RowDatasetVersionMeta, "last_updated_at_version_meta"),
+            overlays=list(obj.get("overlays") or []),
+        )
+
+    @property
+    def data(self) -> bytes:
+        """This metadata as the core takes it (the manifest's protobuf message)."""
+        return _lance_core._fragment_from_json(json.dumps(self.to_json()))
+
+    @staticmethod
+    def _from_bytes(data: bytes) -> "FragmentMetadata":
+        """Metadata the core returned (protobuf bytes)."""
+        return FragmentMetadata.from_json(_lance_core._fragment_to_json(bytes(data)))
+
+
+def file_paths(fragments: Iterable[Union[FragmentMetadata, bytes]]) -> List[str]:
+    """The data file paths of `fragments` (metadata, or the bytes the core returns): what a
+    distributed write keeps or deletes."""
+    metas = (f if isinstance(f, FragmentMetadata) else FragmentMetadata._from_bytes(f) for f in fragments)
+    return [str(d.path) for m in metas for d in m.files]
 
 
 class LanceOperation:
@@ -118,9 +293,11 @@ class LanceOperation:
 
     @dataclass
     class Project(BaseOperation):
-        """A new schema over the same data (columns dropped or renamed)."""
+        """A new schema over the same data (columns dropped, renamed or reordered): a
+        `lance_core.schema.LanceSchema` whose field ids name the table's fields (a pyarrow
+        schema is numbered from 0, as `LanceSchema.from_pyarrow` does)."""
 
-        schema: pa.Schema
+        schema: Any
 
     @dataclass
     class RewriteGroup:
@@ -176,7 +353,7 @@ def _operation_from(kind: str, fields: Dict[str, Any]) -> Any:
     """A transaction's operation, as the core describes it (`kind` and its fields), as the
     `LanceOperation` object pylance gives for it; None for one it has no class for."""
     def frags(key: str) -> List[FragmentMetadata]:
-        return [FragmentMetadata(b) for b in fields.get(key, [])]
+        return [FragmentMetadata._from_bytes(b) for b in fields.get(key, [])]
 
     def update_map(arg: Any) -> Optional[LanceOperation.UpdateMap]:
         return None if arg is None else LanceOperation.UpdateMap(dict(arg[0]), arg[1])
@@ -201,7 +378,7 @@ def _operation_from(kind: str, fields: Dict[str, Any]) -> Any:
                                      frags("new_fragments"), list(fields["fields_modified"]),
                                      list(fields["fields_for_preserving_frag_bitmap"]), fields["update_mode"])
     if kind == "rewrite":
-        groups = [LanceOperation.RewriteGroup([FragmentMetadata(b) for b in old], [FragmentMetadata(b) for b in new])
+        groups = [LanceOperation.RewriteGroup([FragmentMetadata._from_bytes(b) for b in old], [FragmentMetadata._from_bytes(b) for b in new])
                   for old, new in fields["groups"]]
         return LanceOperation.Rewrite(groups)
     if kind == "create_index":
@@ -241,27 +418,36 @@ def _map_arg(change: Optional[LanceOperation.UpdateMap]) -> Optional[Tuple[List[
 
 def write_fragments(
     data,
-    uri: Union[str, os.PathLike],
+    uri: Union[str, os.PathLike, Any],
     schema: Optional[pa.Schema] = None,
     mode: str = "append",
     *,
     max_rows_per_file: int = 1024 * 1024,
+    max_rows_per_group: Optional[int] = None,
     max_bytes_per_file: Optional[int] = None,
+    progress: Any = None,
     data_storage_version: Optional[str] = None,
     storage_options: Optional[Dict[str, str]] = None,
     file_prefix: Optional[str] = None,
+    fragment_id: int = 0,
 ) -> List[FragmentMetadata]:
-    """Write data files for the dataset at `uri` without committing them.
+    """Write data files for the dataset at `uri` (or a `LanceDataset`) without committing
+    them.
 
     With mode "append" (the default) the files follow the existing dataset's schema and
     file version; with "overwrite" (or for a new dataset) they get `schema`'s.
     Commit the fragments with `commit(uri, LanceOperation.Append(fragments))`.
     `file_prefix` starts every data file name (letters, digits, - and _): a distributed
-    job's token, so that an aborted job's files can be found.
+    job's token, so that an aborted job's files can be found. `progress` (a
+    `lance_core.progress.FragmentWriteProgress`) hears of each fragment begun and
+    completed. Every fragment carries `fragment_id` until the commit numbers it.
+    `max_rows_per_group` is taken for pylance's sake: 2.x files cut pages by size.
     """
+    uri = getattr(uri, "uri", uri)
     raw = _lance_core._write_fragments(as_stream(data, schema), os.fspath(uri), mode, max_rows_per_file,
-                                       max_bytes_per_file, data_storage_version, storage_options, file_prefix)
-    return [FragmentMetadata(b) for b in raw]
+                                       max_bytes_per_file, data_storage_version, storage_options, file_prefix,
+                                       progress, int(fragment_id))
+    return [FragmentMetadata._from_bytes(b) for b in raw]
 
 
 def _commit_native(
@@ -296,6 +482,13 @@ def _commit_native(
                   _map_arg(operation.schema_metadata_updates), fields)
         native = _lance_core._commit(uri, "update_config", [], read_version=read_version,
                                      storage_options=storage_options, transaction_properties=props, config=config)
+    elif isinstance(operation, LanceOperation.Project):
+        from .schema import LanceSchema
+        schema = operation.schema
+        if isinstance(schema, pa.Schema):
+            schema = LanceSchema.from_pyarrow(schema)
+        native = _lance_core._commit(uri, "project", [], read_version=read_version, storage_options=storage_options,
+                                     transaction_properties=props, lance_schema=schema._data)
     elif isinstance(operation, LanceOperation.Restore):
         native = _lance_core._commit(uri, "restore", [], read_version=read_version, storage_options=storage_options,
                                      transaction_properties=props, version=int(operation.version))

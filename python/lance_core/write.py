@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from . import _lance_core
 from ._inputs import as_stream
-from .dataset import LanceDataset
+from .dataset import LanceDataset, auto_cleanup_keys
 from .fragment_metadata import _properties
 from .errors import InvalidInputError
 from .fragment_metadata import _commit_native
@@ -32,6 +32,9 @@ def write_dataset(
     blob_pack_file_size_threshold: Optional[int] = None,
     commit_message: Optional[str] = None,
     transaction_properties: Optional[Dict[str, str]] = None,
+    progress: Any = None,
+    max_rows_per_group: Optional[int] = None,
+    auto_cleanup_options: Optional[Dict[str, int]] = None,
 ) -> LanceDataset:
     """Write Arrow data as a Lance dataset (mode "create", "append" or "overwrite").
 
@@ -47,7 +50,11 @@ def write_dataset(
     `blob_pack_file_size_threshold` caps the shared `.blob` files (1 GiB).
 
     `transaction_properties` (and `commit_message`, under pylance's key
-    `LANCE_COMMIT_MESSAGE_KEY`) are recorded in the version's transaction.
+    `LANCE_COMMIT_MESSAGE_KEY`) are recorded in the version's transaction. `progress` (a
+    `lance_core.progress.FragmentWriteProgress`) hears of each fragment begun and
+    completed. `max_rows_per_group` is taken for pylance's sake: 2.x files cut pages by size.
+    `auto_cleanup_options` (an `AutoCleanupConfig`, on create and overwrite) makes every
+    `interval`-th commit remove the versions older than `older_than_seconds`.
     """
     if max_rows_per_file <= 0:
         raise InvalidInputError("max_rows_per_file must be positive")
@@ -57,7 +64,8 @@ def write_dataset(
         as_stream(data, schema), os.fspath(uri), mode, max_rows_per_file, max_bytes_per_file,
         data_storage_version, enable_stable_row_ids, storage_options, external_blob_mode,
         allow_external_blob_outside_bases, blob_pack_file_size_threshold,
-        _properties(transaction_properties, commit_message),
+        _properties(transaction_properties, commit_message), progress,
+        None if auto_cleanup_options is None else auto_cleanup_keys(auto_cleanup_options),
     )
     return LanceDataset(native)
 

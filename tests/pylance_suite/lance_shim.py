@@ -15,8 +15,10 @@ name, so pylance's own package (installed beside lance_core) can never be reache
   module that looks a name up in each of them, in order) that defines the same names.
 - Any other `lance.*` module is missing.
 
-run_pylance_suite.py installs it through a sitecustomize.py, so that every interpreter
-of a run (pytest and the processes it spawns) sees the same mapping.
+run_pylance_suite.py installs it through a sitecustomize.py and, for processes a test
+starts with an environment of its own, a .pth file in the venv that runs the lance_core
+tests: every interpreter of a run (pytest and the processes it spawns) sees the same
+mapping, and none can reach pylance.
 """
 
 from __future__ import annotations
@@ -43,6 +45,11 @@ MODULES: Dict[str, List[str]] = {
     # pylance's lance.commit defines CommitConflictError.
     "lance.commit": ["lance_core.errors"],
     "lance.vector": ["lance_core.vector"],
+    "lance.progress": ["lance_core.progress"],
+    "lance.schema": ["lance_core.schema"],
+    "lance.debug": ["lance_core.debug"],
+    "lance.util": ["lance_core.util"],
+    "lance._dataset.sharded_batch_iterator": ["lance_core.sharded_batch_iterator"],
     # The native extension (pylance's Compaction lives there; ours in lance_core.optimize).
     "lance.lance": ["lance_core._lance_core", "lance_core.optimize"],
 }

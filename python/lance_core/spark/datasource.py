@@ -31,7 +31,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 from .. import _lance_core
 from ..dataset import LanceDataset, _blob_columns, dataset
 from ..errors import DatasetNotFoundError, InvalidInputError
-from ..fragment_metadata import FragmentMetadata, LanceOperation, write_fragments
+from ..fragment_metadata import FragmentMetadata, LanceOperation, file_paths, write_fragments
 from ..write import commit
 from . import filters as _filters
 from .jobs import JobFiles
@@ -341,7 +341,7 @@ def write_task(iterator: Iterator[pa.RecordBatch], uri: str, target: pa.Schema, 
                             max_rows_per_file=settings.max_rows_per_file,
                             data_storage_version=settings.data_storage_version,
                             storage_options=settings.storage_options, file_prefix=files.prefix)
-    if not files.keep([p for f in frags for p in f.files]):
+    if not files.keep(file_paths(frags)):
         return []
     return [f.data for f in frags]
 
@@ -378,7 +378,7 @@ class LanceWriter(DataSourceArrowWriter):
         return LanceCommitMessage(write_task(iterator, self.uri, self.target, self.create, self.files, self.options))
 
     def _fragments(self, messages) -> List[FragmentMetadata]:
-        return [FragmentMetadata(b) for m in messages if isinstance(m, LanceCommitMessage) for b in m.fragments]
+        return [FragmentMetadata._from_bytes(b) for m in messages if isinstance(m, LanceCommitMessage) for b in m.fragments]
 
     def commit(self, messages) -> None:
         fragments = self._fragments(messages)
@@ -395,7 +395,7 @@ class LanceWriter(DataSourceArrowWriter):
     def abort(self, messages) -> None:
         """Delete the data files the job's tasks wrote (see `JobFiles`); nothing was
         committed."""
-        self.files.abort([p for f in self._fragments(messages) for p in f.files])
+        self.files.abort(file_paths(self._fragments(messages)))
 
 
 def _as_blobs(schema: pa.Schema, columns: Optional[str], uri: str, version: Optional[str]) -> pa.Schema:

@@ -15,7 +15,7 @@ from pyspark.sql.types import StructType
 
 from ..dataset import LanceDataset, dataset
 from ..errors import InvalidInputError
-from ..fragment_metadata import FragmentMetadata, LanceOperation
+from ..fragment_metadata import FragmentMetadata, LanceOperation, file_paths
 from ..write import commit
 from . import types as _types
 from .datasource import _dataset_at, default_rows_per_partition, plan_partitions
@@ -117,7 +117,7 @@ def add_columns(
             for fid in work.column(0).to_pylist():
                 meta, _ = local.get_fragment(fid).merge_columns(fn, input_columns, output_schema, batch_size,
                                                                 file_prefix=files.prefix)
-                if files.keep([meta.files[-1]]):
+                if files.keep([str(meta.files[-1].path)]):
                     yield pa.record_batch({"fragment_id": pa.array([fid], pa.int64()),
                                            "metadata": pa.array([meta.data], pa.binary())})
 
@@ -126,7 +126,7 @@ def add_columns(
     with files.removed_on_error():  # nothing committed: no file the job wrote stays
         job = work.mapInArrow(carrying_errors(compute, part), with_error_column("fragment_id long, metadata binary"))
         rows = raise_carried(job.collect())
-        written = {r.fragment_id: FragmentMetadata(bytes(r.metadata)) for r in rows}
+        written = {r.fragment_id: FragmentMetadata._from_bytes(r.metadata) for r in rows}
         if sorted(written) != sorted(fragment_ids):
             raise InvalidInputError(f"{uri}: new columns were written for fragments {sorted(written)}, "
                                     f"expected {sorted(fragment_ids)}")
@@ -160,7 +160,7 @@ def compact(
         for work in batches:
             for i in work.column(0).to_pylist():
                 result = tasks[i].execute(local, file_prefix=files.prefix)
-                written = [f for b in result.new_fragments for f in FragmentMetadata(b).files]
+                written = file_paths(result.new_fragments)
                 if files.keep(written):
                     yield pa.record_batch({"task": pa.array([i], pa.int64()),
                                            "fragments": pa.array([result.new_fragments], pa.list_(pa.binary()))})

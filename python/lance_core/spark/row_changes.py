@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 from .. import _lance_core
 from ..dataset import LanceDataset, dataset
 from ..errors import CommitConflictError, InvalidInputError
-from ..fragment_metadata import FragmentMetadata
+from ..fragment_metadata import file_paths
 from ..merge import MergeClauses
 from . import types as _types
 from .datasource import _dataset_at
@@ -91,7 +91,7 @@ def update(
             for work in batches:
                 for fid in work.column(0).to_pylist():
                     frags, removed, count = _lance_core._update_part(local._ds, pairs, where, [fid], files.prefix)
-                    if files.keep([p for b in frags for p in FragmentMetadata(b).files]):
+                    if files.keep(file_paths(frags)):
                         yield pa.record_batch({"fragments": pa.array([frags], pa.list_(pa.binary())),
                                                "removed": pa.array([removed], pa.binary()),
                                                "count": pa.array([count], pa.int64())})
@@ -208,7 +208,7 @@ class SparkMergeInsert(MergeClauses):
             reader = pa.RecordBatchReader.from_batches(lance_schema, converted)
             frags, removed, matched, keys, (i, u, d) = _lance_core._merge_part(
                 local._ds, reader, on, when_matched, condition, insert, by_source, files.prefix)
-            if files.keep([p for b in frags for p in FragmentMetadata(b).files]):
+            if files.keep(file_paths(frags)):
                 yield pa.record_batch({
                     "fragments": pa.array([frags], pa.list_(pa.binary())),
                     "removed": pa.array([removed], pa.binary()),

@@ -38,7 +38,7 @@ except ImportError:  # pragma: no cover - pyspark 4.1
 from .. import _lance_core
 from ..dataset import LanceDataset, dataset
 from ..errors import CommitConflictError, DatasetNotFoundError, InvalidInputError
-from ..fragment_metadata import FragmentMetadata, LanceOperation
+from ..fragment_metadata import FragmentMetadata, LanceOperation, file_paths
 from ..write import commit
 from . import types as _types
 from .datasource import (ColumnReading, JobFiles, WriteSettings, _check_append, _flag, default_rows_per_partition, write_task)
@@ -131,7 +131,7 @@ class LanceStreamWriter(DataSourceStreamArrowWriter):
 
     def commit(self, messages, batchId: int) -> None:
         ours = self._messages(messages)
-        fragments = [FragmentMetadata(b) for m in ours for b in m.fragments]
+        fragments = [FragmentMetadata._from_bytes(b) for m in ours for b in m.fragments]
         query_id = next((m.query_id for m in ours if m.query_id), None)
         if query_id is None:
             return  # no task ran: nothing was written, nothing to commit
@@ -141,7 +141,7 @@ class LanceStreamWriter(DataSourceStreamArrowWriter):
             if done is not None and done >= batchId:
                 # A replay of a batch committed before the driver died: its rows are in
                 # the table already, and this run's copies are dropped.
-                self._files(batchId).delete([p for f in fragments for p in f.files])
+                self._files(batchId).delete(file_paths(fragments))
                 return
         if not fragments and existing is not None and not self.overwrite:
             return  # an empty batch adds no version
@@ -160,7 +160,7 @@ class LanceStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages, batchId: int) -> None:
         """Delete every file the batch's tasks wrote; nothing of it was committed."""
-        known = [p for m in self._messages(messages) for b in m.fragments for p in FragmentMetadata(b).files]
+        known = file_paths(b for m in self._messages(messages) for b in m.fragments)
         self._files(batchId).abort(known)
 
 
@@ -202,13 +202,13 @@ class LanceBatchWriter:
         # The same write as a sink task's, on the driver.
         files = JobFiles(self.uri, self.storage_options, prefix=f"spark-batch-{batch_id}-")
         target = spark_arrow if create else existing.schema
-        frags = [FragmentMetadata(b) for b in write_task(iter(table.to_batches()), self.uri, target, create, files,
+        frags = [FragmentMetadata._from_bytes(b) for b in write_task(iter(table.to_batches()), self.uri, target, create, files,
                                                          self.settings)]
         try:
             commit_batch(self.uri, self.storage_options, existing, frags, spark_arrow, self.overwrite,
                          query_id, batch_id)
         except Exception:
-            files.delete([p for f in frags for p in f.files])
+            files.delete(file_paths(frags))
             raise
 
 

@@ -57,7 +57,11 @@ pub fn batch_stream(
     let (tx, rx) = tokio::sync::mpsc::channel(2);
     std::thread::spawn(move || {
         for batch in reader {
-            let batch = batch.and_then(aligned).map_err(lance_core::Error::from);
+            // The caller's data failed to arrive (its generator raised, say): an input error,
+            // whose message carries the source's own.
+            let batch = batch.and_then(aligned).map_err(|e| {
+                lance_core::Error::invalid(format!("reading the data to write failed: {e}"))
+            });
             if tx.blocking_send(batch).is_err() {
                 break; // the writer stopped (an error): stop reading
             }

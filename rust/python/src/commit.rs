@@ -1,5 +1,5 @@
 //! `_commit`: an operation prepared elsewhere (append, overwrite, merge, delete, config
-//! change, restore) as a new version, and `_fragment_info` to read back the fragment metadata that uncommitted writes return.
+//! change, restore) as a new version, and `_fragment_to_json`/`_fragment_from_json`: fragment metadata between its bytes and pylance's JSON.
 use pyo3::prelude::*;
 use std::collections::HashMap;
 
@@ -55,7 +55,7 @@ fn update_config(arg: ConfigArg) -> lance_core::proto::table::transaction::Updat
 /// `lance_core::write::External` (append, overwrite, delete, merge, update_config,
 /// restore) the arguments fill.
 #[pyfunction]
-#[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None, transaction_properties=None, version=None, config=None))]
+#[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None, transaction_properties=None, version=None, config=None, lance_schema=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _commit(
     py: Python<'_>,
@@ -70,6 +70,7 @@ pub fn _commit(
     transaction_properties: Option<HashMap<String, String>>,
     version: Option<u64>,
     config: Option<ConfigArg>,
+    lance_schema: Option<Vec<u8>>,
 ) -> PyResult<PyDataset> {
     use lance_core::write::External;
     guard(|| {
@@ -100,6 +101,9 @@ pub fn _commit(
             "update_config" => {
                 External::UpdateConfig(Box::new(update_config(config.unwrap_or_default())))
             }
+            "project" => External::Project {
+                fields: crate::schema::decode_fields(py, &lance_schema.unwrap_or_default())?,
+            },
             "restore" => External::Restore {
                 version: version.ok_or_else(|| {
                     raise(
@@ -133,20 +137,17 @@ pub fn _commit(
     })
 }
 
-/// A readable summary of fragment metadata bytes: id, physical_rows, files.
+/// Fragment metadata bytes as pylance's JSON (`FragmentMetadata.to_json()`).
 #[pyfunction]
-pub fn _fragment_info(py: Python<'_>, data: Vec<u8>) -> PyResult<(u64, u64, Vec<String>)> {
+pub fn _fragment_to_json(py: Python<'_>, data: Vec<u8>) -> PyResult<String> {
+    let fragment = decode_fragments(py, &[data])?.remove(0);
+    Ok(lance_core::table::fragment_json::fragment_to_json(&fragment).to_string())
+}
+
+/// pylance's fragment JSON as the fragment metadata bytes the other calls take.
+#[pyfunction]
+pub fn _fragment_from_json(text: &str) -> PyResult<Vec<u8>> {
     use prost::Message;
-    let f = lance_core::proto::table::DataFragment::decode(data.as_slice()).map_err(|e| {
-        raise(
-            py,
-            "InvalidInputError",
-            format!("bad fragment metadata: {e}"),
-        )
-    })?;
-    Ok((
-        f.id,
-        f.physical_rows,
-        f.files.iter().map(|d| d.path.clone()).collect(),
-    ))
+    let fragment = lance_core::table::fragment_json::fragment_from_json(text).py()?;
+    Ok(fragment.encode_to_vec())
 }

@@ -169,6 +169,11 @@ impl PyDataset {
         PyArrowSchema(self.inner.arrow_schema.clone())
     }
 
+    /// This version's schema with its field ids (`lance_core.schema.LanceSchema`'s bytes).
+    fn lance_schema(&self) -> Vec<u8> {
+        crate::schema::encode(&self.inner.schema)
+    }
+
     /// The unenforced primary key's columns by dotted path, in key order (empty: none).
     fn primary_key(&self) -> Vec<String> {
         lance_core::table::primary_key::key_paths(&self.inner.schema)
@@ -963,6 +968,25 @@ impl PyDataset {
                 format!("{}: no fragment {fragment_id}", self.inner.uri()),
             )),
         }
+    }
+
+    /// Delete the rows of one fragment matching `predicate` without committing: the
+    /// fragment's new metadata, or None when no row is left.
+    fn delete_in_fragment(
+        &self,
+        py: Python<'_>,
+        fragment_id: u64,
+        predicate: String,
+    ) -> PyResult<Option<Vec<u8>>> {
+        use prost::Message;
+        guard(|| {
+            let ds = self.inner.clone();
+            let fragment = block_on(py, async move {
+                lance_core::write::delete_uncommitted(&ds, fragment_id, &predicate).await
+            })
+            .py()?;
+            Ok(fragment.map(|f| f.encode_to_vec()))
+        })
     }
 
     /// One dict per fragment: id, physical_rows, num_deletions, files.

@@ -16,8 +16,10 @@ mod filters;
 mod history;
 mod ivf_params;
 mod nearest;
+mod progress;
 mod row_changes;
 mod runtime;
+mod schema;
 mod staged;
 mod write;
 
@@ -51,7 +53,11 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write::_write_fragments, m)?)?;
     m.add_function(wrap_pyfunction!(write::_check_append_columns, m)?)?;
     m.add_function(wrap_pyfunction!(commit::_commit, m)?)?;
-    m.add_function(wrap_pyfunction!(commit::_fragment_info, m)?)?;
+    m.add_function(wrap_pyfunction!(commit::_fragment_to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::_lance_schema_from_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::_lance_schema_to_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::_lance_schema_fields, m)?)?;
+    m.add_function(wrap_pyfunction!(commit::_fragment_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(filters::_pyarrow_filter, m)?)?;
     m.add_function(wrap_pyfunction!(history::_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(history::_find_transaction, m)?)?;

@@ -91,7 +91,7 @@ fn blob_options(
 }
 
 #[pyfunction]
-#[pyo3(signature = (data, uri, mode="create", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, enable_stable_row_ids=false, storage_options=None, external_blob_mode="reference", allow_external_blob_outside_bases=false, blob_pack_file_size_threshold=None, transaction_properties=None))]
+#[pyo3(signature = (data, uri, mode="create", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, enable_stable_row_ids=false, storage_options=None, external_blob_mode="reference", allow_external_blob_outside_bases=false, blob_pack_file_size_threshold=None, transaction_properties=None, progress=None, config_upsert=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _write_dataset(
     py: Python<'_>,
@@ -107,10 +107,14 @@ pub fn _write_dataset(
     allow_external_blob_outside_bases: bool,
     blob_pack_file_size_threshold: Option<u64>,
     transaction_properties: Option<HashMap<String, String>>,
+    progress: Option<Bound<'_, PyAny>>,
+    config_upsert: Option<HashMap<String, String>>,
 ) -> PyResult<PyDataset> {
     guard(|| {
         let opts = WriteOptions {
             enable_stable_row_ids,
+            config_upsert: config_upsert.unwrap_or_default(),
+            progress: crate::progress::progress_hook(progress),
             transaction_properties: transaction_properties.unwrap_or_default(),
             blobs: blob_options(
                 py,
@@ -137,7 +141,7 @@ pub fn _write_dataset(
 
 /// Write data files without committing; returns each fragment's metadata (protobuf bytes).
 #[pyfunction]
-#[pyo3(signature = (data, uri, mode="append", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, storage_options=None, file_prefix=None))]
+#[pyo3(signature = (data, uri, mode="append", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, storage_options=None, file_prefix=None, progress=None, fragment_id=0))]
 #[allow(clippy::too_many_arguments)]
 pub fn _write_fragments(
     py: Python<'_>,
@@ -149,11 +153,15 @@ pub fn _write_fragments(
     data_storage_version: Option<String>,
     storage_options: Option<HashMap<String, String>>,
     file_prefix: Option<String>,
+    progress: Option<Bound<'_, PyAny>>,
+    fragment_id: u64,
 ) -> PyResult<Vec<Vec<u8>>> {
     use prost::Message;
     guard(|| {
         let opts = WriteOptions {
             file_prefix: checked_file_prefix(py, file_prefix)?,
+            progress: crate::progress::progress_hook(progress),
+            fragment_id,
             ..write_options(
                 py,
                 mode,

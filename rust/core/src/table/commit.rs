@@ -284,8 +284,10 @@ fn next_manifest(
             schema,
             data_format,
             stable_row_ids,
+            config_upsert,
         } => {
             m.fragments.clear();
+            m.config.extend(config_upsert.clone());
             m.fields = schema.to_proto();
             m.schema_metadata = schema.metadata_proto();
             m.data_format = Some(manifest::DataStorageFormat {

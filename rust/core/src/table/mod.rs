@@ -1,11 +1,13 @@
 //! The table format: manifests and their versions, schemas with field ids, fragments and
 //! their data files, deletion files, stable row ids and feature flags.
+pub mod auto_cleanup;
 pub mod cleanup;
 pub mod commit;
 pub mod config;
 pub mod data_file;
 pub mod deletion;
 pub mod features;
+pub mod fragment_json;
 pub mod history;
 pub mod manifest;
 pub mod primary_key;

@@ -102,13 +102,19 @@ pub async fn commit(
             .uri()
             .to_string(),
     };
-    Dataset::from_manifest_file(
+    let ds = Dataset::from_manifest_file(
         uri,
         storage,
         committed.location,
         committed.bytes,
         read_from.options().clone(),
-    )
+    )?;
+    // The commit has landed: a cleanup the table's config asks for may fail (a bad
+    // setting, a file already gone) without failing it.
+    let _ =
+        crate::table::auto_cleanup::after_commit(ds.storage(), &ds.manifest.config, ds.version())
+            .await;
+    Ok(ds)
 }
 
 /// Commit `op`, which writes no file (a schema change), prepared against `ds`.
@@ -194,6 +200,12 @@ pub enum External {
     Restore {
         version: u64,
     },
+    /// The table's schema replaced by `fields` (pylance's `LanceOperation.Project`): each
+    /// names an existing field by id, which keeps its type and storage and takes the new
+    /// name, nullability and place; fields left out are dropped.
+    Project {
+        fields: Vec<crate::proto::file::Field>,
+    },
 }
 
 /// Commit `operation` to the table at `uri`, read at `read_version` (None: the latest).
@@ -223,6 +235,7 @@ pub async fn commit_external(
                 schema: LanceSchema::from_arrow(&schema, 0)?,
                 data_format,
                 stable_row_ids: false,
+                config_upsert: HashMap::new(),
             }
         }
         External::Delete {
@@ -259,6 +272,11 @@ pub async fn commit_external(
             let old =
                 Dataset::open(uri, Some(VersionRef::Number(version)), options.clone()).await?;
             super::restore::restore_operation(&old)
+        }
+        External::Project { fields } => {
+            let read =
+                Dataset::open(uri, read_version.map(VersionRef::Number), options.clone()).await?;
+            super::project::projected(&read, &fields)?
         }
     };
     let storage = Storage::open(uri, options)?;

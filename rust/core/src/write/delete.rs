@@ -11,19 +11,23 @@ use super::rows::{add_address, delete_rows, RowsByFragment};
 use super::{commit, ReadFrom};
 use crate::dataset::Dataset;
 use crate::error::Result;
+use crate::proto::table::DataFragment;
 use crate::scan::{scan, ScanOptions};
 use crate::table::transaction::{Operation, Staged};
 
-/// Row offsets, by fragment, of the rows of `ds` matching `predicate` (deleted rows aside).
+/// Row offsets, by fragment, of the rows of `ds` (of `fragment_ids` when given) matching
+/// `predicate` (deleted rows aside).
 pub async fn matching_rows(
     ds: &Arc<Dataset>,
     predicate: &crate::expr::Expr,
+    fragment_ids: Option<Vec<u64>>,
 ) -> Result<RowsByFragment> {
     let options = ScanOptions {
         columns: Some(vec![]),
         with_row_address: true,
         filter: Some(predicate.clone()),
         batch_size: 64 * 1024,
+        fragment_ids,
         ..Default::default()
     };
     let s = scan(ds.clone(), options)?;
@@ -47,7 +51,7 @@ pub async fn delete(ds: &Dataset, predicate: &str, retries: u32) -> Result<Datas
         let expr = expr.clone();
         async move {
             let ds = Arc::new(ds);
-            let rows = matching_rows(&ds, &expr).await?;
+            let rows = matching_rows(&ds, &expr, None).await?;
             let staged = Staged::new(ds.storage());
             let removal = staged.guard(delete_rows(&ds, &rows, &staged)).await?;
             let op = Operation::Delete {
@@ -59,4 +63,28 @@ pub async fn delete(ds: &Dataset, predicate: &str, retries: u32) -> Result<Datas
         }
     })
     .await
+}
+
+/// Delete the rows of fragment `fragment_id` matching `predicate` without committing
+/// (pylance's `LanceFragment.delete`): the fragment with its new deletion file (unchanged
+/// when no row matches), or None when no row is left. The deletion file written is the
+/// caller's, to commit with a Delete or Update operation.
+pub async fn delete_uncommitted(
+    ds: &Dataset,
+    fragment_id: u64,
+    predicate: &str,
+) -> Result<Option<DataFragment>> {
+    let fragment = ds.fragment(fragment_id).ok_or_else(|| {
+        crate::error::Error::invalid(format!("{}: no fragment {fragment_id}", ds.uri()))
+    })?;
+    let expr = crate::expr::parse(predicate)?;
+    let ds = Arc::new(ds.clone());
+    let rows = matching_rows(&ds, &expr, Some(vec![fragment_id])).await?;
+    if rows.values().all(|r| r.is_empty()) {
+        return Ok(Some(fragment.clone()));
+    }
+    let staged = Staged::new(ds.storage());
+    let removal = staged.guard(delete_rows(&ds, &rows, &staged)).await?;
+    staged.keep();
+    Ok(removal.updated.into_iter().next())
 }

@@ -134,6 +134,21 @@ impl DataFileWriter {
         self.rows
     }
 
+    /// The `DataFile` this writer makes, as far as it is known before the data is:
+    /// everything but the size.
+    pub fn started(&self) -> DataFile {
+        let fields: Vec<i32> = self.leaves.iter().map(|l| l.spec.field_id).collect();
+        DataFile {
+            path: self.file_name.clone(),
+            column_indices: (0..fields.len() as i32).collect(),
+            fields,
+            file_major_version: self.version.major as u32,
+            file_minor_version: self.version.minor as u32,
+            file_size_bytes: 0,
+            base_id: None,
+        }
+    }
+
     /// Bytes written to the file so far (pages still being encoded are not counted).
     pub fn bytes(&self) -> u64 {
         self.file.position()
@@ -346,7 +361,7 @@ impl DataFileWriter {
                     .await?;
             }
         }
-        let fields: Vec<i32> = self.leaves.iter().map(|l| l.spec.field_id).collect();
+        let started = self.started();
         // Sidecars are published before the file, so that no file refers to a missing
         // one; if the file then fails, they go.
         let mut sidecars = Vec::new();
@@ -370,13 +385,8 @@ impl DataFileWriter {
             }
         };
         Ok(DataFile {
-            path: self.file_name,
-            column_indices: (0..fields.len() as i32).collect(),
-            fields,
-            file_major_version: self.version.major as u32,
-            file_minor_version: self.version.minor as u32,
             file_size_bytes: size,
-            base_id: None,
+            ..started
         })
     }
 

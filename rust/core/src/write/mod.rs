@@ -29,7 +29,7 @@ pub use column_type::alter_columns;
 pub use commit::{
     commit, commit_external, commit_schema_change, with_conflict_retries, External, ReadFrom,
 };
-pub use delete::delete;
+pub use delete::{delete, delete_uncommitted};
 pub use project::{drop_columns, Alteration};
 pub use restore::restore;
 pub use update::update;
@@ -43,7 +43,7 @@ use futures::{Stream, StreamExt};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::file::FileVersion;
-use crate::proto::table::DataFragment;
+use crate::proto::table::{DataFile, DataFragment};
 use crate::storage::{Storage, StorageOptions};
 use crate::table::schema::LanceSchema;
 use crate::table::transaction::{Operation, Staged};
@@ -75,6 +75,32 @@ pub struct WriteOptions {
     /// Recorded in the commit's transaction (pylance's `transaction_properties`, and its
     /// commit message).
     pub transaction_properties: HashMap<String, String>,
+    /// Set in the table's config by a create or overwrite (pylance's
+    /// `auto_cleanup_options` become `lance.auto_cleanup.*` keys).
+    pub config_upsert: HashMap<String, String>,
+    /// Told about each fragment as it is started and finished (pylance's `progress=`).
+    pub progress: Option<ProgressHook>,
+    /// The id every fragment written carries until a commit numbers them (pylance's
+    /// `fragment_id`, 0 by default as in pylance).
+    pub fragment_id: u64,
+}
+
+/// What a writer tells about its fragments: `begin` before a fragment's data file is
+/// written (its path is known, its rows are not), `complete` once the file is finished.
+/// An error from either stops the write.
+pub trait WriteProgress: Send + Sync {
+    fn begin(&self, fragment: &DataFragment) -> Result<()>;
+    fn complete(&self, fragment: &DataFragment) -> Result<()>;
+}
+
+/// A shared `WriteProgress`, as `WriteOptions` holds it.
+#[derive(Clone)]
+pub struct ProgressHook(pub Arc<dyn WriteProgress>);
+
+impl std::fmt::Debug for ProgressHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressHook")
+    }
 }
 
 impl Default for WriteOptions {
@@ -89,6 +115,9 @@ impl Default for WriteOptions {
             file_prefix: String::new(),
             blobs: Default::default(),
             transaction_properties: HashMap::new(),
+            config_upsert: HashMap::new(),
+            progress: None,
+            fragment_id: 0,
         }
     }
 }
@@ -132,20 +161,33 @@ where
     let mut fragments = Vec::new();
     let mut current: Option<DataFileWriter> = None;
     let max_rows = opts.max_rows_per_file.max(1);
+    let progress = opts.progress.as_ref().map(|p| p.0.clone());
+    // The fragment a writer's file will be, as far as it is known.
+    let fragment_of = |file: DataFile, rows: u64| DataFragment {
+        id: opts.fragment_id,
+        files: vec![file],
+        physical_rows: rows,
+        ..Default::default()
+    };
     let result: Result<()> = async {
         while let Some(batch) = batches.next().await {
             let batch = batch?;
             let mut offset = 0usize;
             while offset < batch.num_rows() {
-                let w = current.get_or_insert_with(|| {
+                if current.is_none() {
                     let name = format!(
                         "{}{}.lance",
                         opts.file_prefix,
                         uuid::Uuid::new_v4().simple()
                     );
-                    DataFileWriter::create(storage, name, version, &leaves)
-                        .with_blob_options(blob_options.clone())
-                });
+                    let w = DataFileWriter::create(storage, name, version, &leaves)
+                        .with_blob_options(blob_options.clone());
+                    if let Some(p) = &progress {
+                        p.begin(&fragment_of(w.started(), 0))?;
+                    }
+                    current = Some(w);
+                }
+                let w = current.as_mut().unwrap();
                 let take = ((max_rows - w.rows()) as usize).min(batch.num_rows() - offset);
                 w.write(&batch.slice(offset, take)).await?;
                 offset += take;
@@ -154,11 +196,11 @@ where
                     let rows = w.rows();
                     let file = w.finish(schema).await?;
                     staged.add_data_file(&file.path);
-                    fragments.push(DataFragment {
-                        files: vec![file],
-                        physical_rows: rows,
-                        ..Default::default()
-                    });
+                    let fragment = fragment_of(file, rows);
+                    if let Some(p) = &progress {
+                        p.complete(&fragment)?;
+                    }
+                    fragments.push(fragment);
                 }
             }
         }
@@ -167,11 +209,11 @@ where
             if rows > 0 {
                 let file = w.finish(schema).await?;
                 staged.add_data_file(&file.path);
-                fragments.push(DataFragment {
-                    files: vec![file],
-                    physical_rows: rows,
-                    ..Default::default()
-                });
+                let fragment = fragment_of(file, rows);
+                if let Some(p) = &progress {
+                    p.complete(&fragment)?;
+                }
+                fragments.push(fragment);
             } else {
                 w.abort().await;
             }
@@ -440,6 +482,7 @@ where
             stable_row_ids: opts.enable_stable_row_ids
                 || (p.mode == WriteMode::Overwrite
                     && p.existing.as_ref().is_some_and(|d| d.has_stable_row_ids())),
+            config_upsert: opts.config_upsert.clone(),
         },
     };
     let read_from = match &p.existing {

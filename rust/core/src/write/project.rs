@@ -130,3 +130,53 @@ pub(super) fn rename_and_relax(
     }
     Ok(tightens)
 }
+
+/// The Project operation that gives `ds` the schema `fields` (ids of `ds`'s fields, new
+/// names, nullability and order; see `External::Project`).
+pub(super) fn projected(ds: &Dataset, fields: &[Field]) -> Result<Operation> {
+    let mut tightens = false;
+    let mut out = Vec::with_capacity(fields.len());
+    for new in fields {
+        let old = ds
+            .manifest
+            .fields
+            .iter()
+            .find(|f| f.id == new.id)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "{}: a Project cannot add fields: field '{}' (id {}) is not in the table",
+                    ds.uri(),
+                    new.name,
+                    new.id
+                ))
+            })?;
+        if old.logical_type != new.logical_type || old.parent_id != new.parent_id {
+            return Err(Error::invalid(format!(
+                "{}: a Project cannot change field {} ('{}', {}) into '{}' ({}) under another \
+                 parent or type",
+                ds.uri(),
+                old.id,
+                old.name,
+                old.logical_type,
+                new.name,
+                new.logical_type
+            )));
+        }
+        tightens |= old.nullable && !new.nullable;
+        out.push(Field {
+            name: new.name.clone(),
+            nullable: new.nullable,
+            ..old.clone()
+        });
+    }
+    if !out.iter().any(|f| f.parent_id == -1) {
+        return Err(Error::invalid(format!(
+            "{}: cannot drop all columns from a dataset",
+            ds.uri()
+        )));
+    }
+    Ok(Operation::Project {
+        fields: out,
+        tightens,
+    })
+}

@@ -291,6 +291,7 @@ mod tests {
                     schema: LanceSchema::default(),
                     data_format: "2.1".into(),
                     stable_row_ids: false,
+                    config_upsert: Default::default(),
                 },
             ),
             (

@@ -1,5 +1,5 @@
 //! The operation model: what a commit changes, and its record in a transaction.
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use bytes::Bytes;
 
@@ -20,6 +20,9 @@ pub enum Operation {
         schema: LanceSchema,
         data_format: String,
         stable_row_ids: bool,
+        /// Set in the table's config (pylance's `config_upsert_values`: a create's
+        /// `auto_cleanup_options`).
+        config_upsert: HashMap<String, String>,
     },
     /// Fragments with new deletion files, and fragments deleted entirely.
     Delete {
@@ -104,11 +107,15 @@ impl Operation {
                 fragments: fragments.clone(),
             }),
             Operation::Overwrite {
-                fragments, schema, ..
+                fragments,
+                schema,
+                config_upsert,
+                ..
             } => PbOp::Overwrite(txn::Overwrite {
                 fragments: fragments.clone(),
                 schema: schema.to_proto(),
                 schema_metadata: schema.metadata_proto(),
+                config_upsert_values: config_upsert.clone(),
                 ..Default::default()
             }),
             Operation::Delete {

@@ -1,0 +1,77 @@
+"""Schemas with Lance field ids (pylance's `lance.schema`): what `LanceOperation.Project`
+takes, and what `LanceDataset.lance_schema` gives."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import pyarrow as pa
+
+from . import _lance_core
+
+
+class LanceField:
+    """One field of a `LanceSchema`: its name, id and children."""
+
+    def __init__(self, row: tuple, children: List["LanceField"]):
+        (self._id, self._parent, self._name, self._pk, self._position, self._logical_type, self._nullable,
+         self._metadata) = row
+        self._children = children
+
+    def name(self) -> str:
+        return self._name
+
+    def id(self) -> int:
+        return self._id
+
+    def children(self) -> List["LanceField"]:
+        return list(self._children)
+
+    def is_unenforced_primary_key(self) -> bool:
+        return self._pk
+
+    def unenforced_primary_key_position(self) -> Optional[int]:
+        return self._position if self._pk and self._position > 0 else None
+
+    def __repr__(self) -> str:
+        return f"LanceField(name={self._name!r}, id={self._id})"
+
+
+class LanceSchema:
+    """A schema whose fields carry Lance field ids."""
+
+    def __init__(self, data: bytes):
+        self._data = bytes(data)
+
+    @staticmethod
+    def from_pyarrow(schema: pa.Schema) -> "LanceSchema":
+        """`schema` with field ids numbered from 0, depth first, as a new table's."""
+        return LanceSchema(_lance_core._lance_schema_from_arrow(schema))
+
+    def to_pyarrow(self) -> pa.Schema:
+        return pa.schema(_lance_core._lance_schema_to_arrow(self._data))
+
+    def fields(self) -> List[LanceField]:
+        """The top-level fields (each with its children)."""
+        rows = _lance_core._lance_schema_fields(self._data)
+        children: Dict[int, List[LanceField]] = {}
+        # Parents come before their children: build bottom-up.
+        for row in reversed(rows):
+            field = LanceField(row, list(reversed(children.pop(row[0], []))))
+            children.setdefault(row[1], []).append(field)
+        return list(reversed(children.get(-1, [])))
+
+    def __eq__(self, other: Any) -> bool:
+        # The same fields (ids, names, places, key) and Arrow schema; what the manifest
+        # stores besides (encodings, statistics) does not count.
+        return (isinstance(other, LanceSchema)
+                and _lance_core._lance_schema_fields(self._data) == _lance_core._lance_schema_fields(other._data)
+                and self.to_pyarrow() == other.to_pyarrow())
+
+    def __reduce__(self):
+        return LanceSchema, (self._data,)
+
+    def __repr__(self) -> str:
+        from .debug import _schema_debug
+        return _schema_debug(self)
+
