@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from collections.abc import Iterable
+from typing import Any, Iterator, Optional
 
 import pyarrow as pa
+import pyarrow.dataset as pa_ds
 
 from .errors import InvalidInputError
 
@@ -16,6 +18,12 @@ def as_stream(data: Any, schema: Optional[pa.Schema]) -> Any:
         data = data.scanner().to_reader()
     elif isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
+    elif isinstance(data, (pa_ds.Dataset, pa_ds.Scanner)):
+        data = (data if isinstance(data, pa_ds.Scanner) else pa_ds.Scanner.from_dataset(data)).to_reader()
+    elif isinstance(data, dict):
+        data = pa.Table.from_pydict(data, schema=schema)
+    elif isinstance(data, list) and data and isinstance(data[0], dict):
+        data = pa.Table.from_pylist(data, schema=schema)
     elif isinstance(data, (list, tuple)):
         if not data and schema is None:
             raise InvalidInputError("an empty list of batches needs a schema")
@@ -26,6 +34,13 @@ def as_stream(data: Any, schema: Optional[pa.Schema]) -> Any:
         # As pylance: a named or non-default index is kept as a column, and pandas'
         # metadata lets `to_pandas()` restore it.
         data = pa.Table.from_pandas(data, schema=schema)
+    elif isinstance(data, Iterable) and not hasattr(data, "__arrow_c_stream__") \
+            and not isinstance(data, (str, bytes)):
+        # An iterator or generator of batches (read lazily): the schema must be given, as
+        # in pylance.
+        if schema is None:
+            raise InvalidInputError("writing an iterable of RecordBatches needs its schema (schema=...)")
+        data = pa.RecordBatchReader.from_batches(schema, _cast_batches(data, schema))
     if not hasattr(data, "__arrow_c_stream__"):
         raise InvalidInputError(f"cannot write {type(data).__name__}: pass a pyarrow Table, RecordBatchReader, "
                                 "a list of RecordBatches, or anything with __arrow_c_stream__")
@@ -35,3 +50,11 @@ def as_stream(data: Any, schema: Optional[pa.Schema]) -> Any:
             reader = reader.cast(schema)
         data = reader
     return data
+
+
+def _cast_batches(batches: Iterable[Any], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        if isinstance(batch, pa.Table):
+            yield from (b if b.schema == schema else b.cast(schema) for b in batch.to_batches())
+        else:
+            yield batch if batch.schema == schema else batch.cast(schema)

@@ -112,6 +112,11 @@ class LanceScanner:
     def projected_schema(self) -> pa.Schema:
         return pa.schema(self._native().schema)
 
+    @property
+    def dataset_schema(self) -> pa.Schema:
+        """The schema of the dataset scanned (before projection)."""
+        return self._dataset.schema
+
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """Stream the result; memory stays bounded whatever the dataset's size (unless it
         is sorted: `order_by` reads every matching row first)."""
@@ -1149,6 +1154,33 @@ class LanceDataset(TableConfig):
             picked.sort()
         return self.take(picked, columns, **kwargs)
 
+    def merge(self, data_obj: Any, left_on: str, right_on: Optional[str] = None,
+              schema: Optional[pa.Schema] = None) -> None:
+        """Add the other columns of `data_obj` (anything `write_dataset` takes), matched to
+        this dataset's rows by `left_on` = `right_on` (the same name when None), as
+        pylance's `merge`: rows without a match get nulls; each key may appear once in
+        `data_obj`. One new version (new data files beside the old ones), which this
+        object moves to."""
+        from ._inputs import as_stream
+        right_on = right_on or left_on
+        right = pa.RecordBatchReader.from_stream(as_stream(data_obj, schema)).read_all()
+        if right_on not in right.column_names:
+            raise InvalidInputError(f"{self.uri}: the data to merge has no column {right_on!r}")
+        if left_on not in self.schema.names:
+            raise InvalidInputError(f"{self.uri}: no column {left_on!r} to merge on")
+        keys = right.column(right_on).combine_chunks()
+        if len(pc.unique(keys)) != len(keys):
+            raise InvalidInputError(f"{self.uri}: the data to merge has a key of {right_on!r} more than once")
+        values = right.drop_columns([right_on]).combine_chunks()
+        clash = sorted(set(values.column_names) & set(self.schema.names))
+        if clash:
+            raise InvalidInputError(f"{self.uri}: cannot merge columns that exist already: {clash}")
+
+        def matched(batch: pa.RecordBatch) -> pa.Table:
+            # Each row's position in `right` (null: no match, and a null key never matches).
+            return values.take(pc.index_in(batch.column(left_on), value_set=keys))
+        self.add_columns(matched, read_columns=[left_on], output_schema=values.schema)
+
     def add_columns(
         self,
         value_func: Union[Callable[[pa.RecordBatch], Any], Dict[str, str], pa.Field, List[pa.Field], pa.Schema],
@@ -1334,6 +1366,14 @@ class DatasetStats:
     def index_stats(self, name: str) -> Dict[str, Any]:
         return self._dataset.index_statistics(name)
 
+    def dataset_stats(self, max_rows_per_group: int = 1024) -> Dict[str, int]:
+        """Deleted rows, fragments, and fragments too small to fill one group of
+        `max_rows_per_group` rows (worth compacting), as pylance counts them."""
+        fragments = self._dataset._ds.fragments()
+        return {"num_deleted_rows": sum(f["num_deletions"] for f in fragments),
+                "num_fragments": len(fragments),
+                "num_small_files": sum(f["physical_rows"] < max_rows_per_group for f in fragments)}
+
 
 class CleanupStats:
     """What `cleanup_old_versions` removed (pylance's names)."""
@@ -1410,6 +1450,12 @@ class Tags:
     def delete(self, tag: str) -> None:
         self._dataset._ds.tag_delete(tag)
 
+    def list_ordered(self, order: str = "desc") -> List[Tuple[str, Dict[str, Any]]]:
+        """Every tag as (name, contents), by the version it names ("desc": newest first)."""
+        if order not in ("asc", "desc"):
+            raise InvalidInputError(f"order must be 'asc' or 'desc', got {order!r}")
+        return sorted(self.list().items(), key=lambda kv: (kv[1]["version"], kv[0]), reverse=order == "desc")
+
     def __repr__(self) -> str:
         return f"Tags({self.list()!r})"
 
@@ -1418,8 +1464,24 @@ def dataset(
     uri: Union[str, os.PathLike],
     version: Optional[Union[int, str]] = None,
     storage_options: Optional[Dict[str, str]] = None,
+    asof: Optional[Union[datetime, str]] = None,
+    **kwargs: Any,
 ) -> LanceDataset:
-    """Open a Lance dataset: the latest version, a version number, or a tag name."""
+    """Open a Lance dataset: the latest version, a version number, or a tag name; with
+    `asof` (a datetime, naive ones local as in pylance, or an ISO string), the newest
+    version committed at or before it. pylance's cache and session keywords are taken
+    and ignored."""
     if version is not None and not isinstance(version, (int, str)):
         raise InvalidInputError(f"version must be an int or a tag name, got {type(version).__name__}")
+    if asof is not None:
+        if version is not None:
+            raise InvalidInputError("give version or asof, not both")
+        when = datetime.fromisoformat(asof) if isinstance(asof, str) else asof
+        latest = LanceDataset(_lance_core._Dataset.open(_uri(uri), None, storage_options))
+        # versions() gives naive local times (as pylance); compare in the same terms.
+        when = when.astimezone().replace(tzinfo=None) if when.tzinfo else when
+        older = [v["version"] for v in latest.versions() if v["timestamp"] <= when]
+        if not older:
+            raise InvalidInputError(f"{_uri(uri)}: no version was committed at or before {asof}")
+        version = max(older)
     return LanceDataset(_lance_core._Dataset.open(_uri(uri), version, storage_options))

@@ -27,6 +27,13 @@ class LanceField:
     def children(self) -> List["LanceField"]:
         return list(self._children)
 
+    @property
+    def metadata(self) -> Dict[str, str]:
+        return dict(self._metadata)
+
+    def is_unenforced_clustering_key(self) -> bool:
+        return False  # clustering keys are not written by lance_core
+
     def is_unenforced_primary_key(self) -> bool:
         return self._pk
 

@@ -18,7 +18,7 @@ from .fragment_metadata import _commit_native
 
 def write_dataset(
     data: Any,
-    uri: Union[str, os.PathLike],
+    uri: Union[str, os.PathLike, LanceDataset],
     schema: Optional[pa.Schema] = None,
     mode: str = "create",
     *,
@@ -35,6 +35,7 @@ def write_dataset(
     progress: Any = None,
     max_rows_per_group: Optional[int] = None,
     auto_cleanup_options: Optional[Dict[str, int]] = None,
+    enable_v2_manifest_paths: bool = True,
 ) -> LanceDataset:
     """Write Arrow data as a Lance dataset (mode "create", "append" or "overwrite").
 
@@ -56,6 +57,13 @@ def write_dataset(
     `auto_cleanup_options` (an `AutoCleanupConfig`, on create and overwrite) makes every
     `interval`-th commit remove the versions older than `older_than_seconds`.
     """
+    if isinstance(uri, LanceDataset):
+        if storage_options is None:
+            storage_options = uri._ds.storage_options() or None
+        uri = uri.uri
+    if not enable_v2_manifest_paths:
+        raise InvalidInputError("lance_core names manifests the V2 way (pylance's default): "
+                                "enable_v2_manifest_paths=False is not supported")
     if max_rows_per_file <= 0:
         raise InvalidInputError("max_rows_per_file must be positive")
     if blob_pack_file_size_threshold is not None and blob_pack_file_size_threshold <= 0:

@@ -49,6 +49,7 @@ MODULES: Dict[str, List[str]] = {
     "lance.schema": ["lance_core.schema"],
     "lance.debug": ["lance_core.debug"],
     "lance.util": ["lance_core.util"],
+    "lance.log": ["lance_core.log"],
     "lance._dataset.sharded_batch_iterator": ["lance_core.sharded_batch_iterator"],
     # The native extension (pylance's Compaction lives there; ours in lance_core.optimize).
     "lance.lance": ["lance_core._lance_core", "lance_core.optimize"],

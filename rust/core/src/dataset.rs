@@ -114,6 +114,7 @@ impl Dataset {
             Some(v) => locate_version(&storage, v).await?,
             None => latest_version(&storage).await?,
         };
+        log::debug!("{}: opening version {}", root.uri(), location.version);
         Self::load(root.uri().to_string(), storage, location, options).await
     }
 

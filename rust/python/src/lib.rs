@@ -15,6 +15,7 @@ mod files;
 mod filters;
 mod history;
 mod ivf_params;
+mod logging;
 mod nearest;
 mod progress;
 mod row_changes;
@@ -33,6 +34,7 @@ fn _panic_for_test() -> PyResult<()> {
 
 #[pymodule]
 fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    logging::init();
     m.add_class::<dataset::PyDataset>()?;
     m.add_class::<arrow_export::PyArrowSchema>()?;
     m.add_class::<arrow_export::PyArrowBatch>()?;

@@ -93,7 +93,17 @@ pub async fn commit(
         read_manifest,
     };
     let storage = staged.storage().clone();
+    // Named before the commit consumes it, and only when someone listens.
+    let name = log::log_enabled!(log::Level::Info)
+        .then(|| crate::table::transaction::op_name(&op.to_proto()));
     let committed = crate::table::commit::commit(op, staged, &opts).await?;
+    if let Some(name) = name {
+        log::info!(
+            "{}: committed version {} ({name})",
+            storage.uri(),
+            committed.location.version
+        );
+    }
     // The new version, from the manifest just written (not read back).
     let uri = match &read_from {
         ReadFrom::Version(ds) => ds.uri().to_string(),
@@ -111,9 +121,13 @@ pub async fn commit(
     )?;
     // The commit has landed: a cleanup the table's config asks for may fail (a bad
     // setting, a file already gone) without failing it.
-    let _ =
-        crate::table::auto_cleanup::after_commit(ds.storage(), &ds.manifest.config, ds.version())
-            .await;
+    match crate::table::auto_cleanup::after_commit(ds.storage(), &ds.manifest.config, ds.version())
+        .await
+    {
+        Ok(Some(stats)) => log::info!("{}: auto cleanup: {stats:?}", ds.uri()),
+        Ok(None) => {}
+        Err(e) => log::warn!("{}: auto cleanup failed: {e}", ds.uri()),
+    }
     Ok(ds)
 }
 

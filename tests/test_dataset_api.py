@@ -1,0 +1,87 @@
+"""More of pylance's dataset API (issue 27 point 6), each against pylance 14 on the same
+data: `merge` (columns joined on a key), `stats.dataset_stats`, `asof`, ordered tags,
+the inputs `write_dataset` takes (iterables with a schema, dicts, lists of dicts, pyarrow
+datasets, a dataset as the target) and `enable_v2_manifest_paths`."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import lance
+import pyarrow as pa
+import pyarrow.dataset as pa_ds
+import pytest
+
+import lance_core
+
+_LIBS = {"ours": lance_core, "pylance": lance}
+
+
+def test_merge_as_pylance(tmp_path):
+    out = {}
+    for name, lib in _LIBS.items():
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(pa.table({"a": range(100)}), uri, max_rows_per_file=30)
+        ds.delete("a = 7")
+        ds.merge(pa.table({"a": range(40), "b": range(40)}), "a")
+        ds.merge(pa.table({"a2": [3, 1, 99], "d": ["x", "y", "z"]}), left_on="a", right_on="a2")
+        other = lib.write_dataset(pa.table({"a": range(0, 100, 2), "c": range(50)}), str(tmp_path / f"{name}_c"))
+        ds.merge(other.to_batches(), "a", schema=other.schema)
+        assert ds.version == 5
+        out[name] = uri
+    for reader in _LIBS.values():
+        assert reader.dataset(out["ours"]).to_table() == lance.dataset(out["pylance"]).to_table()
+    ds = lance_core.dataset(out["ours"])
+    with pytest.raises(lance_core.InvalidInputError, match="more than once"):
+        ds.merge(pa.table({"a": [1, 1], "e": [1, 2]}), "a")
+    with pytest.raises(lance_core.InvalidInputError, match="exist already"):
+        ds.merge(pa.table({"a": [1], "b": [1]}), "a")
+
+
+def test_dataset_stats_asof_and_ordered_tags(tmp_path):
+    uris = {}
+    stamps = []
+    for name, lib in _LIBS.items():
+        uri = uris[name] = str(tmp_path / name)
+        lib.write_dataset(pa.table({"a": range(10)}), uri)
+        time.sleep(0.05)
+        stamps.append(datetime.now())
+        time.sleep(0.05)
+        ds = lib.write_dataset(pa.table({"a": range(2000)}), uri, mode="append")
+        ds.delete("a < 3")
+        ds.tags.create("second", 2)
+        ds.tags.create("first", 1)
+    for (name, lib), when in zip(_LIBS.items(), stamps):
+        ds = lib.dataset(uris[name])
+        assert lance_core.dataset(uris[name]).stats.dataset_stats() == ds.stats.dataset_stats()
+        assert lance_core.dataset(uris[name]).stats.dataset_stats(5) == ds.stats.dataset_stats(5)
+        assert lance_core.dataset(uris[name], asof=when).version == lance.dataset(uris[name], asof=when).version == 1
+        for order in ("asc", "desc"):
+            assert [t for t, _ in lance_core.dataset(uris[name]).tags.list_ordered(order)] == \
+                [t for t, _ in ds.tags.list_ordered(order)]
+
+
+def test_write_inputs_as_pylance(tmp_path):
+    schema = pa.schema([("a", pa.int64()), ("b", pa.string())])
+
+    def batches():
+        yield pa.record_batch([pa.array([1, 2]), pa.array(["x", "y"])], schema=schema)
+        yield pa.table({"a": [3], "b": ["z"]}).to_batches()[0]
+
+    inputs = {
+        "generator": (lambda: batches(), schema),
+        "dict": (lambda: {"a": [1, 2, 3], "b": ["x", "y", "z"]}, None),
+        "pylist": (lambda: [{"a": 1, "b": "x"}, {"a": 2, "b": "y"}], None),
+        "pyarrow dataset": (lambda: pa_ds.dataset(pa.table({"a": [5], "b": ["q"]})), None),
+    }
+    for what, (make, sch) in inputs.items():
+        ours = lance_core.write_dataset(make(), str(tmp_path / f"o_{what}"), schema=sch)
+        theirs = lance.write_dataset(make(), str(tmp_path / f"p_{what}"), schema=sch)
+        assert ours.to_table() == theirs.to_table(), what
+    with pytest.raises(lance_core.InvalidInputError, match="needs its schema"):
+        lance_core.write_dataset(batches(), str(tmp_path / "no_schema"))
+    target = lance_core.dataset(str(tmp_path / "o_dict"))
+    assert lance_core.write_dataset({"a": [4], "b": ["w"]}, target, mode="append").count_rows() == 4
+    with pytest.raises(lance_core.InvalidInputError, match="V2"):
+        lance_core.write_dataset({"a": [4]}, str(tmp_path / "v1"), enable_v2_manifest_paths=False)
