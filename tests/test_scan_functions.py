@@ -115,3 +115,30 @@ def test_pyarrow_expression_delete_and_errors(both, tmp_path):
     assert ds.to_table(columns=["i"])["i"].to_pylist() == [2, 1, None, None]
     with pytest.raises(lance_core.InvalidInputError, match="'utf8_length' is not supported"):
         ds.to_table(filter=_PC.utf8_length(_PC.field("str")) > 2)
+
+
+def test_json_functions_as_pylance(tmp_path):
+    """pylance's json_* functions on a JSON column give the same rows as in pylance, in
+    filters and projections; a value of the wrong kind is an error in both."""
+    import json
+
+    docs = [{"name": "Alice", "age": 30, "score": 35.5, "ok": True, "items": ["apple", "pear"], "user": {"name": "A"}},
+            {"name": "Bob", "age": 25, "score": 40, "ok": False, "items": ["kiwi"], "user": {"name": "B"}},
+            {"name": None, "items": [], "user": {}}, None]
+    uri = str(tmp_path / "j.lance")
+    lance.write_dataset(pa.table({"id": range(4), "data": pa.array([None if d is None else json.dumps(d) for d in docs],
+                                                                 pa.json_())}), uri)
+    filters = ["json_get_string(data, 'name') = 'Alice'", "json_get_int(data, 'age') >= 26",
+               "json_get_float(data, 'score') > 36", "json_get_bool(data, 'ok')", "json_get(data, 'user') IS NOT NULL",
+               "json_extract(data, '$.user.name') = '\"B\"'", "json_exists(data, '$.items')",
+               "json_array_contains(data, '$.items', 'apple')", "json_array_length(data, '$.items') = 1",
+               "json_get_string(json_get(data, 'user'), 'name') = 'A'", "json_get_string(data, 'age') = '25'",
+               "json_get(data, '0') IS NULL"]
+    for f in filters:
+        assert lance_core.dataset(uri).to_table(filter=f)["id"].to_pylist() == \
+            lance.dataset(uri).to_table(filter=f)["id"].to_pylist(), f
+    columns = {"n": "json_get_string(data, 'name')", "k": "json_array_length(data, '$.items')"}
+    assert lance_core.dataset(uri).to_table(columns=columns).to_pydict() == \
+        {"n": ["Alice", "Bob", None, None], "k": [2, 1, 0, None]}
+    with pytest.raises(lance_core.InvalidInputError, match="json_get_string"):
+        lance_core.dataset(uri).to_table(filter="json_get_string(data, 'items') IS NOT NULL")

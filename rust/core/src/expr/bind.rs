@@ -756,6 +756,15 @@ impl<'a> Binder<'a> {
                 let nullable = s.nullable;
                 (vec![s], dt, nullable)
             }
+            Function::Json(f) => {
+                // Every argument as text; the result as pylance types it (json_get gives
+                // JSON text here, where pylance gives JSONB: both compose and compare).
+                let values = args
+                    .iter()
+                    .map(|a| self.cast(self.string_arg(function, a)?, DataType::Utf8))
+                    .collect::<Result<Vec<_>>>()?;
+                (values, f.result_type(), true)
+            }
             Function::RegexpLike => {
                 let s = self.string_arg(function, &args[0])?;
                 let dt = s.data_type.clone();

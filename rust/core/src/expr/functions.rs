@@ -108,6 +108,7 @@ pub(super) fn call(
     match function {
         Function::Abs => abs(&args[0].values),
         Function::Round => round(&args[0], args.get(1), rows),
+        Function::Json(f) => super::json::call(f, args, rows),
         Function::RegexpLike => match args[0].values.data_type() {
             DataType::LargeUtf8 => regexp_like::<i64>(args, rows),
             _ => regexp_like::<i32>(args, rows),

@@ -12,6 +12,8 @@ mod bind;
 mod compare;
 mod eval;
 mod functions;
+mod json;
+pub use json::JsonFunction;
 mod lists;
 mod parse;
 pub mod ranges;
@@ -173,17 +175,34 @@ pub enum Function {
     /// expression (Rust's `regex` syntax; flags such as `i`). pylance reads
     /// `regexp_match(..)` as "has a match" (`regexp_like(..) IS TRUE`; see `parse`).
     RegexpLike,
+    /// pylance's JSON functions (see `json`).
+    Json(JsonFunction),
 }
 
 impl Function {
     /// Every function by each of its names.
-    const NAMES: [(&'static str, Function); 17] = [
+    const NAMES: [(&'static str, Function); 26] = [
         ("abs", Function::Abs),
         ("btrim", Function::Trim),
         ("char_length", Function::Length),
         ("character_length", Function::Length),
         ("coalesce", Function::Coalesce),
         ("concat", Function::Concat),
+        (
+            "json_array_contains",
+            Function::Json(JsonFunction::ArrayContains),
+        ),
+        (
+            "json_array_length",
+            Function::Json(JsonFunction::ArrayLength),
+        ),
+        ("json_exists", Function::Json(JsonFunction::Exists)),
+        ("json_extract", Function::Json(JsonFunction::Extract)),
+        ("json_get", Function::Json(JsonFunction::Get)),
+        ("json_get_bool", Function::Json(JsonFunction::GetBool)),
+        ("json_get_float", Function::Json(JsonFunction::GetFloat)),
+        ("json_get_int", Function::Json(JsonFunction::GetInt)),
+        ("json_get_string", Function::Json(JsonFunction::GetString)),
         ("length", Function::Length),
         ("lower", Function::Lower),
         ("ltrim", Function::Ltrim),
@@ -227,6 +246,7 @@ impl Function {
             Function::Abs => "abs",
             Function::Round => "round",
             Function::RegexpLike => "regexp_like",
+            Function::Json(f) => f.name(),
         }
     }
 
@@ -238,6 +258,7 @@ impl Function {
             Function::Lower | Function::Upper | Function::Length | Function::Abs => (1, Some(1)),
             Function::Substr | Function::RegexpLike => (2, Some(3)),
             Function::Trim | Function::Ltrim | Function::Rtrim | Function::Round => (1, Some(2)),
+            Function::Json(f) => f.arity(),
         }
     }
 }
