@@ -85,3 +85,96 @@ def test_write_inputs_as_pylance(tmp_path):
     assert lance_core.write_dataset({"a": [4], "b": ["w"]}, target, mode="append").count_rows() == 4
     with pytest.raises(lance_core.InvalidInputError, match="V2"):
         lance_core.write_dataset({"a": [4]}, str(tmp_path / "v1"), enable_v2_manifest_paths=False)
+
+
+def _lock_recorder(calls):
+    import contextlib
+
+    @contextlib.contextmanager
+    def lock(version):
+        calls.append(("enter", version))
+        yield
+        calls.append(("exit", version))
+    return lock
+
+
+def test_scan_defaults_commit_locks_drop_and_batches_as_pylance(tmp_path):
+    """default_scan_options, commit_lock (write_dataset, dataset writes, commit),
+    delete's count, commit(enable_stable_row_ids=), commit_batch and drop, each as
+    pylance 14 answers on the same calls."""
+    out = {}
+    for name, lib in _LIBS.items():
+        uri, other = str(tmp_path / name), str(tmp_path / f"{name}_c")
+        lib.write_dataset(pa.table({"a": range(100), "b": range(100)}), uri)
+        with_ids = lib.dataset(uri, default_scan_options={"with_row_id": True})
+        calls = []
+        lock = _lock_recorder(calls)
+        lib.write_dataset(pa.table({"a": [1], "b": [2]}), uri, mode="append", commit_lock=lock)
+        deleted = lib.dataset(uri, commit_lock=lock).delete("a < 10")
+        frags = lib.fragment.write_fragments(pa.table({"a": range(10)}), other) if lib is lance \
+            else lib.write_fragments(pa.table({"a": range(10)}), other)
+        stable = lib.LanceDataset.commit(other, lib.LanceOperation.Overwrite(pa.schema([("a", pa.int64())]), frags),
+                                         enable_stable_row_ids=True)
+        more = [lib.Transaction(1, lib.LanceOperation.Append(
+            lib.fragment.write_fragments(pa.table({"a": [i]}), other) if lib is lance
+            else lib.write_fragments(pa.table({"a": [i]}), other))) for i in (100, 101)]
+        batch = lib.LanceDataset.commit_batch(other, more)
+        rows = batch["dataset"].to_table(with_row_id=True).to_pydict()
+        lib.LanceDataset.drop(other)
+        gone = not (tmp_path / f"{name}_c").exists()
+        lib.LanceDataset.drop(other, ignore_not_found=True)
+        with pytest.raises(OSError):
+            lib.LanceDataset.drop(other)
+        out[name] = (with_ids.schema.names, with_ids.to_table(limit=2).to_pydict(), calls, deleted,
+                     stable.has_stable_row_ids, batch["dataset"].version, type(batch["merged"].operation).__name__,
+                     rows, gone)
+    assert out["ours"] == out["pylance"]
+    assert out["ours"][2] == [("enter", 2), ("exit", 2), ("enter", 3), ("exit", 3)]
+    assert out["ours"][3] == {"num_deleted_rows": 11}
+
+
+def test_commit_lock_errors_propagate(tmp_path):
+    import contextlib
+
+    @contextlib.contextmanager
+    def failing(_version):
+        try:
+            yield
+        finally:
+            raise RuntimeError("hello world!")
+
+    with pytest.raises(RuntimeError, match="hello world!"):
+        lance_core.write_dataset(pa.table({"a": range(10)}), str(tmp_path / "t"), commit_lock=failing)
+
+
+def test_default_batch_size_from_the_environment(tmp_path, monkeypatch):
+    lance_core.write_dataset(pa.table({"a": range(100)}), str(tmp_path / "t"))
+    monkeypatch.setenv("LANCE_DEFAULT_BATCH_SIZE", "12")
+    assert sorted({b.num_rows for b in lance_core.dataset(str(tmp_path / "t")).to_batches()}) == [4, 12]
+
+
+def test_sql_as_pylance(tmp_path):
+    """ds.sql: SELECT columns and expressions with WHERE, ORDER BY, LIMIT and OFFSET, as
+    pylance answers them (the table is `dataset` unless `table_name` says otherwise);
+    aggregates are refused with an error saying so."""
+    queries = [("SELECT * FROM test WHERE id > 1", "test"), ("SELECT value FROM test WHERE id = 1", "test"),
+               ("SELECT id as user_id, UPPER(value) as val FROM dataset WHERE id BETWEEN 1 AND 3", None),
+               ("SELECT dataset.id, value FROM dataset ORDER BY id DESC LIMIT 2 OFFSET 1", None),
+               ("SELECT * FROM dataset WHERE value LIKE 'b%' OR id = 3", None)]
+    out = {}
+    for name, lib in _LIBS.items():
+        ds = lib.write_dataset(pa.table({"id": [1, 2, 3], "value": ["a", "b", "c"]}), str(tmp_path / name))
+        results = []
+        for sql, table in queries:
+            builder = ds.sql(sql)
+            if table:
+                builder = builder.table_name(table)
+            results.append(pa.Table.from_batches(builder.build().to_batch_records()).to_pydict())
+        reader = ds.sql("SELECT * FROM dataset").with_row_id(True).build().to_stream_reader()
+        results.append(reader.read_all().to_pydict())
+        with pytest.raises(ValueError, match="t' not found"):
+            ds.sql("SELECT * FROM t").build().to_batch_records()
+        out[name] = results
+    assert out["ours"] == out["pylance"]
+    with pytest.raises(ValueError, match="aggregate count"):
+        lance_core.dataset(str(tmp_path / "ours")).sql("SELECT count(*) FROM dataset").build()

@@ -17,7 +17,7 @@ _os.environ.setdefault("MIMALLOC_PURGE_DELAY", "5000")
 
 from ._lance_core import __version__  # noqa: E402
 from .dataset import LanceDataset, LanceFragment, LanceScanner, Transaction, dataset
-from .fragment_metadata import FragmentMetadata, LanceOperation, write_fragments
+from .fragment_metadata import DataFile, DeletionFile, FragmentMetadata, LanceOperation, write_fragments
 from .write import commit, write_dataset
 from .blob import (Blob, BlobArray, BlobColumn, BlobDescriptor, BlobDescriptorArrayBuilder, BlobFile,  # noqa: E402
                    blob_array, blob_field)
@@ -52,6 +52,8 @@ __all__ = [
     "write_dataset",
     "write_fragments",
     "commit",
+    "DataFile",
+    "DeletionFile",
     "FragmentMetadata",
     "LanceOperation",
     "Transaction",

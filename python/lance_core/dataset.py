@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from . import _lance_core, _nearest
 from .table_config import TableConfig
-from .errors import InvalidInputError
+from .errors import DatasetNotFoundError, InvalidInputError
 from .fragment_metadata import (LANCE_COMMIT_MESSAGE_KEY, DataFile, FragmentMetadata, LanceOperation,  # noqa: F401
                                 _commit_native, _operation_from, _properties)
 from .merge import MergeInsertBuilder
@@ -24,6 +24,8 @@ from .merge import MergeInsertBuilder
 if TYPE_CHECKING:
     from .blob import BlobFile
     from .schema import LanceSchema
+    from .delta import DatasetDelta
+    from .sql import SqlQueryBuilder
 
 
 def _uri(uri: Union[str, os.PathLike]) -> str:
@@ -76,6 +78,9 @@ class LanceScanner:
                 raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}")
         if batch_size == 0:
             raise InvalidInputError("batch_size must be positive")
+        if batch_size is None and os.environ.get("LANCE_DEFAULT_BATCH_SIZE"):
+            # pylance's environment default.
+            batch_size = int(os.environ["LANCE_DEFAULT_BATCH_SIZE"])
         if row_range is not None:
             start, end = row_range
             if not (isinstance(start, int) and isinstance(end, int)) or start < 0 or end < start:
@@ -405,6 +410,19 @@ class LanceFragment:
         schema = pa.schema(list(self._dataset.schema) + list(output_schema))
         return FragmentMetadata._from_bytes(data), schema
 
+    def update_columns(self, data_obj: Any, left_on: str = "_rowid", right_on: Optional[str] = None,
+                       schema: Optional[pa.Schema] = None) -> Tuple[FragmentMetadata, List[int]]:
+        """New values for existing columns of this fragment, as pylance's `update_columns`:
+        rows of `data_obj` whose `right_on` (default `left_on`) equals a row's `left_on`
+        (a column, or `_rowid` by default) give it their other columns' values; other rows
+        keep theirs. The updated columns are written whole as a new data file of this
+        fragment. Returns the new fragment metadata and the updated field ids, to commit
+        as `LanceOperation.Update(updated_fragments=[...], fields_modified=...)`."""
+        from ._inputs import as_stream
+        stream = as_stream(data_obj, schema)
+        data, fields = self._dataset._ds.update_columns(stream, self.fragment_id, left_on, right_on or left_on)
+        return FragmentMetadata._from_bytes(data), list(fields)
+
     def __repr__(self) -> str:
         return f"LanceFragment(id={self.fragment_id}, physical_rows={self.physical_rows})"
 
@@ -613,6 +631,10 @@ class LanceDataset(TableConfig):
     storage_options=None)` opens one, as pylance's (`lance_core.dataset(...)` does the
     same). Picklable: a pickle reopens the same version with the same storage options."""
 
+    # Set by `dataset(default_scan_options=..., commit_lock=...)` (pylance's attribute names).
+    _default_scan_options: Optional[Dict[str, Any]] = None
+    _commit_lock: Any = None
+
     def __init__(self, uri: Union[str, os.PathLike, "_lance_core._Dataset"], version: Optional[Union[int, str]] = None,
                  storage_options: Optional[Dict[str, str]] = None, **kwargs: Any):
         if isinstance(uri, _lance_core._Dataset):
@@ -637,7 +659,14 @@ class LanceDataset(TableConfig):
 
     @property
     def schema(self) -> pa.Schema:
-        return pa.schema(self._ds.schema)
+        """The table's schema, with `_rowid` / `_rowaddr` when the default scan options
+        (`dataset(default_scan_options=...)`) return them."""
+        schema = pa.schema(self._ds.schema)
+        defaults = self._default_scan_options or {}
+        for flag, name in (("with_row_id", "_rowid"), ("with_row_address", "_rowaddr")):
+            if defaults.get(flag):
+                schema = schema.append(pa.field(name, pa.uint64()))
+        return schema
 
     @property
     def data_storage_version(self) -> str:
@@ -774,6 +803,7 @@ class LanceDataset(TableConfig):
         max_retries: int = 20,
         *,
         commit_message: Optional[str] = None,
+        enable_stable_row_ids: Optional[bool] = None,
     ) -> "LanceDataset":
         """Commit `operation` (a `LanceOperation`, or a `Transaction` carrying one with its
         read version and properties) to the table at `base_uri` as one new version, as
@@ -784,9 +814,6 @@ class LanceDataset(TableConfig):
             if storage_options is None:
                 storage_options = base_uri._ds.storage_options()
             base_uri = base_uri.uri
-        if commit_lock is not None:
-            raise InvalidInputError("commit_lock is not supported: lance_core commits with the storage's "
-                                    "atomic create-if-absent, which needs no lock")
         if detached:
             raise InvalidInputError("detached commits are not supported")
         properties: Dict[str, str] = {}
@@ -801,8 +828,63 @@ class LanceDataset(TableConfig):
             raise TypeError(f"operation must be a LanceOperation or a Transaction, got {type(operation)}")
         elif read_version is None and not isinstance(operation, (LanceOperation.Overwrite, LanceOperation.Restore)):
             raise ValueError("read_version is required for all operations except Overwrite and Restore")
-        return LanceDataset(_commit_native(base_uri, operation, read_version, storage_options,
-                                           _properties(properties, commit_message)))
+        if enable_stable_row_ids and not isinstance(operation, LanceOperation.Overwrite):
+            raise InvalidInputError("enable_stable_row_ids applies to an Overwrite (a new table) only")
+        from .write import under_commit_lock
+        return under_commit_lock(commit_lock, base_uri, storage_options, lambda: LanceDataset(_commit_native(
+            base_uri, operation, read_version, storage_options, _properties(properties, commit_message),
+            enable_stable_row_ids=bool(enable_stable_row_ids))))
+
+    @staticmethod
+    def commit_batch(dest: Union[str, os.PathLike, "LanceDataset"], transactions: List["Transaction"],
+                     commit_lock: Any = None, storage_options: Optional[Dict[str, str]] = None,
+                     enable_v2_manifest_paths: Optional[bool] = None, detached: Optional[bool] = False,
+                     max_retries: int = 20) -> Dict[str, Any]:
+        """Commit several transactions as one version, as pylance's `commit_batch`: Append
+        transactions merge into one Append (their fragments in order), read at the first's
+        read version. Returns {"dataset": ..., "merged": the Transaction committed}."""
+        if not transactions:
+            raise InvalidInputError("commit_batch needs at least one transaction")
+        if not all(isinstance(t.operation, LanceOperation.Append) for t in transactions):
+            kinds = sorted({type(t.operation).__name__ for t in transactions})
+            raise InvalidInputError(f"commit_batch merges Append transactions only, got {kinds}")
+        merged = Transaction(transactions[0].read_version,
+                             LanceOperation.Append([f for t in transactions for f in t.operation.fragments]))
+        ds = LanceDataset.commit(dest, merged, commit_lock=commit_lock, storage_options=storage_options,
+                                 detached=detached, max_retries=max_retries)
+        return {"dataset": ds, "merged": merged}
+
+    @staticmethod
+    def drop(base_uri: Union[str, os.PathLike], storage_options: Optional[Dict[str, str]] = None,
+             ignore_not_found: Optional[bool] = None) -> None:
+        """Delete the dataset at `base_uri` and everything under it, as pylance's `drop`:
+        only a dataset root (a readable manifest is there) is deleted; a missing one is an
+        error unless `ignore_not_found`."""
+        uri = _uri(base_uri)
+        try:
+            _lance_core._Dataset.open(uri, None, storage_options)
+        except DatasetNotFoundError:
+            if ignore_not_found:
+                return
+            raise
+        _lance_core._drop_dataset(uri, storage_options)
+
+    def delta(self, compared_against: Optional[int] = None, *, begin_version: Optional[int] = None,
+              end_version: Optional[int] = None) -> "DatasetDelta":
+        """What changed between two versions (pylance's change feed): `compared_against`
+        compares this version with an older one; or give `begin_version` (exclusive) and
+        `end_version` (inclusive). Inserted and updated rows need stable row ids (other
+        tables keep no row lineage: none are found)."""
+        from .delta import delta
+        return delta(self, compared_against, begin_version=begin_version, end_version=end_version)
+
+    def sql(self, sql: str) -> "SqlQueryBuilder":
+        """A SQL query over this version, as pylance's `ds.sql(...)`: `SELECT` columns or
+        expressions `FROM dataset` (or the name `table_name` sets)
+        with WHERE, ORDER BY columns, LIMIT and OFFSET, run as a scan
+        (`.build().to_batch_records()` / `.to_stream_reader()`)."""
+        from .sql import SqlQueryBuilder
+        return SqlQueryBuilder(self, sql)
 
     def get_transactions(self, recent_transactions: int = 10) -> List[Optional["Transaction"]]:
         """The transactions of this version and the ones before it, newest first, at most
@@ -901,12 +983,14 @@ class LanceDataset(TableConfig):
             return self.scanner(filter=filter, **kwargs).count_rows()
         return self._ds.count_rows(None, _filter_text(filter))
 
-    def delete(self, predicate: str, *, conflict_retries: int = 10, **kwargs: Any) -> None:
+    def delete(self, predicate: str, *, conflict_retries: int = 10, **kwargs: Any) -> Dict[str, int]:
         """Delete the rows matching `predicate` (SQL, e.g. "id > 10 AND name LIKE 'a%'"),
         committing a new version; this object moves to it, as in pylance. A commit that
         loses to another writer's change of the same fragments is re-run against the new
-        version, up to `conflict_retries` times (`CommitConflictError` after that)."""
-        self._ds = self._ds.delete(_filter_text(predicate), conflict_retries)
+        version, up to `conflict_retries` times (`CommitConflictError` after that).
+        Returns `{"num_deleted_rows": n}`, as pylance does."""
+        self._ds, count = self._ds.delete(_filter_text(predicate), conflict_retries)
+        return {"num_deleted_rows": count}
 
     def update(self, updates: Dict[str, str], where: Optional[str] = None, *, conflict_retries: int = 10,
                **kwargs: Any) -> Dict[str, int]:
@@ -1031,6 +1115,16 @@ class LanceDataset(TableConfig):
         applies to the k nearest unless ``prefilter=True`` (then the k nearest that pass).
         Tuning hints pylance takes (`batch_readahead`, `use_stats`, ...) are accepted and
         have no effect; full-text search is not supported."""
+        defaults = self._default_scan_options
+        if defaults and not hints.pop("_with_defaults", False):
+            # The dataset's default scan options, where the call leaves an argument unset.
+            given = dict(columns=columns, filter=filter, limit=limit, offset=offset, nearest=nearest,
+                         batch_size=batch_size, batch_size_bytes=batch_size_bytes, batch_readahead=batch_readahead,
+                         fragment_readahead=fragment_readahead, scan_in_order=scan_in_order, fragments=fragments,
+                         with_row_id=with_row_id, with_row_address=with_row_address, io_buffer_size=io_buffer_size,
+                         include_deleted_rows=include_deleted_rows)
+            merged = {**defaults, **{k: v for k, v in given.items() if v is not None}, **hints}
+            return self.scanner(**merged, _with_defaults=True)
         _check_hints(hints)
         if nearest is not None:
             nearest = _nearest.normalize(nearest, hints.get("prefilter"),
@@ -1239,6 +1333,27 @@ class LanceDataset(TableConfig):
 
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self.uri!r}, version={self.version})"
+
+
+def _under_dataset_lock(method: Callable) -> Callable:
+    """A write method of `LanceDataset` run inside the dataset's `commit_lock` (from
+    `dataset(commit_lock=...)`), given the version it is about to commit."""
+    import functools
+
+    @functools.wraps(method)
+    def run(self: "LanceDataset", *args: Any, **kwargs: Any) -> Any:
+        if self._commit_lock is None:
+            return method(self, *args, **kwargs)
+        with self._commit_lock(self.latest_version + 1):
+            return method(self, *args, **kwargs)
+    return run
+
+
+for _name in ("delete", "update", "insert", "add_columns", "drop_columns", "alter_columns", "merge", "restore",
+              "create_index", "create_scalar_index", "update_config", "delete_config_keys", "update_metadata",
+              "update_schema_metadata", "update_field_metadata", "truncate_table"):
+    if hasattr(LanceDataset, _name):
+        setattr(LanceDataset, _name, _under_dataset_lock(getattr(LanceDataset, _name)))
 
 
 @dataclass
@@ -1484,4 +1599,7 @@ def dataset(
         if not older:
             raise InvalidInputError(f"{_uri(uri)}: no version was committed at or before {asof}")
         version = max(older)
-    return LanceDataset(_lance_core._Dataset.open(_uri(uri), version, storage_options))
+    ds = LanceDataset(_lance_core._Dataset.open(_uri(uri), version, storage_options))
+    ds._default_scan_options = kwargs.get("default_scan_options") or None
+    ds._commit_lock = kwargs.get("commit_lock")
+    return ds

@@ -51,6 +51,14 @@ class DataFile:
         self.file_size_bytes = file_size_bytes
         self.base_id = base_id
 
+    @staticmethod
+    def create(dataset: Any, path: str, base_id: Optional[int] = None) -> "DataFile":
+        """The entry for a Lance file already written under the dataset's data directory
+        (or base `base_id`'s) with some of its columns, as pylance's `DataFile.create`:
+        their field ids, the file's version and size."""
+        path, fields, indices, major, minor, size, base = dataset._ds.describe_data_file(os.fspath(path), base_id)
+        return DataFile(path, fields, indices, major, minor, size, base)
+
     def __repr__(self) -> str:
         return (f"DataFile(path='{self._path}', fields={self.fields}, column_indices={self.column_indices}, "
                 f"file_major_version={self.file_major_version}, file_minor_version={self.file_minor_version}, "
@@ -322,7 +330,7 @@ class LanceOperation:
 
     @dataclass
     class DataReplacementGroup:
-        """A fragment's data file replaced by `new_file` (its path)."""
+        """A fragment's data file replaced by `new_file` (a `DataFile` holding the same fields)."""
 
         fragment_id: int
         new_file: Any
@@ -330,12 +338,6 @@ class LanceOperation:
     @dataclass
     class DataReplacement(BaseOperation):
         replacements: List["LanceOperation.DataReplacementGroup"]
-
-    @dataclass
-    class ReserveFragments(BaseOperation):
-        """Fragment ids set aside for a later commit (compaction)."""
-
-        num_fragments: int
 
     @dataclass
     class Clone(BaseOperation):
@@ -371,8 +373,8 @@ def _operation_from(kind: str, fields: Dict[str, Any]) -> Any:
         return LanceOperation.Project(pa.schema(fields["schema"]))
     if kind == "restore":
         return LanceOperation.Restore(fields["version"])
-    if kind == "reserve_fragments":
-        return LanceOperation.ReserveFragments(fields["num_fragments"])
+    if kind == "reserve_fragments":   # fragment ids set aside for a compaction: pylance has no class for it
+        return LanceOperation.BaseOperation()
     if kind == "update":
         return LanceOperation.Update(list(fields["removed_fragment_ids"]), frags("updated_fragments"),
                                      frags("new_fragments"), list(fields["fields_modified"]),
@@ -456,9 +458,11 @@ def _commit_native(
     read_version: Optional[int] = None,
     storage_options: Optional[Dict[str, str]] = None,
     transaction_properties: Optional[Dict[str, str]] = None,
+    enable_stable_row_ids: bool = False,
 ) -> Any:
     """`commit` (in `write`), returning the native dataset: the operation's fields handed
-    to the core, which builds and commits it."""
+    to the core, which builds and commits it (an Overwrite with stable row ids when
+    `enable_stable_row_ids`)."""
     uri = os.fspath(uri)
     props = _properties(transaction_properties)
     if isinstance(operation, LanceOperation.Append):
@@ -466,7 +470,8 @@ def _commit_native(
                                      read_version, storage_options, props)
     elif isinstance(operation, LanceOperation.Overwrite):
         native = _lance_core._commit(uri, "overwrite", [f.data for f in operation.fragments], operation.new_schema,
-                                     None, None, read_version, storage_options, props)
+                                     None, None, read_version, storage_options, props,
+                                     enable_stable_row_ids=enable_stable_row_ids)
     elif isinstance(operation, LanceOperation.Delete):
         native = _lance_core._commit(uri, "delete", [f.data for f in operation.updated_fragments], None,
                                      list(operation.deleted_fragment_ids), operation.predicate, read_version,
@@ -492,6 +497,29 @@ def _commit_native(
     elif isinstance(operation, LanceOperation.Restore):
         native = _lance_core._commit(uri, "restore", [], read_version=read_version, storage_options=storage_options,
                                      transaction_properties=props, version=int(operation.version))
+    elif isinstance(operation, LanceOperation.Update):
+        native = _lance_core._commit(
+            uri, "update", [f.data for f in operation.updated_fragments], None,
+            [int(i) for i in operation.removed_fragment_ids], None, read_version, storage_options, props,
+            new_fragments=[f.data for f in operation.new_fragments],
+            fields_modified=[int(i) for i in operation.fields_modified],
+            fields_for_preserving_frag_bitmap=[int(i) for i in operation.fields_for_preserving_frag_bitmap])
+    elif isinstance(operation, LanceOperation.DataReplacement):
+        carriers = [FragmentMetadata(id=int(g.fragment_id), files=[_as_data_file(g.new_file)], physical_rows=0).data
+                    for g in operation.replacements]
+        native = _lance_core._commit(uri, "data_replacement", carriers, read_version=read_version,
+                                     storage_options=storage_options, transaction_properties=props)
     else:
         raise InvalidInputError(f"cannot commit {type(operation).__name__}")
     return native
+
+
+def _as_data_file(file: Any) -> "DataFile":
+    """A replacement's new file: a `DataFile` (pylance's) or a bare path."""
+    if isinstance(file, DataFile):
+        return file
+    if isinstance(file, str):
+        raise InvalidInputError(f"a data replacement needs a DataFile (its fields and file version), not the path "
+                                f"{file!r}")
+    return DataFile(**{k: getattr(file, k) for k in ("path", "fields", "column_indices", "file_major_version",
+                                                      "file_minor_version", "file_size_bytes", "base_id")})

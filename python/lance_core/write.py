@@ -12,7 +12,7 @@ from . import _lance_core
 from ._inputs import as_stream
 from .dataset import LanceDataset, auto_cleanup_keys
 from .fragment_metadata import _properties
-from .errors import InvalidInputError
+from .errors import DatasetNotFoundError, InvalidInputError
 from .fragment_metadata import _commit_native
 
 
@@ -36,6 +36,7 @@ def write_dataset(
     max_rows_per_group: Optional[int] = None,
     auto_cleanup_options: Optional[Dict[str, int]] = None,
     enable_v2_manifest_paths: bool = True,
+    commit_lock: Any = None,
 ) -> LanceDataset:
     """Write Arrow data as a Lance dataset (mode "create", "append" or "overwrite").
 
@@ -56,6 +57,9 @@ def write_dataset(
     completed. `max_rows_per_group` is taken for pylance's sake: 2.x files cut pages by size.
     `auto_cleanup_options` (an `AutoCleanupConfig`, on create and overwrite) makes every
     `interval`-th commit remove the versions older than `older_than_seconds`.
+    `commit_lock` (pylance's): a context manager factory called with the version about to
+    be committed, held while the write commits (our commits need no lock: it serves
+    callers who coordinate with other writers through it).
     """
     if isinstance(uri, LanceDataset):
         if storage_options is None:
@@ -68,14 +72,28 @@ def write_dataset(
         raise InvalidInputError("max_rows_per_file must be positive")
     if blob_pack_file_size_threshold is not None and blob_pack_file_size_threshold <= 0:
         raise InvalidInputError("blob_pack_file_size_threshold must be positive")
-    native = _lance_core._write_dataset(
-        as_stream(data, schema), os.fspath(uri), mode, max_rows_per_file, max_bytes_per_file,
+    stream = as_stream(data, schema)
+    return under_commit_lock(commit_lock, uri, storage_options, lambda: LanceDataset(_lance_core._write_dataset(
+        stream, os.fspath(uri), mode, max_rows_per_file, max_bytes_per_file,
         data_storage_version, enable_stable_row_ids, storage_options, external_blob_mode,
         allow_external_blob_outside_bases, blob_pack_file_size_threshold,
         _properties(transaction_properties, commit_message), progress,
         None if auto_cleanup_options is None else auto_cleanup_keys(auto_cleanup_options),
-    )
-    return LanceDataset(native)
+    )))
+
+
+def under_commit_lock(lock: Any, uri: Any, storage_options: Optional[Dict[str, str]], run: Any) -> Any:
+    """`run()` (a write that commits one version) inside `lock(version)`, pylance's
+    `commit_lock`: a context manager factory given the version about to be committed.
+    What the lock raises, on entry or exit, is raised."""
+    if lock is None:
+        return run()
+    try:
+        version = _lance_core._Dataset.open(os.fspath(uri), None, storage_options).version + 1
+    except DatasetNotFoundError:
+        version = 1
+    with lock(version):
+        return run()
 
 
 def commit(

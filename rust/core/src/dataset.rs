@@ -257,6 +257,17 @@ impl Dataset {
         self.manifest.fragments.iter().find(|f| f.id == id)
     }
 
+    /// Fragment `id`, or an error saying this version has none.
+    pub fn fragment_or_err(&self, id: u64) -> Result<&DataFragment> {
+        self.fragment(id).ok_or_else(|| {
+            Error::invalid(format!(
+                "{}: version {} has no fragment {id}",
+                self.uri(),
+                self.version()
+            ))
+        })
+    }
+
     pub fn has_stable_row_ids(&self) -> bool {
         self.manifest.reader_feature_flags & STABLE_ROW_IDS != 0
     }
@@ -612,30 +623,48 @@ impl Dataset {
 
     /// The stable row ids of a fragment (one per physical row), when the dataset has them.
     pub async fn row_ids(&self, frag: &DataFragment) -> Result<Option<Vec<u64>>> {
-        let manifest_name = || self.storage.display(&self.location.path);
-        match &frag.row_id_sequence {
-            None if self.has_stable_row_ids() => Err(Error::corrupt(
-                manifest_name(),
-                format!(
-                    "dataset has stable row ids but fragment {} has no row id sequence",
-                    frag.id
-                ),
-            )),
-            None => Ok(None),
-            Some(RowIdSeq::InlineRowIds(bytes)) => decode_row_ids(bytes)
-                .map(Some)
-                .map_err(|e| e.in_file(&manifest_name())),
-            Some(RowIdSeq::ExternalRowIds(ext)) => {
-                let path = self.storage.path(&ext.path);
-                let bytes = self
-                    .storage
-                    .get_range(&path, ext.offset..ext.offset + ext.size)
-                    .await?;
-                decode_row_ids(&bytes)
-                    .map(Some)
-                    .map_err(|e| e.in_file(&self.storage.display(&path)))
-            }
+        if frag.row_id_sequence.is_none() && !self.has_stable_row_ids() {
+            return Ok(None);
         }
+        let (bytes, name) = self.row_id_bytes(frag).await?;
+        decode_row_ids(&bytes)
+            .map(Some)
+            .map_err(|e| e.in_file(&name))
+    }
+
+    /// One of a fragment's row lineage sequences (a version per physical row), or None
+    /// when the fragment has none (its rows read as version 1).
+    pub async fn row_versions(
+        &self,
+        frag: &DataFragment,
+        which: crate::table::row_versions::Lineage,
+    ) -> Result<Option<Vec<u64>>> {
+        use crate::table::row_versions::{decode_versions, Stored};
+        let (bytes, name) = match which.of(frag) {
+            None => return Ok(None),
+            Some(Stored::Inline(b)) => (
+                bytes::Bytes::copy_from_slice(b),
+                self.storage.display(&self.location.path),
+            ),
+            Some(Stored::External(ext)) => self.external_bytes(ext).await?,
+        };
+        let rows = self.physical_rows(frag).await?;
+        decode_versions(&bytes, rows)
+            .map(Some)
+            .map_err(|e| e.in_file(&name))
+    }
+
+    /// The bytes of a sequence kept in a file of its own, and what to call it in errors.
+    async fn external_bytes(
+        &self,
+        ext: &crate::proto::table::ExternalFile,
+    ) -> Result<(bytes::Bytes, String)> {
+        let path = self.storage.path(&ext.path);
+        let b = self
+            .storage
+            .get_range(&path, ext.offset..ext.offset + ext.size)
+            .await?;
+        Ok((b, self.storage.display(&path)))
     }
 
     /// The serialized row-id sequence of a fragment (inline, or read from its file), and
@@ -646,14 +675,7 @@ impl Dataset {
                 bytes::Bytes::copy_from_slice(b),
                 self.storage.display(&self.location.path),
             )),
-            Some(RowIdSeq::ExternalRowIds(ext)) => {
-                let path = self.storage.path(&ext.path);
-                let b = self
-                    .storage
-                    .get_range(&path, ext.offset..ext.offset + ext.size)
-                    .await?;
-                Ok((b, self.storage.display(&path)))
-            }
+            Some(RowIdSeq::ExternalRowIds(ext)) => self.external_bytes(ext).await,
             None => Err(Error::corrupt(
                 self.storage.display(&self.location.path),
                 format!(

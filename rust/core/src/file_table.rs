@@ -140,6 +140,64 @@ pub async fn read_all(t: Arc<Dataset>) -> Result<arrow_array::RecordBatch> {
     Ok(arrow_select::concat::concat_batches(&schema, &batches)?)
 }
 
+/// The `DataFile` entry for the Lance file `path` (under the dataset's data directory,
+/// or base `base_id`'s) written with some of `ds`'s columns, by name (pylance's
+/// `DataFile.create`): their field ids in the dataset, the file's version and size. A
+/// column the dataset does not have is an error naming it.
+pub async fn describe_data_file(
+    ds: &Dataset,
+    path: &str,
+    base_id: Option<u32>,
+) -> Result<DataFile> {
+    let mut file = DataFile {
+        path: path.to_string(),
+        base_id,
+        ..Default::default()
+    };
+    let (storage, location) = ds.data_file_location(&file)?;
+    let shown = storage.display(&location);
+    let reader = FileReader::open(&storage, location, None).await?;
+    let meta = &reader.metadata;
+    if meta.legacy.is_some() {
+        return Err(Error::unsupported(
+            &shown,
+            "describing a legacy (0.1) data file",
+        ));
+    }
+    let own = LanceSchema::from_proto(&meta.schema.fields, &meta.schema.metadata)
+        .map_err(|e| e.in_file(&shown))?;
+    let mut fields = Vec::with_capacity(own.fields.len());
+    for f in &own.fields {
+        let theirs = ds.schema.field(&f.name).ok_or_else(|| {
+            Error::invalid(format!(
+                "{shown}: column '{}' is not a column of the dataset {}",
+                f.name,
+                ds.uri()
+            ))
+        })?;
+        fields.push(theirs.clone());
+    }
+    let version = meta.footer.version;
+    let in_dataset = LanceSchema {
+        fields,
+        metadata: Default::default(),
+    };
+    file.fields = column_field_ids(&in_dataset, version == FileVersion { major: 2, minor: 0 });
+    if file.fields.len() != meta.columns.len() {
+        return Err(Error::invalid(format!(
+            "{shown}: the file has {} columns, but the dataset's fields of its column names \
+             have {}: its columns' types do not match the dataset's",
+            meta.columns.len(),
+            file.fields.len()
+        )));
+    }
+    file.column_indices = (0..file.fields.len() as i32).collect();
+    file.file_major_version = version.major as u32;
+    file.file_minor_version = version.minor as u32;
+    file.file_size_bytes = meta.file_size;
+    Ok(file)
+}
+
 /// The field ids of a file's columns, in order: in format 2.0 every field has a column;
 /// from 2.1 on only the leaves do (a packed struct or a blob is one leaf).
 fn column_field_ids(schema: &LanceSchema, every_field: bool) -> Vec<i32> {

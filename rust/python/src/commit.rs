@@ -1,5 +1,5 @@
-//! `_commit`: an operation prepared elsewhere (append, overwrite, merge, delete, config
-//! change, restore) as a new version, and `_fragment_to_json`/`_fragment_from_json`: fragment metadata between its bytes and pylance's JSON.
+//! `_commit`: an operation prepared elsewhere (append, overwrite, merge, delete, update,
+//! data replacement, config change, restore) as a new version, and `_fragment_to_json`/`_fragment_from_json`: fragment metadata between its bytes and pylance's JSON.
 use pyo3::prelude::*;
 use std::collections::HashMap;
 
@@ -55,7 +55,7 @@ fn update_config(arg: ConfigArg) -> lance_core::proto::table::transaction::Updat
 /// `lance_core::write::External` (append, overwrite, delete, merge, update_config,
 /// restore) the arguments fill.
 #[pyfunction]
-#[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None, transaction_properties=None, version=None, config=None, lance_schema=None))]
+#[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None, transaction_properties=None, version=None, config=None, lance_schema=None, new_fragments=None, fields_modified=None, fields_for_preserving_frag_bitmap=None, enable_stable_row_ids=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn _commit(
     py: Python<'_>,
@@ -71,6 +71,10 @@ pub fn _commit(
     version: Option<u64>,
     config: Option<ConfigArg>,
     lance_schema: Option<Vec<u8>>,
+    new_fragments: Option<Vec<Vec<u8>>>,
+    fields_modified: Option<Vec<u32>>,
+    fields_for_preserving_frag_bitmap: Option<Vec<u32>>,
+    enable_stable_row_ids: bool,
 ) -> PyResult<PyDataset> {
     use lance_core::write::External;
     guard(|| {
@@ -88,6 +92,7 @@ pub fn _commit(
             "overwrite" => External::Overwrite {
                 fragments,
                 schema: schema()?,
+                stable_row_ids: enable_stable_row_ids,
             },
             "merge" => External::Merge {
                 fragments,
@@ -97,6 +102,28 @@ pub fn _commit(
                 updated: fragments,
                 deleted_ids: deleted_fragment_ids.unwrap_or_default(),
                 predicate: predicate.unwrap_or_default(),
+            },
+            "update" => External::Update {
+                updated: fragments,
+                removed_ids: deleted_fragment_ids.unwrap_or_default(),
+                new_fragments: decode_fragments(py, &new_fragments.unwrap_or_default())?,
+                fields_modified: fields_modified.unwrap_or_default(),
+                fields_for_preserving_frag_bitmap: fields_for_preserving_frag_bitmap
+                    .unwrap_or_default(),
+            },
+            // Each replacement comes as a fragment of its id holding the new file.
+            "data_replacement" => External::DataReplacement {
+                replacements: fragments
+                    .into_iter()
+                    .map(|f| match <[_; 1]>::try_from(f.files) {
+                        Ok([file]) => Ok((f.id, file)),
+                        Err(_) => Err(raise(
+                            py,
+                            "InvalidInputError",
+                            format!("replacement for fragment {} must hold one data file", f.id),
+                        )),
+                    })
+                    .collect::<PyResult<_>>()?,
             },
             "update_config" => {
                 External::UpdateConfig(Box::new(update_config(config.unwrap_or_default())))

@@ -729,16 +729,16 @@ impl PyDataset {
         })
     }
 
+    /// Delete the rows matching `predicate`: the new version and how many rows went.
     #[pyo3(signature = (predicate, retries=10))]
-    fn delete(&self, py: Python<'_>, predicate: String, retries: u32) -> PyResult<Self> {
+    fn delete(&self, py: Python<'_>, predicate: String, retries: u32) -> PyResult<(Self, u64)> {
         guard(|| {
-            Ok(PyDataset::from(
-                block_on(
-                    py,
-                    lance_core::write::delete(&self.inner, &predicate, retries),
-                )
-                .py()?,
-            ))
+            let (ds, count) = block_on(
+                py,
+                lance_core::write::delete_counted(&self.inner, &predicate, retries),
+            )
+            .py()?;
+            Ok((PyDataset::from(ds), count))
         })
     }
 
@@ -950,6 +950,68 @@ impl PyDataset {
             })
             .py()?;
             Ok(fragment.encode_to_vec())
+        })
+    }
+
+    /// pylance's `LanceFragment.update_columns`: the fragment with its new data file
+    /// (protobuf bytes, not committed) and the updated fields' ids.
+    fn update_columns(
+        &self,
+        py: Python<'_>,
+        data: Bound<'_, PyAny>,
+        fragment_id: u64,
+        left_on: String,
+        right_on: String,
+    ) -> PyResult<(Vec<u8>, Vec<u32>)> {
+        use prost::Message;
+        guard(|| {
+            let reader = crate::arrow_import::import_stream(&data)?;
+            let schema = reader.schema();
+            let batches = reader.collect::<Result<Vec<_>, _>>().map_err(|e| {
+                crate::errors::raise(py, "InvalidInputError", format!("update_columns: {e}"))
+            })?;
+            let ds = self.inner.clone();
+            let (fragment, fields) = block_on(py, async move {
+                lance_core::write::columns::update_columns(
+                    &ds,
+                    fragment_id,
+                    (schema, batches),
+                    &left_on,
+                    &right_on,
+                )
+                .await
+            })
+            .py()?;
+            Ok((fragment.encode_to_vec(), fields))
+        })
+    }
+
+    /// pylance's `DataFile.create`: the data file entry for a Lance file written with
+    /// some of the dataset's columns: (path, fields, column indices, major, minor, size,
+    /// base id).
+    #[allow(clippy::type_complexity)]
+    #[pyo3(signature = (path, base_id=None))]
+    fn describe_data_file(
+        &self,
+        py: Python<'_>,
+        path: String,
+        base_id: Option<u32>,
+    ) -> PyResult<(String, Vec<i32>, Vec<i32>, u32, u32, u64, Option<u32>)> {
+        guard(|| {
+            let ds = self.inner.clone();
+            let f = block_on(py, async move {
+                lance_core::file_table::describe_data_file(&ds, &path, base_id).await
+            })
+            .py()?;
+            Ok((
+                f.path,
+                f.fields,
+                f.column_indices,
+                f.file_major_version,
+                f.file_minor_version,
+                f.file_size_bytes,
+                f.base_id,
+            ))
         })
     }
 

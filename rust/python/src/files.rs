@@ -46,6 +46,21 @@ pub fn _delete_data_files(
 /// Delete the files of index segments `uuids` (their directories `_indices/<uuid>/`)
 /// that were written but never committed, e.g. by the tasks of an aborted Spark job.
 /// Missing ones are fine.
+/// Delete everything below a dataset root (pylance's `LanceDataset.drop`; the caller has
+/// checked that a dataset is there).
+#[pyfunction]
+#[pyo3(signature = (uri, storage_options=None))]
+pub fn _drop_dataset(
+    py: Python<'_>,
+    uri: String,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<()> {
+    guard(|| {
+        let storage = open_storage(&uri, storage_options)?;
+        block_on(py, async move { storage.delete_tree("").await }).py()
+    })
+}
+
 #[pyfunction]
 #[pyo3(signature = (uri, uuids, storage_options=None))]
 pub fn _delete_index_dirs(

@@ -61,10 +61,12 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema::_lance_schema_fields, m)?)?;
     m.add_function(wrap_pyfunction!(commit::_fragment_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(filters::_pyarrow_filter, m)?)?;
+    m.add_function(wrap_pyfunction!(filters::_parse_select, m)?)?;
     m.add_function(wrap_pyfunction!(history::_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(history::_find_transaction, m)?)?;
     m.add_function(wrap_pyfunction!(history::_changes_since, m)?)?;
     m.add_function(wrap_pyfunction!(files::_delete_data_files, m)?)?;
+    m.add_function(wrap_pyfunction!(files::_drop_dataset, m)?)?;
     m.add_function(wrap_pyfunction!(files::_delete_index_dirs, m)?)?;
     m.add_function(wrap_pyfunction!(files::_put_object, m)?)?;
     m.add_function(wrap_pyfunction!(files::_object_exists, m)?)?;

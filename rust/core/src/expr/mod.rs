@@ -17,6 +17,7 @@ pub use json::JsonFunction;
 mod lists;
 mod parse;
 pub mod ranges;
+pub mod select;
 mod types;
 
 use std::collections::BTreeSet;

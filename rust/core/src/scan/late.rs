@@ -521,12 +521,7 @@ async fn matching(
     let batches: Vec<RecordBatch> = scan(ds.clone(), inner)?.batches.try_collect().await?;
     let mut out = Vec::new();
     for b in batches {
-        let a = b.column(b.num_columns() - 1);
-        let a = a
-            .as_any()
-            .downcast_ref::<arrow_array::UInt64Array>()
-            .ok_or_else(|| Error::corrupt("", "internal: row addresses are not u64"))?;
-        out.extend_from_slice(a.values());
+        out.extend_from_slice(addresses_of(&b)?);
     }
     Ok(out)
 }
@@ -546,14 +541,17 @@ pub(super) async fn recheck(
     let mut out = Vec::new();
     for part in addresses.chunks(TAKE_BATCH) {
         let b = super::take::take_where(ds.clone(), part, &projection, Some(filter)).await?;
-        let a = b.column(b.num_columns() - 1);
-        let a = a
-            .as_any()
-            .downcast_ref::<arrow_array::UInt64Array>()
-            .ok_or_else(|| Error::corrupt("", "internal: row addresses are not u64"))?;
-        out.extend_from_slice(a.values());
+        out.extend_from_slice(addresses_of(&b)?);
     }
     Ok(out)
+}
+
+/// The `_rowaddr` column of a batch read with it.
+fn addresses_of(b: &RecordBatch) -> Result<&[u64]> {
+    b.column_by_name(super::ROW_ADDRESS)
+        .and_then(|a| a.as_any().downcast_ref::<arrow_array::UInt64Array>())
+        .map(|a| a.values().as_ref())
+        .ok_or_else(|| Error::corrupt("", "internal: no u64 row addresses were read"))
 }
 
 /// The addresses of visible rows `indices` counted over fragments `ids`, in that order.

@@ -9,6 +9,7 @@ mod lists20;
 mod output;
 pub mod plan;
 mod stream;
+pub mod system;
 pub mod take;
 #[cfg(test)]
 mod tests;
@@ -16,7 +17,7 @@ mod tests;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{Field, Schema, SchemaRef};
 use futures::stream::BoxStream;
 
 use crate::dataset::Dataset;
@@ -141,47 +142,87 @@ pub(crate) fn prepare(
     p: &Projection,
     filter: Option<&crate::expr::Expr>,
 ) -> Result<Prepared> {
-    let mut read_columns = match &p.exprs {
-        Some(exprs) => {
-            let mut cols: Vec<String> = Vec::new();
-            for (_, e) in exprs {
-                for c in e.columns() {
-                    let name = resolve_column(dataset, &c, "expression")?;
-                    if !cols.contains(&name) {
-                        cols.push(name);
+    let named = |c: &str| system::SystemColumn::named(dataset, c);
+    // System columns anything refers to; the others are the data columns to read.
+    let mut system: Vec<system::SystemColumn> = Vec::new();
+    let mut data_columns = |names: &mut dyn Iterator<Item = String>,
+                            what: &str,
+                            out: &mut Vec<String>|
+     -> Result<()> {
+        for c in names {
+            match named(&c) {
+                Some(s) if !system.contains(&s) => system.push(s),
+                Some(_) => {}
+                None if what.is_empty() => out.push(c),
+                None => {
+                    let name = resolve_column(dataset, &c, what)?;
+                    if !out.contains(&name) {
+                        out.push(name);
                     }
                 }
             }
+        }
+        Ok(())
+    };
+    let mut read_columns = match (&p.exprs, &p.columns) {
+        (Some(exprs), _) => {
+            let mut cols = Vec::new();
+            for (_, e) in exprs {
+                data_columns(&mut e.columns().into_iter(), "expression", &mut cols)?;
+            }
             Some(cols)
         }
-        None => p.columns.clone(),
-    };
-    if let (Some(cols), Some(filter)) = (&mut read_columns, filter) {
-        for c in filter.columns() {
-            let name = resolve_column(dataset, &c, "filter")?;
-            if !cols.contains(&name) {
-                cols.push(name);
-            }
+        (None, Some(columns)) => {
+            let mut cols = Vec::new();
+            data_columns(&mut columns.iter().cloned(), "", &mut cols)?;
+            Some(cols)
         }
+        (None, None) => None,
+    };
+    if let Some(filter) = filter {
+        // Reading every column reads the filter's too.
+        let mut all = Vec::new();
+        let cols = read_columns.as_mut().unwrap_or(&mut all);
+        data_columns(&mut filter.columns().into_iter(), "filter", cols)?;
     }
-    let plan = Arc::new(plan::plan_scan(&dataset.schema, read_columns.as_deref())?);
-    let mut extra: Vec<Arc<Field>> = Vec::with_capacity(2);
-    if p.with_row_id {
-        extra.push(Arc::new(Field::new(ROW_ID, DataType::UInt64, true)));
+    if p.with_row_id && !system.contains(&system::SystemColumn::RowId) {
+        system.push(system::SystemColumn::RowId);
     }
-    if p.with_row_address {
-        extra.push(Arc::new(Field::new(ROW_ADDRESS, DataType::UInt64, true)));
+    if p.with_row_address && !system.contains(&system::SystemColumn::RowAddress) {
+        system.push(system::SystemColumn::RowAddress);
     }
+    system.sort();
+    let mut plan = plan::plan_scan(&dataset.schema, read_columns.as_deref())?;
+    plan.system = system.clone();
+    let plan = Arc::new(plan);
+    let data = plan.fields.len();
+    let at = |c: system::SystemColumn| data + system.iter().position(|&s| s == c).unwrap();
+    // The flags' columns, last, unless asked for by name already.
+    let mut flagged: Vec<usize> = Vec::new();
     let metadata = plan.schema.metadata().clone();
     let read_schema = Arc::new(Schema::new_with_metadata(
         plan.schema
             .fields()
             .iter()
-            .chain(extra.iter())
             .cloned()
+            .chain(system.iter().map(|c| Arc::new(c.field())))
             .collect::<Vec<_>>(),
         metadata.clone(),
     ));
+    let named_in = |c: system::SystemColumn| {
+        p.exprs.is_none()
+            && p.columns
+                .as_ref()
+                .is_some_and(|cols| cols.iter().any(|n| named(n) == Some(c)))
+    };
+    for (flag, c) in [
+        (p.with_row_id, system::SystemColumn::RowId),
+        (p.with_row_address, system::SystemColumn::RowAddress),
+    ] {
+        if flag && !named_in(c) {
+            flagged.push(at(c));
+        }
+    }
     let filter = filter
         .map(|f| crate::expr::bind_filter(f, &read_schema))
         .transpose()?;
@@ -195,19 +236,35 @@ pub(crate) fn prepare(
                 .iter()
                 .map(|(name, b)| Arc::new(Field::new(name, b.data_type.clone(), b.nullable)))
                 .collect();
-            fields.extend(extra.iter().cloned());
+            fields.extend(
+                flagged
+                    .iter()
+                    .map(|&i| Arc::new(read_schema.field(i).clone())),
+            );
             let schema = Arc::new(Schema::new_with_metadata(fields, metadata));
             output::Output::expressions(
                 schema,
                 bound.into_iter().map(|(_, b)| b).collect(),
-                extra.len(),
+                flagged,
             )
         }
         None => {
-            let projected = p.columns.as_ref().map_or(plan.fields.len(), |c| c.len());
-            let keep: Vec<usize> = (0..projected)
-                .chain(plan.fields.len()..plan.fields.len() + extra.len())
-                .collect();
+            let mut keep: Vec<usize> = match &p.columns {
+                None => (0..data).collect(),
+                Some(cols) => {
+                    let mut next_data = 0;
+                    cols.iter()
+                        .map(|c| match named(c) {
+                            Some(s) => at(s),
+                            None => {
+                                next_data += 1;
+                                next_data - 1
+                            }
+                        })
+                        .collect()
+                }
+            };
+            keep.extend(flagged);
             let fields: Vec<Arc<Field>> = keep
                 .iter()
                 .map(|&i| read_schema.field(i).clone().into())
@@ -235,13 +292,7 @@ pub async fn count_rows(
         return match fragment_id {
             None => dataset.count_rows().await,
             Some(id) => {
-                let f = dataset.fragment(id).ok_or_else(|| {
-                    crate::error::Error::invalid(format!(
-                        "{}: version {} has no fragment {id}",
-                        dataset.uri(),
-                        dataset.version()
-                    ))
-                })?;
+                let f = dataset.fragment_or_err(id)?;
                 dataset.fragment_rows(f).await
             }
         };
@@ -307,8 +358,12 @@ pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
     Ok(Scan { schema, batches })
 }
 
-/// The schema's name for a column a filter refers to (exact, else ignoring case).
+/// The schema's name for a column a filter refers to (exact, else ignoring case; a
+/// system column's name as it is).
 pub(crate) fn resolve_column(ds: &Dataset, name: &str, what: &str) -> Result<String> {
+    if system::SystemColumn::named(ds, name).is_some() {
+        return Ok(name.to_string());
+    }
     let fields = &ds.schema.fields;
     fields
         .iter()

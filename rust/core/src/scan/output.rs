@@ -1,6 +1,6 @@
 //! What a scan returns from the batches it reads: the rows its filter keeps, then either
 //! some of the columns read (the filter may need more than the caller asked for) or the
-//! values of the caller's expressions, with `_rowid` / `_rowaddr` last.
+//! values of the caller's expressions, with system columns asked for by flag last.
 use arrow_array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
 
@@ -17,8 +17,9 @@ pub struct Output {
 enum Shape {
     /// These columns of the batch read, in this order.
     Columns(Vec<usize>),
-    /// These expressions over the batch read, then its last `extra` columns (row ids).
-    Expressions { exprs: Vec<Bound>, extra: usize },
+    /// These expressions over the batch read, then these of its columns (system
+    /// columns asked for by flag).
+    Expressions { exprs: Vec<Bound>, tail: Vec<usize> },
 }
 
 impl Output {
@@ -30,11 +31,11 @@ impl Output {
         }
     }
 
-    pub fn expressions(schema: SchemaRef, exprs: Vec<Bound>, extra: usize) -> Self {
+    pub fn expressions(schema: SchemaRef, exprs: Vec<Bound>, tail: Vec<usize>) -> Self {
         Output {
             schema,
             filter: None,
-            shape: Shape::Expressions { exprs, extra },
+            shape: Shape::Expressions { exprs, tail },
         }
     }
 
@@ -69,13 +70,12 @@ impl Output {
                 }
                 keep.iter().map(|&i| batch.column(i).clone()).collect()
             }
-            Shape::Expressions { exprs, extra } => {
+            Shape::Expressions { exprs, tail } => {
                 let mut out = exprs
                     .iter()
                     .map(|e| crate::expr::evaluate(e, &batch))
                     .collect::<Result<Vec<_>>>()?;
-                let n = batch.num_columns();
-                out.extend(batch.columns()[n - extra..].iter().cloned());
+                out.extend(tail.iter().map(|&i| batch.column(i).clone()));
                 out
             }
         };

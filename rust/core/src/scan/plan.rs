@@ -80,8 +80,10 @@ pub enum FieldPlan {
 pub struct ScanPlan {
     pub fields: Vec<FieldPlan>,
     pub leaves: Vec<LeafPlan>,
-    /// The schema of the projected columns (without `_rowid` / `_rowaddr`).
+    /// The schema of the projected columns (without system columns).
     pub schema: SchemaRef,
+    /// The system columns read after them, in this order.
+    pub system: Vec<super::system::SystemColumn>,
 }
 
 /// Descriptor struct returned for blob columns stored in the v1 layout.
@@ -377,6 +379,7 @@ pub fn plan_scan(schema: &LanceSchema, columns: Option<&[String]>) -> Result<Sca
         fields,
         leaves: planner.leaves,
         schema,
+        system: vec![],
     })
 }
 

@@ -5,10 +5,11 @@
 //! stays bounded and the pages needed next are always the ones being worked on.
 //! The consumer cuts batches of rows from the decoded pages, rebuilds the requested
 //! fields, drops deleted rows and adds `_rowid` / `_rowaddr`.
+use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt64Array};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
@@ -221,12 +222,12 @@ impl Drop for Tasks {
 
 /// One fragment, ready to be consumed.
 struct FragmentWork {
-    fragment_id: u64,
     /// The physical rows to read: `first_row..end_row`.
     first_row: u64,
     end_row: u64,
     deletions: Option<Arc<RoaringBitmap>>,
-    row_ids: Option<Arc<Vec<u64>>>,
+    /// What the plan's system columns are made from.
+    system: super::system::FragmentSystem,
     /// Visible rows to skip, then to return.
     skip: u64,
     take: u64,
@@ -406,21 +407,32 @@ async fn drive(
         options.limit.unwrap_or(u64::MAX)
     };
     let ahead = fragments_ahead(&ds, &options);
+    let bases = match plan
+        .system
+        .contains(&super::system::SystemColumn::RowOffset)
+    {
+        true => match super::system::offset_bases(&ds).await {
+            Ok(b) => Some(b),
+            Err(e) => {
+                let _ = tx.send(Err(e)).await;
+                return;
+            }
+        },
+        false => None,
+    };
     let mut opened = futures::stream::iter(fragments)
         .map(|frag| {
-            let (ds, plan, options) = (ds.clone(), plan.clone(), options.clone());
-            async move {
-                let opened = read_fragment(&ds, &plan, &options, &frag).await;
-                (frag, opened)
-            }
+            let (ds, plan, options, bases) =
+                (ds.clone(), plan.clone(), options.clone(), bases.clone());
+            async move { read_fragment(&ds, &plan, &options, &frag, bases.as_deref()).await }
         })
         .buffered(ahead);
-    while let Some((frag, opened)) = opened.next().await {
+    while let Some(opened) = opened.next().await {
         if to_take == 0 {
             break;
         }
-        let work = opened
-            .and_then(|o| start_fragment(&plan, &options, &frag, o, &mut to_skip, &mut to_take));
+        let work =
+            opened.and_then(|o| start_fragment(&plan, &options, o, &mut to_skip, &mut to_take));
         match work {
             Ok(None) => continue,
             Ok(Some((w, pages))) => {
@@ -498,7 +510,7 @@ struct PageTask {
 struct OpenedFragment {
     physical_rows: u64,
     deletions: Option<Arc<RoaringBitmap>>,
-    row_ids: Option<Arc<Vec<u64>>>,
+    system: super::system::FragmentSystem,
     sources: Vec<Option<super::fragment::LeafSource>>,
 }
 
@@ -507,6 +519,7 @@ async fn read_fragment(
     plan: &ScanPlan,
     options: &ScanOptions,
     frag: &DataFragment,
+    offset_bases: Option<&HashMap<u64, u64>>,
 ) -> Result<OpenedFragment> {
     let physical_rows = ds.physical_rows(frag).await?;
     let deletions = if options.include_deleted {
@@ -514,27 +527,19 @@ async fn read_fragment(
     } else {
         ds.deletions(frag).await?
     };
-    let row_ids = if options.with_row_id && ds.has_stable_row_ids() {
-        let ids = ds.row_ids(frag).await?.unwrap_or_default();
-        if ids.len() as u64 != physical_rows {
-            return Err(Error::corrupt(
-                ds.uri(),
-                format!(
-                    "fragment {} has {} row ids for {physical_rows} rows",
-                    frag.id,
-                    ids.len()
-                ),
-            ));
-        }
-        Some(Arc::new(ids))
-    } else {
-        None
-    };
+    let system = super::system::FragmentSystem::load(
+        ds,
+        frag,
+        &plan.system,
+        offset_bases,
+        deletions.clone(),
+    )
+    .await?;
     let sources = open_leaf_sources(ds, frag, &plan.leaves).await?;
     Ok(OpenedFragment {
         physical_rows,
         deletions,
-        row_ids,
+        system,
         sources,
     })
 }
@@ -544,7 +549,6 @@ async fn read_fragment(
 fn start_fragment(
     plan: &ScanPlan,
     options: &ScanOptions,
-    frag: &DataFragment,
     opened: OpenedFragment,
     to_skip: &mut u64,
     to_take: &mut u64,
@@ -552,7 +556,7 @@ fn start_fragment(
     let OpenedFragment {
         physical_rows,
         deletions,
-        row_ids,
+        system,
         sources,
     } = opened;
     let (first_row, end_row) = match options.row_range {
@@ -642,11 +646,10 @@ fn start_fragment(
         });
     }
     let work = FragmentWork {
-        fragment_id: frag.id,
         first_row,
         end_row,
         deletions,
-        row_ids,
+        system,
         skip,
         take,
         leaves,
@@ -711,23 +714,7 @@ impl Consumer {
             }
             columns.push(assemble(fp, parts, n as usize)?);
         }
-        let addrs = (start..start + n).map(|o| (w.fragment_id << 32) | o);
-        let mut extra: Vec<ArrayRef> = Vec::with_capacity(2);
-        if self.options.with_row_id {
-            let ids: UInt64Array = match &w.row_ids {
-                Some(ids) => ids[start as usize..(start + n) as usize]
-                    .iter()
-                    .copied()
-                    .collect(),
-                None => addrs.clone().collect(),
-            };
-            extra.push(Arc::new(ids));
-        }
-        if self.options.with_row_address {
-            extra.push(Arc::new(addrs.collect::<UInt64Array>()));
-        }
-        // All columns read (the filter's and expressions' too), then the row id columns.
-        columns.extend(extra);
+        columns.extend(w.system.columns_in(&self.plan.system, start, start + n));
         let opts = RecordBatchOptions::new().with_row_count(Some(n as usize));
         let mut batch =
             RecordBatch::try_new_with_options(self.read_schema.clone(), columns, &opts)?;

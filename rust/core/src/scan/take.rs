@@ -5,9 +5,7 @@
 //! together with the scan's own plan, so a take returns exactly what a scan would.
 use std::sync::Arc;
 
-use arrow_array::{
-    new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array, UInt64Array,
-};
+use arrow_array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions, UInt32Array};
 use futures::StreamExt;
 
 use arrow_buffer::Buffer;
@@ -18,6 +16,7 @@ use super::fragment::{
     decode_unit, decode_unit_rows, open_leaf_sources, read_page, Chain, LeafSource, PageWork, Units,
 };
 use super::plan::{assemble, LeafPlan};
+use super::system::{FragmentSystem, SystemColumn};
 use super::{prepare, Projection};
 use crate::dataset::Dataset;
 use crate::encoding::layout::{bulk_buffer, plan_page_without_bulk, UnitSizing};
@@ -61,13 +60,32 @@ pub async fn take_where(
         })?;
         groups.push((frag.clone(), run.iter().map(|a| *a as u32).collect()));
     }
+    let bases = match p.plan.system.contains(&SystemColumn::RowOffset) {
+        true => Some(super::system::offset_bases(&ds).await?),
+        false => None,
+    };
     // Owned inputs for each fragment's read, so that the futures borrow nothing.
     let reads: Vec<_> = groups
         .iter()
         .map(|(frag, offsets)| {
-            let (ds, plan, frag, offsets) =
-                (ds.clone(), p.plan.clone(), frag.clone(), offsets.clone());
-            async move { fragment_rows(&ds, &frag, &plan, &offsets).await }
+            let (ds, plan, frag, offsets, bases) = (
+                ds.clone(),
+                p.plan.clone(),
+                frag.clone(),
+                offsets.clone(),
+                bases.clone(),
+            );
+            async move {
+                let mut columns = fragment_rows(&ds, &frag, &plan, &offsets).await?;
+                if !plan.system.is_empty() {
+                    let system =
+                        FragmentSystem::load(&ds, &frag, &plan.system, bases.as_deref(), None)
+                            .await?;
+                    let offsets: Vec<u64> = offsets.iter().map(|&o| o as u64).collect();
+                    columns.extend(system.columns(&plan.system, &offsets));
+                }
+                Ok::<_, Error>(columns)
+            }
         })
         .collect();
     let parts: Vec<Vec<ArrayRef>> = futures::stream::iter(reads)
@@ -77,21 +95,15 @@ pub async fn take_where(
         .into_iter()
         .collect::<Result<_>>()?;
 
-    // Each field over all fragments, in address order.
+    // Each column read (data, then system) over all fragments, in address order.
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(p.read_schema.fields().len());
-    for f in 0..p.plan.fields.len() {
+    for (f, field) in p.read_schema.fields().iter().enumerate() {
         let pieces: Vec<&dyn Array> = parts.iter().map(|c| c[f].as_ref()).collect();
         columns.push(match pieces.len() {
-            0 => new_null_array(p.plan.fields[f].field().data_type(), 0),
+            0 => new_null_array(field.data_type(), 0),
             1 => parts[0][f].clone(),
             _ => arrow_select::concat::concat(&pieces)?,
         });
-    }
-    if projection.with_row_id {
-        columns.push(Arc::new(row_ids(&ds, &groups).await?));
-    }
-    if projection.with_row_address {
-        columns.push(Arc::new(UInt64Array::from(sorted.clone())));
     }
     let opts = RecordBatchOptions::new().with_row_count(Some(sorted.len()));
     let batch = RecordBatch::try_new_with_options(p.read_schema.clone(), columns, &opts)?;
@@ -116,27 +128,6 @@ pub async fn take_where(
         None => batch,
     };
     p.output.finish(batch)
-}
-
-/// The stable row ids (or, without them, the addresses) of the rows read.
-async fn row_ids(ds: &Dataset, groups: &[(DataFragment, Vec<u32>)]) -> Result<UInt64Array> {
-    let mut out = Vec::with_capacity(groups.iter().map(|g| g.1.len()).sum());
-    for (frag, offsets) in groups {
-        match ds.row_ids(frag).await? {
-            Some(ids) => {
-                for &o in offsets {
-                    out.push(*ids.get(o as usize).ok_or_else(|| {
-                        Error::corrupt(
-                            ds.uri(),
-                            format!("fragment {} has no row id for row {o}", frag.id),
-                        )
-                    })?);
-                }
-            }
-            None => out.extend(offsets.iter().map(|&o| (frag.id << 32) | o as u64)),
-        }
-    }
-    Ok(UInt64Array::from(out))
 }
 
 /// Rows `offsets` (sorted, distinct) of a fragment: one array per field of the plan.

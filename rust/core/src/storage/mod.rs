@@ -345,14 +345,14 @@ impl Storage {
         }
     }
 
-    /// Delete every object below `dir` (relative to the root); a local directory left
-    /// empty is removed too. Nothing there is fine.
+    /// Delete every object below `dir` (relative to the root); local directories left
+    /// empty are removed too. Nothing there is fine.
     pub async fn delete_tree(&self, dir: &str) -> Result<()> {
         for meta in self.list_all(dir).await? {
             self.delete(&meta.location).await?;
         }
         if let Some(local) = self.local_file(&self.path(dir)) {
-            let _ = std::fs::remove_dir(local);
+            remove_empty_dirs(&local);
         }
         Ok(())
     }
@@ -559,6 +559,19 @@ impl Storage {
             Err(e) => Err(self.map_err(&prefix, e)),
         }
     }
+}
+
+/// Remove `dir` and the directories below it that hold no file (best effort: one a
+/// concurrent writer just put a file in stays).
+fn remove_empty_dirs(dir: &std::path::Path) {
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                remove_empty_dirs(&e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir(dir);
 }
 
 #[cfg(test)]

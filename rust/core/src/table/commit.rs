@@ -109,36 +109,7 @@ async fn commit_loop(
             if unknown != 0 {
                 return Err(Error::unsupported(storage.uri(), format!("dataset needs writer features this writer does not know (flags {unknown:#x})")));
             }
-            for v in checked + 1..=b.version {
-                let theirs = match transaction_at(storage, v).await {
-                    Ok(t) => t,
-                    // A concurrent cleanup removed it: what it did cannot be checked, but
-                    // the operation can be prepared again on the latest version.
-                    Err(Error::NotFound { .. }) => {
-                        return Err(Error::Conflict(format!(
-                            "{}: version {v}, committed since version {read_version} was read, \
-                             was removed by a cleanup; retry on the latest version",
-                            storage.uri()
-                        )))
-                    }
-                    Err(e) => return Err(e),
-                };
-                match resolve(op, theirs.as_ref().and_then(|t| t.operation.as_ref())) {
-                    Resolution::Compatible => {}
-                    Resolution::Retryable(why) => {
-                        return Err(Error::Conflict(format!(
-                            "{}: commit conflict at version {v}: {why}",
-                            storage.uri()
-                        )))
-                    }
-                    Resolution::Incompatible(why) => {
-                        return Err(Error::Incompatible(format!(
-                            "{}: incompatible with version {v}: {why}",
-                            storage.uri()
-                        )))
-                    }
-                }
-            }
+            check_since(storage, op, read_version, checked + 1..=b.version).await?;
             checked = b.version;
         }
         let version = base.as_ref().map_or(1, |b| b.version + 1);
@@ -183,6 +154,25 @@ async fn commit_loop(
                     Ok(())
                 })?
             }
+            // Indices over the rewritten fields no longer cover the fragments whose
+            // files for them changed.
+            Operation::DataReplacement { replacements } => {
+                let fields: HashSet<i32> = replacements
+                    .iter()
+                    .flat_map(|(_, f)| f.fields.iter().copied())
+                    .collect();
+                let ids: Vec<u64> = replacements.iter().map(|(id, _)| *id).collect();
+                edit_indices(base, base_bytes, |all| uncover(all, &ids, &fields))?
+            }
+            Operation::Update {
+                updated,
+                fields_modified,
+                ..
+            } if !fields_modified.is_empty() => {
+                let fields: HashSet<i32> = fields_modified.iter().map(|&f| f as i32).collect();
+                let ids: Vec<u64> = updated.iter().map(|f| f.id).collect();
+                edit_indices(base, base_bytes, |all| uncover(all, &ids, &fields))?
+            }
             Operation::CreateIndex {
                 new_indices,
                 removed_indices,
@@ -218,6 +208,47 @@ async fn commit_loop(
         "{}: gave up committing after {MAX_ATTEMPTS} attempts: other writers kept committing first",
         storage.uri()
     )))
+}
+
+/// Fail when a version in `versions`, committed since `read_version` was read, makes `op`
+/// impossible (`Incompatible`) or means preparing it again (`Conflict`).
+async fn check_since(
+    storage: &Storage,
+    op: &Operation,
+    read_version: u64,
+    versions: std::ops::RangeInclusive<u64>,
+) -> Result<()> {
+    for v in versions {
+        let theirs = match transaction_at(storage, v).await {
+            Ok(t) => t,
+            // A concurrent cleanup removed it: what it did cannot be checked, but
+            // the operation can be prepared again on the latest version.
+            Err(Error::NotFound { .. }) => {
+                return Err(Error::Conflict(format!(
+                    "{}: version {v}, committed since version {read_version} was read, \
+                     was removed by a cleanup; retry on the latest version",
+                    storage.uri()
+                )))
+            }
+            Err(e) => return Err(e),
+        };
+        match resolve(op, theirs.as_ref().and_then(|t| t.operation.as_ref())) {
+            Resolution::Compatible => {}
+            Resolution::Retryable(why) => {
+                return Err(Error::Conflict(format!(
+                    "{}: Retryable commit conflict for version {v}: {why}",
+                    storage.uri()
+                )))
+            }
+            Resolution::Incompatible(why) => {
+                return Err(Error::Incompatible(format!(
+                    "{}: Commit conflict for version {v}: {why}",
+                    storage.uri()
+                )))
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The manifest of `version`: `base` (the latest version) with `op` applied.
@@ -272,6 +303,9 @@ fn next_manifest(
                 };
                 m.next_row_id += f.physical_rows;
                 f.row_id_sequence = Some(RowIdSeq::InlineRowIds(seq.encode_to_vec()));
+            }
+            if stable(m) {
+                super::row_versions::stamp_new_fragment(&mut f, version);
             }
             m.fragments.push(f);
         }
@@ -356,9 +390,12 @@ fn next_manifest(
             m.fields = schema.to_proto();
             m.schema_metadata = schema.metadata_proto();
         }
+        Operation::DataReplacement { replacements } => {
+            replace_data_files(&mut m.fragments, replacements, storage.uri())?
+        }
         Operation::Restore { .. } => {}
         Operation::UpdateConfig(u) => super::config::apply_update(&mut m, u, storage.uri())?,
-        Operation::ReserveFragments { count } => next_id += *count as u64,
+        Operation::ReserveFragments { count, .. } => next_id += *count as u64,
         // The section itself is changed with the manifest file's bytes (`edit_indices`).
         Operation::CreateIndex { .. } => {}
         Operation::Rewrite { groups, indices } => {
@@ -551,6 +588,80 @@ fn edit_indices(
     out.extend_from_slice(&encoded);
     m.index_section = Some(at as u64);
     Ok((Some(m), Bytes::from(out)))
+}
+
+/// Replace data files as pylance's `DataReplacement` does: in each fragment, the files
+/// holding exactly the new file's fields (in the same file version) point at the new
+/// file; a file for fields no file of the fragment holds is added. A replacement that
+/// changes nothing is refused.
+fn replace_data_files(
+    fragments: &mut [DataFragment],
+    replacements: &[(u64, crate::proto::table::DataFile)],
+    uri: &str,
+) -> Result<()> {
+    let layouts: HashSet<&Vec<i32>> = replacements.iter().map(|(_, f)| &f.fields).collect();
+    if layouts.len() > 1 {
+        return Err(Error::invalid(format!(
+            "{uri}: a data replacement's new files must all hold the same fields, found {:?}",
+            layouts
+        )));
+    }
+    for (id, new) in replacements {
+        let frag = fragments.iter_mut().find(|f| f.id == *id).ok_or_else(|| {
+            Error::Conflict(format!(
+                "{uri}: fragment {id}, whose data is being replaced, is no longer in the table"
+            ))
+        })?;
+        let before = frag.files.clone();
+        let mut covered: HashSet<i32> = HashSet::new();
+        for file in frag.files.iter_mut() {
+            if file.fields == new.fields
+                && file.file_major_version == new.file_major_version
+                && file.file_minor_version == new.file_minor_version
+            {
+                file.path = new.path.clone();
+                file.file_size_bytes = new.file_size_bytes;
+                file.base_id = new.base_id;
+            }
+            covered.extend(file.fields.iter().copied());
+        }
+        if new.fields.iter().all(|f| !covered.contains(f)) {
+            frag.files.push(new.clone());
+        }
+        if frag.files == before {
+            return Err(Error::invalid(format!(
+                "{uri}: the new data file {} for fragment {id} (fields {:?}, file version {}.{}) \
+                 matches none of its data files: a replacement must hold exactly the fields of \
+                 one of them, in the same file version",
+                new.path, new.fields, new.file_major_version, new.file_minor_version
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Indices over any of `fields` stop covering fragments `ids` (their values changed).
+fn uncover(
+    indices: &mut [crate::proto::table::IndexMetadata],
+    ids: &[u64],
+    fields: &HashSet<i32>,
+) -> Result<()> {
+    for index in indices.iter_mut() {
+        if index.fragment_bitmap.is_empty() || !index.fields.iter().any(|f| fields.contains(f)) {
+            continue;
+        }
+        let mut bitmap = roaring::RoaringBitmap::deserialize_from(&index.fragment_bitmap[..])
+            .map_err(|e| Error::corrupt("", format!("an index's fragment bitmap: {e}")))?;
+        for &id in ids {
+            bitmap.remove(id as u32);
+        }
+        let mut out = Vec::with_capacity(bitmap.serialized_size());
+        bitmap
+            .serialize_into(&mut out)
+            .map_err(|e| Error::io("", format!("an index's fragment bitmap: {e}")))?;
+        index.fragment_bitmap = out;
+    }
+    Ok(())
 }
 
 /// The fragment id after the largest one `m` has used.

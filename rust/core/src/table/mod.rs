@@ -12,6 +12,7 @@ pub mod history;
 pub mod manifest;
 pub mod primary_key;
 pub mod row_index;
+pub mod row_versions;
 pub mod rowids;
 pub mod schema;
 pub mod tags;

@@ -72,7 +72,7 @@ fn holes_of(r: &crate::proto::table::u64_segment::RangeWithHoles) -> Result<Vec<
 }
 
 /// How many ids a segment holds, checking that it is well formed.
-fn segment_len(s: &Segment) -> Result<u64> {
+pub(crate) fn segment_len(s: &Segment) -> Result<u64> {
     Ok(match s {
         Segment::Range(r) => span(r.start, r.end)?,
         Segment::RangeWithHoles(r) => span(r.start, r.end)? - holes_of(r)?.len() as u64,

@@ -109,16 +109,7 @@ pub(super) async fn write_columns_into<S>(
 where
     S: Stream<Item = Result<RecordBatch>> + Unpin,
 {
-    let mut fragment = ds
-        .fragment(fragment_id)
-        .ok_or_else(|| {
-            Error::invalid(format!(
-                "{}: version {} has no fragment {fragment_id}",
-                ds.uri(),
-                ds.version()
-            ))
-        })?
-        .clone();
+    let mut fragment = ds.fragment_or_err(fragment_id)?.clone();
     let rows = ds.physical_rows(&fragment).await?;
     let version = writable_version(&ds.data_storage_version(), ds.uri())?;
     let target = std::sync::Arc::new(added.to_arrow()?);
@@ -154,4 +145,149 @@ where
     staged.add_data_file(&file.path);
     fragment.files.push(file);
     Ok(fragment)
+}
+
+/// New values for existing columns of fragment `fragment_id` (pylance's
+/// `LanceFragment.update_columns`): each row of `data` whose `right_on` value equals a
+/// fragment row's `left_on` value (a column, or a system column such as `_rowid`) gives
+/// that row the values of `data`'s other columns; the other rows keep theirs. The updated
+/// columns are written whole for the fragment as one new data file, and the fragment's
+/// older files stop serving them. Returns the fragment (not committed; commit it in an
+/// `Update` with the ids returned as `fields_modified`) and the updated top-level fields'
+/// ids. The new file is the caller's once written.
+pub async fn update_columns(
+    ds: &Dataset,
+    fragment_id: u64,
+    data: (arrow_schema::SchemaRef, Vec<RecordBatch>),
+    left_on: &str,
+    right_on: &str,
+) -> Result<(DataFragment, Vec<u32>)> {
+    use std::sync::Arc;
+
+    use arrow_array::{Array, ArrayRef};
+    use arrow_row::{RowConverter, SortField};
+
+    let uri = ds.uri();
+    let data = arrow_select::concat::concat_batches(&data.0, &data.1)?;
+    let key = data.column_by_name(right_on).cloned().ok_or_else(|| {
+        Error::invalid(format!(
+            "{uri}: update_columns: the new data has no join column '{right_on}'"
+        ))
+    })?;
+    let mut names = Vec::new();
+    for f in data.schema().fields() {
+        let name = f.name();
+        if name == right_on {
+            continue;
+        }
+        if crate::scan::system::SystemColumn::named(ds, name).is_some() {
+            return Err(Error::invalid(format!(
+                "{uri}: update_columns: '{name}' is a metadata column and cannot be updated"
+            )));
+        }
+        if ds.schema.field(name).is_none() {
+            return Err(Error::invalid(format!(
+                "{uri}: update_columns: column '{name}' does not exist in the dataset"
+            )));
+        }
+        if name == left_on {
+            return Err(Error::invalid(format!(
+                "{uri}: update_columns: the join column '{name}' cannot be updated"
+            )));
+        }
+        names.push(name.clone());
+    }
+    if names.is_empty() {
+        return Err(Error::invalid(format!(
+            "{uri}: update_columns: the new data has no column to update besides '{right_on}'"
+        )));
+    }
+    // Every physical row's current values and key (deleted rows too: the new file must
+    // hold a value for each).
+    let mut columns = names.clone();
+    columns.push(left_on.to_string());
+    let options = crate::scan::ScanOptions {
+        columns: Some(columns),
+        fragment_ids: Some(vec![fragment_id]),
+        include_deleted: true,
+        late_materialization: false,
+        ..Default::default()
+    };
+    ds.fragment_or_err(fragment_id)?;
+    let scan = crate::scan::scan(Arc::new(ds.clone()), options)?;
+    let schema = scan.schema.clone();
+    let batches: Vec<RecordBatch> = futures::TryStreamExt::try_collect(scan.batches).await?;
+    let current = arrow_select::concat::concat_batches(&schema, &batches)?;
+    let left_key = current.column(names.len()).clone();
+    // The new data's keys as the fragment's key type, hashed by their row encoding.
+    let key = arrow_cast::cast(&key, left_key.data_type()).map_err(|e| {
+        Error::invalid(format!(
+            "{uri}: update_columns: join column '{right_on}' ({}) cannot be compared with \
+             '{left_on}' ({}): {e}",
+            key.data_type(),
+            left_key.data_type()
+        ))
+    })?;
+    let converter = RowConverter::new(vec![SortField::new(left_key.data_type().clone())])?;
+    let right_rows = converter.convert_columns(std::slice::from_ref(&key))?;
+    let mut by_key = std::collections::HashMap::with_capacity(key.len());
+    for j in 0..key.len() {
+        if key.is_valid(j) {
+            by_key.insert(right_rows.row(j), j);
+        }
+    }
+    let left_rows = converter.convert_columns(std::slice::from_ref(&left_key))?;
+    let picks: Vec<(usize, usize)> = (0..current.num_rows())
+        .map(|i| match left_key.is_valid(i) {
+            true => by_key.get(&left_rows.row(i)).map_or((0, i), |&j| (1, j)),
+            false => (0, i),
+        })
+        .collect();
+    let mut updated: Vec<ArrayRef> = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        let old = current.column(i);
+        let new = data.column_by_name(name).expect("checked");
+        let new = arrow_cast::cast(new, old.data_type()).map_err(|e| {
+            Error::invalid(format!(
+                "{uri}: update_columns: column '{name}' ({}) cannot be stored as {}: {e}",
+                new.data_type(),
+                old.data_type()
+            ))
+        })?;
+        updated.push(arrow_select::interleave::interleave(
+            &[old.as_ref(), new.as_ref()],
+            &picks,
+        )?);
+    }
+    // The updated fields keep their ids: the new file serves them from now on.
+    let subset = LanceSchema {
+        fields: names
+            .iter()
+            .map(|n| ds.schema.field(n).expect("checked").clone())
+            .collect(),
+        metadata: Default::default(),
+    };
+    let arrow = Arc::new(subset.to_arrow()?);
+    let batch = RecordBatch::try_new(arrow, updated)?;
+    let staged = Staged::new(ds.storage());
+    let batches = futures::stream::iter([Ok(batch)]);
+    let written = write_columns_into(ds, fragment_id, &subset, batches, "", &staged);
+    let mut fragment = staged.guard(written).await?;
+    staged.keep();
+    let new_ids: std::collections::HashSet<i32> = super::leaves::leaves(&subset, true)?
+        .iter()
+        .map(|l| l.field_id)
+        .chain(subset.field_ids())
+        .collect();
+    let last = fragment.files.len() - 1;
+    for file in &mut fragment.files[..last] {
+        for id in file.fields.iter_mut().filter(|id| new_ids.contains(id)) {
+            *id = -2;
+        }
+    }
+    fragment
+        .files
+        .retain(|f| f.fields.iter().any(|&id| id >= 0));
+    let top: Vec<u32> = subset.fields.iter().map(|f| f.id as u32).collect();
+    Ok((fragment, top))
 }

@@ -190,10 +190,12 @@ pub enum External {
     Append {
         fragments: Vec<DataFragment>,
     },
-    /// The table replaced by `fragments`, written with `schema` (field ids from 0).
+    /// The table replaced by `fragments`, written with `schema` (field ids from 0);
+    /// `stable_row_ids` makes the new table keep stable row ids.
     Overwrite {
         fragments: Vec<DataFragment>,
         schema: Schema,
+        stable_row_ids: bool,
     },
     Delete {
         updated: Vec<DataFragment>,
@@ -220,6 +222,20 @@ pub enum External {
     Project {
         fields: Vec<crate::proto::file::Field>,
     },
+    /// Rows or columns changed (pylance's `LanceOperation.Update`): fragments with new
+    /// deletion files or new data files for `fields_modified`, fragments removed, and new
+    /// fragments.
+    Update {
+        updated: Vec<DataFragment>,
+        removed_ids: Vec<u64>,
+        new_fragments: Vec<DataFragment>,
+        fields_modified: Vec<u32>,
+        fields_for_preserving_frag_bitmap: Vec<u32>,
+    },
+    /// Data files replaced, by fragment id (pylance's `LanceOperation.DataReplacement`).
+    DataReplacement {
+        replacements: Vec<(u64, crate::proto::table::DataFile)>,
+    },
 }
 
 /// Commit `operation` to the table at `uri`, read at `read_version` (None: the latest).
@@ -232,7 +248,11 @@ pub async fn commit_external(
 ) -> Result<Dataset> {
     let op = match operation {
         External::Append { fragments } => Operation::Append { fragments },
-        External::Overwrite { fragments, schema } => {
+        External::Overwrite {
+            fragments,
+            schema,
+            stable_row_ids,
+        } => {
             let version = fragments
                 .iter()
                 .flat_map(|f| f.files.first())
@@ -248,7 +268,7 @@ pub async fn commit_external(
                 fragments,
                 schema: LanceSchema::from_arrow(&schema, 0)?,
                 data_format,
-                stable_row_ids: false,
+                stable_row_ids,
                 config_upsert: HashMap::new(),
             }
         }
@@ -287,6 +307,21 @@ pub async fn commit_external(
                 Dataset::open(uri, Some(VersionRef::Number(version)), options.clone()).await?;
             super::restore::restore_operation(&old)
         }
+        External::Update {
+            updated,
+            removed_ids,
+            new_fragments,
+            fields_modified,
+            fields_for_preserving_frag_bitmap,
+        } => Operation::Update {
+            updated,
+            removed_ids,
+            new_fragments,
+            fields_changed: fields_for_preserving_frag_bitmap,
+            inserted_keys: None,
+            fields_modified,
+        },
+        External::DataReplacement { replacements } => Operation::DataReplacement { replacements },
         External::Project { fields } => {
             let read =
                 Dataset::open(uri, read_version.map(VersionRef::Number), options.clone()).await?;

@@ -11,7 +11,6 @@ use futures::StreamExt;
 use super::{commit, writable_version, write_fragments, ReadFrom, WriteOptions};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::proto::table::data_fragment::RowIdSequence as RowIdSeq;
 use crate::proto::table::DataFragment;
 use crate::scan::{scan, ScanOptions};
 use crate::table::transaction::{Operation, Staged};
@@ -162,23 +161,35 @@ async fn rewrite(
         blobs: crate::scan::BlobRead::Values,
         fragment_ids: Some(group.iter().map(|f| f.id).collect()),
         with_row_id: stable,
+        with_row_address: stable,
         batch_size: opts.batch_size.max(1),
         late_materialization: false,
         ..Default::default()
     };
     let s = scan(ds.clone(), options)?;
-    let ids = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+    let moved = Arc::new(std::sync::Mutex::new((
+        Vec::<u64>::new(),
+        Vec::<u64>::new(),
+    )));
     let columns = ds.schema.fields.len();
-    let collect = ids.clone();
-    // The row ids are set aside; the data goes to the writer as the dataset's columns.
+    let collect = moved.clone();
+    // The row ids and addresses are set aside; the data goes to the writer as the
+    // dataset's columns.
     let batches = s.batches.map(move |b| {
         let b = b?;
         if stable {
-            let col = b.column(columns).as_primitive::<UInt64Type>();
-            collect
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .extend(col.values().iter().copied());
+            let col = |name| {
+                b.column_by_name(name)
+                    .expect("scanned")
+                    .as_primitive::<UInt64Type>()
+                    .values()
+                    .clone()
+            };
+            let mut moved = collect.lock().unwrap_or_else(|e| e.into_inner());
+            moved
+                .0
+                .extend(col(crate::scan::ROW_ADDRESS).iter().copied());
+            moved.1.extend(col(crate::scan::ROW_ID).iter().copied());
             return Ok(b.project(&(0..columns).collect::<Vec<_>>())?);
         }
         Ok(b)
@@ -197,18 +208,9 @@ async fn rewrite(
     let mut fragments =
         write_fragments(staged, &ds.schema, version, Box::pin(batches), &write).await?;
     if stable {
-        let ids = ids.lock().unwrap_or_else(|e| e.into_inner());
-        let mut at = 0usize;
-        for f in fragments.iter_mut() {
-            let n = f.physical_rows as usize;
-            let slice = ids.get(at..at + n).ok_or_else(|| {
-                Error::corrupt(ds.uri(), "compaction read fewer row ids than rows")
-            })?;
-            f.row_id_sequence = Some(RowIdSeq::InlineRowIds(
-                crate::table::rowids::encode_row_ids(slice),
-            ));
-            at += n;
-        }
+        let (addresses, ids) =
+            std::mem::take(&mut *moved.lock().unwrap_or_else(|e| e.into_inner()));
+        super::rows::attach_moved_rows(ds, &mut fragments, &addresses, &ids, false).await?;
     }
     Ok(fragments)
 }
@@ -325,24 +327,27 @@ async fn commit_rewrite(
     if groups.is_empty() {
         return Ok((ds.clone(), metrics));
     }
-    let indices = match move_indices(ds, &mut groups, &staged).await {
-        Ok(moved) => moved,
+    let (indices, reserved) = match move_indices(ds, &mut groups, &staged).await {
+        Ok(done) => done,
         Err(e) => return staged.settle(Err(e)).await,
     };
+    // The reservation was checked as this rewrite against everything committed before
+    // it: the rewrite goes on from there.
     let op = Operation::Rewrite { groups, indices };
-    let new = commit(ReadFrom::Version(ds), op, staged, Default::default()).await?;
+    let new = commit(ReadFrom::Version(&reserved), op, staged, Default::default()).await?;
     Ok((new, metrics))
 }
 
-/// What becomes of the indices over the fragments `groups` rewrite: those holding stable
-/// row ids follow their rows; those holding addresses that can be remapped are rewritten
-/// for the new addresses, which needs the new fragments' ids first (reserved by a commit
-/// of their own, as pylance does); the others (zones of rows) stop covering them.
+/// Reserve the new fragments' ids (a commit of their own, as pylance does) and decide what
+/// becomes of the indices over the fragments `groups` rewrite: those holding stable row
+/// ids follow their rows; those holding addresses that can be remapped are rewritten for
+/// the new addresses (which needs the new ids); the others (zones of rows) stop covering
+/// them.
 async fn move_indices(
     ds: &Dataset,
     groups: &mut [(Vec<DataFragment>, Vec<DataFragment>)],
     staged: &Staged,
-) -> Result<crate::table::transaction::IndicesMoved> {
+) -> Result<(crate::table::transaction::IndicesMoved, Dataset)> {
     use super::index::{on_rewrite, OnRewrite};
     let mut moved = crate::table::transaction::IndicesMoved::default();
     let metadata = super::index::index_metadata(ds)?;
@@ -366,15 +371,23 @@ async fn move_indices(
             OnRewrite::Uncover => {}
         }
     }
-    if to_remap.is_empty() {
-        return Ok(moved);
-    }
+    // pylance reserves the new fragments' ids in a version of its own whatever the
+    // indices: so do we, so that a compaction advances the version as it does there.
     let count: usize = groups.iter().map(|(_, new)| new.len()).sum();
     let count = u32::try_from(count)
         .map_err(|_| Error::invalid(format!("{}: too many new fragments", ds.uri())))?;
+    // Checked as the rewrite it is for: a compaction that could not follow what was
+    // committed meanwhile reserves nothing.
+    let rewrite = Operation::Rewrite {
+        groups: groups.to_vec(),
+        indices: Default::default(),
+    };
     let reserved = commit(
         ReadFrom::Version(ds),
-        Operation::ReserveFragments { count },
+        Operation::ReserveFragments {
+            count,
+            checked_as: Some(Box::new(rewrite)),
+        },
         Staged::new(ds.storage()),
         Default::default(),
     )
@@ -382,11 +395,17 @@ async fn move_indices(
     let last = reserved.manifest.max_fragment_id.unwrap_or(0) as u64;
     let mut next = last + 1 - count as u64;
     let mut map = crate::index::remap::AddressMap::default();
-    for (old, new) in groups.iter_mut() {
+    for (_, new) in groups.iter_mut() {
         for f in new.iter_mut() {
             f.id = next;
             next += 1;
         }
+    }
+    moved.ids_reserved = true;
+    if to_remap.is_empty() {
+        return Ok((moved, reserved));
+    }
+    for (old, new) in groups.iter() {
         let mut from = Vec::with_capacity(old.len());
         for f in old.iter() {
             let deleted = ds
@@ -400,14 +419,13 @@ async fn move_indices(
         map.add_group(&from, &to)
             .map_err(|e| Error::invalid(format!("{}: {e}", ds.uri())))?;
     }
-    moved.ids_reserved = true;
     let ds = Arc::new(ds.clone());
     for meta in to_remap {
         if let Some(r) = super::index::remap_segment(&ds, staged, meta, &map).await? {
             moved.rewritten.push(r);
         }
     }
-    Ok(moved)
+    Ok((moved, reserved))
 }
 
 /// Compact `ds` (at its version) in this process; returns the dataset at the new version

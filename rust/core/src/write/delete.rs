@@ -46,12 +46,18 @@ pub async fn matching_rows(
 /// A commit that loses to one changing the same fragments is re-run against the new
 /// version, up to `retries` times (as pylance's delete).
 pub async fn delete(ds: &Dataset, predicate: &str, retries: u32) -> Result<Dataset> {
+    Ok(delete_counted(ds, predicate, retries).await?.0)
+}
+
+/// `delete`, also returning how many rows it deleted (pylance's `num_deleted_rows`).
+pub async fn delete_counted(ds: &Dataset, predicate: &str, retries: u32) -> Result<(Dataset, u64)> {
     let expr = crate::expr::parse(predicate)?;
     super::with_conflict_retries(ds, retries, |ds| {
         let expr = expr.clone();
         async move {
             let ds = Arc::new(ds);
             let rows = matching_rows(&ds, &expr, None).await?;
+            let count: u64 = rows.values().map(|r| r.len()).sum();
             let staged = Staged::new(ds.storage());
             let removal = staged.guard(delete_rows(&ds, &rows, &staged)).await?;
             let op = Operation::Delete {
@@ -59,7 +65,8 @@ pub async fn delete(ds: &Dataset, predicate: &str, retries: u32) -> Result<Datas
                 deleted_ids: removal.removed_ids,
                 predicate: predicate.to_string(),
             };
-            commit(ReadFrom::Version(&ds), op, staged, Default::default()).await
+            let done = commit(ReadFrom::Version(&ds), op, staged, Default::default()).await?;
+            Ok((done, count))
         }
     })
     .await

@@ -18,7 +18,7 @@ use futures::TryStreamExt;
 use std::hash::BuildHasher;
 
 use super::rows::{
-    add_address, attach_row_ids, commit_row_changes, commit_update, delete_rows, write_rows,
+    add_address, attach_moved_rows, commit_row_changes, commit_update, delete_rows, write_rows,
     RowsByFragment,
 };
 use crate::dataset::Dataset;
@@ -463,8 +463,8 @@ fn by_source_expr(params: &MergeInsert) -> Result<Option<Expr>> {
 
 /// What a merge changes, decided but not yet written.
 struct Planned {
-    /// Matched rows in their new form, with their stable row ids (0 without).
-    updated: Option<(RecordBatch, Vec<u64>)>,
+    /// Matched rows in their new form, with their (address, stable row id or 0).
+    updated: Option<(RecordBatch, Vec<(u64, u64)>)>,
     inserted: Option<RecordBatch>,
     /// Addresses of table rows to delete (updated ones included).
     to_delete: Vec<u64>,
@@ -539,7 +539,7 @@ async fn plan_changes(
             let new_rows = as_table_rows(ds, &take_rows(source, &srcs)?, table_rows.as_ref())?;
             to_delete.extend(pairs.iter().map(|p| p.0));
             stats.updated = pairs.len() as u64;
-            updated = Some((new_rows, pairs.iter().map(|p| p.1).collect()));
+            updated = Some((new_rows, pairs.iter().map(|p| (p.0, p.1)).collect()));
         }
     }
 
@@ -567,7 +567,7 @@ async fn plan_changes(
 /// committed.
 async fn write_planned(
     ds: &Dataset,
-    updated: Option<(RecordBatch, Vec<u64>)>,
+    updated: Option<(RecordBatch, Vec<(u64, u64)>)>,
     inserted: Option<RecordBatch>,
     file_prefix: &str,
     staged: &Staged,
@@ -576,10 +576,11 @@ async fn write_planned(
     let write_updated = async {
         match updated.filter(|(r, _)| r.num_rows() > 0) {
             None => Ok(vec![]),
-            Some((rows, ids)) => {
+            Some((rows, moved)) => {
                 let mut frags = write_rows(ds, in_chunks(rows), file_prefix, staged).await?;
                 if stable {
-                    attach_row_ids(&mut frags, &ids, ds.uri())?;
+                    let (addresses, ids): (Vec<u64>, Vec<u64>) = moved.into_iter().unzip();
+                    attach_moved_rows(ds, &mut frags, &addresses, &ids, true).await?;
                 }
                 Ok(frags)
             }

@@ -67,12 +67,7 @@ async fn delete_in_fragment(
     hits: RoaringBitmap,
 ) -> Result<(u64, Option<DataFragment>)> {
     let read_version = ds.version();
-    let frag = ds.fragment(id).ok_or_else(|| {
-        Error::invalid(format!(
-            "{}: version {read_version} has no fragment {id}",
-            ds.uri()
-        ))
-    })?;
+    let frag = ds.fragment_or_err(id)?;
     let mut all = ds
         .deletions(frag)
         .await?
@@ -140,18 +135,65 @@ where
     write_fragments(staged, &ds.schema, version, Box::pin(stream), &opts).await
 }
 
-/// Give new fragments holding moved rows those rows' stable ids (`ids`, in row order over
-/// the fragments).
-pub fn attach_row_ids(fragments: &mut [DataFragment], ids: &[u64], uri: &str) -> Result<()> {
+/// Give new fragments holding rows moved from `ds` (from `addresses`, with stable ids
+/// `ids`, in row order over the fragments) what stays with a row when it moves: its
+/// stable id and the version it was created in, and also the version it was last
+/// updated in when the move changes nothing (`changed` false: compaction). A changed
+/// row's last update is stamped with the version that commits it.
+pub async fn attach_moved_rows(
+    ds: &Dataset,
+    fragments: &mut [DataFragment],
+    addresses: &[u64],
+    ids: &[u64],
+    changed: bool,
+) -> Result<()> {
+    use crate::table::row_versions::{Lineage, DEFAULT_VERSION};
+    let total: u64 = fragments.iter().map(|f| f.physical_rows).sum();
+    if ids.len() as u64 != total || addresses.len() != ids.len() {
+        return Err(Error::corrupt(
+            ds.uri(),
+            format!(
+                "{total} rows were moved, with {} row ids and {} addresses",
+                ids.len(),
+                addresses.len()
+            ),
+        ));
+    }
+    // Each lineage sequence of each fragment the rows came from, decoded once.
+    let mut versions: std::collections::HashMap<(u64, Lineage), Option<Vec<u64>>> =
+        Default::default();
+    let mut lineages = vec![(Lineage::CreatedAt, Vec::new())];
+    if !changed {
+        lineages.push((Lineage::LastUpdatedAt, Vec::new()));
+    }
+    for (which, out) in lineages.iter_mut() {
+        out.reserve(addresses.len());
+        for &a in addresses {
+            let frag_id = a >> 32;
+            let seq = match versions.entry((frag_id, *which)) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let frag = ds.fragment_or_err(frag_id)?;
+                    e.insert(ds.row_versions(frag, *which).await?)
+                }
+            };
+            let offset = (a & 0xFFFF_FFFF) as usize;
+            out.push(
+                seq.as_ref()
+                    .and_then(|v| v.get(offset).copied())
+                    .unwrap_or(DEFAULT_VERSION),
+            );
+        }
+    }
     let mut at = 0usize;
     for f in fragments {
         let n = f.physical_rows as usize;
-        let slice = ids
-            .get(at..at + n)
-            .ok_or_else(|| Error::corrupt(uri, "fewer row ids than rows were moved"))?;
         f.row_id_sequence = Some(RowIdSeq::InlineRowIds(
-            crate::table::rowids::encode_row_ids(slice),
+            crate::table::rowids::encode_row_ids(&ids[at..at + n]),
         ));
+        for (which, values) in &lineages {
+            which.set(f, &values[at..at + n]);
+        }
         at += n;
     }
     Ok(())
@@ -173,6 +215,7 @@ pub async fn commit_update(
         new_fragments: fragments,
         fields_changed,
         inserted_keys,
+        fields_modified: vec![],
     };
     commit(ReadFrom::Version(ds), op, staged, Default::default()).await
 }
@@ -199,13 +242,7 @@ pub async fn commit_row_changes(
             }
         }
         for (&frag, offsets) in &rows {
-            let f = ds.fragment(frag).ok_or_else(|| {
-                Error::invalid(format!(
-                    "{}: version {} has no fragment {frag}",
-                    ds.uri(),
-                    ds.version()
-                ))
-            })?;
+            let f = ds.fragment_or_err(frag)?;
             if offsets.max().unwrap_or(0) as u64 >= ds.physical_rows(f).await? {
                 return Err(Error::invalid(format!(
                     "{}: fragment {frag} has no row {}",

@@ -10,7 +10,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::StreamExt;
 
 use super::rows::{
-    add_address, attach_row_ids, commit_row_changes, commit_update, delete_rows, write_rows,
+    add_address, attach_moved_rows, commit_row_changes, commit_update, delete_rows, write_rows,
     RowsByFragment,
 };
 use crate::dataset::Dataset;
@@ -75,6 +75,8 @@ fn replace_in(array: &ArrayRef, path: &[String], value: ArrayRef) -> Result<Arra
 #[derive(Default)]
 struct Seen {
     rows: RowsByFragment,
+    /// The rows' addresses and (stable tables) ids, in the order read.
+    addresses: Vec<u64>,
     row_ids: Vec<u64>,
     count: u64,
 }
@@ -98,6 +100,7 @@ fn apply(
             add_address(&mut seen.rows, a);
         }
         if let Some(ids) = batch.column_by_name(ROW_ID) {
+            seen.addresses.extend_from_slice(addrs.values());
             let ids = ids.as_primitive::<UInt64Type>().values().to_vec();
             seen.row_ids.extend(ids);
         }
@@ -341,7 +344,7 @@ async fn rewrite(
         })?;
     let seen = std::mem::take(&mut *seen.lock().unwrap());
     if stable {
-        attach_row_ids(&mut fragments, &seen.row_ids, ds.uri())?;
+        attach_moved_rows(ds, &mut fragments, &seen.addresses, &seen.row_ids, true).await?;
     }
     Ok(Rewritten {
         fragments,

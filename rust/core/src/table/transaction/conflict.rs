@@ -54,7 +54,12 @@ pub fn resolve(ours: &Operation, theirs: Option<&PbOp>) -> Resolution {
         }
     }
     match ours {
-        // Ids set aside stay set aside whatever happened meanwhile.
+        // Ids set aside stay set aside whatever happened meanwhile, unless they are for
+        // an operation that could not follow it.
+        Operation::ReserveFragments {
+            checked_as: Some(op),
+            ..
+        } => resolve(op, Some(theirs)),
         Operation::ReserveFragments { .. } => Compatible,
         // Keys of the table's maps: two changes of the same key (or of a map one replaces)
         // must be ordered by their writers; a new schema drops metadata changes meant
@@ -156,8 +161,16 @@ pub fn resolve(ours: &Operation, theirs: Option<&PbOp>) -> Resolution {
                         false => Compatible,
                     }
                 }
-                PbOp::Rewrite(_) | PbOp::DataReplacement(_) if moved() => {
-                    retry("rewrote fragments the index covers")
+                PbOp::Rewrite(_) if moved() => retry("rewrote fragments the index covers"),
+                PbOp::DataReplacement(d)
+                    if moved()
+                        && d.replacements.iter().any(|r| {
+                            r.new_file
+                                .as_ref()
+                                .is_some_and(|f| f.fields.iter().any(|id| fields.contains(id)))
+                        }) =>
+                {
+                    retry("replaced the data of the indexed column")
                 }
                 PbOp::Update(u)
                     if moved()
@@ -176,6 +189,34 @@ pub fn resolve(ours: &Operation, theirs: Option<&PbOp>) -> Resolution {
                 _ => Compatible,
             }
         }
+        // New files for some fields of some fragments: the same fragments rewritten
+        // meanwhile, or an index built meanwhile over the replaced fields, mean preparing
+        // it again; deletions do not touch data files.
+        Operation::DataReplacement { replacements } => {
+            let fields: std::collections::HashSet<i32> = replacements
+                .iter()
+                .flat_map(|(_, f)| f.fields.iter().copied())
+                .collect();
+            match theirs {
+                _ if replaces_table => replaced(),
+                PbOp::Merge(_) | PbOp::Project(_) => retry("changed the schema"),
+                PbOp::Rewrite(_) | PbOp::DataReplacement(_) if overlap() => {
+                    retry("rewrote the same fragments")
+                }
+                PbOp::Update(u) if overlap() && !u.fields_modified.is_empty() => {
+                    retry("rewrote columns of the same fragments")
+                }
+                PbOp::CreateIndex(ci)
+                    if ci.new_indices.iter().any(|i| {
+                        i.fields.iter().any(|f| fields.contains(f))
+                            && covers_any(i, &ours.touched())
+                    }) =>
+                {
+                    retry("indexed the replaced columns")
+                }
+                _ => Compatible,
+            }
+        }
         // The fields were derived from the read version's schema.
         Operation::Project { tightens, .. } => match theirs {
             _ if replaces_table => replaced(),
@@ -185,6 +226,18 @@ pub fn resolve(ours: &Operation, theirs: Option<&PbOp>) -> Resolution {
             }
             _ => Compatible,
         },
+    }
+}
+
+/// Whether `index` covers any of fragments `ids` (an index without a fragment list may
+/// cover any).
+fn covers_any(
+    index: &crate::proto::table::IndexMetadata,
+    ids: &std::collections::HashSet<u64>,
+) -> bool {
+    match roaring::RoaringBitmap::deserialize_from(&index.fragment_bitmap[..]) {
+        Ok(b) if !index.fragment_bitmap.is_empty() => ids.iter().any(|&id| b.contains(id as u32)),
+        _ => true,
     }
 }
 
@@ -282,6 +335,7 @@ mod tests {
                     new_fragments: vec![],
                     fields_changed: vec![],
                     inserted_keys: None,
+                    fields_modified: vec![],
                 },
             ),
             (
@@ -498,6 +552,7 @@ mod tests {
             new_fragments: vec![frag(9)],
             fields_changed: vec![],
             inserted_keys: Some(keys(vec![5])),
+            fields_modified: vec![],
         };
         let merge = |k: Option<InsertedKeys>| {
             PbOp::Update(txn::Update {
@@ -533,6 +588,7 @@ mod tests {
             new_fragments: vec![frag(9)],
             fields_changed: vec![],
             inserted_keys: None,
+            fields_modified: vec![],
         };
         assert_eq!(
             resolve(&plain, Some(&merge(Some(keys(vec![5]))))),

@@ -60,7 +60,12 @@ pub enum Operation {
     },
     /// Fragment ids set aside for a later commit (a compaction that must know its new
     /// fragments' ids to rewrite index addresses before it commits).
-    ReserveFragments { count: u32 },
+    /// `checked_as`: the operation the ids are for, which the reservation is checked as
+    /// (a compaction that could not follow what was committed meanwhile reserves nothing).
+    ReserveFragments {
+        count: u32,
+        checked_as: Option<Box<Operation>>,
+    },
     /// Rows changed in place (update, merge_insert): the old copies deleted from their
     /// fragments (new deletion files; a fragment left empty is removed), the new rows in
     /// new fragments (ids assigned at commit). A new fragment whose row-id sequence is
@@ -73,6 +78,16 @@ pub enum Operation {
         fields_changed: Vec<u32>,
         /// A merge_insert's inserted keys, for concurrent merges to check against.
         inserted_keys: Option<InsertedKeys>,
+        /// Fields whose values `updated` fragments hold in new data files (columns
+        /// rewritten in place, pylance's `rewrite_columns` update): indices over them no
+        /// longer cover those fragments.
+        fields_modified: Vec<u32>,
+    },
+    /// Data files replaced by files holding the same fields, fragment by fragment
+    /// (pylance's `DataReplacement`); a file for fields none of the fragment's files holds
+    /// (a column of nulls until now) is added to it.
+    DataReplacement {
+        replacements: Vec<(u64, crate::proto::table::DataFile)>,
     },
     /// The table's config and metadata, the schema's metadata or fields' metadata
     /// changed (keys set or removed; a map replaced when asked): nothing else.
@@ -148,7 +163,7 @@ impl Operation {
                 rewritten_indices: indices.rewritten.clone(),
                 ..Default::default()
             }),
-            Operation::ReserveFragments { count } => {
+            Operation::ReserveFragments { count, .. } => {
                 PbOp::ReserveFragments(txn::ReserveFragments {
                     num_fragments: *count,
                 })
@@ -159,15 +174,30 @@ impl Operation {
                 new_fragments,
                 fields_changed,
                 inserted_keys,
+                fields_modified,
             } => PbOp::Update(txn::Update {
                 removed_fragment_ids: removed_ids.clone(),
                 updated_fragments: updated.clone(),
                 new_fragments: new_fragments.clone(),
-                fields_modified: vec![],
+                fields_modified: fields_modified.clone(),
                 fields_for_preserving_frag_bitmap: fields_changed.clone(),
-                update_mode: txn::UpdateMode::RewriteRows as i32,
+                update_mode: match fields_modified.is_empty() {
+                    true => txn::UpdateMode::RewriteRows,
+                    false => txn::UpdateMode::RewriteColumns,
+                } as i32,
                 inserted_rows: inserted_keys.as_ref().map(InsertedKeys::to_proto),
             }),
+            Operation::DataReplacement { replacements } => {
+                PbOp::DataReplacement(txn::DataReplacement {
+                    replacements: replacements
+                        .iter()
+                        .map(|(id, file)| txn::DataReplacementGroup {
+                            fragment_id: *id,
+                            new_file: Some(file.clone()),
+                        })
+                        .collect(),
+                })
+            }
             Operation::CreateIndex {
                 new_indices,
                 removed_indices,
@@ -199,6 +229,9 @@ impl Operation {
                 .map(|f| f.id)
                 .chain(removed.iter().copied())
                 .collect(),
+            Operation::DataReplacement { replacements } => {
+                replacements.iter().map(|(id, _)| *id).collect()
+            }
             _ => HashSet::new(),
         }
     }
