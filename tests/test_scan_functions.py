@@ -142,3 +142,25 @@ def test_json_functions_as_pylance(tmp_path):
         {"n": ["Alice", "Bob", None, None], "k": [2, 1, 0, None]}
     with pytest.raises(lance_core.InvalidInputError, match="json_get_string"):
         lance_core.dataset(uri).to_table(filter="json_get_string(data, 'items') IS NOT NULL")
+
+
+def test_list_literals_as_pylance(tmp_path):
+    """`[a, b]` list literals: compared with list columns (row by row, as SQL orders
+    lists), projected, and assigned by update (to a vector column too), as pylance."""
+    t = pa.table({"a": [1, 2, 3], "v": pa.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], pa.list_(pa.float32(), 2)),
+                  "l": [[1], [2, 3], None]})
+    out = {}
+    for name, lib in (("ours", lance_core), ("pylance", lance)):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(t, uri)
+        got = [ds.to_table(columns=["a"], filter=f).to_pydict()
+               for f in ("l = [2, 3]", "l != [2, 3]", "l > [1]", "l = [7] OR a = 1")]
+        got.append(ds.to_table(columns={"x": "make_array(a, NULL)"}).to_pydict())
+        ds.update({"v": "[42.0, 43.0]"}, where="a = 2")
+        lib.dataset(uri).update({"l": "[7, 8, 9]"}, where="a = 3")
+        got.append(lib.dataset(uri).to_table().sort_by("a").to_pydict())
+        out[name] = got
+    assert out["ours"] == out["pylance"]
+    # Lists of columns (pylance takes only constants there).
+    ds = lance_core.dataset(str(tmp_path / "ours"))
+    assert ds.to_table(columns={"x": "[a, a * 2]"}).to_pydict() == {"x": [[1, 2], [2, 4], [3, 6]]}

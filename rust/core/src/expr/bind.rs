@@ -713,6 +713,20 @@ impl<'a> Binder<'a> {
                 let nullable = values.iter().all(|v| v.nullable);
                 (values, dt, nullable)
             }
+            Function::MakeArray => {
+                let exprs: Vec<&Expr> = args.iter().collect();
+                let (values, dt) = self.one_type(&exprs, "a list")?;
+                let dt = match dt {
+                    DataType::Null => DataType::Int64,
+                    dt => dt,
+                };
+                let values = values
+                    .into_iter()
+                    .map(|v| self.cast(v, dt.clone()))
+                    .collect::<Result<Vec<_>>>()?;
+                let item = arrow_schema::Field::new("item", dt, true);
+                (values, DataType::List(std::sync::Arc::new(item)), false)
+            }
             Function::NullIf => {
                 // As a comparison, but a literal keeps its own type: nullif(a, 0) on an
                 // int32 column is int64, as in pylance.
@@ -1206,6 +1220,12 @@ fn op_text(op: ArithOp) -> &'static str {
 /// Whether arrow can compare values of these types (tried on empty arrays).
 fn check_cmp(a: &DataType, b: &DataType) -> std::result::Result<(), String> {
     let (x, y) = (new_empty_array(a), new_empty_array(b));
+    // Lists and structs compare row by row (see `compare`), the rest with arrow's kernels.
+    if a.is_nested() || b.is_nested() {
+        return arrow_ord::ord::make_comparator(&x, &y, Default::default())
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+    }
     arrow_ord::cmp::eq(&x, &y)
         .map(|_| ())
         .map_err(|e| e.to_string())

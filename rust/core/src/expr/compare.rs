@@ -32,6 +32,9 @@ pub fn compare(op: CmpOp, l: &dyn Datum, r: &dyn Datum) -> Result<BooleanArray, 
             _ => {}
         }
     }
+    if la.data_type().is_nested() || ra.data_type().is_nested() {
+        return nested(op, (la, l_scalar), (ra, r_scalar));
+    }
     use arrow_ord::cmp;
     match op {
         CmpOp::Eq => cmp::eq(l, r),
@@ -42,6 +45,40 @@ pub fn compare(op: CmpOp, l: &dyn Datum, r: &dyn Datum) -> Result<BooleanArray, 
         CmpOp::GtEq => cmp::gt_eq(l, r),
         CmpOp::Distinct | CmpOp::NotDistinct => unreachable!("answered above"),
     }
+}
+
+/// Lists and structs compared row by row, element by element (as SQL orders them: a
+/// shorter list that is a prefix of a longer one sorts first); NULL where either side is.
+fn nested(
+    op: CmpOp,
+    (la, l_scalar): (&dyn Array, bool),
+    (ra, r_scalar): (&dyn Array, bool),
+) -> Result<BooleanArray, ArrowError> {
+    use std::cmp::Ordering;
+    let cmp = arrow_ord::ord::make_comparator(la, ra, Default::default())?;
+    let len = match (l_scalar, r_scalar) {
+        (true, true) => 1,
+        (true, false) => ra.len(),
+        _ => la.len(),
+    };
+    Ok((0..len)
+        .map(|i| {
+            let (li, ri) = (if l_scalar { 0 } else { i }, if r_scalar { 0 } else { i });
+            if la.is_null(li) || ra.is_null(ri) {
+                return None;
+            }
+            let o = cmp(li, ri);
+            Some(match op {
+                CmpOp::Eq => o == Ordering::Equal,
+                CmpOp::NotEq => o != Ordering::Equal,
+                CmpOp::Lt => o == Ordering::Less,
+                CmpOp::LtEq => o != Ordering::Greater,
+                CmpOp::Gt => o == Ordering::Greater,
+                CmpOp::GtEq => o != Ordering::Less,
+                CmpOp::Distinct | CmpOp::NotDistinct => unreachable!("answered above"),
+            })
+        })
+        .collect())
 }
 
 /// IS [NOT] DISTINCT FROM: equality where two NULLs are equal and NULL differs from any

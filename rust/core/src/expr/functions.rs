@@ -109,6 +109,7 @@ pub(super) fn call(
         Function::Abs => abs(&args[0].values),
         Function::Round => round(&args[0], args.get(1), rows),
         Function::Json(f) => super::json::call(f, args, rows),
+        Function::MakeArray => make_array(args, rows, to),
         Function::RegexpLike => match args[0].values.data_type() {
             DataType::LargeUtf8 => regexp_like::<i64>(args, rows),
             _ => regexp_like::<i32>(args, rows),
@@ -454,6 +455,32 @@ macro_rules! round_in {
 }
 round_in!(round_f32, f32);
 round_in!(round_to, f64);
+
+/// One list per row of the arguments' values at that row, in order.
+fn make_array(args: &[Arg], rows: usize, to: &DataType) -> Result<ArrayRef, ArrowError> {
+    let DataType::List(item) = to else {
+        return Err(ArrowError::InvalidArgumentError(format!(
+            "make_array must give a list, not {to}"
+        )));
+    };
+    let arrays: Vec<&dyn arrow_array::Array> = args.iter().map(|a| a.values.as_ref()).collect();
+    let width = args.len();
+    let picks: Vec<(usize, usize)> = (0..rows)
+        .flat_map(|row| {
+            args.iter()
+                .enumerate()
+                .map(move |(k, a)| (k, if a.scalar { 0 } else { row }))
+        })
+        .collect();
+    let values = arrow_select::interleave::interleave(&arrays, &picks)?;
+    let offsets = arrow_buffer::OffsetBuffer::from_lengths(std::iter::repeat_n(width, rows));
+    Ok(std::sync::Arc::new(arrow_array::ListArray::try_new(
+        item.clone(),
+        offsets,
+        values,
+        None,
+    )?))
+}
 
 #[cfg(test)]
 mod tests {

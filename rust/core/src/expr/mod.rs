@@ -178,11 +178,14 @@ pub enum Function {
     RegexpLike,
     /// pylance's JSON functions (see `json`).
     Json(JsonFunction),
+    /// `make_array(a, b, ...)`, also written `[a, b, ...]`: a list of the values (in the
+    /// type they all convert to) for each row.
+    MakeArray,
 }
 
 impl Function {
     /// Every function by each of its names.
-    const NAMES: [(&'static str, Function); 26] = [
+    const NAMES: [(&'static str, Function); 27] = [
         ("abs", Function::Abs),
         ("btrim", Function::Trim),
         ("char_length", Function::Length),
@@ -206,6 +209,7 @@ impl Function {
         ("json_get_string", Function::Json(JsonFunction::GetString)),
         ("length", Function::Length),
         ("lower", Function::Lower),
+        ("make_array", Function::MakeArray),
         ("ltrim", Function::Ltrim),
         ("nullif", Function::NullIf),
         ("regexp_like", Function::RegexpLike),
@@ -248,13 +252,14 @@ impl Function {
             Function::Round => "round",
             Function::RegexpLike => "regexp_like",
             Function::Json(f) => f.name(),
+            Function::MakeArray => "make_array",
         }
     }
 
     /// How many arguments it takes: at least, at most (None: any number more).
     pub fn arity(self) -> (usize, Option<usize>) {
         match self {
-            Function::Coalesce | Function::Concat => (1, None),
+            Function::Coalesce | Function::Concat | Function::MakeArray => (1, None),
             Function::NullIf | Function::ConcatOp => (2, Some(2)),
             Function::Lower | Function::Upper | Function::Length | Function::Abs => (1, Some(1)),
             Function::Substr | Function::RegexpLike => (2, Some(3)),

@@ -412,6 +412,14 @@ fn convert(e: &ast::Expr, text: Source<'_>) -> Result<Expr> {
             }
             Expr::Call { function, args }
         }
+        ast::Expr::Array(a) => Expr::Call {
+            function: Function::MakeArray,
+            args: a
+                .elem
+                .iter()
+                .map(|e| convert(e, text))
+                .collect::<Result<_>>()?,
+        },
         other => return Err(bad(text, format!("unsupported expression '{other}'"))),
     })
 }
