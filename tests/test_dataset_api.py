@@ -178,3 +178,15 @@ def test_sql_as_pylance(tmp_path):
     assert out["ours"] == out["pylance"]
     with pytest.raises(ValueError, match="aggregate count"):
         lance_core.dataset(str(tmp_path / "ours")).sql("SELECT count(*) FROM dataset").build()
+
+
+def test_has_index_and_negative_offsets_as_pylance(tmp_path):
+    for lib in (lance_core, lance):
+        ds = lib.write_dataset(pa.table({"id": range(20)}), tmp_path / lib.__name__)
+        assert ds.has_index is False
+        with pytest.raises(ValueError, match="Offset must be non-negative"):
+            ds.to_table(offset=-1, limit=10)
+        with pytest.raises(ValueError, match="Limit must be non-negative"):
+            ds.to_table(offset=1, limit=-1)
+        ds.create_scalar_index("id", "BTREE")
+        assert ds.has_index is True

@@ -3,6 +3,8 @@ LanceOperation.Merge), and the physical row ranges the Spark partitions use."""
 
 from __future__ import annotations
 
+import uuid
+
 import lance
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -91,3 +93,59 @@ def test_column_function_errors(with_deletions):
     with pytest.raises(ValueError, match="boom"):
         ds.add_columns(lambda b: (_ for _ in ()).throw(ValueError("boom")), read_columns=["id"])
     assert lance.dataset(with_deletions).version == ds.version == 3
+
+
+def test_batch_udf_checks_its_outputs_as_pylance(tmp_path):
+    """lance_core.batch_udf: outputs checked against the declared schema (or the first
+    output's), pandas frames taken; the same columns as pylance's batch_udf gives."""
+    import pandas as pd
+
+    results = {}
+    for lib in (lance_core, lance):
+        ds = lib.write_dataset(pa.table({"a": range(10), "b": range(10)}), tmp_path / lib.__name__,
+                               max_rows_per_file=4)
+
+        @lib.batch_udf(output_schema=pa.schema([pa.field("twice", pa.int64())]))
+        def twice(batch):
+            return pa.record_batch([pc.multiply(batch["a"], 2)], ["twice"])
+
+        @lib.batch_udf()
+        def thrice(batch):
+            return pd.DataFrame({"thrice": [3 * x.as_py() for x in batch["a"]]})
+
+        ds.add_columns(twice, read_columns=["a"])
+        ds.add_columns(thrice, read_columns=["a"])
+        results[lib.__name__] = ds.to_table()
+        @lib.batch_udf()
+        def drifting(batch):
+            return pa.record_batch([batch["a"]], [uuid.uuid4().hex])
+
+        with pytest.raises(ValueError, match="Output schema of function does not match the expected schema"):
+            ds.get_fragments()[0].merge_columns(drifting, ["a"])
+    assert results["lance_core"] == results["lance"]
+    assert results["lance_core"].column("thrice").to_pylist() == [3 * i for i in range(10)]
+
+
+def test_add_columns_from_rows(tmp_path):
+    """New columns given as rows (an iterator of batches with reader_schema, or a reader),
+    re-cut at fragment boundaries; a stream of the wrong length commits nothing."""
+    ds = lance_core.write_dataset(pa.table({"a": range(10)}), tmp_path / "t", max_rows_per_file=4)
+    schema = pa.schema([pa.field("c", pa.int64())])
+    batches = [pa.record_batch([pa.array(range(i, min(i + 3, 10)))], ["c"]) for i in range(0, 10, 3)]
+    ds.add_columns(iter(batches), reader_schema=schema)
+    assert ds.to_table().column("c").to_pylist() == list(range(10))
+    assert lance.dataset(ds.uri).to_table().column("c").to_pylist() == list(range(10))
+    version = ds.version
+    with pytest.raises(ValueError, match="ran out 0 rows into fragment 2, which has 2"):
+        ds.add_columns(pa.table({"d": range(8)}).to_reader())
+    with pytest.raises(ValueError, match="more rows than the table"):
+        ds.add_columns(pa.table({"d": range(11)}).to_reader())
+    assert lance_core.dataset(ds.uri).version == version
+    # One fragment's new columns from a reader, as pylance's merge_columns takes them.
+    frag = ds.get_fragments()[0]
+    meta, full = frag.merge_columns(iter([pa.record_batch([pa.array([5, 6, 7, 8])], ["e"])]),
+                                    reader_schema=pa.schema([pa.field("e", pa.int64())]))
+    assert full.names == ["a", "c", "e"] and len(meta.files) == 3
+    ds.delete("a = 0")
+    with pytest.raises(ValueError, match="without deleted rows"):
+        ds.add_columns(pa.table({"d": range(10)}).to_reader())

@@ -22,6 +22,7 @@ from .write import commit, write_dataset
 from .blob import (Blob, BlobArray, BlobColumn, BlobDescriptor, BlobDescriptorArrayBuilder, BlobFile,  # noqa: E402
                    blob_array, blob_field)
 from . import optimize  # noqa: E402,F401  (lance_core.optimize.Compaction)
+from .udf import BatchUDF, batch_udf  # noqa: E402
 from .errors import (
     CorruptFileError,
     DatasetNotFoundError,
@@ -48,6 +49,8 @@ __all__ = [
     "BlobDescriptorArrayBuilder",
     "blob_array",
     "blob_field",
+    "BatchUDF",
+    "batch_udf",
     "dataset",
     "write_dataset",
     "write_fragments",

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _lance_core, _nearest
+from .udf import BatchUDF, RowRuns, is_row_stream, row_runs
 from .table_config import TableConfig
 from .errors import DatasetNotFoundError, InvalidInputError
 from .fragment_metadata import (LANCE_COMMIT_MESSAGE_KEY, DataFile, FragmentMetadata, LanceOperation,  # noqa: F401
@@ -75,7 +76,9 @@ class LanceScanner:
             projection, columns = list(columns.items()), None
         for name, value in (("limit", limit), ("offset", offset), ("batch_size", batch_size), ("io_buffer_size", io_buffer_size)):
             if value is not None and (not isinstance(value, int) or value < 0):
-                raise InvalidInputError(f"{name} must be a non-negative integer, got {value!r}")
+                # pylance's wording ("Offset must be non-negative"), then what was given.
+                raise InvalidInputError(f"{name.capitalize()} must be non-negative: {name} must be a non-negative "
+                                        f"integer, got {value!r}")
         if batch_size == 0:
             raise InvalidInputError("batch_size must be positive")
         if batch_size is None and os.environ.get("LANCE_DEFAULT_BATCH_SIZE"):
@@ -380,23 +383,37 @@ class LanceFragment:
 
     def merge_columns(
         self,
-        value_func: Callable[[pa.RecordBatch], Any],
+        value_func: Any,
         columns: Optional[List[str]] = None,
-        output_schema: Optional[pa.Schema] = None,
         batch_size: Optional[int] = None,
+        reader_schema: Optional[pa.Schema] = None,
+        *,
+        output_schema: Optional[pa.Schema] = None,
         file_prefix: Optional[str] = None,
     ) -> Tuple["FragmentMetadata", pa.Schema]:
         """Compute new columns for this fragment and write them as a new data file.
 
         `value_func` gets batches of `columns` (all when None) covering every physical
         row, deleted ones included, and returns a batch (or table, or dict of arrays) of
-        the new columns with as many rows. Returns the fragment's new metadata and the
-        dataset's schema with the new columns; commit every fragment's metadata at once
-        with `commit(uri, LanceOperation.Merge(fragments, schema), read_version=version)`.
+        the new columns with as many rows (`lance_core.batch_udf` checks its outputs'
+        schema). Or `value_func` is the new columns' rows themselves: a reader, a table,
+        or an iterator of batches with `reader_schema`, one row per physical row. Returns
+        the fragment's new metadata and the dataset's schema with the new columns; commit
+        every fragment's metadata at once with
+        `commit(uri, LanceOperation.Merge(fragments, schema), read_version=version)`.
         `file_prefix` starts the new file's name (a distributed job's token).
         """
+        if is_row_stream(value_func):
+            runs = row_runs(value_func, reader_schema)
+            return self._write_new_columns(runs, file_prefix, finish=True)
         batches = self.to_batches(columns if columns is not None else None, batch_size=batch_size,
                                   include_deleted=True)
+        if output_schema is None and isinstance(value_func, BatchUDF) and value_func.output_schema is None:
+            # The schema comes from a first call on the first batch (as pylance infers it).
+            first_in = next(batches, None)
+            if first_in is not None:
+                value_func(first_in)
+                batches = itertools.chain([first_in], batches)
         outputs = (_as_batch(value_func(b)) for b in batches)
         if output_schema is None:
             first = next(outputs, None)
@@ -409,6 +426,22 @@ class LanceFragment:
         data = self._dataset._ds.write_columns(reader, self.fragment_id, file_prefix)
         schema = pa.schema(list(self._dataset.schema) + list(output_schema))
         return FragmentMetadata._from_bytes(data), schema
+
+    def _write_new_columns(self, runs: RowRuns, file_prefix: Optional[str],
+                           finish: bool) -> Tuple["FragmentMetadata", pa.Schema]:
+        """This fragment's run of new columns' rows, as its new data file; with `finish`,
+        the stream must end there."""
+        what = f"fragment {self.fragment_id}"
+        reader = pa.RecordBatchReader.from_batches(runs.schema, runs.take(self.physical_rows, what))
+        try:
+            data = self._dataset._ds.write_columns(reader, self.fragment_id, file_prefix)
+        except InvalidInputError:
+            if runs.failure is not None:
+                raise runs.failure from None
+            raise
+        if finish:
+            runs.finish(what)
+        return FragmentMetadata._from_bytes(data), pa.schema(list(self._dataset.schema) + list(runs.schema))
 
     def update_columns(self, data_obj: Any, left_on: str = "_rowid", right_on: Optional[str] = None,
                        schema: Optional[pa.Schema] = None) -> Tuple[FragmentMetadata, List[int]]:
@@ -681,6 +714,11 @@ class LanceDataset(TableConfig):
     def field_ids(self) -> Dict[str, int]:
         """The Lance field id of every field, keyed by dotted path ("s.x")."""
         return dict(self._ds.field_ids())
+
+    @property
+    def has_index(self) -> bool:
+        """Whether this version has any index (pylance's property)."""
+        return bool(self._ds.index_segments())
 
     def list_indices(self) -> List[Dict[str, Any]]:
         """The index segments of this version, as pylance lists them, sorted by name: name,
@@ -1277,10 +1315,12 @@ class LanceDataset(TableConfig):
 
     def add_columns(
         self,
-        value_func: Union[Callable[[pa.RecordBatch], Any], Dict[str, str], pa.Field, List[pa.Field], pa.Schema],
+        value_func: Any,
         read_columns: Optional[List[str]] = None,
-        output_schema: Optional[pa.Schema] = None,
+        reader_schema: Optional[pa.Schema] = None,
         batch_size: Optional[int] = None,
+        *,
+        output_schema: Optional[pa.Schema] = None,
     ) -> None:
         """Add columns to every row, as pylance's `add_columns`; one new version is
         committed and this object moves to it. `value_func` is one of:
@@ -1290,7 +1330,10 @@ class LanceDataset(TableConfig):
         - a dict of new column names to SQL expressions over the existing columns
           (`{"total": "price * qty"}`), computed in Rust, also as new data files;
         - a `pyarrow.Field`, a list of them or a `pyarrow.Schema`: all-null columns, added
-          to the schema only (no data is written).
+          to the schema only (no data is written);
+        - the new columns' rows: a reader, a table, or an iterator of batches with
+          `reader_schema`, one row per row of the dataset in order (a table with deleted
+          rows is refused: its physical rows have no place in such a stream).
         """
         if isinstance(value_func, (pa.Field, pa.Schema)) or (
                 isinstance(value_func, list) and value_func and all(isinstance(f, pa.Field) for f in value_func)):
@@ -1307,6 +1350,8 @@ class LanceDataset(TableConfig):
             if output_schema is None:
                 output_schema = self.to_table(columns=exprs, limit=1).schema
             value_func, read_columns = (lambda batch: batch), exprs
+        elif is_row_stream(value_func):
+            return self._add_column_rows(row_runs(value_func, reader_schema))
         elif not callable(value_func):
             raise InvalidInputError("add_columns takes a function, a dict of SQL expressions, or pyarrow "
                                     f"fields / a schema; got {type(value_func).__name__}")
@@ -1316,7 +1361,7 @@ class LanceDataset(TableConfig):
         # concurrent writer won).
         with _lance_core._StagedFiles(self.uri, self._ds.storage_options()) as staged:
             for frag in self.get_fragments():
-                meta, schema = frag.merge_columns(value_func, read_columns, output_schema, batch_size)
+                meta, schema = frag.merge_columns(value_func, read_columns, batch_size, output_schema=output_schema)
                 staged.add_fragments([meta.data], last_file_only=True)
                 fragments.append(meta)
                 if output_schema is None:
@@ -1326,6 +1371,22 @@ class LanceDataset(TableConfig):
                     raise InvalidInputError("adding columns to a dataset without rows needs output_schema")
                 schema = pa.schema(list(self.schema) + list(output_schema))
             self._ds = _commit_native(self.uri, LanceOperation.Merge(fragments, schema), read_version=self.version,
+                                      storage_options=self._ds.storage_options())
+
+    def _add_column_rows(self, runs: RowRuns) -> None:
+        """`add_columns` of a stream of rows: each fragment's run as its new data file."""
+        fragments = self.get_fragments()
+        if any(f.count_rows() != f.physical_rows for f in fragments):
+            raise InvalidInputError(f"{self.uri}: new columns given as rows need a table without deleted rows "
+                                    f"(compact it first, or give a function of the existing columns)")
+        metas, schema = [], pa.schema(list(self.schema) + list(runs.schema))
+        with _lance_core._StagedFiles(self.uri, self._ds.storage_options()) as staged:
+            for frag in fragments:
+                meta, schema = frag._write_new_columns(runs, None, finish=False)
+                staged.add_fragments([meta.data], last_file_only=True)
+                metas.append(meta)
+            runs.finish(f"the table {self.uri}")
+            self._ds = _commit_native(self.uri, LanceOperation.Merge(metas, schema), read_version=self.version,
                                       storage_options=self._ds.storage_options())
 
     def __len__(self) -> int:
@@ -1576,16 +1637,24 @@ class Tags:
 
 
 def dataset(
-    uri: Union[str, os.PathLike],
+    uri: Optional[Union[str, os.PathLike]] = None,
     version: Optional[Union[int, str]] = None,
     storage_options: Optional[Dict[str, str]] = None,
     asof: Optional[Union[datetime, str]] = None,
+    *,
+    namespace_client: Any = None,
+    table_id: Optional[List[str]] = None,
     **kwargs: Any,
 ) -> LanceDataset:
     """Open a Lance dataset: the latest version, a version number, or a tag name; with
     `asof` (a datetime, naive ones local as in pylance, or an ISO string), the newest
-    version committed at or before it. pylance's cache and session keywords are taken
-    and ignored."""
+    version committed at or before it. Instead of `uri`, a catalog's table:
+    `namespace_client` (a `lance_core.namespace` namespace) and its `table_id`.
+    pylance's cache and session keywords are taken and ignored."""
+    from .namespace.tables import check_target, table_location
+
+    if check_target(uri, namespace_client, table_id):
+        uri, storage_options = table_location(namespace_client, table_id, "open", storage_options)
     if version is not None and not isinstance(version, (int, str)):
         raise InvalidInputError(f"version must be an int or a tag name, got {type(version).__name__}")
     if asof is not None:

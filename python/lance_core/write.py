@@ -4,7 +4,7 @@ written elsewhere (`commit`)."""
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 import pyarrow as pa
 
@@ -18,7 +18,7 @@ from .fragment_metadata import _commit_native
 
 def write_dataset(
     data: Any,
-    uri: Union[str, os.PathLike, LanceDataset],
+    uri: Optional[Union[str, os.PathLike, LanceDataset]] = None,
     schema: Optional[pa.Schema] = None,
     mode: str = "create",
     *,
@@ -37,8 +37,12 @@ def write_dataset(
     auto_cleanup_options: Optional[Dict[str, int]] = None,
     enable_v2_manifest_paths: bool = True,
     commit_lock: Any = None,
+    namespace_client: Any = None,
+    table_id: Optional[List[str]] = None,
 ) -> LanceDataset:
-    """Write Arrow data as a Lance dataset (mode "create", "append" or "overwrite").
+    """Write Arrow data as a Lance dataset (mode "create", "append" or "overwrite"), at
+    `uri` or as the table `table_id` of the catalog `namespace_client` (declared there
+    on create, as pylance does).
 
     Append creates the dataset when it does not exist; its data must have the dataset's
     columns and types. New datasets use file format 2.2 unless `data_storage_version`
@@ -61,6 +65,10 @@ def write_dataset(
     be committed, held while the write commits (our commits need no lock: it serves
     callers who coordinate with other writers through it).
     """
+    from .namespace.tables import check_target, table_location
+
+    if check_target(uri, namespace_client, table_id):
+        uri, storage_options = table_location(namespace_client, table_id, mode, storage_options)
     if isinstance(uri, LanceDataset):
         if storage_options is None:
             storage_options = uri._ds.storage_options() or None

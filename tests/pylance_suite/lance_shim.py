@@ -40,6 +40,7 @@ MODULES: Dict[str, List[str]] = {
     # and LanceFragment (lance_core.dataset).
     "lance.fragment": ["lance_core.fragment_metadata", "lance_core.dataset"],
     "lance.blob": ["lance_core.blob"],
+    "lance.arrow": ["lance_core.arrow"],
     "lance.file": ["lance_core.file"],
     "lance.optimize": ["lance_core.optimize"],
     # pylance's lance.commit defines CommitConflictError.
@@ -50,6 +51,7 @@ MODULES: Dict[str, List[str]] = {
     "lance.debug": ["lance_core.debug"],
     "lance.util": ["lance_core.util"],
     "lance.log": ["lance_core.log"],
+    "lance.namespace": ["lance_core.namespace"],
     "lance._dataset.sharded_batch_iterator": ["lance_core.sharded_batch_iterator"],
     # The native extension (pylance's Compaction lives there; ours in lance_core.optimize).
     "lance.lance": ["lance_core._lance_core", "lance_core.optimize"],

@@ -115,7 +115,8 @@ def add_columns(
         local = _dataset_at(uri, read_version, storage_options)
         for work in batches:
             for fid in work.column(0).to_pylist():
-                meta, _ = local.get_fragment(fid).merge_columns(fn, input_columns, output_schema, batch_size,
+                meta, _ = local.get_fragment(fid).merge_columns(fn, input_columns, batch_size,
+                                                                output_schema=output_schema,
                                                                 file_prefix=files.prefix)
                 if files.keep([str(meta.files[-1].path)]):
                     yield pa.record_batch({"fragment_id": pa.array([fid], pa.int64()),

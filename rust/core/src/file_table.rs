@@ -23,18 +23,9 @@ const FILE_DIR: u32 = 1;
 pub async fn open(dir: &str, name: &str, options: &StorageOptions) -> Result<Dataset> {
     let storage = Storage::open(dir, options)?;
     let path = storage.path(name);
-    let shown = storage.display(&path);
-    let reader = FileReader::open(&storage, path.clone(), None).await?;
+    let (reader, schema, shown) = open_v2(&storage, path.clone()).await?;
     let meta = &reader.metadata;
     let version = meta.footer.version;
-    if meta.legacy.is_some() {
-        return Err(Error::unsupported(
-            &shown,
-            "a legacy (0.1) file is read only as a dataset's data file",
-        ));
-    }
-    let schema = LanceSchema::from_proto(&meta.schema.fields, &meta.schema.metadata)
-        .map_err(|e| e.in_file(&shown))?;
     let fields = column_field_ids(&schema, version == FileVersion { major: 2, minor: 0 });
     if fields.len() != meta.columns.len() {
         return Err(Error::corrupt(
@@ -155,17 +146,8 @@ pub async fn describe_data_file(
         ..Default::default()
     };
     let (storage, location) = ds.data_file_location(&file)?;
-    let shown = storage.display(&location);
-    let reader = FileReader::open(&storage, location, None).await?;
+    let (reader, own, shown) = open_v2(&storage, location).await?;
     let meta = &reader.metadata;
-    if meta.legacy.is_some() {
-        return Err(Error::unsupported(
-            &shown,
-            "describing a legacy (0.1) data file",
-        ));
-    }
-    let own = LanceSchema::from_proto(&meta.schema.fields, &meta.schema.metadata)
-        .map_err(|e| e.in_file(&shown))?;
     let mut fields = Vec::with_capacity(own.fields.len());
     for f in &own.fields {
         let theirs = ds.schema.field(&f.name).ok_or_else(|| {
@@ -196,6 +178,27 @@ pub async fn describe_data_file(
     file.file_minor_version = version.minor as u32;
     file.file_size_bytes = meta.file_size;
     Ok(file)
+}
+
+/// Open a Lance file of format 2.x and read the schema it carries (a legacy 0.1 file has
+/// none of its own: it is read only as a dataset's data file). Returns the reader, the
+/// schema and the file's name as errors show it.
+async fn open_v2(
+    storage: &Storage,
+    path: object_store::path::Path,
+) -> Result<(FileReader, LanceSchema, String)> {
+    let shown = storage.display(&path);
+    let reader = FileReader::open(storage, path, None).await?;
+    let meta = &reader.metadata;
+    if meta.legacy.is_some() {
+        return Err(Error::unsupported(
+            &shown,
+            "a legacy (0.1) file is read only as a dataset's data file",
+        ));
+    }
+    let schema = LanceSchema::from_proto(&meta.schema.fields, &meta.schema.metadata)
+        .map_err(|e| e.in_file(&shown))?;
+    Ok((reader, schema, shown))
 }
 
 /// The field ids of a file's columns, in order: in format 2.0 every field has a column;

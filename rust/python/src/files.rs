@@ -194,6 +194,39 @@ pub fn _store_list(
     })
 }
 
+/// An object as listed: (name, path in the store, size, modification time in ms, e-tag).
+type ListedObject = (String, String, u64, i64, Option<String>);
+
+/// The objects directly in `path` below `base`, each as (name, path in the store, size,
+/// modification time in ms since the epoch, e-tag): what a namespace reports of a table's
+/// version files.
+#[pyfunction]
+#[pyo3(signature = (base, path, storage_options=None))]
+pub fn _store_list_meta(
+    py: Python<'_>,
+    base: String,
+    path: String,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<Vec<ListedObject>> {
+    guard(|| {
+        let storage = open_storage(&base, storage_options)?;
+        let found = block_on(py, async move { storage.list_dir(&path).await }).py()?;
+        Ok(found
+            .into_iter()
+            .filter_map(|m| {
+                let name = m.location.filename()?.to_string();
+                Some((
+                    name,
+                    m.location.to_string(),
+                    m.size,
+                    m.last_modified.timestamp_millis(),
+                    m.e_tag,
+                ))
+            })
+            .collect())
+    })
+}
+
 /// `length` bytes at `offset` of the object at `path` below `base`, in one read.
 #[pyfunction]
 #[pyo3(signature = (base, path, offset, length, storage_options=None))]

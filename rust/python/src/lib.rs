@@ -72,6 +72,7 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::_object_exists, m)?)?;
     m.add_function(wrap_pyfunction!(files::_list_data_files, m)?)?;
     m.add_function(wrap_pyfunction!(files::_store_list, m)?)?;
+    m.add_function(wrap_pyfunction!(files::_store_list_meta, m)?)?;
     m.add_function(wrap_pyfunction!(files::_store_read_range, m)?)?;
     m.add_function(wrap_pyfunction!(files::_store_delete, m)?)?;
     m.add_function(wrap_pyfunction!(files::_store_transfer, m)?)?;

@@ -1,0 +1,121 @@
+"""Column functions for `add_columns` / `merge_columns`, as pylance's `lance.batch_udf`:
+a function from a batch of existing columns to a batch of new ones, with the schema it
+must produce (declared, or taken from its first output), and new columns given as a
+stream of rows instead of a function."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Iterator, Optional
+
+import pyarrow as pa
+
+from .errors import InvalidInputError
+
+
+class BatchUDF:
+    """A column function whose every output must have one schema: `output_schema`, or
+    the first output's. pandas frames are taken as batches."""
+
+    def __init__(self, func: Callable[[pa.RecordBatch], Any], output_schema: Optional[pa.Schema] = None,
+                 checkpoint_file: Any = None):
+        self.func = func
+        self.output_schema = output_schema
+        # pylance resumes a failed run from a checkpoint file; here a run computes every
+        # batch again (the argument is taken so pylance code runs unchanged).
+        self.checkpoint_file = checkpoint_file
+        self.__name__ = getattr(func, "__name__", "batch_udf")
+        self.__doc__ = getattr(func, "__doc__", None)
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        out = self.func(batch)
+        if type(out).__module__.startswith("pandas"):
+            out = pa.RecordBatch.from_pandas(out, preserve_index=False)
+        elif isinstance(out, pa.Table):
+            out = pa.RecordBatch.from_pylist([], schema=out.schema) if not out.num_rows else \
+                out.combine_chunks().to_batches()[0]
+        if not isinstance(out, pa.RecordBatch):
+            raise InvalidInputError(f"the column function {self.__name__} must return a pyarrow RecordBatch or a "
+                                    f"pandas DataFrame, not {type(out).__name__}")
+        if self.output_schema is None:
+            self.output_schema = out.schema
+        elif out.schema != self.output_schema:
+            raise InvalidInputError(f"Output schema of function does not match the expected schema: expected "
+                                    f"{self.output_schema}, got {out.schema}")
+        return out
+
+
+def batch_udf(output_schema: Optional[pa.Schema] = None, checkpoint_file: Any = None) -> Callable[..., BatchUDF]:
+    """Decorate a column function for `add_columns`/`merge_columns` (pylance's
+    `lance.batch_udf`): its outputs are checked against `output_schema` (or the first
+    output's schema) and may be pandas DataFrames."""
+
+    def wrap(func: Callable[[pa.RecordBatch], Any]) -> BatchUDF:
+        return BatchUDF(func, output_schema, checkpoint_file)
+
+    return wrap
+
+
+def is_row_stream(value: Any) -> bool:
+    """Whether new columns were given as rows (a reader or an iterator of batches)
+    rather than as a function, SQL expressions or fields."""
+    if isinstance(value, (pa.RecordBatchReader, pa.Table)) or hasattr(value, "__arrow_c_stream__"):
+        return True
+    return isinstance(value, Iterator)
+
+
+class RowRuns:
+    """The rows of a stream of batches, handed out in consecutive runs of given lengths
+    (a fragment's rows each), re-chunked as needed."""
+
+    def __init__(self, batches: Iterable[pa.RecordBatch], schema: pa.Schema):
+        self.schema = schema
+        self._batches = iter(batches)
+        self._pending: Optional[pa.RecordBatch] = None
+        # Why the stream failed, once it has: the writer that consumed it reports the
+        # failure through Arrow's stream interface, wrapped; this is what to raise.
+        self.failure: Optional[Exception] = None
+
+    def _next(self) -> Optional[pa.RecordBatch]:
+        if self._pending is not None:
+            batch, self._pending = self._pending, None
+            return batch
+        for batch in self._batches:
+            if batch.num_rows:
+                if batch.schema != self.schema:
+                    self.failure = InvalidInputError(f"a batch of the new columns has schema {batch.schema}, "
+                                                     f"not the reader's {self.schema}")
+                    raise self.failure
+                return batch
+        return None
+
+    def take(self, rows: int, what: str) -> Iterator[pa.RecordBatch]:
+        """The next `rows` rows (for `what`, named in the error when the stream ends)."""
+        left = rows
+        while left > 0:
+            batch = self._next()
+            if batch is None:
+                self.failure = InvalidInputError(f"the new columns' rows ran out {rows - left} rows into {what}, "
+                                                 f"which has {rows}")
+                raise self.failure
+            if batch.num_rows > left:
+                self._pending = batch.slice(left)
+                batch = batch.slice(0, left)
+            left -= batch.num_rows
+            yield batch
+
+    def finish(self, what: str) -> None:
+        """Refuse rows left over once every fragment had its run."""
+        if self._next() is not None:
+            raise InvalidInputError(f"the new columns have more rows than {what}")
+
+
+def row_runs(value: Any, reader_schema: Optional[pa.Schema]) -> RowRuns:
+    """A stream of new columns' rows (`reader_schema` required for a plain iterator)."""
+    if isinstance(value, pa.Table):
+        return RowRuns(value.to_batches(), value.schema)
+    if isinstance(value, pa.RecordBatchReader) or hasattr(value, "__arrow_c_stream__"):
+        reader = value if isinstance(value, pa.RecordBatchReader) else pa.RecordBatchReader.from_stream(value)
+        return RowRuns(reader, reader.schema)
+    if reader_schema is None:
+        raise InvalidInputError("new columns given as an iterator of batches need reader_schema")
+    return RowRuns(value, reader_schema)
