@@ -16,6 +16,7 @@ import os as _os
 _os.environ.setdefault("MIMALLOC_PURGE_DELAY", "5000")
 
 from ._lance_core import __version__  # noqa: E402
+from ._lance_core import bytes_read_counter, iops_counter  # noqa: E402
 from .dataset import LanceDataset, LanceFragment, LanceScanner, Transaction, dataset
 from .fragment_metadata import DataFile, DeletionFile, FragmentMetadata, LanceOperation, write_fragments
 from .write import commit, write_dataset
@@ -23,6 +24,8 @@ from .blob import (Blob, BlobArray, BlobColumn, BlobDescriptor, BlobDescriptorAr
                    blob_array, blob_field)
 from . import optimize  # noqa: E402,F401  (lance_core.optimize.Compaction)
 from .udf import BatchUDF, batch_udf  # noqa: E402
+from .bases import DatasetBasePath  # noqa: E402
+from .schema import json_to_schema, schema_to_json  # noqa: E402
 from .errors import (
     CorruptFileError,
     DatasetNotFoundError,
@@ -50,7 +53,12 @@ __all__ = [
     "blob_array",
     "blob_field",
     "BatchUDF",
+    "DatasetBasePath",
     "batch_udf",
+    "iops_counter",
+    "schema_to_json",
+    "json_to_schema",
+    "bytes_read_counter",
     "dataset",
     "write_dataset",
     "write_fragments",

@@ -16,8 +16,9 @@ import pyarrow.compute as pc
 
 from . import _lance_core, _nearest
 from .udf import BatchUDF, RowRuns, is_row_stream, row_runs
+from .bases import DatasetBasePath
 from .table_config import TableConfig
-from .errors import DatasetNotFoundError, InvalidInputError
+from .errors import ColumnNotFoundError, DatasetNotFoundError, InvalidInputError
 from .fragment_metadata import (LANCE_COMMIT_MESSAGE_KEY, DataFile, FragmentMetadata, LanceOperation,  # noqa: F401
                                 _commit_native, _operation_from, _properties)
 from .merge import MergeInsertBuilder
@@ -795,6 +796,9 @@ class LanceDataset(TableConfig):
         4096 (FLAT) or 8192 rows); k-means on `num_partitions x sample_rate` rows for at
         most `max_iters` rounds (`seed` makes it reproducible). Scalar index types go to
         `create_scalar_index`. pylance reads and uses the index built."""
+        if column not in self.field_ids():
+            raise ColumnNotFoundError(f"{self.uri}: no column {column!r} to index (columns: "
+                                      f"{', '.join(self.schema.names)})")
         kind = str(index_type).upper()
         if kind in ("BTREE", "BITMAP", "LABEL_LIST", "ZONEMAP", "BLOOMFILTER", "NGRAM", "INVERTED", "FTS"):
             return self.create_scalar_index(column, kind, name, replace=replace, **kwargs)
@@ -807,6 +811,26 @@ class LanceDataset(TableConfig):
                             sample_rate=sample_rate, max_iters=max_iters,
                             target_partition_size=target_partition_size, seed=seed)
         self._ds = self._ds.create_vector_index(column, name, bool(replace), params, int(conflict_retries))
+        return self
+
+    def base_paths(self) -> Dict[int, DatasetBasePath]:
+        """The table's base paths by id (pylance's `base_paths`)."""
+        return self._ds.base_paths()
+
+    def add_bases(self, new_bases: List[DatasetBasePath],
+                  transaction_properties: Optional[Dict[str, str]] = None) -> "LanceDataset":
+        """Register base paths on the table (one new version; pylance's `add_bases`):
+        those without an id get the smallest unused one; a name or path already
+        registered is refused. Returns this dataset, moved to the new version."""
+        from .fragment_metadata import UpdateBases
+
+        bases = list(new_bases)
+        for b in bases:
+            if not isinstance(b, DatasetBasePath):
+                raise TypeError(f"add_bases takes DatasetBasePath objects, not {type(b).__name__}")
+        self._ds = _commit_native(self.uri, UpdateBases(bases), read_version=self.version,
+                                  storage_options=self._ds.storage_options(),
+                                  transaction_properties=transaction_properties)
         return self
 
     def drop_index(self, name: str) -> None:
@@ -859,7 +883,8 @@ class LanceDataset(TableConfig):
             if commit_message is not None:
                 raise ValueError("commit_message is not supported when committing a Transaction: set it "
                                  "in the transaction's properties")
-            read_version = operation.read_version
+            # A transaction for a table not yet created was read at no version (0).
+            read_version = operation.read_version or None
             properties = dict(operation.transaction_properties or {})
             operation = operation.operation
         elif not isinstance(operation, LanceOperation.BaseOperation):
@@ -1012,6 +1037,26 @@ class LanceDataset(TableConfig):
         """Another version of this table, by number or tag, opened with the same storage
         options."""
         return LanceDataset(self._ds.checkout(version))
+
+    def shallow_clone(self, target_path: Union[str, os.PathLike], reference: Union[int, str, None] = None,
+                      storage_options: Optional[Dict[str, str]] = None, **kwargs: Any) -> "LanceDataset":
+        """A new table at `target_path` made from a version of this one (`reference`: a
+        version number, a tag, or None for this version) without copying anything: its
+        manifest refers to this table's files through a base path (pylance's
+        `shallow_clone`). Later writes to the clone go to its own directory. The source's
+        files must outlive the clone: cleaning up the versions the clone refers to breaks it."""
+        return self._clone(target_path, reference, storage_options, True)
+
+    def deep_clone(self, target_path: Union[str, os.PathLike], reference: Union[int, str, None] = None,
+                   storage_options: Optional[Dict[str, str]] = None, **kwargs: Any) -> "LanceDataset":
+        """A new table at `target_path` with copies of every file a version of this one
+        uses (data, deletion and index files), standing alone (pylance's `deep_clone`)."""
+        return self._clone(target_path, reference, storage_options, False)
+
+    def _clone(self, target: Any, reference: Union[int, str, None], storage_options: Optional[Dict[str, str]],
+               shallow: bool) -> "LanceDataset":
+        source = self if reference is None else self.checkout_version(reference)
+        return LanceDataset(source._ds.clone_to(os.fspath(target), shallow, storage_options))
 
     def count_rows(self, filter: Optional[str] = None, **kwargs: Any) -> int:
         """Rows of this version (matching `filter`). Without a filter, deleted rows are
@@ -1411,7 +1456,7 @@ def _under_dataset_lock(method: Callable) -> Callable:
 
 
 for _name in ("delete", "update", "insert", "add_columns", "drop_columns", "alter_columns", "merge", "restore",
-              "create_index", "create_scalar_index", "update_config", "delete_config_keys", "update_metadata",
+              "create_index", "create_scalar_index", "add_bases", "update_config", "delete_config_keys", "update_metadata",
               "update_schema_metadata", "update_field_metadata", "truncate_table"):
     if hasattr(LanceDataset, _name):
         setattr(LanceDataset, _name, _under_dataset_lock(getattr(LanceDataset, _name)))

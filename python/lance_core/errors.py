@@ -26,6 +26,13 @@ class InvalidInputError(LanceError, ValueError):
     """An argument is invalid (an unknown column, a bad version, ...)."""
 
 
+class ColumnNotFoundError(InvalidInputError, KeyError):
+    """A column named by the caller is not in the dataset: a `ValueError` like every
+    invalid argument, and a `KeyError` as pylance raises for it."""
+
+    __str__ = Exception.__str__
+
+
 class CommitConflictError(LanceError, OSError):
     """Another writer committed first, and this change, as prepared, cannot be applied on
     top of theirs; re-running it against the new version can succeed (update, delete and
@@ -52,6 +59,7 @@ __all__ = [
     "CorruptFileError",
     "UnsupportedFeatureError",
     "InvalidInputError",
+    "ColumnNotFoundError",
     "CommitConflictError",
     "IncompatibleTransactionError",
     "LanceIOError",

@@ -12,8 +12,9 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 import pyarrow as pa
 
 from . import _lance_core
-from .errors import InvalidInputError
+from .errors import DatasetNotFoundError, InvalidInputError
 from ._inputs import as_stream
+from .bases import DatasetBasePath, bases_arg, targets_arg
 
 
 class _CallablePath(str):
@@ -246,6 +247,8 @@ class LanceOperation:
     class Overwrite(BaseOperation):
         new_schema: pa.Schema
         fragments: List[FragmentMetadata]
+        # Base paths a new table registers (`DatasetBasePath`s), as pylance's.
+        initial_bases: Optional[List[Any]] = None
 
     @dataclass
     class Delete(BaseOperation):
@@ -351,6 +354,14 @@ class LanceOperation:
         branch_name: Optional[str] = None
 
 
+@dataclass
+class UpdateBases(LanceOperation.BaseOperation):
+    """Base paths registered on an existing table (`LanceDataset.add_bases` commits it;
+    pylance has no public class for it)."""
+
+    new_bases: List[Any]
+
+
 def _operation_from(kind: str, fields: Dict[str, Any]) -> Any:
     """A transaction's operation, as the core describes it (`kind` and its fields), as the
     `LanceOperation` object pylance gives for it; None for one it has no class for."""
@@ -363,7 +374,11 @@ def _operation_from(kind: str, fields: Dict[str, Any]) -> Any:
     if kind == "append":
         return LanceOperation.Append(frags("fragments"))
     if kind == "overwrite":
-        return LanceOperation.Overwrite(pa.schema(fields["new_schema"]), frags("fragments"))
+        bases = fields.get("initial_bases")
+        return LanceOperation.Overwrite(pa.schema(fields["new_schema"]), frags("fragments"),
+                                        [DatasetBasePath._from_arg(b) for b in bases] if bases else None)
+    if kind == "update_bases":   # pylance reads add_bases' transaction as a bare operation too
+        return LanceOperation.BaseOperation()
     if kind == "delete":
         return LanceOperation.Delete(frags("updated_fragments"), list(fields["deleted_fragment_ids"]),
                                      fields["predicate"])
@@ -432,7 +447,10 @@ def write_fragments(
     storage_options: Optional[Dict[str, str]] = None,
     file_prefix: Optional[str] = None,
     fragment_id: int = 0,
-) -> List[FragmentMetadata]:
+    return_transaction: bool = False,
+    initial_bases: Optional[List[DatasetBasePath]] = None,
+    target_bases: Optional[List[str]] = None,
+) -> Any:
     """Write data files for the dataset at `uri` (or a `LanceDataset`) without committing
     them.
 
@@ -444,12 +462,34 @@ def write_fragments(
     `lance_core.progress.FragmentWriteProgress`) hears of each fragment begun and
     completed. Every fragment carries `fragment_id` until the commit numbers it.
     `max_rows_per_group` is taken for pylance's sake: 2.x files cut pages by size.
+    `target_bases` and a new table's `initial_bases` are `write_dataset`'s. With
+    `return_transaction`, the result is the `Transaction` to commit (an Append, or for
+    "overwrite"/"create" an Overwrite registering the initial bases with their ids).
     """
-    uri = getattr(uri, "uri", uri)
-    raw = _lance_core._write_fragments(as_stream(data, schema), os.fspath(uri), mode, max_rows_per_file,
-                                       max_bytes_per_file, data_storage_version, storage_options, file_prefix,
-                                       progress, int(fragment_id))
-    return [FragmentMetadata._from_bytes(b) for b in raw]
+    dataset = uri if hasattr(uri, "_ds") else None
+    uri = os.fspath(getattr(uri, "uri", uri))
+    stream = as_stream(data, schema)
+    if return_transaction and not hasattr(stream, "schema"):
+        stream = pa.RecordBatchReader.from_stream(stream)
+    raw, bases = _lance_core._write_fragments(stream, uri, mode, max_rows_per_file,
+                                              max_bytes_per_file, data_storage_version, storage_options,
+                                              file_prefix, progress, int(fragment_id),
+                                              bases_arg(initial_bases), targets_arg(target_bases))
+    fragments = [FragmentMetadata._from_bytes(b) for b in raw]
+    if not return_transaction:
+        return fragments
+    from .dataset import Transaction
+
+    try:
+        current = dataset if dataset is not None else _lance_core._Dataset.open(uri, None, storage_options)
+        read_version = current.version
+    except DatasetNotFoundError:
+        read_version = 0
+    if mode == "append":
+        return Transaction(read_version, LanceOperation.Append(fragments))
+    new_schema = schema if schema is not None else stream.schema
+    return Transaction(read_version, LanceOperation.Overwrite(
+        new_schema, fragments, [DatasetBasePath._from_arg(b) for b in bases] or None))
 
 
 def _commit_native(
@@ -471,7 +511,11 @@ def _commit_native(
     elif isinstance(operation, LanceOperation.Overwrite):
         native = _lance_core._commit(uri, "overwrite", [f.data for f in operation.fragments], operation.new_schema,
                                      None, None, read_version, storage_options, props,
-                                     enable_stable_row_ids=enable_stable_row_ids)
+                                     enable_stable_row_ids=enable_stable_row_ids,
+                                     bases=bases_arg(operation.initial_bases))
+    elif isinstance(operation, UpdateBases):
+        native = _lance_core._commit(uri, "update_bases", [], None, None, None, read_version, storage_options,
+                                     props, bases=bases_arg(operation.new_bases))
     elif isinstance(operation, LanceOperation.Delete):
         native = _lance_core._commit(uri, "delete", [f.data for f in operation.updated_fragments], None,
                                      list(operation.deleted_fragment_ids), operation.predicate, read_version,

@@ -3,6 +3,7 @@ takes, and what `LanceDataset.lance_schema` gives."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Dict, List, Optional
 
 import pyarrow as pa
@@ -82,3 +83,16 @@ class LanceSchema:
         from .debug import _schema_debug
         return _schema_debug(self)
 
+
+
+def schema_to_json(schema: pa.Schema) -> Dict[str, Any]:
+    """A pyarrow schema as JSON (a dict), in the shape of pylance's `schema_to_json`: leaf
+    types by their Lance logical type names ("int64", "timestamp:us:UTC",
+    "decimal:128:10:2"), nested types with their child fields, metadata when there is
+    some."""
+    return json.loads(_lance_core._schema_to_json(schema))
+
+
+def json_to_schema(schema_json: Dict[str, Any]) -> pa.Schema:
+    """The pyarrow schema of `schema_to_json`'s JSON."""
+    return pa.schema(_lance_core._json_to_schema(json.dumps(schema_json)))

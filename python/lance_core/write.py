@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from . import _lance_core
 from ._inputs import as_stream
+from .bases import DatasetBasePath, bases_arg, targets_arg
 from .dataset import LanceDataset, auto_cleanup_keys
 from .fragment_metadata import _properties
 from .errors import DatasetNotFoundError, InvalidInputError
@@ -39,10 +40,16 @@ def write_dataset(
     commit_lock: Any = None,
     namespace_client: Any = None,
     table_id: Optional[List[str]] = None,
+    initial_bases: Optional[List[DatasetBasePath]] = None,
+    target_bases: Optional[List[str]] = None,
 ) -> LanceDataset:
     """Write Arrow data as a Lance dataset (mode "create", "append" or "overwrite"), at
     `uri` or as the table `table_id` of the catalog `namespace_client` (declared there
     on create, as pylance does).
+
+    Multi-base tables: a new table registers `initial_bases` (`DatasetBasePath`s; ids
+    are assigned from 1); `target_bases` (names or paths of registered bases, or the
+    table's own URI) are where the new data files go, in turn.
 
     Append creates the dataset when it does not exist; its data must have the dataset's
     columns and types. New datasets use file format 2.2 unless `data_storage_version`
@@ -87,6 +94,7 @@ def write_dataset(
         allow_external_blob_outside_bases, blob_pack_file_size_threshold,
         _properties(transaction_properties, commit_message), progress,
         None if auto_cleanup_options is None else auto_cleanup_keys(auto_cleanup_options),
+        bases_arg(initial_bases), targets_arg(target_bases),
     )))
 
 

@@ -542,23 +542,24 @@ impl Dataset {
         Ok(Some(set))
     }
 
-    async fn read_deletions(&self, frag: &DataFragment) -> Result<RoaringBitmap> {
+    /// Where a fragment's deletion file is (its store and path), if it has one.
+    pub fn deletion_file_location(&self, frag: &DataFragment) -> Result<Option<(Storage, Path)>> {
         let Some(d) = &frag.deletion_file else {
-            return Ok(RoaringBitmap::new());
+            return Ok(None);
         };
-        let name = deletion_file_name(frag.id, d);
-        let (storage, path) = match d.base_id {
-            None => (
-                self.storage.clone(),
-                self.storage.path(&format!("_deletions/{name}")),
-            ),
-            Some(id) => {
-                let b = self.base(id)?;
-                (
-                    b.storage.clone(),
-                    b.storage.path(&format!("_deletions/{name}")),
-                )
-            }
+        let storage = match d.base_id {
+            None => &self.storage,
+            Some(id) => &self.base(id)?.storage,
+        };
+        let path = storage.path(&format!("_deletions/{}", deletion_file_name(frag.id, d)));
+        Ok(Some((storage.clone(), path)))
+    }
+
+    async fn read_deletions(&self, frag: &DataFragment) -> Result<RoaringBitmap> {
+        let (Some(d), Some((storage, path))) =
+            (&frag.deletion_file, self.deletion_file_location(frag)?)
+        else {
+            return Ok(RoaringBitmap::new());
         };
         let bytes = storage.get(&path).await?;
         let set = decode_deletions(&bytes, d, &storage.display(&path))?;

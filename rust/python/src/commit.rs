@@ -55,7 +55,7 @@ fn update_config(arg: ConfigArg) -> lance_core::proto::table::transaction::Updat
 /// `lance_core::write::External` (append, overwrite, delete, merge, update_config,
 /// restore) the arguments fill.
 #[pyfunction]
-#[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None, transaction_properties=None, version=None, config=None, lance_schema=None, new_fragments=None, fields_modified=None, fields_for_preserving_frag_bitmap=None, enable_stable_row_ids=false))]
+#[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None, transaction_properties=None, version=None, config=None, lance_schema=None, new_fragments=None, fields_modified=None, fields_for_preserving_frag_bitmap=None, enable_stable_row_ids=false, bases=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _commit(
     py: Python<'_>,
@@ -75,6 +75,7 @@ pub fn _commit(
     fields_modified: Option<Vec<u32>>,
     fields_for_preserving_frag_bitmap: Option<Vec<u32>>,
     enable_stable_row_ids: bool,
+    bases: Option<Vec<crate::bases::BaseArg>>,
 ) -> PyResult<PyDataset> {
     use lance_core::write::External;
     guard(|| {
@@ -93,6 +94,10 @@ pub fn _commit(
                 fragments,
                 schema: schema()?,
                 stable_row_ids: enable_stable_row_ids,
+                initial_bases: crate::bases::from_args(bases),
+            },
+            "update_bases" => External::UpdateBases {
+                new_bases: crate::bases::from_args(bases),
             },
             "merge" => External::Merge {
                 fragments,

@@ -345,6 +345,30 @@ impl PyDataset {
         })
     }
 
+    /// A new table at `target` made from this version: shallow (referring to this
+    /// table's files) or deep (with copies of them). Returns the clone.
+    #[pyo3(signature = (target, shallow, storage_options=None, transaction_properties=None))]
+    fn clone_to(
+        &self,
+        py: Python<'_>,
+        target: String,
+        shallow: bool,
+        storage_options: Option<HashMap<String, String>>,
+        transaction_properties: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let options = storage_options.unwrap_or_else(|| self.inner.storage_options().clone());
+            let clone = lance_core::write::clone::clone_dataset(
+                &self.inner,
+                &target,
+                shallow,
+                options,
+                transaction_properties.unwrap_or_default(),
+            );
+            Ok(PyDataset::from(block_on(py, clone).py()?))
+        })
+    }
+
     /// Tags: name → (branch, version, created at, updated at, manifest size).
     #[allow(clippy::type_complexity)]
     fn tag_list(
@@ -1017,6 +1041,17 @@ impl PyDataset {
 
     fn storage_options(&self) -> HashMap<String, String> {
         self.inner.storage_options().clone()
+    }
+
+    /// The table's base paths by id, as `lance_core.DatasetBasePath` objects (pylance's
+    /// `_ds.base_paths()`).
+    fn base_paths<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let class = py.import("lance_core.bases")?.getattr("DatasetBasePath")?;
+        let out = PyDict::new(py);
+        for arg in crate::bases::to_args(&self.inner.manifest.base_paths) {
+            out.set_item(arg.0, class.call_method1("_from_arg", (arg,))?)?;
+        }
+        Ok(out)
     }
 
     /// Fragment `fragment_id` as committed (protobuf bytes).

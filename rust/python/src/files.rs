@@ -292,3 +292,15 @@ pub fn _store_transfer(
         .py()
     })
 }
+
+/// Reads the storage layer made in this process (pylance's `iops_counter`).
+#[pyfunction]
+pub fn iops_counter() -> u64 {
+    lance_core::storage::counters::reads()
+}
+
+/// Bytes those reads returned (pylance's `bytes_read_counter`).
+#[pyfunction]
+pub fn bytes_read_counter() -> u64 {
+    lance_core::storage::counters::bytes_read()
+}

@@ -108,6 +108,9 @@ fn operation_fields(py: Python<'_>, op: &PbOp, out: &Bound<'_, PyDict>) -> PyRes
         PbOp::Overwrite(o) => {
             out.set_item("fragments", frags(&o.fragments))?;
             out.set_item("new_schema", schema(&o.schema, &o.schema_metadata)?)?;
+            if !o.initial_bases.is_empty() {
+                out.set_item("initial_bases", crate::bases::to_args(&o.initial_bases))?;
+            }
             "overwrite"
         }
         PbOp::Delete(d) => {
@@ -193,7 +196,10 @@ fn operation_fields(py: Python<'_>, op: &PbOp, out: &Bound<'_, PyDict>) -> PyRes
         }
         PbOp::UpdateMemWalState(_) => "update_mem_wal_state",
         PbOp::Clone(_) => "clone",
-        PbOp::UpdateBases(_) => "update_bases",
+        PbOp::UpdateBases(u) => {
+            out.set_item("new_bases", crate::bases::to_args(&u.new_bases))?;
+            "update_bases"
+        }
     })
 }
 

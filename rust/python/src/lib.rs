@@ -6,6 +6,7 @@
 //! errors and panics to exceptions, `runtime` the async runtime.
 mod arrow_export;
 mod arrow_import;
+mod bases;
 mod blobs;
 mod commit;
 mod dataset;
@@ -58,6 +59,8 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(commit::_fragment_to_json, m)?)?;
     m.add_function(wrap_pyfunction!(schema::_lance_schema_from_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(schema::_lance_schema_to_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::_schema_to_json, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::_json_to_schema, m)?)?;
     m.add_function(wrap_pyfunction!(schema::_lance_schema_fields, m)?)?;
     m.add_function(wrap_pyfunction!(commit::_fragment_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(filters::_pyarrow_filter, m)?)?;
@@ -73,6 +76,8 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::_list_data_files, m)?)?;
     m.add_function(wrap_pyfunction!(files::_store_list, m)?)?;
     m.add_function(wrap_pyfunction!(files::_store_list_meta, m)?)?;
+    m.add_function(wrap_pyfunction!(files::iops_counter, m)?)?;
+    m.add_function(wrap_pyfunction!(files::bytes_read_counter, m)?)?;
     m.add_function(wrap_pyfunction!(files::_store_read_range, m)?)?;
     m.add_function(wrap_pyfunction!(files::_store_delete, m)?)?;
     m.add_function(wrap_pyfunction!(files::_store_transfer, m)?)?;

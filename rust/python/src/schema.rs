@@ -89,3 +89,22 @@ pub fn _lance_schema_fields(py: Python<'_>, data: Vec<u8>) -> PyResult<Vec<Field
         })
         .collect())
 }
+
+/// A pyarrow schema as JSON text, in pylance's `schema_to_json` shape.
+#[pyfunction]
+pub fn _schema_to_json(schema: Bound<'_, PyAny>) -> PyResult<String> {
+    guard(|| {
+        let schema = import_schema(&schema)?;
+        let value = lance_core::table::schema_json::schema_to_json(&schema).py()?;
+        Ok(value.to_string())
+    })
+}
+
+/// The pyarrow schema of JSON text in pylance's `schema_to_json` shape.
+#[pyfunction]
+pub fn _json_to_schema(text: String) -> PyResult<PyArrowSchema> {
+    guard(|| {
+        let schema = lance_core::table::schema_json::schema_from_json_text(&text).py()?;
+        Ok(PyArrowSchema(std::sync::Arc::new(schema)))
+    })
+}

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use std::collections::HashMap;
 
 use crate::arrow_import::{batch_stream, import_schema, import_stream};
+use crate::bases::BaseArg;
 use crate::dataset::PyDataset;
 use crate::errors::{guard, raise, IntoPyResult};
 use crate::runtime::block_on;
@@ -50,12 +51,16 @@ fn write_options(
     max_bytes_per_file: Option<u64>,
     data_storage_version: Option<String>,
     storage_options: Option<HashMap<String, String>>,
+    bases: (Option<Vec<BaseArg>>, Option<Vec<String>>),
 ) -> PyResult<WriteOptions> {
+    let (initial_bases, target_bases) = bases;
     let mut opts = WriteOptions {
         mode: self::mode(py, mode)?,
         max_rows_per_file,
         data_storage_version,
         storage_options: storage_options.unwrap_or_default(),
+        initial_bases: crate::bases::from_args(initial_bases),
+        target_bases: target_bases.unwrap_or_default(),
         ..Default::default()
     };
     if let Some(b) = max_bytes_per_file {
@@ -91,7 +96,7 @@ fn blob_options(
 }
 
 #[pyfunction]
-#[pyo3(signature = (data, uri, mode="create", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, enable_stable_row_ids=false, storage_options=None, external_blob_mode="reference", allow_external_blob_outside_bases=false, blob_pack_file_size_threshold=None, transaction_properties=None, progress=None, config_upsert=None))]
+#[pyo3(signature = (data, uri, mode="create", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, enable_stable_row_ids=false, storage_options=None, external_blob_mode="reference", allow_external_blob_outside_bases=false, blob_pack_file_size_threshold=None, transaction_properties=None, progress=None, config_upsert=None, initial_bases=None, target_bases=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _write_dataset(
     py: Python<'_>,
@@ -109,6 +114,8 @@ pub fn _write_dataset(
     transaction_properties: Option<HashMap<String, String>>,
     progress: Option<Bound<'_, PyAny>>,
     config_upsert: Option<HashMap<String, String>>,
+    initial_bases: Option<Vec<BaseArg>>,
+    target_bases: Option<Vec<String>>,
 ) -> PyResult<PyDataset> {
     guard(|| {
         let opts = WriteOptions {
@@ -129,6 +136,7 @@ pub fn _write_dataset(
                 max_bytes_per_file,
                 data_storage_version,
                 storage_options,
+                (initial_bases, target_bases),
             )?
         };
         let reader = import_stream(&data)?;
@@ -139,9 +147,10 @@ pub fn _write_dataset(
     })
 }
 
-/// Write data files without committing; returns each fragment's metadata (protobuf bytes).
+/// Write data files without committing; returns each fragment's metadata (protobuf bytes)
+/// and the base paths a new table registers (with their ids).
 #[pyfunction]
-#[pyo3(signature = (data, uri, mode="append", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, storage_options=None, file_prefix=None, progress=None, fragment_id=0))]
+#[pyo3(signature = (data, uri, mode="append", max_rows_per_file=1048576, max_bytes_per_file=None, data_storage_version=None, storage_options=None, file_prefix=None, progress=None, fragment_id=0, initial_bases=None, target_bases=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn _write_fragments(
     py: Python<'_>,
@@ -155,7 +164,9 @@ pub fn _write_fragments(
     file_prefix: Option<String>,
     progress: Option<Bound<'_, PyAny>>,
     fragment_id: u64,
-) -> PyResult<Vec<Vec<u8>>> {
+    initial_bases: Option<Vec<BaseArg>>,
+    target_bases: Option<Vec<String>>,
+) -> PyResult<(Vec<Vec<u8>>, Vec<BaseArg>)> {
     use prost::Message;
     guard(|| {
         let opts = WriteOptions {
@@ -169,17 +180,21 @@ pub fn _write_fragments(
                 max_bytes_per_file,
                 data_storage_version,
                 storage_options,
+                (initial_bases, target_bases),
             )?
         };
         let reader = import_stream(&data)?;
         let schema = reader.schema();
         let batches = batch_stream(reader);
-        let fragments = block_on(
+        let (fragments, bases) = block_on(
             py,
             lance_core::write::write_uncommitted(&uri, schema, batches, opts),
         )
         .py()?;
-        Ok(fragments.iter().map(|f| f.encode_to_vec()).collect())
+        Ok((
+            fragments.iter().map(|f| f.encode_to_vec()).collect(),
+            crate::bases::to_args(&bases),
+        ))
     })
 }
 

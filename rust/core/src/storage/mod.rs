@@ -4,6 +4,7 @@
 //! it knows whether the bytes come from a local disk, memory or a cloud bucket.
 mod batched;
 mod cloud;
+pub mod counters;
 mod local;
 mod uri;
 
@@ -128,7 +129,10 @@ impl Storage {
             match std::fs::metadata(&file) {
                 Ok(meta) if meta.is_file() && meta.len() <= INLINE_READ_BYTES => {
                     return match std::fs::read(&file) {
-                        Ok(data) => Ok(Bytes::from(data)),
+                        Ok(data) => {
+                            counters::record(data.len() as u64);
+                            Ok(Bytes::from(data))
+                        }
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                             Err(Error::not_found(self.display(path), "no such file"))
                         }
@@ -146,7 +150,9 @@ impl Storage {
             .get(path)
             .await
             .map_err(|e| self.map_err(path, e))?;
-        res.bytes().await.map_err(|e| self.map_err(path, e))
+        let bytes = res.bytes().await.map_err(|e| self.map_err(path, e))?;
+        counters::record(bytes.len() as u64);
+        Ok(bytes)
     }
 
     /// Whether reads of one file asked for at about the same time are worth joining
@@ -183,6 +189,9 @@ impl Storage {
                 .await
                 .map_err(|e| Error::io(self.display(path), e))?
         };
+        if let Ok(parts) = &read {
+            counters::record(parts.iter().map(|b| b.len() as u64).sum());
+        }
         read.map_err(|e| match e {
             local::ReadError::NotFound => Error::not_found(self.display(path), "no such file"),
             local::ReadError::Short { wanted, len } => Error::corrupt(
@@ -214,6 +223,7 @@ impl Storage {
             .get_range(path, range.clone())
             .await
             .map_err(|e| self.range_err(path, &range, e))?;
+        counters::record(bytes.len() as u64);
         if bytes.len() as u64 != want {
             return Err(Error::corrupt(
                 self.display(path),
@@ -248,6 +258,7 @@ impl Storage {
             })?
         }
         .into_iter();
+        counters::record(fetched.as_slice().iter().map(|b| b.len() as u64).sum());
         let out: Vec<Bytes> = ranges
             .iter()
             .map(|r| match r.end > r.start {
@@ -363,6 +374,28 @@ impl Storage {
             .strip_prefix(self.root.as_ref())
             .unwrap_or(path.as_ref())
             .trim_start_matches('/')
+    }
+
+    /// Copy the object at `from` to `to` in `dest`, in parts (never whole in memory).
+    pub async fn copy_object(&self, from: &Path, dest: &Storage, to: &Path) -> Result<()> {
+        use tokio::io::AsyncWriteExt;
+        const PART: u64 = 8 << 20;
+        let size = self.head(from).await?.size;
+        let mut writer = dest.writer(to);
+        let mut at = 0;
+        while at < size {
+            let end = (at + PART).min(size);
+            let part = self.get_range(from, at..end).await?;
+            writer
+                .write_all(&part)
+                .await
+                .map_err(|e| Error::io(dest.display(to), e))?;
+            at = end;
+        }
+        writer
+            .shutdown()
+            .await
+            .map_err(|e| Error::io(dest.display(to), e))
     }
 
     /// Copy every object below the root of `self` to the same place below `dest`.

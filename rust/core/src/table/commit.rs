@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use prost::Message;
 
-use super::features::{unknown_reader_flags, DELETION_FILES, STABLE_ROW_IDS};
+use super::features::{unknown_reader_flags, BASE_PATHS, DELETION_FILES, STABLE_ROW_IDS};
 use super::manifest::decode_manifest;
 use super::transaction::read::transaction_at;
 use super::transaction::{resolve, Operation, Resolution, Staged};
@@ -98,6 +98,12 @@ async fn commit_loop(
             }
             (None, _) => (None, Bytes::new(), NamingScheme::V2),
         };
+        if let (Some(_), Operation::Clone { .. }) = (&base, op) {
+            return Err(Error::invalid(format!(
+                "Dataset already exists: {}",
+                storage.uri()
+            )));
+        }
         if let Some(b) = &base {
             if opts.read_version.is_none() && !matches!(op, Operation::Overwrite { .. }) {
                 return Err(Error::invalid(format!(
@@ -112,13 +118,29 @@ async fn commit_loop(
             check_since(storage, op, read_version, checked + 1..=b.version).await?;
             checked = b.version;
         }
-        let version = base.as_ref().map_or(1, |b| b.version + 1);
+        let version = match op {
+            // A clone starts at the version it was made from.
+            Operation::Clone { ref_version, .. } => *ref_version,
+            _ => base.as_ref().map_or(1, |b| b.version + 1),
+        };
         let mut next = next_manifest(storage, base.as_ref(), op, version, opts)?;
-        // A restored version keeps its own index section and legacy dictionary bytes.
+        // A restored or cloned version keeps its own index section and legacy dictionary
+        // bytes (a clone's indices point where its files are).
         let (base, base_bytes) = match op {
             Operation::Restore {
                 manifest, bytes, ..
             } => (Some((**manifest).clone()), bytes.clone()),
+            Operation::Clone {
+                manifest, bytes, ..
+            } => {
+                let base_id = super::bases::clone_base_id(&next, op);
+                edit_indices(Some((**manifest).clone()), bytes.clone(), |all| {
+                    for index in all.iter_mut() {
+                        index.base_id = base_id;
+                    }
+                    Ok(())
+                })?
+            }
             _ => (base, base_bytes),
         };
         // Statistics older writers left out or got wrong are filled in from the files
@@ -260,6 +282,7 @@ fn next_manifest(
     opts: &CommitOptions,
 ) -> Result<Manifest> {
     let mut m = match op {
+        Operation::Clone { manifest, .. } => (**manifest).clone(),
         Operation::Restore { manifest, .. } => {
             let mut old = (**manifest).clone();
             if let Some(latest) = base {
@@ -319,7 +342,19 @@ fn next_manifest(
             data_format,
             stable_row_ids,
             config_upsert,
+            initial_bases,
         } => {
+            // A new table registers its bases; an existing one keeps those it has.
+            if !initial_bases.is_empty() {
+                if base.is_some() {
+                    return Err(Error::invalid(format!(
+                        "{}: Cannot register new bases in Overwrite mode. Only CREATE mode can \
+                         register new bases.",
+                        storage.uri()
+                    )));
+                }
+                m.base_paths = super::bases::assign_initial(&[], initial_bases)?;
+            }
             m.fragments.clear();
             m.config.extend(config_upsert.clone());
             m.fields = schema.to_proto();
@@ -394,6 +429,18 @@ fn next_manifest(
             replace_data_files(&mut m.fragments, replacements, storage.uri())?
         }
         Operation::Restore { .. } => {}
+        Operation::Clone {
+            shallow,
+            ref_name,
+            ref_path,
+            ..
+        } => {
+            m.branch = None;
+            super::bases::point_at_clone_source(&mut m, *shallow, ref_name, ref_path);
+        }
+        Operation::UpdateBases { new_bases } => {
+            m.base_paths = super::bases::register(&m.base_paths, new_bases, storage.uri())?
+        }
         Operation::UpdateConfig(u) => super::config::apply_update(&mut m, u, storage.uri())?,
         Operation::ReserveFragments { count, .. } => next_id += *count as u64,
         // The section itself is changed with the manifest file's bytes (`edit_indices`).
@@ -442,8 +489,10 @@ fn next_manifest(
         m.max_fragment_id
     };
     let has_deletions = m.fragments.iter().any(|f| f.deletion_file.is_some());
+    let has_bases = !m.base_paths.is_empty();
     for flags in [&mut m.reader_feature_flags, &mut m.writer_feature_flags] {
         *flags = (*flags & !DELETION_FILES) | if has_deletions { DELETION_FILES } else { 0 };
+        *flags = (*flags & !BASE_PATHS) | if has_bases { BASE_PATHS } else { 0 };
     }
     if !keep_indices {
         m.index_section = None;

@@ -1,6 +1,7 @@
 //! The table format: manifests and their versions, schemas with field ids, fragments and
 //! their data files, deletion files, stable row ids and feature flags.
 pub mod auto_cleanup;
+pub mod bases;
 pub mod cleanup;
 pub mod commit;
 pub mod config;
@@ -15,6 +16,7 @@ pub mod row_index;
 pub mod row_versions;
 pub mod rowids;
 pub mod schema;
+pub mod schema_json;
 pub mod tags;
 pub mod transaction;
 pub mod validate;

@@ -79,11 +79,11 @@ pub struct BlobSidecars {
 }
 
 impl BlobSidecars {
-    /// Sidecars of the data file `data/{file_name}`.
-    pub fn new(storage: &Storage, file_name: &str, pack_limit: u64) -> Self {
+    /// Sidecars of the data file at `data_file` (relative to the store's root).
+    pub fn new(storage: &Storage, data_file: &str, pack_limit: u64) -> Self {
         BlobSidecars {
             storage: storage.clone(),
-            data_file: format!("data/{file_name}"),
+            data_file: data_file.to_string(),
             next_id: 1,
             pack: None,
             pack_limit: pack_limit.max(1),

@@ -196,6 +196,12 @@ pub enum External {
         fragments: Vec<DataFragment>,
         schema: Schema,
         stable_row_ids: bool,
+        /// Base paths a new table registers, with their ids (pylance's `initial_bases`).
+        initial_bases: Vec<crate::proto::table::BasePath>,
+    },
+    /// Base paths registered on the table (pylance's `add_bases`).
+    UpdateBases {
+        new_bases: Vec<crate::proto::table::BasePath>,
     },
     Delete {
         updated: Vec<DataFragment>,
@@ -248,10 +254,12 @@ pub async fn commit_external(
 ) -> Result<Dataset> {
     let op = match operation {
         External::Append { fragments } => Operation::Append { fragments },
+        External::UpdateBases { new_bases } => Operation::UpdateBases { new_bases },
         External::Overwrite {
             fragments,
             schema,
             stable_row_ids,
+            initial_bases,
         } => {
             let version = fragments
                 .iter()
@@ -270,6 +278,7 @@ pub async fn commit_external(
                 data_format,
                 stable_row_ids,
                 config_upsert: HashMap::new(),
+                initial_bases,
             }
         }
         External::Delete {

@@ -53,6 +53,10 @@ struct Leaf {
 pub struct DataFileWriter {
     file: FileWriter,
     storage: Storage,
+    /// Where the file is written.
+    path: Path,
+    /// The base path it is written to (None: the table's own `data/`).
+    base_id: Option<u32>,
     /// The file's name within `data/`.
     file_name: String,
     /// How errors name the file.
@@ -94,6 +98,8 @@ impl DataFileWriter {
         DataFileWriter {
             file: FileWriter::create(storage, &path, version, leaves.len()),
             storage: storage.clone(),
+            path: path.clone(),
+            base_id: None,
             name: storage.display(&path),
             file_name,
             leaves: leaves
@@ -145,8 +151,20 @@ impl DataFileWriter {
             file_major_version: self.version.major as u32,
             file_minor_version: self.version.minor as u32,
             file_size_bytes: 0,
-            base_id: None,
+            base_id: self.base_id,
         }
+    }
+
+    /// The file is written to base path `base_id` (its `DataFile` says so).
+    pub fn in_base(mut self, base_id: Option<u32>) -> Self {
+        self.base_id = base_id;
+        self
+    }
+
+    /// `finish`, also giving where the file is (its store and path), to stage it.
+    pub async fn finish_staged(self, schema: &LanceSchema) -> Result<(DataFile, (Storage, Path))> {
+        let at = (self.storage.clone(), self.path.clone());
+        Ok((self.finish(schema).await?, at))
     }
 
     /// Bytes written to the file so far (pages still being encoded are not counted).
@@ -296,7 +314,7 @@ impl DataFileWriter {
         let sidecars = self.sidecars.get_or_insert_with(|| {
             BlobSidecars::new(
                 &self.storage,
-                &self.file_name,
+                self.storage.relative(&self.path),
                 self.blob_options.pack_bytes(pack_bytes),
             )
         });

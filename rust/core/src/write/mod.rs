@@ -4,6 +4,7 @@
 //! `write_dataset` also commits them (create, append or overwrite).
 pub mod blob_sidecars;
 pub mod blob_v2;
+pub mod clone;
 pub mod column_type;
 pub mod columns;
 pub mod commit;
@@ -43,8 +44,9 @@ use futures::{Stream, StreamExt};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::file::FileVersion;
-use crate::proto::table::{DataFile, DataFragment};
+use crate::proto::table::{BasePath, DataFile, DataFragment};
 use crate::storage::{Storage, StorageOptions};
+use crate::table::bases::WriteTarget;
 use crate::table::schema::LanceSchema;
 use crate::table::transaction::{Operation, Staged};
 use file::DataFileWriter;
@@ -83,6 +85,13 @@ pub struct WriteOptions {
     /// The id every fragment written carries until a commit numbers them (pylance's
     /// `fragment_id`, 0 by default as in pylance).
     pub fragment_id: u64,
+    /// Base paths a new table registers (pylance's `initial_bases`; ids 0 are assigned).
+    pub initial_bases: Vec<BasePath>,
+    /// Where new data files go, in turn: base names or paths (pylance's `target_bases`);
+    /// none: the table's own `data/`.
+    pub target_bases: Vec<String>,
+    /// `target_bases` resolved (set by the writer once the table's bases are known).
+    pub targets: Vec<WriteTarget>,
 }
 
 /// What a writer tells about its fragments: `begin` before a fragment's data file is
@@ -118,6 +127,9 @@ impl Default for WriteOptions {
             config_upsert: HashMap::new(),
             progress: None,
             fragment_id: 0,
+            initial_bases: Vec::new(),
+            target_bases: Vec::new(),
+            targets: Vec::new(),
         }
     }
 }
@@ -162,6 +174,13 @@ where
     let mut current: Option<DataFileWriter> = None;
     let max_rows = opts.max_rows_per_file.max(1);
     let progress = opts.progress.as_ref().map(|p| p.0.clone());
+    let primary = [WriteTarget::primary(storage)];
+    let targets = match opts.targets.is_empty() {
+        true => &primary[..],
+        false => &opts.targets[..],
+    };
+    // Files go to the targets in turn, starting over with every write.
+    let mut files_started = 0usize;
     // The fragment a writer's file will be, as far as it is known.
     let fragment_of = |file: DataFile, rows: u64| DataFragment {
         id: opts.fragment_id,
@@ -180,8 +199,13 @@ where
                         opts.file_prefix,
                         uuid::Uuid::new_v4().simple()
                     );
-                    let w = DataFileWriter::create(storage, name, version, &leaves)
-                        .with_blob_options(blob_options.clone());
+                    let target = &targets[files_started % targets.len()];
+                    files_started += 1;
+                    let path = target.path(&name);
+                    let w =
+                        DataFileWriter::create_at(&target.storage, path, name, version, &leaves)
+                            .with_blob_options(blob_options.clone())
+                            .in_base(target.base_id);
                     if let Some(p) = &progress {
                         p.begin(&fragment_of(w.started(), 0))?;
                     }
@@ -194,8 +218,8 @@ where
                 if w.rows() >= max_rows || w.bytes() >= opts.max_bytes_per_file {
                     let w = current.take().unwrap();
                     let rows = w.rows();
-                    let file = w.finish(schema).await?;
-                    staged.add_data_file(&file.path);
+                    let (file, at) = w.finish_staged(schema).await?;
+                    staged.add_in(&at.0, at.1);
                     let fragment = fragment_of(file, rows);
                     if let Some(p) = &progress {
                         p.complete(&fragment)?;
@@ -207,8 +231,8 @@ where
         if let Some(w) = current.take() {
             let rows = w.rows();
             if rows > 0 {
-                let file = w.finish(schema).await?;
-                staged.add_data_file(&file.path);
+                let (file, at) = w.finish_staged(schema).await?;
+                staged.add_in(&at.0, at.1);
                 let fragment = fragment_of(file, rows);
                 if let Some(p) = &progress {
                     p.complete(&fragment)?;
@@ -367,6 +391,10 @@ fn conform(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
 struct Prepared {
     storage: Storage,
     existing: Option<Dataset>,
+    /// Bases a new table registers (ids assigned).
+    new_bases: Vec<BasePath>,
+    /// Where the data files go.
+    targets: Vec<WriteTarget>,
     mode: WriteMode,
     schema: LanceSchema,
     arrow_schema: SchemaRef,
@@ -375,6 +403,33 @@ struct Prepared {
 }
 
 async fn prepare(uri: &str, incoming: &Schema, opts: &WriteOptions) -> Result<Prepared> {
+    let mut p = prepare_table(uri, incoming, opts).await?;
+    // Bases: a new table registers them; an existing one has its own. Targets are checked
+    // before anything is written.
+    let bases = match &p.existing {
+        Some(_) if !opts.initial_bases.is_empty() => {
+            return Err(Error::invalid(format!(
+                "{uri}: Cannot register new bases in {:?} mode. Only CREATE mode can register \
+                 new bases.",
+                p.mode
+            )))
+        }
+        Some(ds) => ds.manifest.base_paths.clone(),
+        None => {
+            p.new_bases = crate::table::bases::assign_initial(&[], &opts.initial_bases)?;
+            p.new_bases.clone()
+        }
+    };
+    p.targets = crate::table::bases::resolve_targets(
+        &p.storage,
+        &bases,
+        &opts.target_bases,
+        &opts.storage_options,
+    )?;
+    Ok(p)
+}
+
+async fn prepare_table(uri: &str, incoming: &Schema, opts: &WriteOptions) -> Result<Prepared> {
     let storage = Storage::open(uri, &opts.storage_options)?;
     let existing = match Dataset::open(uri, None, opts.storage_options.clone()).await {
         Ok(ds) => Some(ds),
@@ -400,6 +455,8 @@ async fn prepare(uri: &str, incoming: &Schema, opts: &WriteOptions) -> Result<Pr
             Ok(Prepared {
                 storage,
                 existing,
+                new_bases: Vec::new(),
+                targets: Vec::new(),
                 mode,
                 schema,
                 arrow_schema,
@@ -426,6 +483,8 @@ async fn prepare(uri: &str, incoming: &Schema, opts: &WriteOptions) -> Result<Pr
             Ok(Prepared {
                 storage,
                 existing,
+                new_bases: Vec::new(),
+                targets: Vec::new(),
                 mode,
                 schema,
                 arrow_schema,
@@ -448,6 +507,7 @@ where
     let target = p.arrow_schema.clone();
     let stream = batches.map(move |b| b.and_then(|b| conform(b, &target)));
     let mut opts = opts.clone();
+    opts.targets = p.targets.clone();
     if let Some(ds) = &p.existing {
         // Blobs referenced by URI are stored relative to the table's base paths.
         opts.blobs.bases = blob_v2::table_bases(ds);
@@ -483,6 +543,7 @@ where
                 || (p.mode == WriteMode::Overwrite
                     && p.existing.as_ref().is_some_and(|d| d.has_stable_row_ids())),
             config_upsert: opts.config_upsert.clone(),
+            initial_bases: p.new_bases.clone(),
         },
     };
     let read_from = match &p.existing {
@@ -499,13 +560,15 @@ where
 /// Write data files for the dataset at `uri` without committing them (for distributed
 /// writers: each task writes, one process commits). In append mode the files use the
 /// existing dataset's schema and file version; otherwise `schema` with fresh field ids.
-/// When writing fails no file is left; once written, the files are the caller's.
+/// When writing fails no file is left; once written, the files are the caller's. Also
+/// returns the base paths a new table registers (`initial_bases` with their ids), for the
+/// commit of the files.
 pub async fn write_uncommitted<S>(
     uri: &str,
     schema: SchemaRef,
     batches: S,
     opts: WriteOptions,
-) -> Result<Vec<DataFragment>>
+) -> Result<(Vec<DataFragment>, Vec<BasePath>)>
 where
     S: Stream<Item = Result<RecordBatch>> + Unpin + Send,
 {
@@ -520,5 +583,5 @@ where
         .guard(write_prepared(&p, batches, &opts, &staged))
         .await?;
     staged.keep();
-    Ok(fragments)
+    Ok((fragments, p.new_bases))
 }

@@ -61,6 +61,17 @@ pub fn resolve(ours: &Operation, theirs: Option<&PbOp>) -> Resolution {
             ..
         } => resolve(op, Some(theirs)),
         Operation::ReserveFragments { .. } => Compatible,
+        // A clone is a new table's first version: its commit fails if the target holds
+        // a table at all, before any transaction is checked.
+        Operation::Clone { .. } => replaced(),
+        // New bases clash only with bases registered meanwhile under the same id, name
+        // or path (then the user must choose again: not retried).
+        Operation::UpdateBases { new_bases } => match theirs {
+            PbOp::UpdateBases(other) if crate::table::bases::clash(new_bases, &other.new_bases) => {
+                Incompatible(format!("a concurrent {name} registered the same base"))
+            }
+            _ => Compatible,
+        },
         // Keys of the table's maps: two changes of the same key (or of a map one replaces)
         // must be ordered by their writers; a new schema drops metadata changes meant
         // for the old one.
@@ -346,6 +357,7 @@ mod tests {
                     data_format: "2.1".into(),
                     stable_row_ids: false,
                     config_upsert: Default::default(),
+                    initial_bases: vec![],
                 },
             ),
             (

@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 use bytes::Bytes;
 
 use crate::proto::table::transaction::{self as txn, Operation as PbOp};
-use crate::proto::table::{DataFragment, IndexMetadata, Manifest};
+use crate::proto::table::{BasePath, DataFragment, IndexMetadata, Manifest};
 use crate::table::schema::LanceSchema;
 
 use super::InsertedKeys;
@@ -23,6 +23,24 @@ pub enum Operation {
         /// Set in the table's config (pylance's `config_upsert_values`: a create's
         /// `auto_cleanup_options`).
         config_upsert: HashMap<String, String>,
+        /// Base paths a new table registers (ids assigned); an overwrite of an existing
+        /// table keeps its bases and registers none.
+        initial_bases: Vec<BasePath>,
+    },
+    /// Base paths registered on an existing table (ids as given, 0 to be assigned).
+    UpdateBases { new_bases: Vec<BasePath> },
+    /// A new table made from another table's version `ref_version` (at `ref_path`, of
+    /// branch or tag `ref_name`): that version's manifest (and its file's bytes, which
+    /// hold its index section) becomes the new table's, at the same version number. A
+    /// shallow clone refers to the source's files through a new base path; a deep clone
+    /// has its own copies.
+    Clone {
+        shallow: bool,
+        ref_name: Option<String>,
+        ref_version: u64,
+        ref_path: String,
+        manifest: Box<Manifest>,
+        bytes: Bytes,
     },
     /// Fragments with new deletion files, and fragments deleted entirely.
     Delete {
@@ -125,13 +143,30 @@ impl Operation {
                 fragments,
                 schema,
                 config_upsert,
+                initial_bases,
                 ..
             } => PbOp::Overwrite(txn::Overwrite {
                 fragments: fragments.clone(),
                 schema: schema.to_proto(),
                 schema_metadata: schema.metadata_proto(),
                 config_upsert_values: config_upsert.clone(),
-                ..Default::default()
+                initial_bases: initial_bases.clone(),
+            }),
+            Operation::UpdateBases { new_bases } => PbOp::UpdateBases(txn::UpdateBases {
+                new_bases: new_bases.clone(),
+            }),
+            Operation::Clone {
+                shallow,
+                ref_name,
+                ref_version,
+                ref_path,
+                ..
+            } => PbOp::Clone(txn::Clone {
+                is_shallow: *shallow,
+                ref_name: ref_name.clone(),
+                ref_version: *ref_version,
+                ref_path: ref_path.clone(),
+                branch_name: None,
             }),
             Operation::Delete {
                 updated,

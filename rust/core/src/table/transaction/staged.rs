@@ -16,7 +16,8 @@ use crate::table::deletion::deletion_file_name;
 #[derive(Debug)]
 pub struct Staged {
     storage: Storage,
-    paths: Mutex<Vec<Path>>,
+    /// Each file with its store (the table's, or a base's).
+    paths: Mutex<Vec<(Storage, Path)>>,
 }
 
 impl Staged {
@@ -34,7 +35,12 @@ impl Staged {
 
     /// Stage the object at `path` (below the table's root).
     pub fn add(&self, path: Path) {
-        self.lock().push(path);
+        self.add_in(&self.storage.clone(), path);
+    }
+
+    /// Stage the object at `path` of `storage` (a data file written to a base).
+    pub fn add_in(&self, storage: &Storage, path: Path) {
+        self.lock().push((storage.clone(), path));
     }
 
     /// Stage the data file `name` (as a `DataFile` names it, relative to `data/`).
@@ -94,25 +100,26 @@ impl Staged {
     /// orphan that `cleanup_old_versions` removes, never a file a version refers to.
     pub async fn remove_all(&self) {
         let paths = std::mem::take(&mut *self.lock());
-        let removals = paths.iter().map(|p| remove(&self.storage, p));
+        let removals = paths.iter().map(|(storage, p)| remove(storage, p));
         futures::future::join_all(removals).await;
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Path>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Storage, Path)>> {
         // A panic while the lock was held leaves a consistent list: keep using it.
         self.paths.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-/// Remove a staged object; a data file's blob sidecars (`data/<stem>/`) go with it.
+/// Remove a staged object; a data file's blob sidecars (the directory `<stem>/` beside
+/// it) go with it.
 async fn remove(storage: &Storage, path: &Path) {
     let _ = storage.delete(path).await;
     let relative = storage.relative(path);
     if let Some(stem) = relative
-        .strip_prefix("data/")
-        .and_then(|r| r.strip_suffix(".lance"))
+        .strip_suffix(".lance")
+        .filter(|_| !relative.starts_with('_'))
     {
-        let _ = storage.delete_tree(&format!("data/{stem}")).await;
+        let _ = storage.delete_tree(stem).await;
     }
 }
 
@@ -125,9 +132,8 @@ impl Drop for Staged {
             return;
         }
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            let storage = self.storage.clone();
             handle.spawn(async move {
-                for p in paths {
+                for (storage, p) in paths {
                     remove(&storage, &p).await;
                 }
             });

@@ -1,0 +1,22 @@
+//! Process-wide counts of the reads the storage layer made and the bytes they returned
+//! (pylance's `iops_counter` and `bytes_read_counter`): a read is one call on a store
+//! (a whole object, a range, or the ranges of one file asked for together).
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static READS: AtomicU64 = AtomicU64::new(0);
+static BYTES_READ: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn record(bytes: u64) {
+    READS.fetch_add(1, Ordering::Relaxed);
+    BYTES_READ.fetch_add(bytes, Ordering::Relaxed);
+}
+
+/// Reads made since the process started.
+pub fn reads() -> u64 {
+    READS.load(Ordering::Relaxed)
+}
+
+/// Bytes those reads returned.
+pub fn bytes_read() -> u64 {
+    BYTES_READ.load(Ordering::Relaxed)
+}
