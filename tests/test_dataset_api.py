@@ -190,3 +190,22 @@ def test_has_index_and_negative_offsets_as_pylance(tmp_path):
             ds.to_table(offset=1, limit=-1)
         ds.create_scalar_index("id", "BTREE")
         assert ds.has_index is True
+
+
+def test_data_stats_as_pylance_shapes_them(tmp_path):
+    """Every field, depth-first, with the bytes of its columns; a struct stored through
+    its children holds none itself, its leaves do; a column added later counts too."""
+    t = pa.table({"a": [1, 2, 3], "s": ["x", "y", None], "st": [{"p": 1, "q": "z"}] * 3})
+    shapes = {}
+    for lib in (lance_core, lance):
+        ds = lib.write_dataset(t, tmp_path / lib.__name__)
+        ds.add_columns({"z": "s"})
+        stats = ds.stats.data_stats().fields
+        shapes[lib.__name__] = [f.id for f in stats]
+        if lib is lance_core:
+            sizes = {f.id: f.bytes_on_disk for f in stats}
+            assert sizes[2] == 0 and all(sizes[i] > 0 for i in (0, 1, 3, 4, 5))
+            before = sizes[0]
+            ds.insert(pa.table({"a": [5], "s": ["w"], "st": [{"p": 2, "q": "y"}], "z": ["q"]}))
+            assert ds.stats.data_stats().fields[0].bytes_on_disk > before
+    assert shapes["lance_core"] == shapes["lance"] == [0, 1, 2, 3, 4, 5]

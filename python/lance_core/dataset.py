@@ -1578,6 +1578,21 @@ class IndexDescription:
         return len(self.segments)
 
 
+@dataclass
+class FieldStatistics:
+    """One field's size in the data files (pylance's `FieldStatistics`)."""
+
+    id: int
+    bytes_on_disk: int
+
+
+@dataclass
+class DataStatistics:
+    """`ds.stats.data_stats()`: the fields' sizes, in schema order."""
+
+    fields: List[FieldStatistics]
+
+
 class DatasetStats:
     """`ds.stats`, as in pylance."""
 
@@ -1586,6 +1601,12 @@ class DatasetStats:
 
     def index_stats(self, name: str) -> Dict[str, Any]:
         return self._dataset.index_statistics(name)
+
+    def data_stats(self) -> "DataStatistics":
+        """Bytes each field takes in the data files (its columns' page buffers; a struct
+        stored through its children holds none itself), every field depth-first, as
+        pylance's `data_stats`."""
+        return DataStatistics([FieldStatistics(fid, n) for fid, n in self._dataset._ds.field_bytes_on_disk()])
 
     def dataset_stats(self, max_rows_per_group: int = 1024) -> Dict[str, int]:
         """Deleted rows, fragments, and fragments too small to fill one group of

@@ -53,6 +53,7 @@ MODULES: Dict[str, List[str]] = {
     "lance.log": ["lance_core.log"],
     "lance.namespace": ["lance_core.namespace"],
     "lance._dataset.sharded_batch_iterator": ["lance_core.sharded_batch_iterator"],
+    "lance.sampler": ["lance_core.sampler"],
     # The native extension (pylance's Compaction lives there; ours in lance_core.optimize).
     "lance.lance": ["lance_core._lance_core", "lance_core.optimize"],
 }

@@ -1043,6 +1043,11 @@ impl PyDataset {
         self.inner.storage_options().clone()
     }
 
+    /// (top-level field id, bytes its columns take in the data files), in schema order.
+    fn field_bytes_on_disk(&self, py: Python<'_>) -> PyResult<Vec<(i32, u64)>> {
+        guard(|| block_on(py, lance_core::table::data_stats::field_bytes(&self.inner)).py())
+    }
+
     /// The table's base paths by id, as `lance_core.DatasetBasePath` objects (pylance's
     /// `_ds.base_paths()`).
     fn base_paths<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

@@ -6,6 +6,7 @@ pub mod cleanup;
 pub mod commit;
 pub mod config;
 pub mod data_file;
+pub mod data_stats;
 pub mod deletion;
 pub mod features;
 pub mod fragment_json;
