@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _lance_core, _nearest
-from .udf import BatchUDF, RowRuns, is_row_stream, row_runs
+from .udf import BatchUDF, RowRuns, as_batch, is_row_stream, row_runs
 from .bases import DatasetBasePath
 from .table_config import TableConfig
 from .errors import ColumnNotFoundError, DatasetNotFoundError, InvalidInputError
@@ -415,7 +415,7 @@ class LanceFragment:
             if first_in is not None:
                 value_func(first_in)
                 batches = itertools.chain([first_in], batches)
-        outputs = (_as_batch(value_func(b)) for b in batches)
+        outputs = (as_batch(value_func(b)) for b in batches)
         if output_schema is None:
             first = next(outputs, None)
             if first is None:
@@ -574,20 +574,6 @@ def _take_columns(columns: Any) -> Tuple[Optional[List[str]], Optional[List[Tupl
                                         f"(str → str), got {name!r}: {expr!r}")
         return None, list(columns.items())
     return list(columns), None
-
-
-def _as_batch(out: Any) -> pa.RecordBatch:
-    """What a column function returned, as one record batch."""
-    if isinstance(out, pa.RecordBatch):
-        return out
-    if isinstance(out, pa.Table):
-        return out.combine_chunks().to_batches()[0] if out.num_rows else pa.RecordBatch.from_pylist([], schema=out.schema)
-    if isinstance(out, dict):
-        return pa.RecordBatch.from_pydict(out)
-    if type(out).__module__.startswith("pandas"):
-        return pa.RecordBatch.from_pandas(out, preserve_index=False)
-    raise InvalidInputError(f"the column function must return a pyarrow RecordBatch, Table or dict, "
-                            f"not {type(out).__name__}")
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

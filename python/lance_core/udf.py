@@ -12,6 +12,21 @@ import pyarrow as pa
 from .errors import InvalidInputError
 
 
+def as_batch(out: Any) -> pa.RecordBatch:
+    """What a column function returned (a record batch, table, dict of arrays or pandas
+    frame), as one record batch."""
+    if isinstance(out, pa.RecordBatch):
+        return out
+    if isinstance(out, pa.Table):
+        return out.combine_chunks().to_batches()[0] if out.num_rows else pa.RecordBatch.from_pylist([], schema=out.schema)
+    if isinstance(out, dict):
+        return pa.RecordBatch.from_pydict(out)
+    if type(out).__module__.startswith("pandas"):
+        return pa.RecordBatch.from_pandas(out, preserve_index=False)
+    raise InvalidInputError(f"the column function must return a pyarrow RecordBatch, Table or dict, "
+                            f"not {type(out).__name__}")
+
+
 class BatchUDF:
     """A column function whose every output must have one schema: `output_schema`, or
     the first output's. pandas frames are taken as batches."""
@@ -27,15 +42,7 @@ class BatchUDF:
         self.__doc__ = getattr(func, "__doc__", None)
 
     def __call__(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        out = self.func(batch)
-        if type(out).__module__.startswith("pandas"):
-            out = pa.RecordBatch.from_pandas(out, preserve_index=False)
-        elif isinstance(out, pa.Table):
-            out = pa.RecordBatch.from_pylist([], schema=out.schema) if not out.num_rows else \
-                out.combine_chunks().to_batches()[0]
-        if not isinstance(out, pa.RecordBatch):
-            raise InvalidInputError(f"the column function {self.__name__} must return a pyarrow RecordBatch or a "
-                                    f"pandas DataFrame, not {type(out).__name__}")
+        out = as_batch(self.func(batch))
         if self.output_schema is None:
             self.output_schema = out.schema
         elif out.schema != self.output_schema:
