@@ -1019,10 +1019,33 @@ class LanceDataset(TableConfig):
         a conflict, not something restore undoes silently."""
         self._ds = self._ds.restore()
 
-    def checkout_version(self, version: Union[int, str]) -> "LanceDataset":
-        """Another version of this table, by number or tag, opened with the same storage
-        options."""
+    def checkout_version(self, version: Union[int, str, Tuple[Optional[str], Optional[int]]]) -> "LanceDataset":
+        """Another version of this table, opened with the same storage options: a number
+        (on this dataset's branch), a tag, or `(branch, version)` (branch None or "main":
+        the main line; version None: the branch's latest)."""
         return LanceDataset(self._ds.checkout(version))
+
+    @property
+    def branches(self) -> "Branches":
+        """The table's branches, as pylance's `ds.branches` (`list()`, `list_ordered()`,
+        `delete(name)`)."""
+        return Branches(self)
+
+    @property
+    def branch(self) -> Optional[str]:
+        """The branch this version is on (None: the main line)."""
+        return self._ds.branch
+
+    def create_branch(self, branch: str, reference: Union[int, str, Tuple[Optional[str], Optional[int]], None] = None,
+                      storage_options: Optional[Dict[str, str]] = None) -> "LanceDataset":
+        """Create branch `branch` starting at `reference` (a version of this dataset's
+        branch, a tag, `(branch, version)`, or None for this version) and open it. As in
+        pylance, a branch is a shallow clone kept in `<root>/tree/<branch>` plus its
+        description in `_refs/branches/`; commits to the returned dataset (or to its
+        `uri`) go on the branch, and either library reads the other's branches. The branch
+        lives in the table's store, reached with this dataset's storage options
+        (`storage_options` is taken for pylance's signature)."""
+        return LanceDataset(self._ds.create_branch(branch, reference))
 
     def shallow_clone(self, target_path: Union[str, os.PathLike], reference: Union[int, str, None] = None,
                       storage_options: Optional[Dict[str, str]] = None, **kwargs: Any) -> "LanceDataset":
@@ -1639,19 +1662,27 @@ class Tags:
     def __init__(self, ds: "LanceDataset") -> None:
         self._dataset = ds
 
-    def _version(self, reference: Any) -> int:
+    def _target(self, reference: Any) -> Tuple[Optional[str], int]:
+        """(branch, version) of a reference: None (the latest version of this dataset's
+        branch), a number (on this dataset's branch), a tag, or (branch, version or None)."""
+        ds = self._dataset
         if reference is None:
-            return self._dataset.latest_version
+            return ds.branch, ds.latest_version
         if isinstance(reference, tuple):
+            if len(reference) != 2:
+                raise InvalidInputError(f"a (branch, version) reference has two parts, got {reference!r}")
             branch, version = reference
-            if branch not in (None, "main"):
-                raise InvalidInputError(f"tags on branches are not supported yet (branch {branch!r})")
-            return self._version(version)
+            branch = None if branch in (None, "main") else branch
+            line = ds.checkout_version((branch, version))
+            return branch, line.version
         if isinstance(reference, str):
-            return self.get_version(reference)
+            tag = self.list().get(reference)
+            if tag is None:
+                raise InvalidInputError(f"{ds.uri}: tag '{reference}' does not exist")
+            return tag["branch"], tag["version"]
         if isinstance(reference, bool) or not isinstance(reference, int) or reference < 0:
-            raise InvalidInputError(f"a tag names a version number, a tag or None, got {reference!r}")
-        return reference
+            raise InvalidInputError(f"a tag names a version number, a tag, (branch, version) or None, got {reference!r}")
+        return ds.branch, reference
 
     def list(self) -> Dict[str, Dict[str, Any]]:
         """Every tag: name → branch, version, created_at, updated_at, manifest_size, metadata."""
@@ -1669,11 +1700,11 @@ class Tags:
 
     def create(self, tag: str, reference: Any = None) -> None:
         """Tag version `reference` (a number, another tag, or None for the latest)."""
-        self._dataset._ds.tag_set(tag, self._version(reference), False)
+        self._dataset._ds.tag_set(tag, *self._target(reference), False)
 
     def update(self, tag: str, reference: Any = None) -> None:
         """Point an existing tag at another version."""
-        self._dataset._ds.tag_set(tag, self._version(reference), True)
+        self._dataset._ds.tag_set(tag, *self._target(reference), True)
 
     def delete(self, tag: str) -> None:
         self._dataset._ds.tag_delete(tag)
@@ -1686,6 +1717,43 @@ class Tags:
 
     def __repr__(self) -> str:
         return f"Tags({self.list()!r})"
+
+
+class Branches:
+    """The table's branches, stored as pylance stores them (`_refs/branches/{name}.json`
+    and the branch's versions in `tree/{name}/`), so either library reads and changes the
+    other's branches."""
+
+    def __init__(self, ds: "LanceDataset") -> None:
+        self._dataset = ds
+
+    def list(self) -> Dict[str, Dict[str, Any]]:
+        """Every branch: name → parent_branch (None: main), branch_identifier (the lineage:
+        (version, id) per branch point), parent_version, create_at (unix seconds),
+        manifest_size, metadata."""
+        out = {}
+        for name, parent, lineage, version, created, size, metadata in self._dataset._ds.branch_list():
+            out[name] = {"parent_branch": parent, "branch_identifier": [tuple(p) for p in lineage],
+                         "parent_version": version, "create_at": created, "manifest_size": size,
+                         "metadata": dict(metadata)}
+        return out
+
+    def list_ordered(self, order: Optional[str] = None) -> List[Tuple[str, Dict[str, Any]]]:
+        """Every branch as (name, contents), by the parent version it starts from
+        ("desc", the default: newest first; ties by name)."""
+        order = order or "desc"
+        if order not in ("asc", "desc"):
+            raise InvalidInputError(f"order must be 'asc' or 'desc', got {order!r}")
+        items = sorted(self.list().items(), key=lambda kv: kv[0])
+        return sorted(items, key=lambda kv: kv[1]["parent_version"], reverse=order == "desc")
+
+    def delete(self, branch: str) -> None:
+        """Delete a branch: its description and its directory (refused while branches
+        made from it exist)."""
+        self._dataset._ds.branch_delete(branch)
+
+    def __repr__(self) -> str:
+        return f"Branches({self.list()!r})"
 
 
 def dataset(

@@ -14,6 +14,7 @@ use crate::proto::table::{
     data_fragment::RowIdSequence as RowIdSeq, DataFile, DataFragment, Manifest,
 };
 use crate::storage::{Storage, StorageOptions};
+use crate::table::branches;
 use crate::table::deletion::{decode_deletions, deletion_file_name};
 use crate::table::features::{unknown_reader_flags, STABLE_ROW_IDS};
 use crate::table::manifest::{decode_manifest, timestamp_nanos};
@@ -27,8 +28,11 @@ use crate::table::versions::{latest_version, list_manifests, locate_version, Man
 /// Which version to open.
 #[derive(Clone, Debug)]
 pub enum VersionRef {
+    /// A version of the line being read (main, or the branch the dataset is on).
     Number(u64),
     Tag(String),
+    /// A version (None: the latest) of a branch (None or "main": the main line).
+    Branch(Option<String>, Option<u64>),
 }
 
 /// One version in the history (`Dataset::versions`).
@@ -96,16 +100,43 @@ impl Dataset {
                 "this is a file, not a Lance dataset (a dataset is a directory)",
             ));
         }
+        match Self::open_in(root.clone(), version.clone(), options.clone()).await {
+            Err(e @ Error::NotFound { .. })
+                if matches!(version, Some(VersionRef::Tag(_) | VersionRef::Branch(..))) =>
+            {
+                // `uri` may be a branch's directory: tags and branches are recorded at the
+                // table's root, which its manifest leads to.
+                match Self::open_in(root, None, options).await {
+                    Ok(here) if here.branch().is_some() => {
+                        here.checkout(version.unwrap_or(VersionRef::Number(here.version())))
+                            .await
+                    }
+                    _ => Err(e),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// Open `version` of the table whose root (where tags and branches are recorded) is
+    /// `root`; a plain number counts on the line `root` holds.
+    async fn open_in(
+        root: Storage,
+        version: Option<VersionRef>,
+        options: StorageOptions,
+    ) -> Result<Self> {
         let (storage, version) = match version {
             Some(VersionRef::Tag(tag)) => {
                 let t = read_tag(&root, &tag).await?;
-                let storage = match &t.branch {
-                    Some(b) if !b.is_empty() && b != "main" => {
-                        Storage::open(&format!("{}/tree/{b}", root.uri()), &options)?
-                    }
-                    _ => root.clone(),
-                };
+                let storage = branches::branch_storage(&root, t.branch.as_deref())?;
                 (storage, Some(t.version))
+            }
+            Some(VersionRef::Branch(branch, version)) => {
+                let branch = branches::normalize(branch.as_deref());
+                if let Some(name) = branch {
+                    branches::read_branch(&root, name).await?;
+                }
+                (branches::branch_storage(&root, branch)?, version)
             }
             Some(VersionRef::Number(v)) => (root.clone(), Some(v)),
             None => (root.clone(), None),
@@ -114,8 +145,8 @@ impl Dataset {
             Some(v) => locate_version(&storage, v).await?,
             None => latest_version(&storage).await?,
         };
-        log::debug!("{}: opening version {}", root.uri(), location.version);
-        Self::load(root.uri().to_string(), storage, location, options).await
+        log::debug!("{}: opening version {}", storage.uri(), location.version);
+        Self::load(storage.uri().to_string(), storage, location, options).await
     }
 
     async fn load(
@@ -217,11 +248,13 @@ impl Dataset {
     }
 
     /// Open another version of the same dataset, with the same storage options: a number
-    /// on the same branch, or a tag (which names its own branch).
+    /// on the same branch, a tag (which names its own branch), or a branch's version.
     pub async fn checkout(&self, version: VersionRef) -> Result<Self> {
         let version = match version {
             VersionRef::Number(v) => v,
-            tag => return Self::open(&self.uri, Some(tag), self.options.clone()).await,
+            other => {
+                return Self::open_in(self.root_storage()?, Some(other), self.options.clone()).await
+            }
         };
         let location = locate_version(&self.storage, version).await?;
         Self::load(
@@ -231,6 +264,17 @@ impl Dataset {
             self.options.clone(),
         )
         .await
+    }
+
+    /// The branch this version is on (None: the main line).
+    pub fn branch(&self) -> Option<&str> {
+        branches::normalize(self.manifest.branch.as_deref())
+    }
+
+    /// The table's root: where its tags and branches are recorded (for a branch, the
+    /// directory `tree/<branch>` is in).
+    pub fn root_storage(&self) -> Result<Storage> {
+        branches::root_storage(&self.storage, self.branch())
     }
 
     /// Every version with its commit time and summary, oldest first.

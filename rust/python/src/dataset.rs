@@ -41,13 +41,28 @@ fn parse_projection(
         .py()
 }
 
-/// A version given from Python: an int is a version number, a str a tag name.
+/// A version given from Python: an int is a version number, a str a tag name, a tuple
+/// (branch or None, version or None) a branch's version (None: its latest).
 fn version_ref(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<VersionRef>> {
     let Some(v) = v.filter(|v| !v.is_none()) else {
         return Ok(None);
     };
     if let Ok(tag) = v.extract::<String>() {
         return Ok(Some(VersionRef::Tag(tag)));
+    }
+    if let Ok((branch, version)) = v.extract::<(Option<String>, Option<Bound<'_, PyAny>>)>() {
+        let number = match version_ref(version.as_ref())? {
+            Some(VersionRef::Number(n)) => Some(n),
+            None => None,
+            Some(_) => {
+                return Err(crate::errors::raise(
+                    v.py(),
+                    "InvalidInputError",
+                    "a (branch, version) reference takes a version number or None".to_string(),
+                ))
+            }
+        };
+        return Ok(Some(VersionRef::Branch(branch, number)));
     }
     let n: i64 = v.extract()?;
     if n < 0 {
@@ -69,9 +84,9 @@ impl From<Dataset> for PyDataset {
 }
 
 impl PyDataset {
-    /// The dataset's store (tags live beside the versions).
+    /// The table's root store, where tags and branches are recorded.
     fn storage(&self) -> PyResult<lance_core::storage::Storage> {
-        lance_core::storage::Storage::open(self.inner.uri(), self.inner.storage_options()).py()
+        self.inner.root_storage().py()
     }
 }
 
@@ -369,6 +384,83 @@ impl PyDataset {
         })
     }
 
+    /// Create branch `name` from `reference` (see `version_ref`; None: this version) and
+    /// open it.
+    #[pyo3(signature = (name, reference=None, transaction_properties=None))]
+    fn create_branch(
+        &self,
+        py: Python<'_>,
+        name: String,
+        reference: Option<Bound<'_, PyAny>>,
+        transaction_properties: Option<HashMap<String, String>>,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let from = version_ref(reference.as_ref())?.unwrap_or_else(|| {
+                let branch = self.inner.branch().map(str::to_string);
+                VersionRef::Branch(branch, Some(self.inner.version()))
+            });
+            let ds = self.inner.clone();
+            let props = transaction_properties.unwrap_or_default();
+            dataset_of(py, async move {
+                lance_core::write::clone::create_branch(&ds, &name, from, props).await
+            })
+        })
+    }
+
+    /// The branch this version is on (None: main).
+    #[getter]
+    fn branch(&self) -> Option<String> {
+        self.inner.branch().map(str::to_string)
+    }
+
+    /// Branches: (name, parent branch, lineage, parent version, created (unix s),
+    /// manifest size, metadata).
+    #[allow(clippy::type_complexity)]
+    fn branch_list(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<
+        Vec<(
+            String,
+            Option<String>,
+            Vec<(u64, String)>,
+            u64,
+            u64,
+            u64,
+            Vec<(String, String)>,
+        )>,
+    > {
+        guard(|| {
+            let root = self.storage()?;
+            let all = block_on(py, lance_core::table::branches::list_branches(&root)).py()?;
+            Ok(all
+                .into_iter()
+                .map(|(name, c)| {
+                    (
+                        name,
+                        c.parent_branch,
+                        c.identifier.version_mapping,
+                        c.parent_version,
+                        c.create_at,
+                        c.manifest_size,
+                        c.metadata.into_iter().collect(),
+                    )
+                })
+                .collect())
+        })
+    }
+
+    /// Delete branch `name` (refused while branches made from it exist).
+    fn branch_delete(&self, py: Python<'_>, name: String) -> PyResult<()> {
+        guard(|| {
+            let root = self.storage()?;
+            block_on(py, async move {
+                lance_core::table::branches::delete_branch(&root, &name).await
+            })
+            .py()
+        })
+    }
+
     /// Tags: name → (branch, version, created at, updated at, manifest size).
     #[allow(clippy::type_complexity)]
     fn tag_list(
@@ -405,15 +497,25 @@ impl PyDataset {
         })
     }
 
-    /// Create (`update=false`) or move (`update=true`) tag `name` to `version`.
-    fn tag_set(&self, py: Python<'_>, name: String, version: u64, update: bool) -> PyResult<()> {
+    /// Create (`update=false`) or move (`update=true`) tag `name` to `branch`'s (None:
+    /// main's) `version`.
+    #[pyo3(signature = (name, branch, version, update))]
+    fn tag_set(
+        &self,
+        py: Python<'_>,
+        name: String,
+        branch: Option<String>,
+        version: u64,
+        update: bool,
+    ) -> PyResult<()> {
         use lance_core::table::tags::{create_tag, update_tag};
         guard(|| {
             let storage = self.storage()?;
             block_on(py, async move {
+                let branch = branch.as_deref();
                 match update {
-                    true => update_tag(&storage, &name, version).await,
-                    false => create_tag(&storage, &name, version).await,
+                    true => update_tag(&storage, &name, branch, version).await,
+                    false => create_tag(&storage, &name, branch, version).await,
                 }
             })
             .py()
@@ -443,7 +545,7 @@ impl PyDataset {
     ) -> PyResult<(u64, u64, u64, u64, u64, u64, u64)> {
         use lance_core::table::cleanup::{cleanup_old_versions, CleanupOptions};
         guard(|| {
-            let storage = self.storage()?;
+            let storage = self.inner.storage().clone();
             let opts = CleanupOptions {
                 before_nanos,
                 retain_versions,

@@ -89,6 +89,40 @@ impl Storage {
         self.local.is_some()
     }
 
+    /// The same store rooted at `relative` (slash-separated) below this root: a branch's
+    /// directory shares its table's connection.
+    pub fn below(&self, relative: &str) -> Storage {
+        let mut uri = self.uri.trim_end_matches('/').to_string();
+        for part in relative.split('/').filter(|s| !s.is_empty()) {
+            uri.push('/');
+            uri.push_str(part);
+        }
+        Storage {
+            root: self.path(relative),
+            uri,
+            ..self.clone()
+        }
+    }
+
+    /// The same store rooted where `relative` (slash-separated) ends this root: the
+    /// inverse of `below`; None when the root does not end so.
+    pub fn above(&self, relative: &str) -> Option<Storage> {
+        let parts: Vec<&str> = relative.split('/').filter(|s| !s.is_empty()).collect();
+        let mut root: Vec<_> = self.root.parts().collect();
+        let mut uri = self.uri.trim_end_matches('/').to_string();
+        for part in parts.iter().rev() {
+            if root.pop()?.as_ref() != *part {
+                return None;
+            }
+            uri = uri.strip_suffix(part)?.strip_suffix('/')?.to_string();
+        }
+        Some(Storage {
+            root: Path::from_iter(root),
+            uri,
+            ..self.clone()
+        })
+    }
+
     /// The object path of `relative` (slash-separated) below the root.
     pub fn path(&self, relative: &str) -> Path {
         let mut p = self.root.clone();

@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 
+use super::branches;
 use super::deletion::deletion_file_name;
 use super::manifest::{decode_manifest, timestamp_nanos};
 use super::tags::list_tags;
@@ -72,12 +73,19 @@ fn insert_name(set: &mut HashSet<String>, name: &str) {
 }
 
 impl Refs {
+    /// The files of the cleaned table that manifest `m` references: those without a base
+    /// (`m` is one of its own versions).
     fn add(&mut self, m: &Manifest, bytes: &Bytes) {
+        self.add_where(m, bytes, |base| base.is_none())
+    }
+
+    /// The files of manifest `m` in the places `ours` accepts (by base id).
+    fn add_where(&mut self, m: &Manifest, bytes: &Bytes, ours: impl Fn(Option<u32>) -> bool) {
         for f in &m.fragments {
-            for d in f.files.iter().filter(|d| d.base_id.is_none()) {
+            for d in f.files.iter().filter(|d| ours(d.base_id)) {
                 insert_name(&mut self.data, &d.path);
             }
-            if let Some(d) = f.deletion_file.as_ref().filter(|d| d.base_id.is_none()) {
+            if let Some(d) = f.deletion_file.as_ref().filter(|d| ours(d.base_id)) {
                 self.deletions
                     .insert((f.id, d.read_version, d.id, d.file_type));
             }
@@ -88,7 +96,7 @@ impl Refs {
         // Index directories, from the index section of the manifest file (an unreadable
         // section keeps nothing of its own; the manifest was read whole above).
         if let Ok(Some(section)) = super::manifest::index_section(m, bytes, "") {
-            for index in section.indices.iter().filter(|i| i.base_id.is_none()) {
+            for index in section.indices.iter().filter(|i| ours(i.base_id)) {
                 if let Some(uuid) = index
                     .uuid
                     .as_ref()
@@ -144,6 +152,48 @@ fn is_referenced(rel: &str, refs: &Refs, deletions: &HashSet<String>) -> bool {
     }
 }
 
+/// Add to `keep` the files of the line at `storage` that the versions of `children` (the
+/// branches made from it, directly or not, in the table at `root`) use: a branch starts as
+/// a shallow clone, so its versions read their parent's files where they are.
+async fn keep_descendants_files(
+    storage: &Storage,
+    root: &Storage,
+    children: &[(String, u64)],
+    keep: &mut Refs,
+) -> Result<()> {
+    for (name, _) in children {
+        let line = branches::branch_storage(root, Some(name))?;
+        let mut manifests = futures::stream::iter(list_manifests(&line).await?)
+            .map(|loc| read_manifest(&line, loc))
+            .buffered(CONCURRENCY);
+        while let Some((_, m, bytes)) = manifests.try_next().await? {
+            let here: HashSet<u32> = m
+                .base_paths
+                .iter()
+                .filter(|b| b.is_dataset_root && same_location(&b.path, storage.uri()))
+                .map(|b| b.id)
+                .collect();
+            keep.add_where(&m, &bytes, |base| base.is_some_and(|id| here.contains(&id)));
+        }
+    }
+    Ok(())
+}
+
+/// Whether two table locations name the same place (a local path as an absolute path,
+/// with or without `file://`; others as written, without a trailing `/`).
+fn same_location(a: &str, b: &str) -> bool {
+    let norm = |s: &str| {
+        let s = s.strip_prefix("file://").unwrap_or(s).trim_end_matches('/');
+        match s.contains("://") {
+            true => s.to_string(),
+            false => std::path::absolute(s)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| s.to_string()),
+        }
+    };
+    norm(a) == norm(b)
+}
+
 /// Read a manifest, and decode it on the CPU pool (hundreds of them decode on both cores).
 async fn read_manifest(
     storage: &Storage,
@@ -178,14 +228,28 @@ pub async fn cleanup_old_versions(
             "no dataset versions to clean up",
         ));
     };
-    let tagged: HashMap<u64, Vec<String>> = list_tags(storage)
+    // A branch's tags are recorded at the table's root; only this line's tags keep its
+    // versions.
+    let latest_manifest = read_manifest(storage, locations[locations.len() - 1].clone())
+        .await?
+        .1;
+    let branch = branches::normalize(latest_manifest.branch.as_deref()).map(str::to_string);
+    let root = branches::root_storage(storage, branch.as_deref())?;
+    let tagged: HashMap<u64, Vec<String>> = list_tags(&root)
         .await?
         .into_iter()
-        .filter(|(_, t)| t.branch.is_none())
+        .filter(|(_, t)| branches::normalize(t.branch.as_deref()) == branch.as_deref())
         .fold(HashMap::new(), |mut acc, (name, t)| {
             acc.entry(t.version).or_default().push(name);
             acc
         });
+    // Branches made from this line start at one of its versions (kept, as pylance keeps
+    // them) and read its files where they are.
+    let children = match branches::list_branches(&root).await? {
+        all if all.is_empty() => vec![],
+        all => branches::descendants(&all, &branches::lineage(&root, branch.as_deref()).await?),
+    };
+    let branch_points: HashSet<u64> = children.iter().map(|(_, v)| *v).collect();
     let newest_kept = opts
         .retain_versions
         .map(|n| latest.saturating_sub(n.saturating_sub(1)));
@@ -202,7 +266,10 @@ pub async fn cleanup_old_versions(
     while let Some((loc, m, bytes)) = manifests.try_next().await? {
         let old_enough = opts.before_nanos.is_none_or(|t| timestamp_nanos(&m) < t);
         let outside_retained = newest_kept.is_none_or(|first| loc.version < first);
-        let goes = loc.version != latest && old_enough && outside_retained;
+        let goes = loc.version != latest
+            && old_enough
+            && outside_retained
+            && !branch_points.contains(&loc.version);
         let tags = tagged.get(&loc.version).filter(|_| goes);
         if let Some(names) = tags {
             old_tagged.extend(
@@ -227,6 +294,7 @@ pub async fn cleanup_old_versions(
         )));
     }
 
+    keep_descendants_files(storage, &root, &children, &mut keep_refs).await?;
     let (keep_deletions, old_deletions) = (keep_refs.deletion_names(), old_refs.deletion_names());
 
     // Candidates: files of removed versions no kept version needs, and (when old enough

@@ -433,9 +433,10 @@ fn next_manifest(
             shallow,
             ref_name,
             ref_path,
+            branch_name,
             ..
         } => {
-            m.branch = None;
+            m.branch = branch_name.clone();
             super::bases::point_at_clone_source(&mut m, *shallow, ref_name, ref_path);
         }
         Operation::UpdateBases { new_bases } => {

@@ -2,6 +2,7 @@
 //! their data files, deletion files, stable row ids and feature flags.
 pub mod auto_cleanup;
 pub mod bases;
+pub mod branches;
 pub mod cleanup;
 pub mod commit;
 pub mod config;

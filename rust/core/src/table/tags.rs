@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use super::branches::{branch_storage, normalize};
 use super::versions::locate_version;
 use crate::error::{Error, Result};
 use crate::storage::Storage;
@@ -96,14 +97,15 @@ fn now() -> String {
     .to_string()
 }
 
-/// The size of version `version`'s manifest; an error naming the version when it does not
-/// exist (or was cleaned up).
-async fn manifest_size(storage: &Storage, version: u64) -> Result<u64> {
-    match locate_version(storage, version).await {
+/// The size of `branch`'s version `version`'s manifest; an error naming the version when
+/// it does not exist (or was cleaned up).
+async fn manifest_size(root: &Storage, branch: Option<&str>, version: u64) -> Result<u64> {
+    let line = branch_storage(root, branch)?;
+    match locate_version(&line, version).await {
         Ok(loc) => Ok(loc.size.unwrap_or(0)),
         Err(Error::NotFound { .. }) => Err(Error::invalid(format!(
             "{}: version {version} does not exist",
-            storage.uri()
+            line.uri()
         ))),
         Err(e) => Err(e),
     }
@@ -115,45 +117,56 @@ fn encode(storage: &Storage, tag: &Tag) -> Result<Bytes> {
         .map_err(|e| Error::io(storage.uri(), format!("cannot write a tag: {e}")))
 }
 
-/// Create tag `name` for `version`; an error if the tag exists (two writers creating the
-/// same tag: one wins, the other is told).
-pub async fn create_tag(storage: &Storage, name: &str, version: u64) -> Result<()> {
+/// Create tag `name` (at the table's root `root`) for `branch`'s (None: main's) version
+/// `version`; an error if the tag exists (two writers creating the same tag: one wins, the
+/// other is told).
+pub async fn create_tag(
+    root: &Storage,
+    name: &str,
+    branch: Option<&str>,
+    version: u64,
+) -> Result<()> {
     check_name(name)?;
     let stamp = now();
+    let branch = normalize(branch);
     let tag = Tag {
-        branch: None,
+        branch: branch.map(str::to_string),
         version,
         created_at: Some(stamp.clone()),
         updated_at: Some(stamp),
-        manifest_size: Some(manifest_size(storage, version).await?),
+        manifest_size: Some(manifest_size(root, branch, version).await?),
         metadata: BTreeMap::new(),
     };
-    if !storage
-        .put_if_absent(&tag_path(storage, name), encode(storage, &tag)?)
+    if !root
+        .put_if_absent(&tag_path(root, name), encode(root, &tag)?)
         .await?
     {
         return Err(Error::invalid(format!(
             "{}: tag '{name}' already exists",
-            storage.uri()
+            root.uri()
         )));
     }
     Ok(())
 }
 
-/// Point tag `name` (which must exist) at `version`.
-pub async fn update_tag(storage: &Storage, name: &str, version: u64) -> Result<()> {
+/// Point tag `name` (which must exist) at `branch`'s version `version`.
+pub async fn update_tag(
+    root: &Storage,
+    name: &str,
+    branch: Option<&str>,
+    version: u64,
+) -> Result<()> {
     check_name(name)?;
-    let old = read_tag(storage, name).await?;
+    let old = read_tag(root, name).await?;
+    let branch = normalize(branch);
     let tag = Tag {
-        branch: None,
+        branch: branch.map(str::to_string),
         version,
         updated_at: Some(now()),
-        manifest_size: Some(manifest_size(storage, version).await?),
+        manifest_size: Some(manifest_size(root, branch, version).await?),
         ..old
     };
-    storage
-        .put(&tag_path(storage, name), encode(storage, &tag)?)
-        .await
+    root.put(&tag_path(root, name), encode(root, &tag)?).await
 }
 
 /// Remove tag `name`, which must exist.

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use crate::dataset::{Dataset, VersionRef};
 use crate::error::{Error, Result};
 use crate::storage::{Storage, StorageOptions};
+use crate::table::branches;
 use crate::table::commit::CommitOptions;
 use crate::table::transaction::{Operation, Staged};
 
@@ -22,6 +23,44 @@ pub async fn clone_dataset(
     options: StorageOptions,
     properties: HashMap<String, String>,
 ) -> Result<Dataset> {
+    clone_as(source, target, shallow, None, options, properties).await
+}
+
+/// Create branch `name` of `source`'s table, starting at `from` (a version of `source`'s
+/// line, a tag, or a branch's version): a shallow clone in `tree/<name>` whose manifests
+/// carry the name, then the branch's description (which is what makes it exist, as in
+/// pylance: a failure between the two leaves a directory no branch claims).
+pub async fn create_branch(
+    source: &Dataset,
+    name: &str,
+    from: VersionRef,
+    properties: HashMap<String, String>,
+) -> Result<Dataset> {
+    branches::check_name(name)?;
+    let root = source.root_storage()?;
+    if branches::branch_exists(&root, name).await? {
+        return Err(branches::already_exists(&root, name));
+    }
+    let start = source.checkout(from).await?;
+    let target = branches::branch_uri(root.uri(), name);
+    let options = source.storage_options().clone();
+    let branch = clone_as(&start, &target, true, Some(name), options, properties).await?;
+    let size = start
+        .location
+        .size
+        .unwrap_or(start.manifest_bytes.len() as u64);
+    branches::record_branch(&root, name, start.branch(), start.version(), size).await?;
+    Ok(branch)
+}
+
+async fn clone_as(
+    source: &Dataset,
+    target: &str,
+    shallow: bool,
+    branch_name: Option<&str>,
+    options: StorageOptions,
+    properties: HashMap<String, String>,
+) -> Result<Dataset> {
     let storage = Storage::open(target, &options)?;
     if Dataset::open(target, None, options.clone()).await.is_ok() {
         return Err(Error::invalid(format!("Dataset already exists: {target}")));
@@ -32,9 +71,10 @@ pub async fn clone_dataset(
     }
     let op = Operation::Clone {
         shallow,
-        ref_name: source.manifest.branch.clone().filter(|b| !b.is_empty()),
+        ref_name: source.branch().map(str::to_string),
         ref_version: source.version(),
         ref_path: source.storage().uri().to_string(),
+        branch_name: branch_name.map(str::to_string),
         manifest: Box::new((*source.manifest).clone()),
         bytes: source.manifest_bytes.clone(),
     };

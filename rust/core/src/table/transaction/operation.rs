@@ -39,6 +39,8 @@ pub enum Operation {
         ref_name: Option<String>,
         ref_version: u64,
         ref_path: String,
+        /// The branch the clone is (None: a table of its own).
+        branch_name: Option<String>,
         manifest: Box<Manifest>,
         bytes: Bytes,
     },
@@ -160,13 +162,14 @@ impl Operation {
                 ref_name,
                 ref_version,
                 ref_path,
+                branch_name,
                 ..
             } => PbOp::Clone(txn::Clone {
                 is_shallow: *shallow,
                 ref_name: ref_name.clone(),
                 ref_version: *ref_version,
                 ref_path: ref_path.clone(),
-                branch_name: None,
+                branch_name: branch_name.clone(),
             }),
             Operation::Delete {
                 updated,
