@@ -256,3 +256,34 @@ def test_overwrite_keeps_the_tables_format_as_pylance(tmp_path):
         assert lib.write_dataset(t, path, mode="overwrite").data_storage_version == "2.1"
         assert lib.write_dataset(t, path, mode="overwrite", data_storage_version="2.2").data_storage_version == "2.2"
         assert lance.dataset(path).data_storage_version == "2.2"
+
+
+@pytest.mark.parametrize("writer", [lance_core, lance])
+def test_appending_data_without_some_nullable_columns(tmp_path, writer):
+    """As pylance: the new fragment's files hold only the columns given; the others read
+    as nulls there. Missing non-nullable columns, unknown columns and other types are
+    refused with an error that is both a ValueError and (as pylance's) an OSError."""
+    uri = str(tmp_path / "t")
+    schema = pa.schema([pa.field("a", pa.int64()), pa.field("b", pa.string()),
+                        pa.field("s", pa.struct([("p", pa.int64())])), pa.field("k", pa.int64(), False)])
+    writer.write_dataset(pa.table({"a": [1, 2], "b": ["x", "y"], "s": [{"p": 1}, {"p": 2}], "k": [0, 0]},
+                                  schema=schema), uri)
+    nn = pa.field("k", pa.int64(), False)
+    lance_core.write_dataset(pa.table({"k": [1], "a": [3]}, schema=pa.schema([nn, pa.field("a", pa.int64())])),
+                             uri, mode="append")
+    lance_core.dataset(uri).insert(pa.table({"s": [{"p": 5}], "b": ["z"], "k": [2]},
+                                            schema=pa.schema([schema.field("s"), schema.field("b"), nn])))
+    expected = {"a": [1, 2, 3, None], "b": ["x", "y", None, "z"], "s": [{"p": 1}, {"p": 2}, None, {"p": 5}],
+                "k": [0, 0, 1, 2]}
+    for reader in (lance_core, lance):
+        ds = reader.dataset(uri)
+        assert ds.to_table().to_pydict() == expected
+        assert ds.to_table(columns=["b"], filter="s.p = 5 OR a = 3").to_pydict() == {"b": [None, "z"]}
+    last = lance_core.dataset(uri).get_fragments()[-1]
+    assert [f.fields for f in last.data_files()] == [[1, 3, 4]]  # b, s.p, k
+    for bad, what in [(pa.table({"a": [1]}), "no column 'k'"), (pa.table({"k": [1], "zz": [1]}), "no column 'zz'"),
+                      (pa.table({"k": ["x"]}), "column 'k' is Int64")]:
+        with pytest.raises(lance_core.SchemaMismatchError, match=what) as e:
+            lance_core.write_dataset(bad, uri, mode="append")
+        assert isinstance(e.value, OSError) and isinstance(e.value, ValueError)
+    assert lance_core.dataset(uri).count_rows() == 4

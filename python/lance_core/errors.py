@@ -33,6 +33,12 @@ class ColumnNotFoundError(InvalidInputError, KeyError):
     __str__ = Exception.__str__
 
 
+class SchemaMismatchError(InvalidInputError, OSError):
+    """Data given to an existing table does not fit its schema (a column missing, extra or
+    of another type): a `ValueError` like every invalid argument, and an `OSError` as
+    pylance raises it."""
+
+
 class CommitConflictError(LanceError, OSError):
     """Another writer committed first, and this change, as prepared, cannot be applied on
     top of theirs; re-running it against the new version can succeed (update, delete and
@@ -60,6 +66,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "InvalidInputError",
     "ColumnNotFoundError",
+    "SchemaMismatchError",
     "CommitConflictError",
     "IncompatibleTransactionError",
     "LanceIOError",

@@ -20,6 +20,10 @@ pub enum Error {
     /// The caller asked for something invalid (unknown column, bad argument).
     #[error("{0}")]
     InvalidInput(String),
+    /// Data given to an existing table does not fit its schema (a column missing, extra or
+    /// of another type): invalid input, and, as pylance raises it, an I/O error in Python.
+    #[error("{0}")]
+    SchemaMismatch(String),
     /// Another writer committed first, and this operation cannot be applied on top of its
     /// change as prepared (it touched the same fragments, or changed what was read).
     /// Re-running the operation against the new version can succeed; update, delete and
@@ -59,6 +63,9 @@ impl Error {
     }
     pub fn invalid(message: impl fmt::Display) -> Self {
         Error::InvalidInput(message.to_string())
+    }
+    pub fn schema_mismatch(message: impl fmt::Display) -> Self {
+        Error::SchemaMismatch(message.to_string())
     }
     pub fn io(path: impl fmt::Display, err: impl fmt::Display) -> Self {
         Error::Io {

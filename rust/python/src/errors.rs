@@ -13,6 +13,7 @@ fn exception_class(e: &Error) -> &'static str {
         Error::Corrupt { .. } | Error::Arrow(_) => "CorruptFileError",
         Error::Unsupported { .. } => "UnsupportedFeatureError",
         Error::InvalidInput(_) => "InvalidInputError",
+        Error::SchemaMismatch(_) => "SchemaMismatchError",
         Error::Conflict(_) => "CommitConflictError",
         Error::Incompatible(_) => "IncompatibleTransactionError",
         Error::Io { .. } => "LanceIOError",

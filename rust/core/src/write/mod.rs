@@ -256,6 +256,47 @@ where
     Ok(fragments)
 }
 
+/// The columns of `ds` that appended data `incoming` writes: all of them, or those it has
+/// when every one it lacks is a nullable top-level column (the fragment's files then lack
+/// them, and its rows read as nulls there).
+fn appended_columns(
+    ds: &Dataset,
+    incoming: &Schema,
+    uri: &str,
+) -> Result<(LanceSchema, SchemaRef)> {
+    let has = |name: &str| incoming.field_with_name(name).is_ok();
+    if ds.schema.fields.iter().all(|f| has(&f.name)) {
+        return Ok(((*ds.schema).clone(), ds.arrow_schema.clone()));
+    }
+    if let Some(f) = ds
+        .schema
+        .fields
+        .iter()
+        .find(|f| !has(&f.name) && !f.nullable)
+    {
+        return Err(Error::schema_mismatch(format!(
+            "{uri}: cannot append: the data has no column '{}', which is not nullable",
+            f.name
+        )));
+    }
+    if !ds.schema.fields.iter().any(|f| has(&f.name)) {
+        // The full check names what is missing.
+        check_append_columns(&ds.arrow_schema, incoming, uri)?;
+    }
+    let schema = LanceSchema {
+        fields: ds
+            .schema
+            .fields
+            .iter()
+            .filter(|f| has(&f.name))
+            .cloned()
+            .collect(),
+        metadata: ds.schema.metadata.clone(),
+    };
+    let arrow = Arc::new(schema.to_arrow()?);
+    Ok((schema, arrow))
+}
+
 /// Check that `incoming` can be appended to `dataset` (same columns and types), naming the
 /// first column that differs.
 pub fn check_append_schema(dataset: &Schema, incoming: &Schema, uri: &str) -> Result<()> {
@@ -263,7 +304,7 @@ pub fn check_append_schema(dataset: &Schema, incoming: &Schema, uri: &str) -> Re
     for f in dataset.fields() {
         let g = incoming.field_with_name(f.name())?;
         if !types_match(f.data_type(), g.data_type()) && !blob_v2::accepts(f, g.data_type()) {
-            return Err(Error::invalid(format!(
+            return Err(Error::schema_mismatch(format!(
                 "{uri}: cannot append: column '{}' is {} in the dataset but {} in the data",
                 f.name(),
                 f.data_type(),
@@ -283,7 +324,7 @@ pub fn check_append_columns(dataset: &Schema, incoming: &Schema, uri: &str) -> R
         .iter()
         .find(|f| incoming.field_with_name(f.name()).is_err())
     {
-        return Err(Error::invalid(format!(
+        return Err(Error::schema_mismatch(format!(
             "{uri}: cannot append: the data has no column '{}' (type {})",
             f.name(),
             f.data_type()
@@ -294,7 +335,7 @@ pub fn check_append_columns(dataset: &Schema, incoming: &Schema, uri: &str) -> R
         .iter()
         .find(|g| dataset.field_with_name(g.name()).is_err())
     {
-        return Err(Error::invalid(format!(
+        return Err(Error::schema_mismatch(format!(
             "{uri}: cannot append: the dataset has no column '{}'",
             g.name()
         )));
@@ -447,11 +488,12 @@ async fn prepare_table(uri: &str, incoming: &Schema, opts: &WriteOptions) -> Res
     };
     match (mode, &existing) {
         (WriteMode::Append, Some(ds)) => {
-            check_append_schema(&ds.arrow_schema, incoming, uri)?;
+            // Data without some nullable columns is appended as files without them (their
+            // rows read as nulls), as pylance appends it.
+            let (schema, arrow_schema) = appended_columns(ds, incoming, uri)?;
+            check_append_schema(&arrow_schema, incoming, uri)?;
             let data_format = ds.data_storage_version();
             let version = writable_version(&data_format, uri)?;
-            let schema = (*ds.schema).clone();
-            let arrow_schema = ds.arrow_schema.clone();
             Ok(Prepared {
                 storage,
                 existing,

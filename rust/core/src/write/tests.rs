@@ -111,7 +111,7 @@ async fn append_with_other_columns_is_refused_and_writes_nothing() {
         ..Default::default()
     };
     let r = write_dataset(&uri, other, futures::stream::iter(vec![Ok(b)]), opts).await;
-    assert!(matches!(r, Err(Error::InvalidInput(_))), "{r:?}");
+    assert!(matches!(r, Err(Error::SchemaMismatch(_))), "{r:?}");
     assert_eq!(files(&ds).await, before);
 }
 
