@@ -209,3 +209,42 @@ def test_data_stats_as_pylance_shapes_them(tmp_path):
             ds.insert(pa.table({"a": [5], "s": ["w"], "st": [{"p": 2, "q": "y"}], "z": ["q"]}))
             assert ds.stats.data_stats().fields[0].bytes_on_disk > before
     assert shapes["lance_core"] == shapes["lance"] == [0, 1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("lib", ["ours", "pylance"])
+def test_duckdb_and_polars_query_the_dataset_as_a_pyarrow_dataset(tmp_path, lib):
+    """As with pylance's: a `pyarrow.dataset.Dataset` that duckdb and polars query
+    directly, their column selections and filters pushed into `scanner()`."""
+    import duckdb
+    import polars as pl
+
+    m = _LIBS[lib]
+    n = 2000
+    table = pa.table({"id": range(n), "meta": [f"m{i % 7}" for i in range(n)],
+                      "price": [i * 0.5 for i in range(n)], "blob": pa.array([b"xy"] * n, pa.large_binary())})
+    ds = m.write_dataset(table, str(tmp_path / "t"), max_rows_per_file=500)
+    ds.delete("id % 100 = 0")
+    assert isinstance(ds, pa_ds.Dataset)
+    got = duckdb.query("SELECT id, price FROM ds WHERE meta = 'm3' AND price > 900 ORDER BY id").fetchall()
+    assert got == [(i, i * 0.5) for i in range(n) if i % 7 == 3 and i * 0.5 > 900 and i % 100]
+    assert duckdb.query("SELECT count(*), sum(id) FROM ds").fetchall() == \
+        [(n - 20, sum(i for i in range(n) if i % 100))]
+    frame = pl.scan_pyarrow_dataset(ds).filter(pl.col("id") >= 1990).select("id", "meta").collect()
+    assert frame["id"].to_list() == list(range(1990, 2000))
+
+
+def test_pyarrow_dataset_methods_answered_without_a_cpp_dataset(tmp_path):
+    """Each method pyarrow's Dataset defines works on ours or raises a Python error (never
+    reaches the C++ dataset ours does not have)."""
+    ds = lance_core.write_dataset(pa.table({"id": [3, 1, 2], "s": ["c", "a", "b"]}), str(tmp_path / "t"))
+    view = ds.filter(pa_ds.field("id") > 1).filter("s != 'c'")
+    assert view.to_table().to_pydict() == {"id": [2], "s": ["b"]} and view.count_rows() == 1
+    assert ds.sort_by("id").to_table().column("s").to_pylist() == ["a", "b", "c"]
+    other = pa_ds.dataset(pa.table({"id": [1, 2], "x": [10, 20]}))
+    joined = ds.join(other, "id").to_table().sort_by("id")
+    assert joined.to_pydict() == {"id": [1, 2, 3], "s": ["a", "b", "c"], "x": [10, 20, None]}
+    for call in (lambda: ds.partition_expression, lambda: ds.replace_schema(ds.schema),
+                 lambda: ds._get_fragments(None), lambda: ds._scanner_options(None)):
+        with pytest.raises(NotImplementedError):
+            call()
+    assert lance_core.dataset(str(tmp_path / "t")).count_rows() == 3

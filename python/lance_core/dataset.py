@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional,
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pa_ds
 
 from . import _lance_core, _nearest
 from .udf import BatchUDF, RowRuns, as_batch, is_row_stream, row_runs
@@ -646,10 +647,15 @@ def auto_cleanup_keys(options: AutoCleanupConfig) -> Dict[str, str]:
             "lance.auto_cleanup.older_than": f"{int(options['older_than_seconds'])}s"}
 
 
-class LanceDataset(TableConfig):
+class LanceDataset(TableConfig, pa_ds.Dataset):
     """A Lance dataset at one version: `LanceDataset(uri, version=None,
     storage_options=None)` opens one, as pylance's (`lance_core.dataset(...)` does the
-    same). Picklable: a pickle reopens the same version with the same storage options."""
+    same). Picklable: a pickle reopens the same version with the same storage options.
+
+    A `pyarrow.dataset.Dataset`, as pylance's is, so that engines that query pyarrow
+    datasets (duckdb, polars' `scan_pyarrow_dataset`) query it, pushing their column
+    selections and filters into `scanner()`. Every method pyarrow's class defines is
+    answered here: pyarrow's own would reach a C++ dataset this object does not have."""
 
     # Set by `dataset(default_scan_options=..., commit_lock=...)` (pylance's attribute names).
     _default_scan_options: Optional[Dict[str, Any]] = None
@@ -664,6 +670,62 @@ class LanceDataset(TableConfig):
 
     def __reduce__(self):
         return LanceDataset, (self.uri, self.version, self._ds.storage_options() or None)
+
+    # pyarrow.dataset.Dataset's methods (see the class's note).
+
+    @property
+    def partition_expression(self) -> Any:
+        raise NotImplementedError("a Lance dataset is not partitioned")
+
+    def replace_schema(self, schema: Any) -> Any:
+        raise NotImplementedError("a Lance dataset's schema is not replaced: use replace_schema_metadata, "
+                                  "replace_field_metadata, alter_columns or add_columns")
+
+    def _get_fragments(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("pyarrow fragments of a Lance dataset: use get_fragments()")
+
+    def _scanner_options(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("pyarrow scan options of a Lance dataset: use scanner()")
+
+    _scan_options = _scanner_options
+
+    def filter(self, expression: Any) -> "LanceDataset":
+        """This version seen through `expression` (SQL or a pyarrow compute expression):
+        its scans keep only the matching rows, as pyarrow's `Dataset.filter`."""
+        defaults = dict(self._default_scan_options or {})
+        sql = _filter_text(expression)
+        if not isinstance(sql, str):
+            raise InvalidInputError(f"filter takes SQL text or a pyarrow compute expression, got {expression!r}")
+        if defaults.get("filter") is not None:
+            sql = f"({_filter_text(defaults['filter'])}) AND ({sql})"
+        view = LanceDataset(self._ds)
+        view._default_scan_options = {**defaults, "filter": sql}
+        view._commit_lock = self._commit_lock
+        return view
+
+    def _in_memory(self) -> pa_ds.Dataset:
+        return pa_ds.dataset(self.to_table())
+
+    def sort_by(self, sorting: Any, **kwargs: Any) -> pa_ds.Dataset:
+        """The rows sorted (pyarrow's `Dataset.sort_by`, on the rows read into memory)."""
+        return self._in_memory().sort_by(sorting, **kwargs)
+
+    def join(self, right_dataset: Any, keys: Any, right_keys: Any = None, join_type: str = "left outer",
+             left_suffix: Optional[str] = None, right_suffix: Optional[str] = None, coalesce_keys: bool = True,
+             use_threads: bool = True) -> pa_ds.Dataset:
+        """pyarrow's `Dataset.join`, on the rows read into memory (either side may be a
+        Lance dataset)."""
+        if isinstance(right_dataset, LanceDataset):
+            right_dataset = right_dataset._in_memory()
+        return self._in_memory().join(right_dataset, keys, right_keys, join_type, left_suffix, right_suffix,
+                                      coalesce_keys, use_threads)
+
+    def join_asof(self, right_dataset: Any, on: str, by: Any, tolerance: int, right_on: Any = None,
+                  right_by: Any = None) -> pa_ds.Dataset:
+        """pyarrow's `Dataset.join_asof`, on the rows read into memory."""
+        if isinstance(right_dataset, LanceDataset):
+            right_dataset = right_dataset._in_memory()
+        return self._in_memory().join_asof(right_dataset, on, by, tolerance, right_on, right_by)
 
     @property
     def uri(self) -> str:
@@ -1073,6 +1135,8 @@ class LanceDataset(TableConfig):
         pylance: `use_scalar_index=False`, `fragments`, ...)."""
         if kwargs:
             return self.scanner(filter=filter, **kwargs).count_rows()
+        if filter is None:
+            filter = (self._default_scan_options or {}).get("filter")
         return self._ds.count_rows(None, _filter_text(filter))
 
     def delete(self, predicate: str, *, conflict_retries: int = 10, **kwargs: Any) -> Dict[str, int]:
