@@ -248,3 +248,48 @@ def test_pyarrow_dataset_methods_answered_without_a_cpp_dataset(tmp_path):
         with pytest.raises(NotImplementedError):
             call()
     assert lance_core.dataset(str(tmp_path / "t")).count_rows() == 3
+
+
+@pytest.mark.parametrize("lib", ["ours", "pylance"])
+def test_analyze_plan_counts_rows_read_and_returned(tmp_path, lib):
+    """`analyze_plan` runs the scan: rows returned, rows read before the filter (all of
+    the scanned fragments', or only those a BTREE index found) and the I/O, as pylance."""
+    import re
+
+    m = _LIBS[lib]
+    ds = m.write_dataset(pa.table({"a": range(100), "b": range(100)}), str(tmp_path / "t"))
+
+    def metric(plan, name):
+        found = re.search(rf"^\s*LanceRead:.*\b{name}=(\d+)", plan, re.MULTILINE)
+        assert found, plan
+        return int(found.group(1))
+
+    plan = ds.scanner(columns=[], filter="a < 50", with_row_id=True).analyze_plan()
+    assert (metric(plan, "output_rows"), metric(plan, "rows_scanned")) == (50, 100)
+    plan = ds.scanner().analyze_plan()
+    assert metric(plan, "output_rows") == 100 and metric(plan, "bytes_read") > 0 and metric(plan, "iops") > 0
+    ds.create_scalar_index("a", "BTREE")
+    plan = m.dataset(str(tmp_path / "t")).scanner(filter="a = 10").analyze_plan()
+    assert (metric(plan, "output_rows"), metric(plan, "rows_scanned")) == (1, 1)
+    assert "ScalarIndexQuery" in plan
+
+
+@pytest.mark.parametrize("lib", ["ours", "pylance"])
+def test_batches_are_refilled_to_batch_size(tmp_path, lib):
+    """With strict_batch_size, rows come in batches of exactly batch_size (the last
+    excepted), across fragment ends and after filters, as pylance returns them."""
+    m = _LIBS[lib]
+    n = 96
+    ds = m.write_dataset(pa.table({"a": [f"r{i}" for i in range(n)], "b": range(n)}), str(tmp_path / "t"),
+                         max_rows_per_file=32)
+    ds.delete("b % 10 = 3")
+    strict = list(ds.to_batches(batch_size=5, strict_batch_size=True))
+    assert [b.num_rows for b in strict] == [5] * 17 + [1]
+    assert pa.Table.from_batches(strict).column("b").to_pylist() == [i for i in range(n) if i % 10 != 3]
+    for late in (True, False):
+        got = list(ds.to_batches(columns=["a"], filter="b % 3 = 0", batch_size=8, late_materialization=late,
+                                 strict_batch_size=True))
+        expected = [f"r{i}" for i in range(0, n, 3) if i % 10 != 3]
+        assert pa.Table.from_batches(got).column("a").to_pylist() == expected
+        if lib == "ours":  # pylance's filtered batches follow its reads, strict or not
+            assert [b.num_rows for b in got] == [8] * 3 + [4], late

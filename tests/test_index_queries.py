@@ -94,11 +94,11 @@ def _check(uri: str, filters=FILTERS, indexed: bool = True, pylance_indexed: boo
         assert ours.to_table(filter=f, offset=2, limit=3, with_row_id=True).equals(want.slice(2, 3)), f
     if indexed:
         plan = ours.scanner(filter="id = 777").explain_plan()
-        assert "ScalarIndexQuery: id = 777 on id_idx (BTree)" in plan, plan
+        assert "ScalarIndexQuery: query=[id = 777]@id_idx(BTree)" in plan, plan
         plan = ours.scanner(filter="cat = 'c1'").explain_plan()
-        assert "on cat_idx (Bitmap)" in plan, plan
+        assert "@cat_idx(Bitmap)" in plan, plan
         plan = ours.scanner(filter="array_has_any(tags, ['t1'])").explain_plan()
-        assert "on tags_idx (LabelList)" in plan, plan
+        assert "@tags_idx(LabelList)" in plan, plan
         assert "ScalarIndexQuery" not in ours.scanner(filter="x > 3").explain_plan()
 
 
@@ -221,7 +221,7 @@ def test_range_partitioned_btree_as_older_pylance_wrote_it(tmp_path):
     w.close()
     # (pylance checks the files' sizes the manifest records, which changed here.)
     _check(uri, filters=FILTERS[:12], indexed=False, pylance_indexed=False)
-    assert "on id_idx (BTree)" in lance_core.dataset(uri).scanner(filter="id = 2999").explain_plan()
+    assert "@id_idx(BTree)" in lance_core.dataset(uri).scanner(filter="id = 2999").explain_plan()
 
 
 def _pylance_uses(uri: str, filters=FILTERS) -> None:
@@ -511,7 +511,7 @@ def test_zonemaps_narrow_filters_to_zones_in_both_libraries(tmp_path, builder, s
                 ("ScalarIndexQuery" in ref.scanner(filter=f).explain_plan()), f
 
     check()
-    assert "on x_idx (ZoneMap), fragments [0, 1, 2], rechecked" in \
+    assert "@x_idx(ZoneMap), fragments [0, 1, 2], rechecked" in \
         lance_core.dataset(uri).scanner(filter="x = 300").explain_plan()
     _same_descriptions(uri)
     assert lance.dataset(uri).stats.index_stats("x_idx")["indices"] == [{"num_zones": 20, "rows_per_zone": 300}]
@@ -634,7 +634,7 @@ def test_ngram_indices_answer_like_and_contains_in_both_libraries(tmp_path, buil
             assert ours.count_rows(f) == want.num_rows, f
         for f in ("contains(t, 'abc')", "t LIKE '%bcd%'", "t LIKE 'abc%'"):
             assert "@t_idx(NGram)" in ref.scanner(filter=f).explain_plan(), f
-        assert "on t_idx (NGram), fragments [" in ours.scanner(filter="contains(t, 'abc')").explain_plan()
+        assert "@t_idx(NGram), fragments [" in ours.scanner(filter="contains(t, 'abc')").explain_plan()
         for f in ("contains(t, 'xy')", "NOT contains(t, 'abc')", "t LIKE 'c_t%'"):
             assert "ScalarIndexQuery" not in ours.scanner(filter=f).explain_plan(), f
 

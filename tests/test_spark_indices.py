@@ -58,7 +58,7 @@ def _used_by_both(uri: str, name: str, filters: list) -> None:
         assert ours.to_table(filter=f, with_row_id=True).equals(want), f
         plan = ref.scanner(filter=f).explain_plan()
         assert "ScalarIndexQuery" in plan and f"@{name}(" in plan, plan
-        assert f"on {name} (" in ours.scanner(filter=f).explain_plan(), f
+        assert f"@{name}(" in ours.scanner(filter=f).explain_plan(), f
     described = {d.name: d for d in ref.describe_indices()}
     assert described[name].num_rows_indexed == ref.count_rows()
     stats = ref.stats.index_stats(name)

@@ -7,6 +7,7 @@ import json
 import itertools
 from dataclasses import dataclass, field
 import os
+import time
 import uuid as uuid_module
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypedDict, Union
@@ -57,6 +58,7 @@ class LanceScanner:
         nearest: Optional[Dict[str, Any]] = None,
         blob_handling: Optional[str] = None,
         order_by: Optional[List[Union["ColumnOrdering", str]]] = None,
+        strict_batch_size: bool = False,
     ):
         """`columns` is a list of column names (dotted for fields of structs), or a dict of
         output names to SQL expressions (`{"total": "price * qty", "x": "l[1].x"}`).
@@ -113,6 +115,8 @@ class LanceScanner:
             nearest=nearest,
             # Blob columns returned as their bytes rather than descriptors.
             blob_bytes=blob_handling == "all_binary",
+            # Batches of exactly batch_size rows, across fragment ends and after the filter.
+            strict_batch_size=bool(strict_batch_size),
         )
 
     def _native(self) -> "_lance_core._BatchIterator":
@@ -182,6 +186,33 @@ class LanceScanner:
         start = a["offset"] or 0
         stop = len(order) if a["limit"] is None else min(len(order), start + a["limit"])
         return table.take(order[start:stop]).drop_columns(extra)
+
+    def analyze_plan(self) -> str:
+        """Run the scan and say what it did, as pylance's `analyze_plan`: the plan
+        (`explain_plan`) under a `LanceRead` line with the run's metrics: `output_rows`,
+        `output_batches`, `rows_scanned` (rows read before the filter: all rows of the
+        fragments scanned, or those an index found), `bytes_read`, `iops` and `requests`.
+        The counts are the process's storage and scan counters over the run: other reads
+        running at the same time are counted too."""
+        a = self._args
+        counters = (_lance_core.iops_counter, _lance_core.bytes_read_counter, _lance_core._rows_scanned_counter)
+        before = [c() for c in counters]
+        started = time.perf_counter()
+        rows = batches = 0
+        for batch in self.to_batches():
+            rows += batch.num_rows
+            batches += 1
+        elapsed = time.perf_counter() - started
+        iops, bytes_read, scanned = (c() - b for c, b in zip(counters, before))
+        plan = self.explain_plan(verbose=True).splitlines()
+        read = (f"LanceRead: elapsed={elapsed * 1000:.3f}ms, uri={self._dataset.uri}, "
+                f"projection=[{plan[0].split('columns [', 1)[1].split(']', 1)[0]}], "
+                f"row_id={str(bool(a['with_row_id'])).lower()}, row_addr={str(bool(a['with_row_address'])).lower()}, "
+                f"full_filter={a['filter'] if a['filter'] is not None else '--'}, "
+                f"metrics=[output_rows={rows}, output_batches={batches}, rows_scanned={scanned}, "
+                f"bytes_read={bytes_read}, iops={iops}, requests={iops}]")
+        return "\n".join([f"AnalyzeExec verbose=true, elapsed={elapsed * 1000:.3f}ms, "
+                          f"metrics=[output_rows={rows}]", "  " + read] + ["    " + line for line in plan])
 
     def explain_plan(self, verbose: bool = False) -> str:
         """How the scan runs: the columns it returns, the filter, each condition a
@@ -1293,7 +1324,8 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
                             io_buffer_size, filter, include_deleted=bool(include_deleted_rows),
                             late_materialization=late is None or bool(late),
                             use_scalar_index=use_index is None or bool(use_index), nearest=nearest,
-                            blob_handling=hints.get("blob_handling"), order_by=hints.get("order_by"))
+                            blob_handling=hints.get("blob_handling"), order_by=hints.get("order_by"),
+                            strict_batch_size=bool(hints.get("strict_batch_size")))
 
     def to_table(self, columns: Optional[Union[List[str], Dict[str, str]]] = None, filter: Optional[str] = None,
                  limit: Optional[int] = None, offset: Optional[int] = None, nearest: Optional[Dict[str, Any]] = None,

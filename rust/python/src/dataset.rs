@@ -1332,7 +1332,7 @@ impl PyDataset {
         })
     }
 
-    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false, projection=None, late_materialization=true, use_scalar_index=true, nearest=None, blob_bytes=false))]
+    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false, projection=None, late_materialization=true, use_scalar_index=true, nearest=None, blob_bytes=false, strict_batch_size=false))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -1352,6 +1352,7 @@ impl PyDataset {
         use_scalar_index: bool,
         nearest: Option<crate::nearest::PyNearest>,
         blob_bytes: bool,
+        strict_batch_size: bool,
     ) -> PyResult<PyBatchIterator> {
         guard(|| {
             let nearest = nearest.map(|n| n.into_query()).transpose()?;
@@ -1371,6 +1372,8 @@ impl PyDataset {
                     true => lance_core::scan::BlobRead::Bytes,
                     false => lance_core::scan::BlobRead::Descriptors,
                 },
+                strict_batch_size,
+                count_rows_scanned: true,
                 ..Default::default()
             };
             if let Some(b) = batch_size {

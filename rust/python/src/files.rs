@@ -304,3 +304,9 @@ pub fn iops_counter() -> u64 {
 pub fn bytes_read_counter() -> u64 {
     lance_core::storage::counters::bytes_read()
 }
+
+/// Rows scans read before their filters, in this process (`analyze_plan`'s `rows_scanned`).
+#[pyfunction]
+pub fn _rows_scanned_counter() -> u64 {
+    lance_core::storage::counters::rows_scanned()
+}

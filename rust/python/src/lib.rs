@@ -78,6 +78,7 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::_store_list_meta, m)?)?;
     m.add_function(wrap_pyfunction!(files::iops_counter, m)?)?;
     m.add_function(wrap_pyfunction!(files::bytes_read_counter, m)?)?;
+    m.add_function(wrap_pyfunction!(files::_rows_scanned_counter, m)?)?;
     m.add_function(wrap_pyfunction!(files::_store_read_range, m)?)?;
     m.add_function(wrap_pyfunction!(files::_store_delete, m)?)?;
     m.add_function(wrap_pyfunction!(files::_store_transfer, m)?)?;

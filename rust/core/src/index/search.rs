@@ -180,7 +180,7 @@ impl Search<'_> {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push(format!(
-                    "ScalarIndexQuery: {e} on {} ({}), fragments [{}]{}",
+                    "ScalarIndexQuery: query=[{e}]@{}({}), fragments [{}]{}",
                     segment.name,
                     segment.kind,
                     fragments.join(", "),

@@ -175,6 +175,9 @@ async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
     {
         let s = (skip as usize).min(known.len());
         let t = (left.min(usize::MAX as u64) as usize).min(known.len() - s);
+        if options.count_rows_scanned {
+            crate::storage::counters::record_rows_scanned(t as u64);
+        }
         for part in known[s..s + t].chunks(TAKE_BATCH) {
             let batch = take(ds.clone(), part, &projection).await?;
             if !send(&tx, batch, options.batch_size).await {
@@ -382,6 +385,9 @@ impl Ahead {
                 Some(part) => {
                     let (start, end) = options.row_range.unwrap_or((0, u64::MAX));
                     let found = part.addresses(id, start..end);
+                    if options.count_rows_scanned {
+                        crate::storage::counters::record_rows_scanned(found.len() as u64);
+                    }
                     match part.exact {
                         true => found,
                         false => recheck(&ds, &found, &filter).await?,

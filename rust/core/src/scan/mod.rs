@@ -8,6 +8,7 @@ mod legacy;
 mod lists20;
 mod output;
 pub mod plan;
+mod rebatch;
 mod stream;
 pub mod system;
 pub mod take;
@@ -62,6 +63,12 @@ pub struct ScanOptions {
     pub nearest: Option<crate::vector::Nearest>,
     /// What blob columns hold (see `BlobRead`).
     pub blobs: BlobRead,
+    /// Batches of exactly `batch_size` rows (the last excepted), across fragment ends and
+    /// after the filter (otherwise a batch holds what passed of one read, as in pylance).
+    pub strict_batch_size: bool,
+    /// Add the rows read before the filter to the process's `rows_scanned` counter (the
+    /// scans users ask for; not the reads of index files).
+    pub count_rows_scanned: bool,
 }
 
 /// What a scan returns for blob columns.
@@ -97,6 +104,8 @@ impl Default for ScanOptions {
             use_scalar_index: true,
             nearest: None,
             blobs: BlobRead::Descriptors,
+            strict_batch_size: false,
+            count_rows_scanned: false,
         }
     }
 }
@@ -348,13 +357,15 @@ pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
     }
     let p = prepare(&dataset, &options.projection(), options.filter.as_ref())?;
     let schema = p.output.schema.clone();
-    if late::applies(&dataset, &options) {
-        return Ok(Scan {
-            schema,
-            batches: late::start(dataset, options),
-        });
-    }
-    let batches = stream::start(dataset, p.plan, options, p.read_schema, p.output);
+    let exact = options.strict_batch_size.then_some(options.batch_size);
+    let batches = match late::applies(&dataset, &options) {
+        true => late::start(dataset, options),
+        false => stream::start(dataset, p.plan, options, p.read_schema, p.output),
+    };
+    let batches = match exact {
+        Some(size) => rebatch::rebatch(batches, schema.clone(), size),
+        None => batches,
+    };
     Ok(Scan { schema, batches })
 }
 

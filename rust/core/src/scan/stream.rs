@@ -715,6 +715,9 @@ impl Consumer {
             columns.push(assemble(fp, parts, n as usize)?);
         }
         columns.extend(w.system.columns_in(&self.plan.system, start, start + n));
+        if self.options.count_rows_scanned {
+            crate::storage::counters::record_rows_scanned(n);
+        }
         let opts = RecordBatchOptions::new().with_row_count(Some(n as usize));
         let mut batch =
             RecordBatch::try_new_with_options(self.read_schema.clone(), columns, &opts)?;

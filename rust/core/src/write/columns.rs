@@ -113,7 +113,7 @@ where
     let rows = ds.physical_rows(&fragment).await?;
     let version = writable_version(&ds.data_storage_version(), ds.uri())?;
     let target = std::sync::Arc::new(added.to_arrow()?);
-    let name = format!("{file_prefix}{}.lance", uuid::Uuid::new_v4().simple());
+    let name = super::new_data_file_name(file_prefix);
     let specs = leaves::leaves(added, version.minor >= 2)?;
     let mut writer = DataFileWriter::create(staged.storage(), name, version, &specs);
     let mut batches = batches;

@@ -194,11 +194,7 @@ where
             let mut offset = 0usize;
             while offset < batch.num_rows() {
                 if current.is_none() {
-                    let name = format!(
-                        "{}{}.lance",
-                        opts.file_prefix,
-                        uuid::Uuid::new_v4().simple()
-                    );
+                    let name = new_data_file_name(&opts.file_prefix);
                     let target = &targets[files_started % targets.len()];
                     files_started += 1;
                     let path = target.path(&name);
@@ -295,6 +291,24 @@ fn appended_columns(
     };
     let arrow = Arc::new(schema.to_arrow()?);
     Ok((schema, arrow))
+}
+
+/// A new data file's name, as pylance 14 names them: a random id as 24 binary digits
+/// (its first three bytes: object stores partition by key prefix, and a binary prefix
+/// spreads new files over partitions fastest) then 26 hex digits (the other 13 bytes).
+pub(crate) fn new_data_file_name(prefix: &str) -> String {
+    let id = uuid::Uuid::new_v4();
+    let (head, rest) = id.as_bytes().split_at(3);
+    let mut name = String::with_capacity(prefix.len() + 56);
+    name.push_str(prefix);
+    for b in head {
+        name.push_str(&format!("{b:08b}"));
+    }
+    for b in rest {
+        name.push_str(&format!("{b:02x}"));
+    }
+    name.push_str(".lance");
+    name
 }
 
 /// Check that `incoming` can be appended to `dataset` (same columns and types), naming the

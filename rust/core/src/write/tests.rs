@@ -273,3 +273,19 @@ async fn a_commit_checks_against_what_was_committed_since_its_read_version() {
     // The appended fragment got the next id after those the table has used.
     assert_eq!(new.fragments().last().unwrap().id, 2);
 }
+
+#[test]
+fn data_files_are_named_as_pylance_names_them() {
+    let name = super::new_data_file_name("p_");
+    let stem = name
+        .strip_prefix("p_")
+        .unwrap()
+        .strip_suffix(".lance")
+        .unwrap();
+    assert_eq!(stem.len(), 50);
+    assert!(stem[..24].chars().all(|c| c == '0' || c == '1'));
+    assert!(stem[24..]
+        .chars()
+        .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    assert_ne!(name, super::new_data_file_name("p_"));
+}
