@@ -5,6 +5,8 @@ datasets, a dataset as the target) and `enable_v2_manifest_paths`."""
 
 from __future__ import annotations
 
+import os
+import uuid
 import time
 from datetime import datetime
 
@@ -293,3 +295,197 @@ def test_batches_are_refilled_to_batch_size(tmp_path, lib):
         assert pa.Table.from_batches(got).column("a").to_pylist() == expected
         if lib == "ours":  # pylance's filtered batches follow its reads, strict or not
             assert [b.num_rows for b in got] == [8] * 3 + [4], late
+
+
+def _history(lib, uri):
+    """A table with three fragments, a deletion, a BTREE index, an overwrite and a stray
+    file no version references."""
+    ds = lib.write_dataset(pa.table({"a": range(10), "b": [str(i) for i in range(10)]}), uri, max_rows_per_file=4)
+    ds.create_scalar_index("a", "BTREE")
+    ds = lib.dataset(uri)
+    ds.delete("a = 5")
+    lib.write_dataset(pa.table({"a": range(3), "b": ["x"] * 3}), uri, mode="append")
+    with open(f"{uri}/data/stray.lance", "wb") as f:
+        f.write(b"x")
+    return lib.dataset(uri)
+
+
+def test_version_refs_get_version_slice_and_file_listings_as_pylance(tmp_path):
+    ours, ref = (_history(lib, str(tmp_path / name)) for name, lib in _LIBS.items())
+    assert ours.version_refs() == ref.version_refs() == [{"version": v} for v in (1, 2, 3, 4)]
+    mine, theirs = ours.get_version(), ref.get_version()
+    assert mine["version"] == theirs["version"] == 4
+    assert mine["metadata"].keys() == theirs["metadata"].keys()
+    assert {k: v for k, v in mine["metadata"].items() if k != "total_files_size"} == \
+        {k: v for k, v in theirs["metadata"].items() if k != "total_files_size"}
+    assert mine == ours.versions()[-1]
+    for start, end in [(0, 0), (2, 7), (8, 40), (0, 12)]:
+        assert ours.slice(start, end) == ref.slice(start, end)
+    assert ours.slice(1, 3, columns=["b"]).to_pydict() == {"b": ["1", "2"]}
+    with pytest.raises(ValueError, match="must be >= start"):
+        ours.slice(5, 2)
+
+    def tracked(ds, **kw):
+        t = ds.tracked_files(**kw).read_all()
+        # File names differ between the two tables; their kinds and directories per
+        # version do not.
+        return t.schema, sorted(zip(t["version"].to_pylist(), t["type"].to_pylist(),
+                                    [p.split("/")[0] for p in t["path"].to_pylist()]))
+    assert tracked(ours) == tracked(ref)
+    assert tracked(ours, min_version=3) == tracked(ref, min_version=3)
+    seen = []
+    rows = ours.tracked_files(progress=lambda n, total: seen.append((n, total))).read_all()
+    assert seen == [(n, 4) for n in range(1, 5)]
+    # Every path a version lists is a file of the table, and every file of the table but
+    # the stray one is listed.
+    present = {p: size for p, size in zip(*(ours.all_files().read_all()[c].to_pylist() for c in ("path", "size_bytes")))}
+    assert set(rows["path"].to_pylist()) == set(present) - {"data/stray.lance", "_versions/latest_version_hint.json"}
+    assert all(os.path.getsize(f"{ours.uri}/{p}") == size for p, size in present.items())
+    mine, theirs = ours.all_files().read_all(), ref.all_files().read_all()
+    assert mine.schema == theirs.schema
+    assert sorted(p.split("/")[0] for p in mine["path"].to_pylist()) == \
+        sorted(p.split("/")[0] for p in theirs["path"].to_pylist())
+    assert set(mine["base_uri"].to_pylist()) == {ours.uri}
+
+
+def test_explain_cleanup_and_chosen_versions_as_pylance(tmp_path):
+    from datetime import timedelta
+    tables = {name: _history(lib, str(tmp_path / name)) for name, lib in _LIBS.items()}
+    explained = {}
+    for name, ds in tables.items():
+        for kw in [{}, {"delete_unverified": True}, {"versions": [2]}, {"retain_versions": 2}]:
+            e = ds.explain_cleanup_old_versions(older_than=timedelta(0), include_files=True, **kw)
+            kinds = sorted((c.kind, c.path.split("/")[-2]) for c in e.candidate_files)
+            stats = e.stats
+            explained[name, str(kw)] = (e.read_version, kinds, stats.old_versions, stats.data_files_removed,
+                                        stats.deletion_files_removed, stats.index_files_removed,
+                                        stats.transaction_files_removed)
+        e = ds.explain_cleanup_old_versions(older_than=timedelta(0), include_files=True, max_files=2)
+        assert (e.candidate_files_truncated, len(e.candidate_files), e.candidate_file_limit) == (True, 2, 2)
+        ds.create_branch("b1", 1)
+        e = ds.explain_cleanup_old_versions(older_than=timedelta(0))
+        assert e.candidate_files == []
+        assert [(b.name, b.referenced_version, b.cleanup_candidate) for b in e.referenced_branches] == [("b1", 1, False)]
+    for key, value in explained.items():
+        if key[0] == "ours":
+            assert value == explained["pylance", key[1]], key
+    # Explaining removed nothing; cleaning only version 2 removes only it, and both
+    # libraries read every version left.
+    ds = tables["ours"]
+    assert [v["version"] for v in ds.versions()] == [1, 2, 3, 4]
+    stats = ds.cleanup_old_versions(older_than=timedelta(0), versions=[2])
+    assert stats.old_versions == 1
+    assert [v["version"] for v in ds.versions()] == [1, 3, 4]
+    for v in (1, 3, 4):
+        assert lance.dataset(ds.uri, version=v).to_table() == ds.checkout_version(v).to_table()
+
+
+def test_scanner_is_a_pyarrow_scanner(tmp_path):
+    ds = _history(lance_core, str(tmp_path / "t"))
+    ref = lance.dataset(ds.uri)
+    s = ds.scanner(filter="a > 2")
+    assert isinstance(s, pa_ds.Scanner)
+    expected = ref.to_table(filter="a > 2")
+    assert s.head(2) == expected.slice(0, 2)
+    assert ds.scanner(filter="a > 2", limit=1).head(5) == expected.slice(0, 1)
+    assert s.take([3, 0, 3]).to_pydict() == expected.take([3, 0, 3]).to_pydict()
+    assert ds.scanner(columns={"x": "a * 2"}, offset=2, with_row_id=True).take([1]).to_pydict() == \
+        ref.scanner(columns={"x": "a * 2"}, with_row_id=True).to_table().slice(3, 1).to_pydict()
+    with pytest.raises(IndexError):
+        s.take([len(expected)])
+    assert s.scan_batches() and pa.Table.from_batches(s.scan_batches()) == s.to_table()
+    assert lance_core.LanceScanner.from_dataset(ds, columns=["b"]).to_table() == ds.to_table(columns=["b"])
+    frag = ds.get_fragments()[1]
+    assert lance_core.LanceScanner.from_fragment(frag).to_table() == frag.to_table()
+    assert lance_core.LanceScanner.from_batches(expected.to_batches(), schema=expected.schema).to_table() == expected
+
+
+def test_fragment_delete_rows_validate_and_merge(tmp_path):
+    ds = _history(lance_core, str(tmp_path / "t"))
+    frags = ds.get_fragments()
+    assert isinstance(frags[0], pa_ds.Fragment)
+    assert frags[0].physical_schema == ds.schema and frags[0].partition_expression.equals(pa_ds.scalar(True))
+    for f in frags:
+        f.validate()
+    # Fragment 1 has row 5 (offset 1) deleted already; offsets 0 and 1 go, 1 again is fine.
+    changed = frags[1].delete_rows([0, 1])
+    assert changed.deletion_file.num_deleted_rows == 2
+    assert frags[2].delete_rows(range(2)) is None
+    with pytest.raises(lance_core.InvalidInputError, match="past its end"):
+        frags[0].delete_rows([4])
+    op = lance_core.LanceOperation.Delete([changed], [frags[2].fragment_id], "picked")
+    ds = lance_core.LanceDataset.commit(ds.uri, op, read_version=ds.version)
+    assert ds.to_table()["a"].to_pylist() == [0, 1, 2, 3, 6, 7, 0, 1, 2]
+    assert lance.dataset(ds.uri).to_table() == ds.to_table()
+
+    merged = [f.merge(pa.table({"a": [0, 2, 7], "c": [10, 12, 17]}), "a") for f in ds.get_fragments()]
+    ds = lance_core.LanceDataset.commit(ds.uri, lance_core.LanceOperation.Merge([m for m, _ in merged], merged[0][1]),
+                                        read_version=ds.version)
+    expected = {"a": [0, 1, 2, 3, 6, 7, 0, 1, 2], "c": [10, None, 12, None, None, 17, 10, None, 12]}
+    assert ds.to_table(columns=["a", "c"]).to_pydict() == expected
+    assert lance.dataset(ds.uri).to_table(columns=["a", "c"]).to_pydict() == expected
+    # A missing data file is named by the fragment's validate.
+    victim = ds.get_fragments()[0].data_files()[0].path
+    os.remove(f"{ds.uri}/data/{victim}")
+    with pytest.raises(Exception, match=victim):
+        ds.get_fragments()[0].validate()
+    ds.get_fragments()[1].validate()
+
+
+def test_fragments_from_files_rewrites_row_key_merges_and_sessions(tmp_path):
+    from lance_core.file import LanceFileWriter
+    from lance_core.schema import LanceSchema
+    uri = str(tmp_path / "t")
+    data = pa.table({"a": range(80), "b": range(80)})
+    ds = lance_core.write_dataset([], uri, schema=data.schema)
+    for _ in range(2):
+        name = f"{uuid.uuid4()}.lance"
+        with LanceFileWriter(f"{uri}/data/{name}") as w:
+            w.write_batch(data)
+        frag = lance_core.LanceFragment.create_from_file(name, ds, 0)
+        assert frag.physical_rows == 80 and frag.files[0].fields == [0, 1]
+        ds = lance_core.LanceDataset.commit(uri, lance_core.LanceOperation.Append([frag]), read_version=ds.version)
+    assert [f.fragment_id for f in ds.get_fragments()] == [0, 1] and ds.count_rows() == 160
+    # A Rewrite committed by hand, as a compaction of the two fragments into one file.
+    name = f"{uuid.uuid4()}.lance"
+    with LanceFileWriter(f"{uri}/data/{name}") as w:
+        for batch in ds.to_batches():
+            w.write_batch(batch)
+    group = lance_core.LanceOperation.RewriteGroup(old_fragments=[f.metadata for f in ds.get_fragments()],
+                                                   new_fragments=[lance_core.LanceFragment.create_from_file(name, ds, 0)])
+    ds = lance_core.LanceDataset.commit(uri, lance_core.LanceOperation.Rewrite(groups=[group], rewritten_indices=[]),
+                                        read_version=ds.version)
+    assert [f.fragment_id for f in ds.get_fragments()] == [2]
+    assert lance.dataset(uri).to_table() == pa.concat_tables([data, data])
+
+    # Fragment merges joined on the row ids and on the row addresses; the schemas come
+    # back with their field ids, as pylance's.
+    merged = []
+    for frag in ds.get_fragments():
+        keys = frag.scanner(with_row_id=True, columns=[]).to_table()
+        merged.append(frag.merge(keys.add_column(0, "c", [list(range(len(keys)))]), "_rowid"))
+    schema = merged[0][1]
+    assert isinstance(schema, LanceSchema) and [f.id() for f in schema.fields()] == [0, 1, 2]
+    ds = lance_core.LanceDataset.commit(uri, lance_core.LanceOperation.Merge([m for m, _ in merged], schema),
+                                        read_version=ds.version)
+    merged = []
+    for frag in ds.get_fragments():
+        keys = frag.scanner(with_row_address=True, columns=[]).to_table()
+        merged.append(frag.merge(keys.add_column(0, "d", [[i + 1 for i in range(len(keys))]]), "_rowaddr"))
+    ds = lance_core.LanceDataset.commit(uri, lance_core.LanceOperation.Merge([m for m, _ in merged], merged[0][1]),
+                                        read_version=ds.version)
+    assert lance.dataset(uri).to_table(columns=["c", "d"]).to_pydict() == {"c": list(range(160)),
+                                                                          "d": list(range(1, 161))}
+    session = ds.get_fragments()[0].open_session(columns=["a", "d"], with_row_address=True)
+    assert session.take([3, 1]).to_pydict() == {"a": [3, 1], "d": [4, 2], "_rowaddr": [(2 << 32) + 3, (2 << 32) + 1]}
+
+
+def test_not_found_is_also_a_value_error_as_in_pylance(tmp_path):
+    ds = lance_core.write_dataset(pa.table({"a": [1]}), str(tmp_path / "t"))
+    for call in (lambda: lance_core.dataset(str(tmp_path / "missing")), lambda: ds.checkout_version(9),
+                 lambda: ds.tags.delete("nope"), lambda: lance_core.dataset(ds.uri, version="nope")):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert isinstance(e.value, (lance_core.DatasetNotFoundError, lance_core.InvalidInputError))
+    with pytest.raises(OSError):
+        ds.checkout_version("nope")

@@ -72,7 +72,7 @@ def test_merge_by_hand_and_errors(with_deletions):
         meta, schema = frag.merge_columns(lambda b: {"flag": pc.equal(pc.bit_wise_and(b.column("id"), 1), 0)},
                                           columns=["id"], output_schema=out)
         metas.append(meta)
-    assert schema.names == ["id", "s", "flag"]
+    assert schema.to_pyarrow().names == ["id", "s", "flag"]
     with pytest.raises(lance_core.InvalidInputError, match="read_version"):
         lance_core.commit(with_deletions, lance_core.LanceOperation.Merge(metas, schema))
     with pytest.raises(lance_core.InvalidInputError, match="every fragment"):
@@ -145,7 +145,7 @@ def test_add_columns_from_rows(tmp_path):
     frag = ds.get_fragments()[0]
     meta, full = frag.merge_columns(iter([pa.record_batch([pa.array([5, 6, 7, 8])], ["e"])]),
                                     reader_schema=pa.schema([pa.field("e", pa.int64())]))
-    assert full.names == ["a", "c", "e"] and len(meta.files) == 3
+    assert full.to_pyarrow().names == ["a", "c", "e"] and len(meta.files) == 3
     ds.delete("a = 0")
     with pytest.raises(ValueError, match="without deleted rows"):
         ds.add_columns(pa.table({"d": range(10)}).to_reader())

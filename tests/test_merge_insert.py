@@ -151,3 +151,34 @@ def test_merge_racing_an_append_and_a_delete_loses_nothing(tmp_uri):
     assert res["num_inserted_rows"] + res["num_updated_rows"] == SOURCE().num_rows
     assert len(names) == t.num_rows                                  # no key twice
     assert_same(lance_core.dataset(tmp_uri).to_table().sort_by("id"), t.sort_by("id"), "after the race")
+
+
+def test_merge_explain_and_analyze_without_committing(tmp_path):
+    uri = str(tmp_path / "t")
+    lance.write_dataset(pa.table({"id": [1, 2, 3, 4], "value": ["a", "b", "c", "d"]}), uri, max_rows_per_file=2)
+    ds = lance_core.dataset(uri)
+    builder = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().use_index(False)
+    plan = builder.explain_plan()
+    assert plan.splitlines()[0] == ("MergeInsert: on=[id], when_matched=UpdateAll, when_not_matched=InsertAll, "
+                                    "when_not_matched_by_source=Keep")
+    assert "columns [id, value]" in plan and "Scan: 2 fragments, columns [id]" in plan
+    assert "[0, 1]" in builder.explain_plan(verbose=True)
+    with pytest.raises(lance_core.InvalidInputError, match="key columns"):
+        builder.explain_plan(pa.schema([("value", pa.string())]))
+    before = sorted(p.name for p in (tmp_path / "t" / "data").iterdir())
+    analysis = builder.analyze_plan(pa.table({"id": [1, 5], "value": ["u", "e"]}))
+    first = analysis.splitlines()[0]
+    assert "num_inserted_rows=1" in first and "num_updated_rows=1" in first and "num_deleted_rows=0" in first
+    written = int(first.split("bytes_written=")[1].split(",")[0])
+    assert written > 0 and "num_files_written=" in first
+    # Nothing was committed and no file stayed behind; the same merge then commits as usual.
+    assert sorted(p.name for p in (tmp_path / "t" / "data").iterdir()) == before
+    assert not (tmp_path / "t" / "_deletions").exists() or not any((tmp_path / "t" / "_deletions").iterdir())
+    assert ds.version == lance_core.dataset(uri).version == 1
+    assert builder.execute(pa.table({"id": [1, 5], "value": ["u", "e"]})) == \
+        {"num_inserted_rows": 1, "num_updated_rows": 1, "num_deleted_rows": 0}
+    assert sorted(lance.dataset(uri).to_table()["value"].to_pylist()) == ["b", "c", "d", "e", "u"]
+    deleting = lance_core.dataset(uri).merge_insert("id").when_not_matched_by_source_delete("id > 3")
+    assert "when_not_matched_by_source=DeleteIf(id > 3)" in deleting.explain_plan()
+    assert "num_deleted_rows=2" in deleting.analyze_plan(pa.table({"id": [1], "value": ["z"]}))
+    assert lance_core.dataset(uri).count_rows() == 5

@@ -17,7 +17,8 @@ _os.environ.setdefault("MIMALLOC_PURGE_DELAY", "5000")
 
 from ._lance_core import __version__  # noqa: E402
 from ._lance_core import bytes_read_counter, iops_counter  # noqa: E402
-from .dataset import LanceDataset, LanceFragment, LanceScanner, Transaction, dataset
+from .dataset import (CleanupCandidateFile, CleanupExplanation, CleanupReferencedBranch, CleanupStats,  # noqa: E402
+                      LanceDataset, LanceFragment, LanceScanner, Transaction, dataset)
 from .fragment_metadata import DataFile, DeletionFile, FragmentMetadata, LanceOperation, write_fragments
 from .write import commit, write_dataset
 from .blob import (Blob, BlobArray, BlobColumn, BlobDescriptor, BlobDescriptorArrayBuilder, BlobFile,  # noqa: E402
@@ -69,6 +70,10 @@ __all__ = [
     "FragmentMetadata",
     "LanceOperation",
     "Transaction",
+    "CleanupStats",
+    "CleanupExplanation",
+    "CleanupCandidateFile",
+    "CleanupReferencedBranch",
     "Dataset",
     "Fragment",
     "Scanner",

@@ -36,8 +36,10 @@ def _uri(uri: Union[str, os.PathLike]) -> str:
     return os.fspath(uri)
 
 
-class LanceScanner:
-    """A configured scan of a dataset (or of some of its fragments)."""
+class LanceScanner(pa_ds.Scanner):
+    """A configured scan of a dataset (or of some of its fragments). A
+    `pyarrow.dataset.Scanner`, as pylance's is; every method of pyarrow's is answered here
+    (the inherited ones would reach into a C++ scanner there is none of)."""
 
     def __init__(
         self,
@@ -282,11 +284,59 @@ class LanceScanner:
 
     def _with(self, **args: Any) -> "LanceScanner":
         """This scan with some of its arguments changed."""
-        other = object.__new__(LanceScanner)
+        other = LanceScanner.__new__(LanceScanner)
         other._dataset = self._dataset
         other._args = {**self._args, **args}
         other._order = self._order
         return other
+
+    @staticmethod
+    def from_dataset(dataset: Any, **kwargs: Any) -> Any:
+        """`dataset.scanner(**kwargs)`: a `LanceScanner` for a Lance dataset, pyarrow's
+        scanner for any other pyarrow dataset."""
+        if isinstance(dataset, LanceDataset):
+            return dataset.scanner(**kwargs)
+        return pa_ds.Scanner.from_dataset(dataset, **kwargs)
+
+    @staticmethod
+    def from_fragment(fragment: Any, **kwargs: Any) -> Any:
+        """`fragment.scanner(**kwargs)` for a `LanceFragment`; pyarrow's for others."""
+        if isinstance(fragment, LanceFragment):
+            return fragment.scanner(**kwargs)
+        return pa_ds.Scanner.from_fragment(fragment, **kwargs)
+
+    @staticmethod
+    def from_batches(*args: Any, **kwargs: Any) -> pa_ds.Scanner:
+        """pyarrow's scanner over batches (nothing Lance is involved)."""
+        return pa_ds.Scanner.from_batches(*args, **kwargs)
+
+    def scan_batches(self) -> List[pa.RecordBatch]:
+        """The result's batches, as a list (as pylance's `scan_batches`)."""
+        return list(self.to_batches())
+
+    def head(self, num_rows: int) -> pa.Table:
+        """The first `num_rows` rows of the result (read as a limit: no more is read)."""
+        if not isinstance(num_rows, int) or num_rows < 0:
+            raise InvalidInputError(f"head() takes a non-negative number of rows, got {num_rows!r}")
+        limit = self._args["limit"]
+        return self._with(limit=num_rows if limit is None else min(limit, num_rows)).to_table()
+
+    def take(self, indices: Any) -> pa.Table:
+        """Rows at positions `indices` of the result, in the order given: the positions are
+        found from a scan of row addresses alone, then only those rows are read (a sorted,
+        nearest-neighbour or deleted-rows scan is read whole first)."""
+        positions = pa.array(_indices(indices, "indices"), pa.uint64())
+        a = self._args
+        if self._order or a["nearest"] is not None or a["include_deleted"] or a["blob_bytes"]:
+            return self.to_table().take(positions)
+        found = self._with(columns=[], projection=None, with_row_id=False, with_row_address=True,
+                           limit=a["limit"], offset=a["offset"]).to_table()["_rowaddr"]
+        if len(positions) and pc.max(positions).as_py() >= len(found):
+            raise IndexError(f"take: index {pc.max(positions).as_py()} is out of bounds for a scan of "
+                             f"{len(found)} rows")
+        columns: Any = dict(a["projection"]) if a["projection"] is not None else a["columns"]
+        return self._dataset._take_addresses(found.take(positions).to_pylist(), columns, a["with_row_id"],
+                                             a["with_row_address"])
 
     def count_rows(self) -> int:
         """Rows the scan returns; without a limit or offset no data page is read."""
@@ -307,9 +357,11 @@ class LanceScanner:
         return sum(b.num_rows for b in self.to_batches())
 
 
-class LanceFragment:
+class LanceFragment(pa_ds.Fragment):
     """One fragment of a dataset: a set of rows stored in one or more data files.
-    `LanceFragment(dataset, fragment_id)` as in pylance; picklable."""
+    `LanceFragment(dataset, fragment_id)` as in pylance; picklable. A
+    `pyarrow.dataset.Fragment`, as pylance's is, with every method of pyarrow's answered
+    here."""
 
     def __init__(self, dataset: "LanceDataset", fragment_id: Optional[int] = None, *,
                  fragment: Optional[Dict[str, Any]] = None):
@@ -352,6 +404,14 @@ class LanceFragment:
                                     "no rows to write a fragment from")
         return frags[0]
 
+    @staticmethod
+    def create_from_file(filename: str, dataset: "LanceDataset", fragment_id: int) -> FragmentMetadata:
+        """A fragment made of one Lance file already written under the dataset's `data/`
+        directory with some of its columns (matched by name), without committing. It
+        carries `fragment_id` until a commit numbers it."""
+        file, rows = DataFile._described(dataset, filename)
+        return FragmentMetadata(fragment_id, [file], rows)
+
     @property
     def fragment_id(self) -> int:
         return self._info["id"]
@@ -392,6 +452,44 @@ class LanceFragment:
     def head(self, num_rows: int) -> pa.Table:
         return self.scanner(limit=num_rows).to_table()
 
+    def delete_rows(self, offsets: Any) -> Optional[FragmentMetadata]:
+        """Delete the rows at physical `offsets` of this fragment without committing (as
+        `delete`, but the rows are named): the new metadata, or None when no row is left."""
+        data = self._dataset._ds.delete_in_fragment(self.fragment_id, offsets=_indices(offsets, "offsets"))
+        return None if data is None else FragmentMetadata._from_bytes(data)
+
+    def validate(self) -> None:
+        """Check this fragment's files: present, field ids in order, its row count
+        (`LanceDataset.validate` checks every fragment and the rest)."""
+        self._dataset._ds.validate(self.fragment_id)
+
+    def merge(self, data_obj: Any, left_on: str, right_on: Optional[str] = None,
+              schema: Optional[pa.Schema] = None) -> Tuple[FragmentMetadata, pa.Schema]:
+        """Left-join `data_obj`'s other columns onto this fragment's rows by `left_on` =
+        `right_on`, written as a new data file without committing: the fragment's new
+        metadata and the dataset's new schema, to commit with `LanceOperation.Merge`."""
+        matched, out_schema = _merge_matcher(self._dataset, data_obj, left_on, right_on, schema)
+        # Every physical row's key (deleted rows too: a data file covers them all).
+        keys = self.to_table(columns=[] if left_on in _ROW_KEYS else [left_on], include_deleted=True,
+                             with_row_id=left_on == "_rowid", with_row_address=left_on == "_rowaddr")
+        return self.merge_columns(matched(keys), output_schema=out_schema)
+
+    def open_session(self, columns: Optional[Union[List[str], Dict[str, str]]] = None,
+                     with_row_address: Optional[bool] = None) -> "FragmentSession":
+        """A session for repeated takes of `columns` from this fragment (pylance's
+        `FragmentSession`): `session.take(indices)`."""
+        return FragmentSession(self, columns, bool(with_row_address))
+
+    @property
+    def physical_schema(self) -> pa.Schema:
+        """The dataset's schema (pyarrow's name; every fragment has every column)."""
+        return self._dataset.schema
+
+    @property
+    def partition_expression(self) -> pa_ds.Expression:
+        """Always true: Lance fragments are not partitions."""
+        return pa_ds.scalar(True)
+
     def to_pandas(self, columns: Optional[Union[List[str], Dict[str, str]]] = None, **kwargs) -> Any:
         return self.to_table(columns, **kwargs).to_pandas()
 
@@ -423,7 +521,7 @@ class LanceFragment:
         *,
         output_schema: Optional[pa.Schema] = None,
         file_prefix: Optional[str] = None,
-    ) -> Tuple["FragmentMetadata", pa.Schema]:
+    ) -> Tuple["FragmentMetadata", "LanceSchema"]:
         """Compute new columns for this fragment and write them as a new data file.
 
         `value_func` gets batches of `columns` (all when None) covering every physical
@@ -457,11 +555,16 @@ class LanceFragment:
         outputs = (b if b.schema == output_schema else _conform(b, output_schema) for b in outputs)
         reader = pa.RecordBatchReader.from_batches(output_schema, outputs)
         data = self._dataset._ds.write_columns(reader, self.fragment_id, file_prefix)
-        schema = pa.schema(list(self._dataset.schema) + list(output_schema))
-        return FragmentMetadata._from_bytes(data), schema
+        return FragmentMetadata._from_bytes(data), self._merged_schema(output_schema)
+
+    def _merged_schema(self, new: pa.Schema) -> "LanceSchema":
+        """The dataset's schema with the columns of `new` added, with the field ids a Merge
+        commit gives them."""
+        from .schema import LanceSchema
+        return LanceSchema(self._dataset._ds.merged_schema(pa.schema(list(self._dataset.schema) + list(new))))
 
     def _write_new_columns(self, runs: RowRuns, file_prefix: Optional[str],
-                           finish: bool) -> Tuple["FragmentMetadata", pa.Schema]:
+                           finish: bool) -> Tuple["FragmentMetadata", "LanceSchema"]:
         """This fragment's run of new columns' rows, as its new data file; with `finish`,
         the stream must end there."""
         what = f"fragment {self.fragment_id}"
@@ -474,7 +577,7 @@ class LanceFragment:
             raise
         if finish:
             runs.finish(what)
-        return FragmentMetadata._from_bytes(data), pa.schema(list(self._dataset.schema) + list(runs.schema))
+        return FragmentMetadata._from_bytes(data), self._merged_schema(runs.schema)
 
     def update_columns(self, data_obj: Any, left_on: str = "_rowid", right_on: Optional[str] = None,
                        schema: Optional[pa.Schema] = None) -> Tuple[FragmentMetadata, List[int]]:
@@ -919,12 +1022,83 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
 
     def versions(self) -> List[Dict[str, Any]]:
         """Every version: its number, commit time (local, naive, like pylance) and summary."""
-        out = []
-        for version, nanos, metadata in self._ds.versions():
-            # The same (float) arithmetic as pylance, so both give the very same datetime.
-            ts = datetime.fromtimestamp(nanos // 1e9) + timedelta(microseconds=(nanos % 1e9) // 1e3)
-            out.append({"version": version, "timestamp": ts, "metadata": metadata})
-        return out
+        return [_version_row(*row) for row in self._ds.versions()]
+
+    def version_refs(self) -> List[Dict[str, int]]:
+        """`{"version": n}` for every version of this dataset's branch, oldest first, from a
+        listing of the versions directory alone (no manifest is read; `versions()` reads
+        them all)."""
+        return [{"version": v} for v in self._ds.version_numbers()]
+
+    def get_version(self) -> Dict[str, Any]:
+        """This version as `versions()` lists it (number, commit time, summary), from the
+        manifest already loaded: nothing is read."""
+        return _version_row(*self._ds.current_version())
+
+    def tracked_files(self, *, min_version: Optional[int] = None,
+                      progress: Optional[Callable[[int, Optional[int]], Any]] = None) -> pa.RecordBatchReader:
+        """The files every version of this branch references (from `min_version` on when
+        given): one row per (version, file) with `version`, `base_uri` (the table's root or
+        the base path holding the file), `path` (relative to it) and `type` ("manifest",
+        "transaction file", "data file", "deletion file", "index file"), as pylance's.
+        `progress(manifests_processed, manifests_total)` is called as manifests are read
+        (a few dozen at a time)."""
+        versions = [v for v in self._ds.version_numbers() if min_version is None or v >= min_version]
+        schema = pa.schema([pa.field("version", pa.int64(), nullable=False),
+                            pa.field("base_uri", pa.dictionary(pa.int32(), pa.string()), nullable=False),
+                            pa.field("path", pa.string(), nullable=False),
+                            pa.field("type", pa.dictionary(pa.int8(), pa.string()), nullable=False)])
+
+        def batches() -> Iterator[pa.RecordBatch]:
+            step = 32
+            for i in range(0, len(versions), step):
+                chunk = versions[i:i + step]
+                rows = _lance_core._tracked_files(self._ds, chunk[0], chunk[-1])
+                if progress is not None:
+                    for n in range(i + 1, i + len(chunk) + 1):
+                        progress(n, len(versions))
+                if rows:
+                    cols = list(zip(*rows))
+                    yield pa.record_batch([pa.array(cols[0], pa.int64()),
+                                           pa.array(cols[1]).dictionary_encode().cast(schema.field(1).type),
+                                           pa.array(cols[2], pa.string()),
+                                           pa.array(cols[3]).dictionary_encode().cast(schema.field(3).type)],
+                                          schema=schema)
+        return pa.RecordBatchReader.from_batches(schema, batches())
+
+    def all_files(self) -> pa.RecordBatchReader:
+        """Every file present under the table's root (files of other base paths are not
+        listed), as pylance's: `base_uri`, `path` (relative), `size_bytes`,
+        `last_modified` (UTC)."""
+        rows = _lance_core._all_files(self._ds)
+        schema = pa.schema([pa.field("base_uri", pa.dictionary(pa.int32(), pa.string()), nullable=False),
+                            pa.field("path", pa.string(), nullable=False),
+                            pa.field("size_bytes", pa.int64(), nullable=False),
+                            pa.field("last_modified", pa.timestamp("us", tz="UTC"), nullable=False)])
+        paths = [r[0] for r in rows]
+        base = pa.DictionaryArray.from_arrays(pa.array([0] * len(rows), pa.int32()), pa.array([self.uri]))
+        batch = pa.record_batch([base, pa.array(paths, pa.string()), pa.array([r[1] for r in rows], pa.int64()),
+                                 pa.array([r[2] for r in rows], pa.timestamp("us", tz="UTC"))], schema=schema)
+        return pa.RecordBatchReader.from_batches(schema, [batch])
+
+    @property
+    def initial_storage_options(self) -> Optional[Dict[str, str]]:
+        """The storage options this dataset was opened with (None when none)."""
+        return self._ds.storage_options() or None
+
+    def latest_storage_options(self) -> Optional[Dict[str, str]]:
+        """The storage options in use: those given at open (there is no credentials
+        provider to refresh them)."""
+        return self._ds.storage_options() or None
+
+    def slice(self, start: int, end: int, columns: Optional[Union[List[str], Dict[str, str]]] = None) -> pa.Table:
+        """Rows `start` to `end` (exclusive) by position among the visible rows, read as an
+        offset and limit scan."""
+        if start < 0:
+            raise ValueError(f"start must be non-negative, got {start}")
+        if end < start:
+            raise ValueError(f"end ({end}) must be >= start ({start})")
+        return self.scanner(offset=start, limit=end - start, columns=columns).to_table()
 
     def read_transaction(self, version: Optional[int] = None) -> Optional["Transaction"]:
         """The transaction that committed `version` (this dataset's version when None), or
@@ -1075,31 +1249,40 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
 
     def cleanup_old_versions(self, older_than: Optional[timedelta] = None, retain_versions: Optional[int] = None,
                              *, delete_unverified: bool = False, error_if_tagged_old_versions: bool = True,
-                             **kwargs: Any) -> "CleanupStats":
-        """Remove versions older than `older_than` (and outside the newest
-        `retain_versions`; two weeks when neither is given) and every file only they
-        reference, as pylance does. The latest version and tagged versions stay (a tagged
-        old version is an error unless `error_if_tagged_old_versions=False`). Files no
-        version references are removed only when 7 days old, or with
-        `delete_unverified=True` (only when no writer is running). pylance's tuning
-        arguments (`delete_rate_limit`, `delete_concurrency`, `versions`) are accepted and
-        ignored, except `versions`, which is refused."""
-        if kwargs.get("versions") is not None:
-            raise InvalidInputError("cleanup of chosen versions (versions=...) is not supported; use older_than")
-        unknown = set(kwargs) - {"delete_rate_limit", "delete_concurrency", "versions"}
+                             versions: Optional[List[int]] = None, **kwargs: Any) -> "CleanupStats":
+        """Remove versions older than `older_than`, outside the newest `retain_versions`
+        and among `versions` (each when given; two weeks old when none is), and every file
+        only they reference, as pylance does. The latest version, tagged versions and the
+        versions branches start from stay (a tagged old version is an error unless
+        `error_if_tagged_old_versions=False`). Files no version references are removed
+        only when 7 days old, or with `delete_unverified=True` (only when no writer is
+        running). pylance's tuning arguments (`delete_rate_limit`, `delete_concurrency`)
+        are accepted and ignored."""
+        unknown = set(kwargs) - {"delete_rate_limit", "delete_concurrency"}
         if unknown:
             raise TypeError(f"cleanup_old_versions() got unexpected arguments {sorted(unknown)}")
-        if retain_versions is not None and retain_versions < 1:
-            raise InvalidInputError("retain_versions must be positive")
-        if older_than is None and retain_versions is None:
-            older_than = timedelta(days=14)
-        before = None
-        if older_than is not None:
-            import time
+        return CleanupStats(*self._ds.cleanup_old_versions(_cleanup_args(
+            older_than, retain_versions, versions, delete_unverified, error_if_tagged_old_versions)))
 
-            before = time.time_ns() - int(older_than.total_seconds() * 1e9)
-        return CleanupStats(*self._ds.cleanup_old_versions(before, retain_versions, bool(delete_unverified),
-                                                           bool(error_if_tagged_old_versions)))
+    def explain_cleanup_old_versions(self, older_than: Optional[timedelta] = None,
+                                     retain_versions: Optional[int] = None, *, delete_unverified: bool = False,
+                                     error_if_tagged_old_versions: bool = True,
+                                     delete_rate_limit: Optional[int] = None, versions: Optional[List[int]] = None,
+                                     include_files: bool = False, max_files: int = 1000) -> "CleanupExplanation":
+        """What `cleanup_old_versions` with these arguments would remove, without removing
+        anything: the statistics, the branches whose starting versions stay, and (with
+        `include_files`) up to `max_files` of the files."""
+        if max_files <= 0:
+            raise ValueError("max_files must be positive")
+        read_version, stats, files, branches = self._ds.explain_cleanup(_cleanup_args(
+            older_than, retain_versions, versions, delete_unverified, error_if_tagged_old_versions))
+        shown = [CleanupCandidateFile(path, kind, unverified, size)
+                 for path, kind, unverified, size in files[:max_files]] if include_files else []
+        return CleanupExplanation(
+            read_version=read_version, stats=CleanupStats(*stats), candidate_files=shown,
+            candidate_files_truncated=include_files and len(files) > max_files, candidate_file_limit=max_files,
+            referenced_branches=[CleanupReferencedBranch(name, version, False) for name, version in branches],
+            warnings=[])
 
     @property
     def optimize(self) -> "DatasetOptimizer":
@@ -1443,25 +1626,8 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
         pylance's `merge`: rows without a match get nulls; each key may appear once in
         `data_obj`. One new version (new data files beside the old ones), which this
         object moves to."""
-        from ._inputs import as_stream
-        right_on = right_on or left_on
-        right = pa.RecordBatchReader.from_stream(as_stream(data_obj, schema)).read_all()
-        if right_on not in right.column_names:
-            raise InvalidInputError(f"{self.uri}: the data to merge has no column {right_on!r}")
-        if left_on not in self.schema.names:
-            raise InvalidInputError(f"{self.uri}: no column {left_on!r} to merge on")
-        keys = right.column(right_on).combine_chunks()
-        if len(pc.unique(keys)) != len(keys):
-            raise InvalidInputError(f"{self.uri}: the data to merge has a key of {right_on!r} more than once")
-        values = right.drop_columns([right_on]).combine_chunks()
-        clash = sorted(set(values.column_names) & set(self.schema.names))
-        if clash:
-            raise InvalidInputError(f"{self.uri}: cannot merge columns that exist already: {clash}")
-
-        def matched(batch: pa.RecordBatch) -> pa.Table:
-            # Each row's position in `right` (null: no match, and a null key never matches).
-            return values.take(pc.index_in(batch.column(left_on), value_set=keys))
-        self.add_columns(matched, read_columns=[left_on], output_schema=values.schema)
+        matched, schema = _merge_matcher(self, data_obj, left_on, right_on, schema)
+        self.add_columns(matched, read_columns=[left_on], output_schema=schema)
 
     def add_columns(
         self,
@@ -1511,7 +1677,8 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
         # concurrent writer won).
         with _lance_core._StagedFiles(self.uri, self._ds.storage_options()) as staged:
             for frag in self.get_fragments():
-                meta, schema = frag.merge_columns(value_func, read_columns, batch_size, output_schema=output_schema)
+                meta, merged = frag.merge_columns(value_func, read_columns, batch_size, output_schema=output_schema)
+                schema = merged.to_pyarrow()
                 staged.add_fragments([meta.data], last_file_only=True)
                 fragments.append(meta)
                 if output_schema is None:
@@ -1532,7 +1699,7 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
         metas, schema = [], pa.schema(list(self.schema) + list(runs.schema))
         with _lance_core._StagedFiles(self.uri, self._ds.storage_options()) as staged:
             for frag in fragments:
-                meta, schema = frag._write_new_columns(runs, None, finish=False)
+                meta, _ = frag._write_new_columns(runs, None, finish=False)
                 staged.add_fragments([meta.data], last_file_only=True)
                 metas.append(meta)
             runs.finish(f"the table {self.uri}")
@@ -1544,6 +1711,55 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
 
     def __repr__(self) -> str:
         return f"LanceDataset(uri={self.uri!r}, version={self.version})"
+
+
+# The row columns a merge may join on besides the table's own.
+_ROW_KEYS = ("_rowid", "_rowaddr")
+
+
+class FragmentSession:
+    """Repeated takes from one fragment (`LanceFragment.open_session`): the fragment's
+    files stay open in the dataset's cache between takes."""
+
+    def __init__(self, fragment: "LanceFragment", columns: Any, with_row_address: bool) -> None:
+        self._fragment, self._columns, self._with_row_address = fragment, columns, with_row_address
+
+    def take(self, indices: Any) -> pa.Table:
+        """Rows `indices` of the fragment (as `LanceFragment.take`)."""
+        return self._fragment.take(indices, self._columns, with_row_address=self._with_row_address)
+
+
+def _merge_matcher(ds: "LanceDataset", data_obj: Any, left_on: str, right_on: Optional[str],
+                   schema: Optional[pa.Schema]) -> Tuple[Callable[[pa.RecordBatch], pa.Table], pa.Schema]:
+    """For pylance's `merge` (a left join adding `data_obj`'s other columns): a function
+    from a batch holding `left_on` to the matched rows of the new columns (nulls where no
+    key matches; a null key never matches), and their schema. Keys must be unique and the
+    new columns new."""
+    from ._inputs import as_stream
+    right_on = right_on or left_on
+    right = pa.RecordBatchReader.from_stream(as_stream(data_obj, schema)).read_all()
+    if right_on not in right.column_names:
+        raise InvalidInputError(f"{ds.uri}: the data to merge has no column {right_on!r}")
+    if left_on not in ds.schema.names and left_on not in _ROW_KEYS:
+        raise InvalidInputError(f"{ds.uri}: no column {left_on!r} to merge on")
+    keys = right.column(right_on).combine_chunks()
+    if len(pc.unique(keys)) != len(keys):
+        raise InvalidInputError(f"{ds.uri}: the data to merge has a key of {right_on!r} more than once")
+    values = right.drop_columns([right_on]).combine_chunks()
+    clash = sorted(set(values.column_names) & set(ds.schema.names))
+    if clash:
+        raise InvalidInputError(f"{ds.uri}: cannot merge columns that exist already: {clash}")
+
+    def matched(batch: pa.RecordBatch) -> pa.Table:
+        return values.take(pc.index_in(batch.column(left_on), value_set=keys))
+    return matched, values.schema
+
+
+def _version_row(version: int, nanos: int, metadata: Dict[str, str]) -> Dict[str, Any]:
+    """A row of `versions()`: the commit time local and naive, computed with the same
+    (float) arithmetic as pylance, so both give the very same datetime."""
+    ts = datetime.fromtimestamp(nanos // 1e9) + timedelta(microseconds=(nanos % 1e9) // 1e3)
+    return {"version": version, "timestamp": ts, "metadata": metadata}
 
 
 def _under_dataset_lock(method: Callable) -> Callable:
@@ -1738,6 +1954,50 @@ class CleanupStats:
 
     def __repr__(self) -> str:
         return "CleanupStats(" + ", ".join(f"{k}={v}" for k, v in vars(self).items()) + ")"
+
+
+@dataclass
+class CleanupCandidateFile:
+    """A file a cleanup would remove (`path` in the store; `kind`: "manifest", "data",
+    "deletion", "transaction" or "index"; `unverified`: no version references it)."""
+    path: str
+    kind: str
+    unverified: bool
+    size_bytes: int
+
+
+@dataclass
+class CleanupReferencedBranch:
+    """A branch starting from a version of the cleaned line (the version stays)."""
+    name: str
+    referenced_version: int
+    cleanup_candidate: bool
+
+
+@dataclass
+class CleanupExplanation:
+    """What `cleanup_old_versions` would do (`explain_cleanup_old_versions`)."""
+    read_version: int
+    stats: CleanupStats
+    candidate_files: List[CleanupCandidateFile]
+    candidate_files_truncated: bool
+    candidate_file_limit: int
+    referenced_branches: List[CleanupReferencedBranch]
+    warnings: List[str]
+
+
+def _cleanup_args(older_than: Optional[timedelta], retain_versions: Optional[int], versions: Optional[List[int]],
+                  delete_unverified: bool, error_if_tagged_old_versions: bool) -> Tuple[Any, ...]:
+    """A cleanup's arguments as the binding takes them: (before, in ns since the epoch;
+    how many newest stay; delete_unverified; error_if_tagged_old_versions; the versions
+    that may go). Two weeks when no choice of versions is given, as in pylance."""
+    if retain_versions is not None and retain_versions < 1:
+        raise InvalidInputError("retain_versions must be positive")
+    if older_than is None and retain_versions is None and versions is None:
+        older_than = timedelta(days=14)
+    before = None if older_than is None else time.time_ns() - int(older_than.total_seconds() * 1e9)
+    return (before, retain_versions, bool(delete_unverified), bool(error_if_tagged_old_versions),
+            None if versions is None else [int(v) for v in versions])
 
 
 def _rfc3339(text: Optional[str]) -> Optional[datetime]:

@@ -10,8 +10,9 @@ class LanceError(Exception):
     """Base class of every lance_core error."""
 
 
-class DatasetNotFoundError(LanceError, FileNotFoundError):
-    """The dataset, version, tag or a file it references does not exist."""
+class DatasetNotFoundError(LanceError, FileNotFoundError, ValueError):
+    """The dataset, version, tag or a file it references does not exist: a
+    `FileNotFoundError`, and a `ValueError` as pylance raises for every one of these."""
 
 
 class CorruptFileError(LanceError, OSError):

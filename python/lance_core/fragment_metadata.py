@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 import pyarrow as pa
 
 from . import _lance_core
-from .errors import DatasetNotFoundError, InvalidInputError
+from .errors import DatasetNotFoundError, InvalidInputError, UnsupportedFeatureError
 from ._inputs import as_stream
 from .bases import DatasetBasePath, bases_arg, targets_arg
 
@@ -57,8 +57,14 @@ class DataFile:
         """The entry for a Lance file already written under the dataset's data directory
         (or base `base_id`'s) with some of its columns, as pylance's `DataFile.create`:
         their field ids, the file's version and size."""
-        path, fields, indices, major, minor, size, base = dataset._ds.describe_data_file(os.fspath(path), base_id)
-        return DataFile(path, fields, indices, major, minor, size, base)
+        return DataFile._described(dataset, path, base_id)[0]
+
+    @staticmethod
+    def _described(dataset: Any, path: str, base_id: Optional[int] = None) -> Tuple["DataFile", int]:
+        """`create`, and the file's row count."""
+        path, fields, indices, major, minor, size, base, rows = dataset._ds.describe_data_file(os.fspath(path),
+                                                                                             base_id)
+        return DataFile(path, fields, indices, major, minor, size, base), rows
 
     def __repr__(self) -> str:
         return (f"DataFile(path='{self._path}', fields={self.fields}, column_indices={self.column_indices}, "
@@ -263,7 +269,7 @@ class LanceOperation:
         the `read_version` the columns were computed from."""
 
         fragments: List[FragmentMetadata]
-        schema: pa.Schema
+        schema: Any  # a pyarrow or Lance schema
 
     @dataclass
     class Restore(BaseOperation):
@@ -523,7 +529,10 @@ def _commit_native(
     elif isinstance(operation, LanceOperation.Merge):
         if read_version is None:
             raise InvalidInputError("a Merge must be committed with the read_version its columns were computed from")
-        native = _lance_core._commit(uri, "merge", [f.data for f in operation.fragments], operation.schema, None,
+        schema = operation.schema
+        if not isinstance(schema, pa.Schema):
+            schema = schema.to_pyarrow()  # a LanceSchema, as merge_columns returns
+        native = _lance_core._commit(uri, "merge", [f.data for f in operation.fragments], schema, None,
                                      None, read_version, storage_options, props)
     elif isinstance(operation, LanceOperation.UpdateConfig):
         fields = {int(k): _map_arg(v) for k, v in (operation.field_metadata_updates or {}).items()}
@@ -553,6 +562,17 @@ def _commit_native(
                     for g in operation.replacements]
         native = _lance_core._commit(uri, "data_replacement", carriers, read_version=read_version,
                                      storage_options=storage_options, transaction_properties=props)
+    elif isinstance(operation, LanceOperation.Rewrite):
+        # Committed as a compaction's result (the same checks and conflict rules); the
+        # transaction records no properties of its own.
+        if operation.rewritten_indices:
+            raise UnsupportedFeatureError(f"{uri}: a Rewrite with rewritten_indices is committed by compaction "
+                                          "itself (optimize.compact_files or Compaction.commit)")
+        if read_version is None:
+            raise InvalidInputError("a Rewrite must be committed with the read_version its fragments were read at")
+        base = _lance_core._Dataset.open(uri, read_version, storage_options)
+        native, _ = base.commit_compaction([([int(f.id) for f in g.old_fragments], [f.data for f in g.new_fragments])
+                                            for g in operation.groups])
     else:
         raise InvalidInputError(f"cannot commit {type(operation).__name__}")
     return native

@@ -3,6 +3,7 @@ unmatched source rows and unmatched table rows, then `execute(data)`."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Union
 
 import pyarrow as pa
@@ -83,12 +84,64 @@ class MergeInsertBuilder(MergeClauses):
         super().__init__(on)
         self._ds = dataset
 
+    def use_index(self, use_index: bool) -> "MergeInsertBuilder":
+        """Accepted for pylance's builder: lance_core matches keys by one scan of the key
+        columns and a hash of the source's keys, with or without an index on them."""
+        self._use_index = bool(use_index)
+        return self
+
+    def _plan_lines(self, source_columns: List[str], verbose: bool) -> List[str]:
+        matched = {"update": "UpdateAll" if self._condition is None else f"UpdateIf({self._condition})",
+                   "delete": "Delete", "fail": "Fail", "nothing": "DoNothing"}[self._when_matched]
+        by_source = ("Keep" if self._by_source is None else "Delete" if self._by_source == ""
+                     else f"DeleteIf({self._by_source})")
+        ds = self._ds
+        frags = ds.get_fragments()
+        scanned = list(self._on) + ([] if not self._by_source else ["the by-source predicate's columns"])
+        lines = [f"MergeInsert: on=[{', '.join(self._on)}], when_matched={matched}, "
+                 f"when_not_matched={'InsertAll' if self._insert else 'DoNothing'}, "
+                 f"when_not_matched_by_source={by_source}",
+                 f"  HashJoin: source rows (columns [{', '.join(source_columns)}]) to table rows by "
+                 f"[{', '.join(self._on)}], each table row matched at most once",
+                 f"    Scan: {len(frags)} fragments, columns [{', '.join(scanned)}], row addresses"
+                 + (f": {[f.fragment_id for f in frags]}" if verbose else ""),
+                 "    Source: the given rows, read whole"]
+        if self._when_matched == "update" or self._insert:
+            lines.append("  Write: updated and inserted rows as new fragments; replaced rows deleted")
+        return lines
+
+    def explain_plan(self, schema: Optional[pa.Schema] = None, verbose: bool = False) -> str:
+        """How the merge runs for a source of `schema` (the dataset's when None): the
+        clauses, the join of the source's keys with the table's key columns, the scan and
+        what is written."""
+        schema = self._ds.schema if schema is None else schema
+        missing = [k for k in self._on if k not in schema.names]
+        if missing:
+            raise InvalidInputError(f"{self._ds.uri}: the source schema lacks the key columns {missing}")
+        return "\n".join(self._plan_lines(schema.names, verbose))
+
+    def analyze_plan(self, data_obj: Any, *, schema: Optional[pa.Schema] = None) -> str:
+        """Run the merge with `data_obj` without committing it (the files it writes are
+        removed), and report its plan with what it did: rows inserted, updated and deleted,
+        data files and bytes written."""
+        stream = pa.RecordBatchReader.from_stream(as_stream(data_obj, schema))
+        started = time.perf_counter()
+        (inserted, updated, deleted), files, written, deletions = self._ds._ds.analyze_merge(
+            stream, self._clauses())
+        elapsed = (time.perf_counter() - started) * 1000
+        lines = self._plan_lines(stream.schema.names, True)
+        lines[0] = (lines[0].replace("MergeInsert: ", f"MergeInsert: elapsed={elapsed:.3f}ms, ", 1)
+                    + f", metrics=[bytes_written={written}, num_deleted_rows={deleted}, "
+                      f"num_files_written={files}, num_deletion_files_written={deletions}, "
+                      f"num_inserted_rows={inserted}, num_updated_rows={updated}]")
+        return "\n".join(lines)
+
     def execute(self, data: Any, *, schema: Optional[pa.Schema] = None) -> Dict[str, int]:
         """Run the merge with `data` (a pyarrow Table, RecordBatchReader, list of batches,
         pandas DataFrame, or anything with `__arrow_c_stream__`) as the source, in one new
         version; the dataset object moves to it. Returns the inserted, updated and deleted
         row counts."""
         new, (inserted, updated, deleted) = self._ds._ds.merge_insert(
-            as_stream(data, schema), *self._clauses(), self._retries)
+            as_stream(data, schema), self._clauses(), self._retries)
         self._ds._ds = new
         return {"num_inserted_rows": inserted, "num_updated_rows": updated, "num_deleted_rows": deleted}

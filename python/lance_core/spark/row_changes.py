@@ -207,7 +207,7 @@ class SparkMergeInsert(MergeClauses):
             converted = (_types.from_spark(b, lance_schema) for b in batches)
             reader = pa.RecordBatchReader.from_batches(lance_schema, converted)
             frags, removed, matched, keys, (i, u, d) = _lance_core._merge_part(
-                local._ds, reader, on, when_matched, condition, insert, by_source, files.prefix)
+                local._ds, reader, (on, when_matched, condition, insert, by_source), files.prefix)
             if files.keep(file_paths(frags)):
                 yield pa.record_batch({
                     "fragments": pa.array([frags], pa.list_(pa.binary())),

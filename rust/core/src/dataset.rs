@@ -43,6 +43,16 @@ pub struct VersionInfo {
     pub metadata: Vec<(String, String)>,
 }
 
+impl VersionInfo {
+    fn of(m: &Manifest) -> Self {
+        VersionInfo {
+            version: m.version,
+            timestamp_nanos: timestamp_nanos(m),
+            metadata: summary(m),
+        }
+    }
+}
+
 /// Where a base path's files are.
 #[derive(Clone, Debug)]
 struct Base {
@@ -283,14 +293,27 @@ impl Dataset {
         let storage = &self.storage;
         in_rounds(&locations, storage.io_parallelism(), |l| async move {
             let bytes = storage.get(&l.path).await?;
-            let m = decode_manifest(&bytes, &storage.display(&l.path))?;
-            Ok::<_, Error>(VersionInfo {
-                version: m.version,
-                timestamp_nanos: timestamp_nanos(&m),
-                metadata: summary(&m),
-            })
+            Ok::<_, Error>(VersionInfo::of(&decode_manifest(
+                &bytes,
+                &storage.display(&l.path),
+            )?))
         })
         .await
+    }
+
+    /// The version numbers of this line, oldest first, from a listing of `_versions/`
+    /// (pylance's `version_refs`: no manifest is read).
+    pub async fn version_numbers(&self) -> Result<Vec<u64>> {
+        Ok(list_manifests(&self.storage)
+            .await?
+            .into_iter()
+            .map(|l| l.version)
+            .collect())
+    }
+
+    /// This version's row of `versions()`, from the manifest in hand.
+    pub fn version_info(&self) -> VersionInfo {
+        VersionInfo::of(&self.manifest)
     }
 
     pub fn fragments(&self) -> &[DataFragment] {
@@ -499,7 +522,8 @@ impl Dataset {
         Ok(())
     }
 
-    async fn validate_fragment(&self, f: &DataFragment) -> Result<()> {
+    /// One fragment's part of `validate` (pylance's `LanceFragment.validate`).
+    pub async fn validate_fragment(&self, f: &DataFragment) -> Result<()> {
         let rows = self.physical_rows(f).await?;
         let mut fields = std::collections::HashSet::new();
         for file in &f.files {
@@ -515,6 +539,9 @@ impl Dataset {
                     ),
                 ));
             }
+            // Asked of the store even when the file's reader is cached: the file may have
+            // gone since.
+            storage.file_meta(&path).await?;
             // A legacy (0.1) file's rows are counted per batch; its length is not checked.
             if file.file_major_version >= 2 {
                 let reader = self.open_file(file, None).await?;

@@ -134,12 +134,12 @@ pub async fn read_all(t: Arc<Dataset>) -> Result<arrow_array::RecordBatch> {
 /// The `DataFile` entry for the Lance file `path` (under the dataset's data directory,
 /// or base `base_id`'s) written with some of `ds`'s columns, by name (pylance's
 /// `DataFile.create`): their field ids in the dataset, the file's version and size. A
-/// column the dataset does not have is an error naming it.
+/// column the dataset does not have is an error naming it. Also the file's row count.
 pub async fn describe_data_file(
     ds: &Dataset,
     path: &str,
     base_id: Option<u32>,
-) -> Result<DataFile> {
+) -> Result<(DataFile, u64)> {
     let mut file = DataFile {
         path: path.to_string(),
         base_id,
@@ -177,7 +177,7 @@ pub async fn describe_data_file(
     file.file_major_version = version.major as u32;
     file.file_minor_version = version.minor as u32;
     file.file_size_bytes = meta.file_size;
-    Ok(file)
+    Ok((file, meta.num_rows))
 }
 
 /// Open a Lance file of format 2.x and read the schema it carries (a legacy 0.1 file has

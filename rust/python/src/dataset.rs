@@ -119,6 +119,58 @@ type PyAlteration<'py> = (
     Option<Bound<'py, PyAny>>,
 );
 
+/// A cleanup's statistics: (bytes, versions, data files, transaction files, index files,
+/// deletion files, failed deletes).
+type CleanupStatsRow = (u64, u64, u64, u64, u64, u64, u64);
+/// (read version, statistics, files as (path, kind, unverified, size), branches as
+/// (name, version))
+type CleanupExplanationRow = (
+    u64,
+    CleanupStatsRow,
+    Vec<(String, &'static str, bool, u64)>,
+    Vec<(String, u64)>,
+);
+
+/// ((inserted, updated, deleted), data files written, their bytes, deletion files written)
+type MergeAnalysisRow = ((u64, u64, u64), u64, u64, u64);
+
+/// A cleanup's choice of versions as Python's `_cleanup_args` gives it: (before, in ns
+/// since the epoch; how many newest stay; delete_unverified; error_if_tagged_old_versions;
+/// the versions that may go).
+#[derive(FromPyObject)]
+struct CleanupArgs(Option<i64>, Option<u64>, bool, bool, Option<Vec<u64>>);
+
+impl CleanupArgs {
+    fn options(self) -> lance_core::table::cleanup::CleanupOptions {
+        let CleanupArgs(
+            before_nanos,
+            retain_versions,
+            delete_unverified,
+            error_if_tagged,
+            versions,
+        ) = self;
+        lance_core::table::cleanup::CleanupOptions {
+            before_nanos,
+            retain_versions,
+            delete_unverified,
+            error_if_tagged_old_versions: error_if_tagged,
+            versions: versions.map(|v| v.into_iter().collect()),
+        }
+    }
+}
+
+fn stats_row(s: &lance_core::table::cleanup::CleanupStats) -> CleanupStatsRow {
+    (
+        s.bytes_removed,
+        s.old_versions,
+        s.data_files_removed,
+        s.transaction_files_removed,
+        s.index_files_removed,
+        s.deletion_files_removed,
+        s.failed_deletes,
+    )
+}
+
 #[pymethods]
 impl PyDataset {
     #[staticmethod]
@@ -189,6 +241,16 @@ impl PyDataset {
         crate::schema::encode(&self.inner.schema)
     }
 
+    /// This version's schema with the fields of `schema` it lacks added, numbered as a
+    /// Merge commit numbers them (what `merge_columns` hands back to commit).
+    fn merged_schema(&self, schema: Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+        guard(|| {
+            let schema = crate::arrow_import::import_schema(&schema)?;
+            let merged = lance_core::write::columns::merged_schema(&self.inner, &schema).py()?;
+            Ok(crate::schema::encode(&merged))
+        })
+    }
+
     /// The unenforced primary key's columns by dotted path, in key order (empty: none).
     fn primary_key(&self) -> Vec<String> {
         lance_core::table::primary_key::key_paths(&self.inner.schema)
@@ -222,9 +284,20 @@ impl PyDataset {
         guard(|| block_on(py, self.inner.latest_version()).py())
     }
 
-    /// Check the version's fragments, files and indices hold together (`Dataset::validate`).
-    fn validate(&self, py: Python<'_>) -> PyResult<()> {
-        guard(|| block_on(py, self.inner.validate()).py())
+    /// Check the version's fragments, files and indices hold together (`Dataset::validate`),
+    /// or only fragment `fragment_id`'s files.
+    #[pyo3(signature = (fragment_id=None))]
+    fn validate(&self, py: Python<'_>, fragment_id: Option<u64>) -> PyResult<()> {
+        guard(|| {
+            let Some(id) = fragment_id else {
+                return block_on(py, self.inner.validate()).py();
+            };
+            let ds = &self.inner;
+            block_on(py, async move {
+                ds.validate_fragment(ds.fragment_or_err(id)?).await
+            })
+            .py()
+        })
     }
 
     /// Another version (a number or a tag), opened with this one's storage options.
@@ -330,7 +403,20 @@ impl PyDataset {
         })
     }
 
-    /// [(name, branch, version)]
+    /// The versions of this line, from a listing alone (no manifest is read).
+    fn version_numbers(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
+        guard(|| block_on(py, self.inner.version_numbers()).py())
+    }
+
+    /// This version as one row of `versions()`, from the manifest already loaded.
+    fn current_version(&self) -> VersionRow {
+        let v = self.inner.version_info();
+        (
+            v.version,
+            v.timestamp_nanos,
+            v.metadata.into_iter().collect(),
+        )
+    }
 
     #[pyo3(signature = (fragment_id=None, filter=None))]
     fn count_rows(
@@ -532,39 +618,44 @@ impl PyDataset {
         })
     }
 
-    /// Remove old versions and the files only they reference; returns the statistics as
-    /// (bytes, versions, data files, transaction files, index files, deletion files, failed).
-    #[pyo3(signature = (before_nanos=None, retain_versions=None, delete_unverified=false, error_if_tagged_old_versions=true))]
-    fn cleanup_old_versions(
-        &self,
-        py: Python<'_>,
-        before_nanos: Option<i64>,
-        retain_versions: Option<u64>,
-        delete_unverified: bool,
-        error_if_tagged_old_versions: bool,
-    ) -> PyResult<(u64, u64, u64, u64, u64, u64, u64)> {
-        use lance_core::table::cleanup::{cleanup_old_versions, CleanupOptions};
+    /// Remove old versions and the files only they reference; returns the statistics.
+    fn cleanup_old_versions(&self, py: Python<'_>, args: CleanupArgs) -> PyResult<CleanupStatsRow> {
+        use lance_core::table::cleanup::cleanup_old_versions;
         guard(|| {
             let storage = self.inner.storage().clone();
-            let opts = CleanupOptions {
-                before_nanos,
-                retain_versions,
-                delete_unverified,
-                error_if_tagged_old_versions,
-            };
+            let opts = args.options();
             let s = block_on(
                 py,
                 async move { cleanup_old_versions(&storage, &opts).await },
             )
             .py()?;
+            Ok(stats_row(&s))
+        })
+    }
+
+    /// What `cleanup_old_versions` would remove: (read version, statistics, the files as
+    /// (path, kind, unverified, size), the branches kept as (name, version)).
+    fn explain_cleanup(
+        &self,
+        py: Python<'_>,
+        args: CleanupArgs,
+    ) -> PyResult<CleanupExplanationRow> {
+        use lance_core::table::cleanup::plan_cleanup;
+        guard(|| {
+            let storage = self.inner.storage().clone();
+            let opts = args.options();
+            let plan = block_on(py, async move { plan_cleanup(&storage, &opts).await }).py()?;
+            let files = plan
+                .files
+                .iter()
+                .chain(&plan.manifests)
+                .map(|c| (c.path.to_string(), c.kind.name(), c.unverified, c.size))
+                .collect();
             Ok((
-                s.bytes_removed,
-                s.old_versions,
-                s.data_files_removed,
-                s.transaction_files_removed,
-                s.index_files_removed,
-                s.deletion_files_removed,
-                s.failed_deletes,
+                plan.read_version,
+                stats_row(&plan.stats()),
+                files,
+                plan.referenced_branches,
             ))
         })
     }
@@ -810,34 +901,19 @@ impl PyDataset {
         })
     }
 
-    /// Merge the rows of `data` (an Arrow stream) on the key columns `on`. `when_matched`
-    /// is "nothing", "update", "delete" or "fail" (`condition` for "update"); `by_source`
-    /// deletes unmatched table rows: None keeps them, "" deletes all, else a predicate.
-    /// Returns the new version and the inserted, updated and deleted counts.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (data, on, when_matched, condition, insert, by_source, retries))]
+    /// Merge the rows of `data` (an Arrow stream) by the merge's `clauses`. Returns the new
+    /// version and the inserted, updated and deleted counts.
+    #[pyo3(signature = (data, clauses, retries))]
     fn merge_insert(
         &self,
         py: Python<'_>,
         data: Bound<'_, PyAny>,
-        on: Vec<String>,
-        when_matched: &str,
-        condition: Option<String>,
-        insert: bool,
-        by_source: Option<String>,
+        clauses: crate::row_changes::MergeClauses,
         retries: u32,
     ) -> PyResult<(Self, (u64, u64, u64))> {
         use lance_core::write::merge_insert::merge_insert;
         guard(|| {
-            let params = crate::row_changes::merge_params(
-                py,
-                on,
-                when_matched,
-                condition,
-                insert,
-                by_source,
-                retries,
-            )?;
+            let params = clauses.params(py, retries)?;
             let reader = crate::arrow_import::import_stream(&data)?;
             let schema = reader.schema();
             let batches = crate::arrow_import::batch_stream(reader);
@@ -851,6 +927,37 @@ impl PyDataset {
             Ok((
                 PyDataset::from(new),
                 (stats.inserted, stats.updated, stats.deleted),
+            ))
+        })
+    }
+
+    /// Run a merge as `merge_insert` would without committing it (its files are removed):
+    /// ((inserted, updated, deleted), data files written, their bytes, deletion files).
+    fn analyze_merge(
+        &self,
+        py: Python<'_>,
+        data: Bound<'_, PyAny>,
+        clauses: crate::row_changes::MergeClauses,
+    ) -> PyResult<MergeAnalysisRow> {
+        use lance_core::write::merge_insert::analyze_merge;
+        guard(|| {
+            let params = clauses.params(py, 0)?;
+            let reader = crate::arrow_import::import_stream(&data)?;
+            let schema = reader.schema();
+            let batches = crate::arrow_import::batch_stream(reader);
+            let ds = self.inner.clone();
+            let a = block_on(py, async move {
+                use futures::TryStreamExt;
+                let source: Vec<_> = batches.try_collect().await?;
+                analyze_merge(&ds, source, schema, &params).await
+            })
+            .py()?;
+            let s = a.stats;
+            Ok((
+                (s.inserted, s.updated, s.deleted),
+                a.files_written,
+                a.bytes_written,
+                a.deletion_files_written,
             ))
         })
     }
@@ -1114,7 +1221,7 @@ impl PyDataset {
 
     /// pylance's `DataFile.create`: the data file entry for a Lance file written with
     /// some of the dataset's columns: (path, fields, column indices, major, minor, size,
-    /// base id).
+    /// base id, the file's rows).
     #[allow(clippy::type_complexity)]
     #[pyo3(signature = (path, base_id=None))]
     fn describe_data_file(
@@ -1122,10 +1229,10 @@ impl PyDataset {
         py: Python<'_>,
         path: String,
         base_id: Option<u32>,
-    ) -> PyResult<(String, Vec<i32>, Vec<i32>, u32, u32, u64, Option<u32>)> {
+    ) -> PyResult<(String, Vec<i32>, Vec<i32>, u32, u32, u64, Option<u32>, u64)> {
         guard(|| {
             let ds = self.inner.clone();
-            let f = block_on(py, async move {
+            let (f, rows) = block_on(py, async move {
                 lance_core::file_table::describe_data_file(&ds, &path, base_id).await
             })
             .py()?;
@@ -1137,6 +1244,7 @@ impl PyDataset {
                 f.file_minor_version,
                 f.file_size_bytes,
                 f.base_id,
+                rows,
             ))
         })
     }
@@ -1174,19 +1282,28 @@ impl PyDataset {
         }
     }
 
-    /// Delete the rows of one fragment matching `predicate` without committing: the
-    /// fragment's new metadata, or None when no row is left.
+    /// Delete the rows of one fragment matching `predicate`, or at physical `offsets`,
+    /// without committing: the fragment's new metadata, or None when no row is left.
+    #[pyo3(signature = (fragment_id, predicate=None, offsets=None))]
     fn delete_in_fragment(
         &self,
         py: Python<'_>,
         fragment_id: u64,
-        predicate: String,
+        predicate: Option<String>,
+        offsets: Option<Vec<u64>>,
     ) -> PyResult<Option<Vec<u8>>> {
+        use lance_core::write::{delete_offsets_uncommitted, delete_uncommitted};
         use prost::Message;
         guard(|| {
             let ds = self.inner.clone();
             let fragment = block_on(py, async move {
-                lance_core::write::delete_uncommitted(&ds, fragment_id, &predicate).await
+                match (predicate, offsets) {
+                    (Some(p), None) => delete_uncommitted(&ds, fragment_id, &p).await,
+                    (None, Some(o)) => delete_offsets_uncommitted(&ds, fragment_id, &o).await,
+                    _ => Err(lance_core::Error::invalid(
+                        "delete_in_fragment takes a predicate or offsets",
+                    )),
+                }
             })
             .py()?;
             Ok(fragment.map(|f| f.encode_to_vec()))

@@ -310,3 +310,23 @@ pub fn bytes_read_counter() -> u64 {
 pub fn _rows_scanned_counter() -> u64 {
     lance_core::storage::counters::rows_scanned()
 }
+
+/// Every file under the dataset's root, as (path, size, modification time in µs since the
+/// epoch).
+#[pyfunction]
+pub fn _all_files(
+    py: Python<'_>,
+    ds: &crate::dataset::PyDataset,
+) -> PyResult<Vec<(String, u64, i64)>> {
+    guard(|| {
+        let storage = ds.inner.storage().clone();
+        let files = block_on(py, async move {
+            lance_core::table::tracked_files::all_files(&storage).await
+        })
+        .py()?;
+        Ok(files
+            .into_iter()
+            .map(|f| (f.path, f.size_bytes, f.last_modified_micros))
+            .collect())
+    })
+}

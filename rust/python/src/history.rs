@@ -243,3 +243,28 @@ pub fn _changes_since(
             .collect())
     })
 }
+
+/// (version, base uri, path, kind)
+type TrackedRow = (u64, String, String, &'static str);
+
+/// The files versions `first..=last` of `ds`'s line reference, manifests included
+/// (`tracked_files` in `lance_core.table.tracked_files`).
+#[pyfunction]
+pub fn _tracked_files(
+    py: Python<'_>,
+    ds: &PyDataset,
+    first: u64,
+    last: u64,
+) -> PyResult<Vec<TrackedRow>> {
+    guard(|| {
+        let storage = ds.inner.storage().clone();
+        let files = block_on(py, async move {
+            lance_core::table::tracked_files::tracked_files(&storage, first, last).await
+        })
+        .py()?;
+        Ok(files
+            .into_iter()
+            .map(|f| (f.version, f.base_uri, f.path, f.kind))
+            .collect())
+    })
+}

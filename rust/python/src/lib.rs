@@ -68,6 +68,8 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(history::_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(history::_find_transaction, m)?)?;
     m.add_function(wrap_pyfunction!(history::_changes_since, m)?)?;
+    m.add_function(wrap_pyfunction!(history::_tracked_files, m)?)?;
+    m.add_function(wrap_pyfunction!(files::_all_files, m)?)?;
     m.add_function(wrap_pyfunction!(files::_delete_data_files, m)?)?;
     m.add_function(wrap_pyfunction!(files::_drop_dataset, m)?)?;
     m.add_function(wrap_pyfunction!(files::_delete_index_dirs, m)?)?;

@@ -16,38 +16,38 @@ use crate::errors::{guard, raise, IntoPyResult};
 use crate::runtime::block_on;
 use crate::write::checked_file_prefix;
 
-/// The clauses of a merge as Python passes them: `when_matched` is "nothing", "update",
+/// The clauses of a merge as Python's `MergeClauses._clauses()` gives them: (on,
+/// when_matched, condition, insert, by_source). `when_matched` is "nothing", "update",
 /// "delete" or "fail" (`condition` for "update"); `by_source` None keeps unmatched table
 /// rows, "" deletes them all, else those matching it.
-pub fn merge_params(
-    py: Python<'_>,
-    on: Vec<String>,
-    when_matched: &str,
-    condition: Option<String>,
-    insert: bool,
-    by_source: Option<String>,
-    retries: u32,
-) -> PyResult<MergeInsert> {
-    let when_matched = match when_matched {
-        "nothing" => WhenMatched::DoNothing,
-        "update" => WhenMatched::UpdateAll { condition },
-        "delete" => WhenMatched::Delete,
-        "fail" => WhenMatched::Fail,
-        other => {
-            return Err(raise(
-                py,
-                "InvalidInputError",
-                format!("unknown when_matched action {other:?}"),
-            ))
-        }
-    };
-    Ok(MergeInsert {
-        on,
-        when_matched,
-        insert_not_matched: insert,
-        delete_not_matched_by_source: by_source.map(|p| (!p.trim().is_empty()).then_some(p)),
-        conflict_retries: retries,
-    })
+#[derive(FromPyObject)]
+pub struct MergeClauses(Vec<String>, String, Option<String>, bool, Option<String>);
+
+impl MergeClauses {
+    /// The core's parameters, with `retries` conflict retries.
+    pub fn params(self, py: Python<'_>, retries: u32) -> PyResult<MergeInsert> {
+        let MergeClauses(on, when_matched, condition, insert, by_source) = self;
+        let when_matched = match when_matched.as_str() {
+            "nothing" => WhenMatched::DoNothing,
+            "update" => WhenMatched::UpdateAll { condition },
+            "delete" => WhenMatched::Delete,
+            "fail" => WhenMatched::Fail,
+            other => {
+                return Err(raise(
+                    py,
+                    "InvalidInputError",
+                    format!("unknown when_matched action {other:?}"),
+                ))
+            }
+        };
+        Ok(MergeInsert {
+            on,
+            when_matched,
+            insert_not_matched: insert,
+            delete_not_matched_by_source: by_source.map(|p| (!p.trim().is_empty()).then_some(p)),
+            conflict_retries: retries,
+        })
+    }
 }
 
 fn address_bytes(addresses: &[u64]) -> Vec<u8> {
@@ -112,22 +112,17 @@ type MergePart = (
 
 /// One task of a distributed merge whose join Spark did: `data` holds the joined rows
 /// (see `merge_joined`).
-#[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (ds, data, on, when_matched, condition, insert, by_source, file_prefix))]
+#[pyo3(signature = (ds, data, clauses, file_prefix))]
 pub fn _merge_part(
     py: Python<'_>,
     ds: &PyDataset,
     data: Bound<'_, PyAny>,
-    on: Vec<String>,
-    when_matched: &str,
-    condition: Option<String>,
-    insert: bool,
-    by_source: Option<String>,
+    clauses: MergeClauses,
     file_prefix: Option<String>,
 ) -> PyResult<MergePart> {
     guard(|| {
-        let params = merge_params(py, on, when_matched, condition, insert, by_source, 0)?;
+        let params = clauses.params(py, 0)?;
         let prefix = checked_file_prefix(py, file_prefix)?;
         let reader = import_stream(&data)?;
         let schema = reader.schema();

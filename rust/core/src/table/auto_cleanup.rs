@@ -46,6 +46,7 @@ pub fn policy(
         retain_versions: Some(retain.max(2)),
         delete_unverified: false,
         error_if_tagged_old_versions: false,
+        versions: None,
     }))
 }
 

@@ -14,6 +14,7 @@ use super::branches;
 use super::deletion::deletion_file_name;
 use super::manifest::{decode_manifest, timestamp_nanos};
 use super::tags::list_tags;
+use super::tracked_files::{for_each_reference, index_dir, Reference};
 use super::versions::{list_manifests, ManifestLocation};
 use crate::error::{Error, Result};
 use crate::proto::table::Manifest;
@@ -32,6 +33,8 @@ pub struct CleanupOptions {
     pub retain_versions: Option<u64>,
     pub delete_unverified: bool,
     pub error_if_tagged_old_versions: bool,
+    /// Only these versions may go (pylance's `versions=`), when given.
+    pub versions: Option<HashSet<u64>>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -46,13 +49,74 @@ pub struct CleanupStats {
 }
 
 /// What a removed file was, for the statistics.
-#[derive(Clone, Copy)]
-enum Kind {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
     Manifest,
     Data,
     Deletion,
     Transaction,
     Index,
+}
+
+impl Kind {
+    /// pylance's name of the kind in a cleanup explanation.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Manifest => "manifest",
+            Kind::Data => "data",
+            Kind::Deletion => "deletion",
+            Kind::Transaction => "transaction",
+            Kind::Index => "index",
+        }
+    }
+}
+
+/// A file a cleanup removes.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub path: object_store::path::Path,
+    pub size: u64,
+    pub kind: Kind,
+    /// No version references it (it goes as an orphan: old enough, or allowed).
+    pub unverified: bool,
+}
+
+/// What a cleanup would do: the files to remove (old versions' manifests first, which
+/// must go before their files), and the branches whose starting versions it keeps.
+#[derive(Clone, Debug, Default)]
+pub struct CleanupPlan {
+    pub read_version: u64,
+    pub manifests: Vec<Candidate>,
+    pub files: Vec<Candidate>,
+    /// (branch name, the version of this line it starts from)
+    pub referenced_branches: Vec<(String, u64)>,
+}
+
+impl CleanupPlan {
+    /// The statistics of carrying the plan out with every delete succeeding.
+    pub fn stats(&self) -> CleanupStats {
+        let mut stats = CleanupStats {
+            old_versions: self.manifests.len() as u64,
+            ..Default::default()
+        };
+        for c in self.manifests.iter().chain(&self.files) {
+            stats.count(c);
+        }
+        stats
+    }
+}
+
+impl CleanupStats {
+    fn count(&mut self, c: &Candidate) {
+        self.bytes_removed += c.size;
+        match c.kind {
+            Kind::Data => self.data_files_removed += 1,
+            Kind::Deletion => self.deletion_files_removed += 1,
+            Kind::Transaction => self.transaction_files_removed += 1,
+            Kind::Index => self.index_files_removed += 1,
+            Kind::Manifest => {}
+        }
+    }
 }
 
 /// Files some manifests reference, by kind (hundreds of manifests list mostly the same
@@ -81,31 +145,20 @@ impl Refs {
 
     /// The files of manifest `m` in the places `ours` accepts (by base id).
     fn add_where(&mut self, m: &Manifest, bytes: &Bytes, ours: impl Fn(Option<u32>) -> bool) {
-        for f in &m.fragments {
-            for d in f.files.iter().filter(|d| ours(d.base_id)) {
-                insert_name(&mut self.data, &d.path);
-            }
-            if let Some(d) = f.deletion_file.as_ref().filter(|d| ours(d.base_id)) {
+        for_each_reference(m, bytes, |r| match r {
+            Reference::Data { path, base_id } if ours(base_id) => insert_name(&mut self.data, path),
+            Reference::Deletion { fragment_id, file } if ours(file.base_id) => {
                 self.deletions
-                    .insert((f.id, d.read_version, d.id, d.file_type));
+                    .insert((fragment_id, file.read_version, file.id, file.file_type));
             }
-        }
-        if !m.transaction_file.is_empty() {
-            insert_name(&mut self.transactions, &m.transaction_file);
-        }
-        // Index directories, from the index section of the manifest file (an unreadable
-        // section keeps nothing of its own; the manifest was read whole above).
-        if let Ok(Some(section)) = super::manifest::index_section(m, bytes, "") {
-            for index in section.indices.iter().filter(|i| ours(i.base_id)) {
-                if let Some(uuid) = index
-                    .uuid
-                    .as_ref()
-                    .and_then(|u| uuid::Uuid::from_slice(&u.uuid).ok())
-                {
-                    self.indices.insert(uuid.hyphenated().to_string());
+            Reference::Transaction(name) => insert_name(&mut self.transactions, name),
+            Reference::Index(index) if ours(index.base_id) => {
+                if let Some(dir) = index_dir(index) {
+                    self.indices.insert(dir);
                 }
             }
-        }
+            _ => {}
+        })
     }
 
     /// The deletion file names, formatted once per distinct file.
@@ -208,19 +261,57 @@ async fn read_manifest(
     .await
 }
 
-async fn delete_one(
-    storage: &Storage,
-    path: object_store::path::Path,
-    size: u64,
-    kind: Kind,
-) -> (u64, Kind, bool) {
-    (size, kind, storage.delete(&path).await.is_ok())
-}
-
+/// Remove old versions and the files only they reference (see the module's comment).
 pub async fn cleanup_old_versions(
     storage: &Storage,
     opts: &CleanupOptions,
 ) -> Result<CleanupStats> {
+    let plan = plan_cleanup(storage, opts).await?;
+    let mut stats = CleanupStats {
+        old_versions: plan.manifests.len() as u64,
+        ..Default::default()
+    };
+    // Index and blob sidecar directories emptied here go too (on a local disk, where
+    // directories exist).
+    let emptied_dirs: HashSet<std::path::PathBuf> = plan
+        .files
+        .iter()
+        .filter(|c| matches!(c.kind, Kind::Index) || c.path.as_ref().ends_with(".blob"))
+        .filter_map(|c| {
+            storage
+                .local_file(&c.path)?
+                .parent()
+                .map(|p| p.to_path_buf())
+        })
+        .collect();
+    // Manifests first: once a version's manifest is gone nothing reads its files, while
+    // the other order could leave (after a crash) versions whose files are missing.
+    for batch in [plan.manifests, plan.files] {
+        let results: Vec<(Candidate, bool)> = futures::stream::iter(batch)
+            .map(|c| async move {
+                let ok = storage.delete(&c.path).await.is_ok();
+                (c, ok)
+            })
+            .buffer_unordered(CONCURRENCY)
+            .collect()
+            .await;
+        for (c, ok) in results {
+            match ok {
+                true => stats.count(&c),
+                false => stats.failed_deletes += 1,
+            }
+        }
+    }
+    for dir in emptied_dirs {
+        // Only when empty: a directory still holding files is left as it is.
+        let _ = std::fs::remove_dir(dir);
+    }
+    Ok(stats)
+}
+
+/// What `cleanup_old_versions` would remove, found without removing anything (pylance's
+/// `explain_cleanup_old_versions`).
+pub async fn plan_cleanup(storage: &Storage, opts: &CleanupOptions) -> Result<CleanupPlan> {
     let locations = list_manifests(storage).await?;
     let Some(latest) = locations.last().map(|l| l.version) else {
         return Err(Error::not_found(
@@ -255,8 +346,8 @@ pub async fn cleanup_old_versions(
         .map(|n| latest.saturating_sub(n.saturating_sub(1)));
     let mut old_tagged = Vec::new();
     let (mut keep_refs, mut old_refs) = (Refs::default(), Refs::default());
-    // The manifests of removed versions, and their sizes.
-    let mut removed: Vec<(object_store::path::Path, u64)> = Vec::new();
+    // The manifests of removed versions.
+    let mut removed: Vec<Candidate> = Vec::new();
     // Every manifest, read many at a time, and reduced to the files it references as it
     // arrives: a thousand decoded manifests held at once would take memory in proportion
     // to the table's history.
@@ -266,7 +357,12 @@ pub async fn cleanup_old_versions(
     while let Some((loc, m, bytes)) = manifests.try_next().await? {
         let old_enough = opts.before_nanos.is_none_or(|t| timestamp_nanos(&m) < t);
         let outside_retained = newest_kept.is_none_or(|first| loc.version < first);
+        let chosen = opts
+            .versions
+            .as_ref()
+            .is_none_or(|v| v.contains(&loc.version));
         let goes = loc.version != latest
+            && chosen
             && old_enough
             && outside_retained
             && !branch_points.contains(&loc.version);
@@ -280,7 +376,12 @@ pub async fn cleanup_old_versions(
         }
         if goes && tags.is_none() {
             old_refs.add(&m, &bytes);
-            removed.push((loc.path, bytes.len() as u64));
+            removed.push(Candidate {
+                path: loc.path,
+                size: bytes.len() as u64,
+                kind: Kind::Manifest,
+                unverified: false,
+            });
         } else {
             keep_refs.add(&m, &bytes);
         }
@@ -307,7 +408,7 @@ pub async fn cleanup_old_versions(
         ["data", "_deletions", "_transactions", "_indices"].map(|d| storage.list_files(d, true)),
     )
     .await?;
-    let mut doomed: Vec<(object_store::path::Path, u64, Kind)> = Vec::new();
+    let mut doomed: Vec<Candidate> = Vec::new();
     let kinds = [Kind::Data, Kind::Deletion, Kind::Transaction, Kind::Index];
     for (&kind, objects) in kinds.iter().zip(listings) {
         for o in objects {
@@ -327,51 +428,19 @@ pub async fn cleanup_old_versions(
             let verified = is_referenced(&rel, &old_refs, &old_deletions);
             let age = now - modified;
             if verified || opts.delete_unverified || age > UNVERIFIED_GRACE_NANOS {
-                doomed.push((o.location, size, kind));
+                doomed.push(Candidate {
+                    path: o.location,
+                    size,
+                    kind,
+                    unverified: !verified,
+                });
             }
         }
     }
-    let mut stats = CleanupStats {
-        old_versions: removed.len() as u64,
-        ..Default::default()
-    };
-    // Manifests first: once a version's manifest is gone nothing reads its files, while
-    // the other order could leave (after a crash) versions whose files are missing.
-    let manifests: Vec<(object_store::path::Path, u64, Kind)> = removed
-        .into_iter()
-        .map(|(path, size)| (path, size, Kind::Manifest))
-        .collect();
-    // Index and blob sidecar directories emptied here go too (on a local disk, where
-    // directories exist).
-    let emptied_dirs: HashSet<std::path::PathBuf> = doomed
-        .iter()
-        .filter(|(path, _, kind)| matches!(kind, Kind::Index) || path.as_ref().ends_with(".blob"))
-        .filter_map(|(path, _, _)| storage.local_file(path)?.parent().map(|p| p.to_path_buf()))
-        .collect();
-    for batch in [manifests, doomed] {
-        let results: Vec<(u64, Kind, bool)> = futures::stream::iter(batch)
-            .map(|(path, size, kind)| delete_one(storage, path, size, kind))
-            .buffer_unordered(CONCURRENCY)
-            .collect()
-            .await;
-        for (size, kind, ok) in results {
-            if !ok {
-                stats.failed_deletes += 1;
-                continue;
-            }
-            stats.bytes_removed += size;
-            match kind {
-                Kind::Data => stats.data_files_removed += 1,
-                Kind::Deletion => stats.deletion_files_removed += 1,
-                Kind::Transaction => stats.transaction_files_removed += 1,
-                Kind::Index => stats.index_files_removed += 1,
-                Kind::Manifest => {}
-            }
-        }
-    }
-    for dir in emptied_dirs {
-        // Only when empty: a directory still holding files is left as it is.
-        let _ = std::fs::remove_dir(dir);
-    }
-    Ok(stats)
+    Ok(CleanupPlan {
+        read_version: latest,
+        manifests: removed,
+        files: doomed,
+        referenced_branches: children,
+    })
 }

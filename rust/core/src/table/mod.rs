@@ -20,6 +20,7 @@ pub mod rowids;
 pub mod schema;
 pub mod schema_json;
 pub mod tags;
+pub mod tracked_files;
 pub mod transaction;
 pub mod validate;
 pub mod versions;

@@ -231,7 +231,7 @@ fn plan(ds: &Dataset, path: &str, to: &DataType, fresh: &mut i32) -> Result<Opti
     }
     if !castable(&from, to) {
         return Err(Error::invalid(format!(
-            "{}: cannot cast column {path} from {from} to {to}",
+            "{}: Cannot cast column \"{path}\" from {from} to {to}",
             ds.uri()
         )));
     }

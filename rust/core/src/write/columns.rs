@@ -70,6 +70,18 @@ pub async fn add_null_columns(ds: &Dataset, new: &Schema) -> Result<Dataset> {
 }
 
 /// The dataset's schema with the `added` columns at the end.
+/// `ds`'s schema with the fields of `schema` it lacks (by name) added as new columns: the
+/// schema a Merge of columns computed outside commits.
+pub fn merged_schema(ds: &Dataset, schema: &Schema) -> Result<LanceSchema> {
+    let new: Vec<_> = schema
+        .fields()
+        .iter()
+        .filter(|f| ds.schema.field(f.name()).is_none())
+        .cloned()
+        .collect();
+    Ok(schema_with(ds, &new_columns(ds, &Schema::new(new))?))
+}
+
 pub fn schema_with(ds: &Dataset, added: &LanceSchema) -> LanceSchema {
     let mut schema = (*ds.schema).clone();
     schema.fields.extend(added.fields.iter().cloned());

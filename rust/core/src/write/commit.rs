@@ -6,7 +6,6 @@ use std::collections::HashMap;
 
 use arrow_schema::Schema;
 
-use super::columns::{new_columns, schema_with};
 use super::LIBRARY;
 use crate::dataset::{Dataset, VersionRef};
 use crate::error::{Error, Result};
@@ -298,16 +297,9 @@ pub async fn commit_external(
                 ))
             })?;
             let ds = Dataset::open(uri, Some(VersionRef::Number(version)), options.clone()).await?;
-            let new: Vec<_> = schema
-                .fields()
-                .iter()
-                .filter(|f| ds.schema.field(f.name()).is_none())
-                .cloned()
-                .collect();
-            let added = new_columns(&ds, &Schema::new(new))?;
             Operation::Merge {
                 fragments,
-                schema: schema_with(&ds, &added),
+                schema: super::columns::merged_schema(&ds, &schema)?,
             }
         }
         External::UpdateConfig(update) => Operation::UpdateConfig(*update),

@@ -81,17 +81,45 @@ pub async fn delete_uncommitted(
     fragment_id: u64,
     predicate: &str,
 ) -> Result<Option<DataFragment>> {
-    let fragment = ds.fragment(fragment_id).ok_or_else(|| {
-        crate::error::Error::invalid(format!("{}: no fragment {fragment_id}", ds.uri()))
-    })?;
+    let fragment = ds.fragment_or_err(fragment_id)?;
     let expr = crate::expr::parse(predicate)?;
     let ds = Arc::new(ds.clone());
     let rows = matching_rows(&ds, &expr, Some(vec![fragment_id])).await?;
+    stage_deletion(&ds, fragment, &rows).await
+}
+
+/// Delete rows `offsets` (physical offsets within the fragment) of fragment `fragment_id`
+/// without committing (pylance's `LanceFragment.delete_rows`), as `delete_uncommitted`.
+/// An offset past the fragment's rows is an error; one already deleted changes nothing.
+pub async fn delete_offsets_uncommitted(
+    ds: &Dataset,
+    fragment_id: u64,
+    offsets: &[u64],
+) -> Result<Option<DataFragment>> {
+    let fragment = ds.fragment_or_err(fragment_id)?;
+    let rows = ds.physical_rows(fragment).await?;
+    if let Some(bad) = offsets.iter().find(|&&o| o >= rows) {
+        return Err(crate::error::Error::invalid(format!(
+            "{}: fragment {fragment_id} has {rows} rows; offset {bad} is past its end",
+            ds.uri()
+        )));
+    }
+    let selected: RowsByFragment =
+        [(fragment_id, offsets.iter().map(|&o| o as u32).collect())].into();
+    stage_deletion(ds, fragment, &selected).await
+}
+
+/// Write the deletion file of `fragment` with `rows` added, left for the caller to commit.
+async fn stage_deletion(
+    ds: &Dataset,
+    fragment: &DataFragment,
+    rows: &RowsByFragment,
+) -> Result<Option<DataFragment>> {
     if rows.values().all(|r| r.is_empty()) {
         return Ok(Some(fragment.clone()));
     }
     let staged = Staged::new(ds.storage());
-    let removal = staged.guard(delete_rows(&ds, &rows, &staged)).await?;
+    let removal = staged.guard(delete_rows(ds, rows, &staged)).await?;
     staged.keep();
     Ok(removal.updated.into_iter().next())
 }

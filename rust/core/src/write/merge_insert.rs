@@ -611,6 +611,27 @@ async fn merge_once(
     source: &RecordBatch,
     params: &MergeInsert,
 ) -> Result<(Dataset, MergeStats)> {
+    let m = stage_merge(ds, source, params).await?;
+    let new = commit_update(ds, m.removal, m.fragments, all_fields(ds), m.keys, m.staged).await?;
+    Ok((new, m.stats))
+}
+
+/// A merge's files, written and staged but not committed (dropped, they are removed).
+struct StagedMerge {
+    fragments: Vec<DataFragment>,
+    removal: super::rows::Removal,
+    keys: Option<InsertedKeys>,
+    stats: MergeStats,
+    staged: Staged,
+}
+
+/// Match `source` against `ds`, and write the updated and inserted rows and the deletion
+/// files the merge needs.
+async fn stage_merge(
+    ds: &Dataset,
+    source: &RecordBatch,
+    params: &MergeInsert,
+) -> Result<StagedMerge> {
     let src = prepare_source(ds, source, &params.on)?;
     let by_source = by_source_expr(params)?;
     let m = find_matches(&Arc::new(ds.clone()), &src, params, by_source.as_ref()).await?;
@@ -630,8 +651,47 @@ async fn merge_once(
         )
     };
     let (fragments, removal) = staged.guard(written).await?;
-    let new = commit_update(ds, removal, fragments, all_fields(ds), keys, staged).await?;
-    Ok((new, stats))
+    Ok(StagedMerge {
+        fragments,
+        removal,
+        keys,
+        stats,
+        staged,
+    })
+}
+
+/// What a merge did when run without committing (pylance's `analyze_plan` of a merge).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MergeAnalysis {
+    pub stats: MergeStats,
+    /// Data files written (updated and inserted rows).
+    pub files_written: u64,
+    /// Their bytes.
+    pub bytes_written: u64,
+    /// Fragments given a new deletion file.
+    pub deletion_files_written: u64,
+}
+
+/// Run the merge of `source` into `ds` as `merge_insert` would, without committing: its
+/// counts and what it wrote, then its files are removed.
+pub async fn analyze_merge(
+    ds: &Dataset,
+    source: Vec<RecordBatch>,
+    source_schema: SchemaRef,
+    params: &MergeInsert,
+) -> Result<MergeAnalysis> {
+    check_clauses(ds, params)?;
+    let source = arrow_select::concat::concat_batches(&source_schema, &source)?;
+    let m = stage_merge(ds, &source, params).await?;
+    let files = m.fragments.iter().flat_map(|f| &f.files);
+    let analysis = MergeAnalysis {
+        stats: m.stats,
+        files_written: files.clone().count() as u64,
+        bytes_written: files.map(|f| f.file_size_bytes).sum(),
+        deletion_files_written: m.removal.updated.len() as u64,
+    };
+    m.staged.remove_all().await;
+    Ok(analysis)
 }
 
 /// The keys of the rows a merge inserts (`inserted`, as table rows), which its transaction

@@ -30,7 +30,7 @@ pub use column_type::alter_columns;
 pub use commit::{
     commit, commit_external, commit_schema_change, with_conflict_retries, External, ReadFrom,
 };
-pub use delete::{delete, delete_counted, delete_uncommitted};
+pub use delete::{delete, delete_counted, delete_offsets_uncommitted, delete_uncommitted};
 pub use project::{drop_columns, Alteration};
 pub use restore::restore;
 pub use update::update;
