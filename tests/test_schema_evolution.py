@@ -59,17 +59,17 @@ def test_schema_change_errors(tmp_uri):
     _make(tmp_uri)
     ds = lance_core.dataset(tmp_uri)
     for call, match in [
-        (lambda: ds.drop_columns(["zz"]), "column zz does not exist"),
-        (lambda: ds.drop_columns(["s.zz"]), "column s.zz does not exist"),
+        (lambda: ds.drop_columns(["zz"]), "Column \"zz\" does not exist"),
+        (lambda: ds.drop_columns(["s.zz"]), "Column \"s.zz\" does not exist"),
         (lambda: ds.drop_columns(["a", "b", "s", "l", "c"]), "cannot drop all columns"),
         (lambda: ds.alter_columns({"path": "b", "name": "a"}), "a column of that name exists"),
         (lambda: ds.alter_columns({"path": "b", "nullable": False}), "holds nulls"),
-        (lambda: ds.alter_columns({"path": "zz", "name": "y"}), "column zz does not exist"),
+        (lambda: ds.alter_columns({"path": "zz", "name": "y"}), "Column \"zz\" does not exist"),
         (lambda: ds.alter_columns({"path": "b", "data_type": pa.int64()}), "Cannot cast column \"b\" from Utf8 to Int64"),
         (lambda: ds.alter_columns({"path": "s", "data_type": pa.struct([("p", pa.int32())])}), "Cannot cast column \"s\""),
         (lambda: ds.alter_columns({"path": "a", "data_type": pa.int8()},
                                   {"path": "b", "name": "a"}), "a column of that name exists"),
-        (lambda: ds.alter_columns({"path": "s.zz", "data_type": pa.int8()}), "column s.zz does not exist"),
+        (lambda: ds.alter_columns({"path": "s.zz", "data_type": pa.int8()}), "Column \"s.zz\" does not exist"),
     ]:
         with pytest.raises(lance_core.LanceError, match=match):
             call()

@@ -64,7 +64,7 @@ def test_config_and_metadata_as_pylance_both_ways(tmp_path):
 def test_config_changes_refuse_bad_input_and_meet_concurrent_ones(tmp_path):
     path = str(tmp_path / "t")
     ds = lance_core.write_dataset(pa.table({"a": [1]}), path)
-    with pytest.raises(InvalidInputError, match="column nope does not exist"):
+    with pytest.raises(InvalidInputError, match="Column \"nope\" does not exist"):
         ds.update_field_metadata({"nope": {"a": "b"}})
     with pytest.raises(InvalidInputError, match="keys and values are strings"):
         ds.update_config({"k": 1})

@@ -64,6 +64,13 @@ impl Error {
     pub fn invalid(message: impl fmt::Display) -> Self {
         Error::InvalidInput(message.to_string())
     }
+    /// A column named by the caller (a dotted path) is not in the table at `uri` (in
+    /// pylance's words, which its users match).
+    pub fn no_column(uri: impl fmt::Display, path: impl fmt::Display) -> Self {
+        Error::invalid(format!(
+            "{uri}: Column \"{path}\" does not exist in the dataset"
+        ))
+    }
     pub fn schema_mismatch(message: impl fmt::Display) -> Self {
         Error::SchemaMismatch(message.to_string())
     }

@@ -48,12 +48,7 @@ pub fn castable(from: &DataType, to: &DataType) -> bool {
 /// The fields from the top-level column down to the one at `path` (dot-separated child
 /// names; a list's child is named, usually `item`). Only structs and lists may be crossed.
 fn resolve<'a>(ds: &Dataset, schema: &'a LanceSchema, path: &str) -> Result<Vec<&'a LanceField>> {
-    let missing = || {
-        Error::invalid(format!(
-            "{}: column {path} does not exist in the dataset",
-            ds.uri()
-        ))
-    };
+    let missing = || Error::no_column(ds.uri(), path);
     let mut parts = path.split('.');
     let top = schema
         .field(parts.next().unwrap_or_default())

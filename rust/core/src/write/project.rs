@@ -29,12 +29,7 @@ pub(super) fn field_id(fields: &[Field], ds: &Dataset, path: &str) -> Result<i32
             .find(|f| f.parent_id == parent && f.name == part);
         match found {
             Some(f) => parent = f.id,
-            None => {
-                return Err(Error::invalid(format!(
-                    "{}: column {path} does not exist in the dataset",
-                    ds.uri()
-                )))
-            }
+            None => return Err(Error::no_column(ds.uri(), path)),
         }
     }
     found
