@@ -1041,29 +1041,22 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
         given): one row per (version, file) with `version`, `base_uri` (the table's root or
         the base path holding the file), `path` (relative to it) and `type` ("manifest",
         "transaction file", "data file", "deletion file", "index file"), as pylance's.
-        `progress(manifests_processed, manifests_total)` is called as manifests are read
-        (a few dozen at a time)."""
-        versions = [v for v in self._ds.version_numbers() if min_version is None or v >= min_version]
+        `progress(manifests_processed, manifests_total)` is called as each manifest is
+        read (one listing of the versions, then the manifests, many at a time)."""
         schema = pa.schema([pa.field("version", pa.int64(), nullable=False),
                             pa.field("base_uri", pa.dictionary(pa.int32(), pa.string()), nullable=False),
                             pa.field("path", pa.string(), nullable=False),
                             pa.field("type", pa.dictionary(pa.int8(), pa.string()), nullable=False)])
+        rows = _lance_core._tracked_files(self._ds, min_version or 0, progress)
 
         def batches() -> Iterator[pa.RecordBatch]:
-            step = 32
-            for i in range(0, len(versions), step):
-                chunk = versions[i:i + step]
-                rows = _lance_core._tracked_files(self._ds, chunk[0], chunk[-1])
-                if progress is not None:
-                    for n in range(i + 1, i + len(chunk) + 1):
-                        progress(n, len(versions))
-                if rows:
-                    cols = list(zip(*rows))
-                    yield pa.record_batch([pa.array(cols[0], pa.int64()),
-                                           pa.array(cols[1]).dictionary_encode().cast(schema.field(1).type),
-                                           pa.array(cols[2], pa.string()),
-                                           pa.array(cols[3]).dictionary_encode().cast(schema.field(3).type)],
-                                          schema=schema)
+            if rows:
+                cols = list(zip(*rows))
+                yield pa.record_batch([pa.array(cols[0], pa.int64()),
+                                       pa.array(cols[1]).dictionary_encode().cast(schema.field(1).type),
+                                       pa.array(cols[2], pa.string()),
+                                       pa.array(cols[3]).dictionary_encode().cast(schema.field(3).type)],
+                                      schema=schema)
         return pa.RecordBatchReader.from_batches(schema, batches())
 
     def all_files(self) -> pa.RecordBatchReader:

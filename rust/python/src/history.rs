@@ -247,22 +247,36 @@ pub fn _changes_since(
 /// (version, base uri, path, kind)
 type TrackedRow = (u64, String, String, &'static str);
 
-/// The files versions `first..=last` of `ds`'s line reference, manifests included
-/// (`tracked_files` in `lance_core.table.tracked_files`).
+/// The files the versions of `ds`'s line from `first` on reference, manifests included
+/// (`lance_core.table.tracked_files`); `progress(read, total)` is called per manifest.
 #[pyfunction]
+#[pyo3(signature = (ds, first, progress=None))]
 pub fn _tracked_files(
     py: Python<'_>,
     ds: &PyDataset,
     first: u64,
-    last: u64,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Vec<TrackedRow>> {
     guard(|| {
         let storage = ds.inner.storage().clone();
-        let files = block_on(py, async move {
-            lance_core::table::tracked_files::tracked_files(&storage, first, last).await
-        })
-        .py()?;
+        // A failing callback ends the walk; its exception is raised as it was.
+        let mut failed: Option<PyErr> = None;
+        let files = block_on(py, async {
+            lance_core::table::tracked_files::tracked_files(&storage, first, |read, total| {
+                let Some(cb) = &progress else { return Ok(()) };
+                Python::attach(|py| cb.call1(py, (read, total)).map(|_| ())).map_err(|e| {
+                    let message = e.to_string();
+                    failed = Some(e);
+                    lance_core::Error::invalid(message)
+                })
+            })
+            .await
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
         Ok(files
+            .py()?
             .into_iter()
             .map(|f| (f.version, f.base_uri, f.path, f.kind))
             .collect())

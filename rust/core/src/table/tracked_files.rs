@@ -74,15 +74,22 @@ pub struct TrackedFile {
     pub kind: &'static str,
 }
 
-/// The files each version in `first..=last` references (the manifest itself included),
-/// version by version. An index segment whose manifest entry lists no files is listed
-/// from its directory (once per segment).
-pub async fn tracked_files(storage: &Storage, first: u64, last: u64) -> Result<Vec<TrackedFile>> {
+/// The files each version from `first` on references (the manifest itself included),
+/// version by version; `progress(manifests read, manifests in all)` is told of each
+/// manifest as it is read, and stops the walk with its error. An index segment whose
+/// manifest entry lists no files is listed from its directory (once per segment).
+pub async fn tracked_files(
+    storage: &Storage,
+    first: u64,
+    mut progress: impl FnMut(usize, usize) -> Result<()>,
+) -> Result<Vec<TrackedFile>> {
     let locations: Vec<_> = list_manifests(storage)
         .await?
         .into_iter()
-        .filter(|l| (first..=last).contains(&l.version))
+        .filter(|l| l.version >= first)
         .collect();
+    let total = locations.len();
+    let mut read = 0;
     let mut manifests = futures::stream::iter(locations)
         .map(|loc| async move {
             let bytes = storage.get(&loc.path).await?;
@@ -93,6 +100,8 @@ pub async fn tracked_files(storage: &Storage, first: u64, last: u64) -> Result<V
     let mut out = Vec::new();
     let mut listed_indices: HashMap<String, Vec<String>> = HashMap::new();
     while let Some((loc, m, bytes)) = manifests.try_next().await? {
+        read += 1;
+        progress(read, total)?;
         let root = storage.uri().to_string();
         let base_uri = |base_id: Option<u32>| match base_id {
             None => root.clone(),
