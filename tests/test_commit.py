@@ -233,3 +233,47 @@ def test_a_change_whose_read_version_a_cleanup_removed_retries_on_the_latest(tmp
     ids = t["id"].to_pylist()
     assert 0 not in ids and 5 not in ids and ids[-1] == 500 and len(ids) == 103 - 2 + 1
     assert dict(zip(ids, t["v"].to_pylist()))[6] == "u"
+
+
+def test_detached_commits_as_pylance(tmp_path):
+    """A detached version (pylance's `commit(..., detached=True)`): numbered at random with
+    the top bit set, off the table's line of versions, opened by its number, and a base for
+    further detached commits; each library opens the other's."""
+    uri = str(tmp_path / "t")
+    ds = lance_core.write_dataset(pa.table({"x": [0]}), uri)
+
+    def append(lib, base, value, read_version):
+        frag = lib.LanceFragment.create(uri, pa.table({"x": [value]}))
+        return lib.LanceDataset.commit(base, lib.LanceOperation.Append([frag]), read_version=read_version,
+                                       detached=True)
+
+    detached = append(lance_core, uri, 1, ds.version)
+    assert detached.version & (1 << 63)
+    assert detached.to_table() == pa.table({"x": [0, 1]})
+    names = os.listdir(os.path.join(uri, "_versions"))
+    assert f"d{detached.version}.manifest" in names
+    # Nobody's latest: neither library sees it unless asked for by number.
+    for lib in (lance_core, lance):
+        latest = lib.dataset(uri)
+        assert latest.version == 1 and latest.to_table() == pa.table({"x": [0]})
+        assert [v["version"] for v in latest.versions()] == [1]
+        assert lib.dataset(uri, version=detached.version).to_table() == pa.table({"x": [0, 1]})
+    # The line goes on without it; the detached version stays where it is.
+    ds = lance_core.write_dataset(pa.table({"x": [2]}), uri, mode="append")
+    assert ds.version == 2 and ds.to_table() == pa.table({"x": [0, 2]})
+    assert ds.checkout_version(detached.version).to_table() == pa.table({"x": [0, 1]})
+    # Detached on detached, by either library, read by the other.
+    ours = append(lance_core, uri, 3, detached.version)
+    theirs = append(lance, uri, 4, detached.version)
+    assert lance.dataset(uri, version=ours.version).to_table() == pa.table({"x": [0, 1, 3]})
+    assert lance_core.dataset(uri, version=theirs.version).to_table() == pa.table({"x": [0, 1, 4]})
+    assert len({detached.version, ours.version, theirs.version}) == 3
+    assert lance_core.dataset(uri).version == lance.dataset(uri).version == 2
+    # A number nobody committed, and a table named the v1 way, are refused.
+    with pytest.raises(lance_core.DatasetNotFoundError, match="detached version"):
+        lance_core.dataset(uri, version=(1 << 63) | 12345)
+    v1 = str(tmp_path / "v1")
+    lance.write_dataset(pa.table({"x": [0]}), v1, enable_v2_manifest_paths=False)
+    frag = lance_core.LanceFragment.create(v1, pa.table({"x": [1]}))
+    with pytest.raises(lance_core.InvalidInputError, match="v2 manifest paths"):
+        lance_core.LanceDataset.commit(v1, lance_core.LanceOperation.Append([frag]), read_version=1, detached=True)

@@ -80,7 +80,9 @@ def test_compaction_rebases_over_appends_and_conflicts_with_deletes(tmp_uri):
 def test_distributed_compaction_plans_pickled_tasks_and_commits_once(tmp_path):
     import pickle
 
-    from lance_core.optimize import Compaction
+    from lance.optimize import Compaction as PylanceCompaction
+
+    from lance_core.optimize import Compaction, CompactionTask, RewriteResult
 
     a, b = str(tmp_path / "a.lance"), str(tmp_path / "b.lance")
     _build(a, True)
@@ -88,9 +90,21 @@ def test_distributed_compaction_plans_pickled_tasks_and_commits_once(tmp_path):
     ds = lance_core.dataset(a)
     plan = Compaction.plan(ds, {"target_rows_per_fragment": 5000})
     assert plan.num_tasks() == 4 and plan.read_version == ds.version
+    # The tasks pylance plans, each with the fragments' committed metadata.
+    theirs = PylanceCompaction.plan(lance.dataset(a), {"target_rows_per_fragment": 5000})
+    assert [t.fragment_ids for t in plan.tasks] == [[f.id for f in t.fragments] for t in theirs.tasks]
+    assert plan.tasks[1].fragments == [ds.get_fragment(i).metadata for i in plan.tasks[1].fragment_ids]
+    assert repr(plan) == f"CompactionPlan(read_version={ds.version}, tasks=<4 compaction tasks>)"
     tasks = [pickle.loads(pickle.dumps(t)) for t in plan.tasks]              # as sent to workers
+    assert tasks == plan.tasks and pickle.loads(pickle.dumps(plan)) == plan
+    assert CompactionTask.from_json(tasks[2].json()) == tasks[2] and tasks[2] != tasks[3]
     results = [pickle.loads(pickle.dumps(t.execute(lance_core.dataset(a)))) for t in reversed(tasks)]
+    assert RewriteResult.from_json(results[0].json()) == results[0]
+    assert results[0].original_fragments == tasks[-1].fragments and len(results[0].new_fragments) >= 1
     m = Compaction.commit(ds, results)
+    assert (m.fragments_removed, m.fragments_added, m.files_removed, m.files_added) == tuple(
+        sum(getattr(r.metrics, k) for r in results)
+        for k in ("fragments_removed", "fragments_added", "files_removed", "files_added"))
     assert ds.version == plan.read_version + 2   # fragment ids reserved first, as pylance does
     lance_core.dataset(b).optimize.compact_files(target_rows_per_fragment=5000)
     assert_same(lance.dataset(a).to_table(with_row_id=True), lance.dataset(b).to_table(with_row_id=True), "same rows")

@@ -148,6 +148,19 @@ def test_commit_lock_errors_propagate(tmp_path):
     with pytest.raises(RuntimeError, match="hello world!"):
         lance_core.write_dataset(pa.table({"a": range(10)}), str(tmp_path / "t"), commit_lock=failing)
 
+    # A lock that refuses the version (raising CommitConflictError, as pylance's locks
+    # do) fails the write with a conflict naming the version; nothing is committed.
+    def refusing(_version):
+        raise lance_core.CommitConflictError()
+
+    uri = str(tmp_path / "u")
+    with pytest.raises(lance_core.CommitConflictError, match=r"commit lock refused version 1: CommitConflictError\(\)"):
+        lance_core.write_dataset(pa.table({"a": range(10)}), uri, commit_lock=refusing)
+    lance_core.write_dataset(pa.table({"a": range(10)}), uri)
+    with pytest.raises(lance_core.CommitConflictError, match="refused version 2"):
+        lance_core.dataset(uri, commit_lock=refusing).delete("a < 3")
+    assert lance_core.dataset(uri).count_rows() == 10
+
 
 def test_default_batch_size_from_the_environment(tmp_path, monkeypatch):
     lance_core.write_dataset(pa.table({"a": range(100)}), str(tmp_path / "t"))
@@ -336,6 +349,16 @@ def test_version_refs_get_version_slice_and_file_listings_as_pylance(tmp_path):
     seen = []
     rows = ours.tracked_files(progress=lambda n, total: seen.append((n, total))).read_all()
     assert seen == [(n, 4) for n in range(1, 5)]
+    # The rows stream, a batch per version, each told to `progress` as it comes; a
+    # callback that raises ends the walk with its exception.
+    seen.clear()
+    reader = ours.tracked_files(progress=lambda n, total: seen.append((n, total)))
+    assert reader.read_next_batch()["version"].unique().to_pylist() == [1] and seen == [(1, 4)]
+
+    def stop(n, total):
+        raise KeyError("enough")
+    with pytest.raises(KeyError, match="enough"):
+        ours.tracked_files(progress=stop).read_all()
     # Every path a version lists is a file of the table, and every file of the table but
     # the stray one is listed.
     present = {p: size for p, size in zip(*(ours.all_files().read_all()[c].to_pylist() for c in ("path", "size_bytes")))}

@@ -149,3 +149,51 @@ def test_add_columns_from_rows(tmp_path):
     ds.delete("a = 0")
     with pytest.raises(ValueError, match="without deleted rows"):
         ds.add_columns(pa.table({"d": range(10)}).to_reader())
+
+
+def test_a_checkpointed_udf_resumes_a_failed_add_columns(tmp_path):
+    """batch_udf(checkpoint_file=...): each batch's output and each written fragment are
+    kept in the SQLite file (pylance's tables) until the columns are committed, so a run
+    that failed computes only what is missing; the file goes once they are."""
+    import os
+    import sqlite3
+
+    uri = str(tmp_path / "t")
+    lance_core.write_dataset(pa.table({"a": range(100), "b": range(100)}), uri, max_rows_per_file=20)
+    ds = lance_core.dataset(uri)
+    cache = str(tmp_path / "cache.sqlite")
+    seen = []
+
+    @lance_core.batch_udf(checkpoint_file=cache)
+    def failing(batch):
+        seen.append(batch["a"][0].as_py())
+        if batch["a"][0].as_py() >= 50:
+            raise RuntimeError("I failed")
+        return pa.record_batch([pc.multiply(batch["a"], 2)], ["a2"])
+
+    with pytest.raises(RuntimeError, match="I failed"):
+        ds.add_columns(failing, read_columns=["a"], batch_size=10)
+    assert ds.version == 1 and lance_core.dataset(uri).version == 1
+    with sqlite3.connect(cache) as conn:
+        kept_fragments = [r[0] for r in conn.execute("SELECT fragment_id FROM fragments ORDER BY 1")]
+        kept_batches = sorted(conn.execute("SELECT fragment_id, batch_index FROM batches"))
+    # Fragments 0-1 written; of fragment 2 (rows 40-59) the batch of 40-49 was computed.
+    assert kept_fragments == [0, 1] and kept_batches == [(2, 0)]
+
+    calls = []
+
+    @lance_core.batch_udf(checkpoint_file=cache)
+    def resumed(batch):
+        calls.append(batch["a"][0].as_py())
+        return pa.record_batch([pc.multiply(batch["a"], 2)], ["a2"])
+
+    ds.add_columns(resumed, read_columns=["a"], batch_size=10)
+    # One call infers the schema (row 0); the rest compute only what was not kept.
+    assert calls == [0, 50, 60, 70, 80, 90]
+    assert not os.path.exists(cache)
+    for lib in (lance_core, lance):
+        t = lib.dataset(uri).to_table()
+        assert t.schema.names == ["a", "b", "a2"] and t["a2"].to_pylist() == [2 * i for i in range(100)]
+    # merge_columns commits nothing itself: a checkpoint has no run to serve there.
+    with pytest.raises(lance_core.InvalidInputError, match="A checkpoint file cannot be used"):
+        ds.get_fragments()[0].merge_columns(resumed, columns=["a"])

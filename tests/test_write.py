@@ -287,3 +287,39 @@ def test_appending_data_without_some_nullable_columns(tmp_path, writer):
             lance_core.write_dataset(bad, uri, mode="append")
         assert isinstance(e.value, OSError) and isinstance(e.value, ValueError)
     assert lance_core.dataset(uri).count_rows() == 4
+
+
+def test_max_bytes_per_file_cuts_files_where_pylance_does(tmp_path):
+    """A file is cut once max_bytes_per_file of it are out: with pages going out about
+    8 MiB at a time, in writes and in compaction, the files hold the rows pylance's do."""
+    from lance.fragment import write_fragments as pylance_write_fragments
+    from lance_core.fragment_metadata import write_fragments
+
+    schema = pa.schema([pa.field("a", pa.string())])
+
+    def batches():  # two batches of 8 MiB of strings
+        return pa.RecordBatchReader.from_batches(schema, [pa.record_batch([pa.array(["0" * 1024] * 8192)], schema=schema)] * 2)
+
+    ours = write_fragments(batches(), str(tmp_path / "f1"), max_bytes_per_file=1024)
+    theirs = pylance_write_fragments(batches(), str(tmp_path / "f2"), max_bytes_per_file=1024)
+    assert [f.physical_rows for f in ours] == [f.physical_rows for f in theirs] == [8192, 8192]
+    # Small data stays in one file whatever the limit (nothing is out before the end).
+    small = pa.table({"a": pa.array(range(20_000), pa.int64())})
+    assert len(lance_core.write_dataset(small, str(tmp_path / "s"), max_bytes_per_file=1024).get_fragments()) == 1
+
+    # Compaction: 4096 rows of 8 KiB vectors in two fragments, rewritten 128 rows at a time.
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(range(4 * 1024 * 1024), pa.int64()), 1024)
+    data = pa.table({"a": vectors})
+    rows = {}
+    for name, lib in (("ours", lance_core), ("theirs", lance)):
+        uri = str(tmp_path / name)
+        ds = lib.write_dataset(data, uri, max_rows_per_file=2048)
+        m = ds.optimize.compact_files(target_rows_per_fragment=100 * 1024, materialize_deletions=False,
+                                      max_bytes_per_file=1000, batch_size=128)
+        assert (m.fragments_removed, m.files_removed) == (2, 2)
+        rows[name] = [f.physical_rows for f in lib.dataset(uri).get_fragments()]
+        assert m.fragments_added == len(rows[name])
+    assert rows["ours"] == rows["theirs"] and len(rows["ours"]) > 2
+    assert lance.dataset(str(tmp_path / "ours")).to_table() == data
+    with pytest.raises(lance_core.InvalidInputError, match="max_bytes_per_file must be positive"):
+        lance_core.dataset(str(tmp_path / "ours")).optimize.compact_files(max_bytes_per_file=0)

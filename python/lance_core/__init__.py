@@ -17,6 +17,7 @@ _os.environ.setdefault("MIMALLOC_PURGE_DELAY", "5000")
 
 from ._lance_core import __version__  # noqa: E402
 from ._lance_core import bytes_read_counter, iops_counter  # noqa: E402
+from ._lance_core import Session  # noqa: E402
 from .dataset import (CleanupCandidateFile, CleanupExplanation, CleanupReferencedBranch, CleanupStats,  # noqa: E402
                       LanceDataset, LanceFragment, LanceScanner, Transaction, dataset)
 from .fragment_metadata import DataFile, DeletionFile, FragmentMetadata, LanceOperation, write_fragments
@@ -69,6 +70,7 @@ __all__ = [
     "DeletionFile",
     "FragmentMetadata",
     "LanceOperation",
+    "Session",
     "Transaction",
     "CleanupStats",
     "CleanupExplanation",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import itertools
@@ -17,10 +18,11 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pa_ds
 
 from . import _lance_core, _nearest
-from .udf import BatchUDF, RowRuns, as_batch, is_row_stream, row_runs
+from .udf import BatchUDF, ProducerErrors, RowRuns, as_batch, is_row_stream, row_runs
 from .bases import DatasetBasePath
 from .table_config import TableConfig
-from .errors import ColumnNotFoundError, DatasetNotFoundError, InvalidInputError
+from .errors import (ColumnNotFoundError, CommitConflictError, DatasetNotFoundError, InvalidInputError,
+                     LanceError)
 from .fragment_metadata import (LANCE_COMMIT_MESSAGE_KEY, DataFile, FragmentMetadata, LanceOperation,  # noqa: F401
                                 _commit_native, _operation_from, _properties)
 from .merge import MergeInsertBuilder
@@ -521,6 +523,7 @@ class LanceFragment(pa_ds.Fragment):
         *,
         output_schema: Optional[pa.Schema] = None,
         file_prefix: Optional[str] = None,
+        _checkpointed: bool = False,
     ) -> Tuple["FragmentMetadata", "LanceSchema"]:
         """Compute new columns for this fragment and write them as a new data file.
 
@@ -537,6 +540,9 @@ class LanceFragment(pa_ds.Fragment):
         if is_row_stream(value_func):
             runs = row_runs(value_func, reader_schema)
             return self._write_new_columns(runs, file_prefix, finish=True)
+        if isinstance(value_func, BatchUDF) and value_func.cache is not None and not _checkpointed:
+            raise InvalidInputError("A checkpoint file cannot be used with merge_columns: it serves add_columns, "
+                                    "which commits every fragment's new columns at once")
         batches = self.to_batches(columns if columns is not None else None, batch_size=batch_size,
                                   include_deleted=True)
         if output_schema is None and isinstance(value_func, BatchUDF) and value_func.output_schema is None:
@@ -545,7 +551,10 @@ class LanceFragment(pa_ds.Fragment):
             if first_in is not None:
                 value_func(first_in)
                 batches = itertools.chain([first_in], batches)
-        outputs = (as_batch(value_func(b)) for b in batches)
+        if _checkpointed:
+            outputs = self._checkpointed_outputs(value_func, batches)
+        else:
+            outputs = (as_batch(value_func(b)) for b in batches)
         if output_schema is None:
             first = next(outputs, None)
             if first is None:
@@ -553,9 +562,26 @@ class LanceFragment(pa_ds.Fragment):
             output_schema = first.schema
             outputs = itertools.chain([first], outputs)
         outputs = (b if b.schema == output_schema else _conform(b, output_schema) for b in outputs)
-        reader = pa.RecordBatchReader.from_batches(output_schema, outputs)
-        data = self._dataset._ds.write_columns(reader, self.fragment_id, file_prefix)
+        producer = ProducerErrors()  # the column function's own exception, if it raises
+        reader = pa.RecordBatchReader.from_batches(output_schema, producer.watch(outputs))
+        try:
+            data = self._dataset._ds.write_columns(reader, self.fragment_id, file_prefix)
+        except LanceError:
+            producer.reraise()
+            raise
         return FragmentMetadata._from_bytes(data), self._merged_schema(output_schema)
+
+    def _checkpointed_outputs(self, udf: BatchUDF, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """`udf`'s outputs for `batches`, each taken from its checkpoint when an earlier run
+        kept it there (for a batch of as many rows), else computed and kept."""
+        for index, batch in enumerate(batches):
+            kept = udf.cache.get_batch(self.fragment_id, index)
+            if kept is not None and kept.num_rows == batch.num_rows:
+                yield kept
+                continue
+            out = as_batch(udf(batch))
+            udf.cache.insert_batch(self.fragment_id, index, out)
+            yield out
 
     def _merged_schema(self, new: pa.Schema) -> "LanceSchema":
         """The dataset's schema with the columns of `new` added, with the field ids a Merge
@@ -805,6 +831,21 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
     def __reduce__(self):
         return LanceDataset, (self.uri, self.version, self._ds.storage_options() or None)
 
+    def io_stats_snapshot(self) -> "IOStats":
+        """The requests made through this dataset's store so far (reads and writes, with
+        their bytes), as pylance's: the versions reached from this dataset (checkouts,
+        commits) and its base paths count with it; a dataset opened again counts anew."""
+        return IOStats(*self._ds.io_stats(False))
+
+    def io_stats_incremental(self) -> "IOStats":
+        """The requests made since the last call (or the open), starting the counts again."""
+        return IOStats(*self._ds.io_stats(True))
+
+    def session(self) -> "_lance_core.Session":
+        """The session whose caches (file metadata, index data) this dataset uses: pass
+        it to `lance_core.dataset(..., session=)` to share them."""
+        return self._ds.session()
+
     # pyarrow.dataset.Dataset's methods (see the class's note).
 
     @property
@@ -1042,22 +1083,17 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
         the base path holding the file), `path` (relative to it) and `type` ("manifest",
         "transaction file", "data file", "deletion file", "index file"), as pylance's.
         `progress(manifests_processed, manifests_total)` is called as each manifest is
-        read (one listing of the versions, then the manifests, many at a time)."""
-        schema = pa.schema([pa.field("version", pa.int64(), nullable=False),
-                            pa.field("base_uri", pa.dictionary(pa.int32(), pa.string()), nullable=False),
-                            pa.field("path", pa.string(), nullable=False),
-                            pa.field("type", pa.dictionary(pa.int8(), pa.string()), nullable=False)])
-        rows = _lance_core._tracked_files(self._ds, min_version or 0, progress)
+        read (one listing of the versions, then the manifests, many at a time). The rows
+        stream, a batch per version: a long history is never held whole."""
+        total, walk = _lance_core._tracked_files(self._ds, min_version or 0)
+        stream = pa.RecordBatchReader.from_stream(walk)
 
         def batches() -> Iterator[pa.RecordBatch]:
-            if rows:
-                cols = list(zip(*rows))
-                yield pa.record_batch([pa.array(cols[0], pa.int64()),
-                                       pa.array(cols[1]).dictionary_encode().cast(schema.field(1).type),
-                                       pa.array(cols[2], pa.string()),
-                                       pa.array(cols[3]).dictionary_encode().cast(schema.field(3).type)],
-                                      schema=schema)
-        return pa.RecordBatchReader.from_batches(schema, batches())
+            for read, batch in enumerate(stream, 1):  # one batch per manifest
+                if progress is not None:
+                    progress(read, total)
+                yield batch
+        return pa.RecordBatchReader.from_batches(stream.schema, batches())
 
     def all_files(self) -> pa.RecordBatchReader:
         """Every file present under the table's root (files of other base paths are not
@@ -1117,13 +1153,16 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
         read version and properties) to the table at `base_uri` as one new version, as
         pylance's `LanceDataset.commit`. Every operation but Overwrite and Restore needs
         the `read_version` it was prepared against; concurrent commits are checked against
-        it. `commit_message` is recorded in the transaction's properties, as pylance does."""
+        it. `commit_message` is recorded in the transaction's properties, as pylance does.
+
+        `detached=True` commits a detached version: built on `read_version` (which may be
+        detached itself), numbered at random with the top bit set, and left off the
+        table's line of versions (the latest version and `versions()` do not change);
+        `checkout_version(number)` opens it."""
         if isinstance(base_uri, LanceDataset):
             if storage_options is None:
                 storage_options = base_uri._ds.storage_options()
             base_uri = base_uri.uri
-        if detached:
-            raise InvalidInputError("detached commits are not supported")
         properties: Dict[str, str] = {}
         if isinstance(operation, Transaction):
             if commit_message is not None:
@@ -1142,7 +1181,7 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
         from .write import under_commit_lock
         return under_commit_lock(commit_lock, base_uri, storage_options, lambda: LanceDataset(_commit_native(
             base_uri, operation, read_version, storage_options, _properties(properties, commit_message),
-            enable_stable_row_ids=bool(enable_stable_row_ids))))
+            enable_stable_row_ids=bool(enable_stable_row_ids), detached=bool(detached))))
 
     @staticmethod
     def commit_batch(dest: Union[str, os.PathLike, "LanceDataset"], transactions: List["Transaction"],
@@ -1666,13 +1705,26 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
                                     f"fields / a schema; got {type(value_func).__name__}")
 
         fragments, schema = [], None
+        checkpoint = value_func.cache if isinstance(value_func, BatchUDF) else None
+        if checkpoint is not None and output_schema is None:
+            # A fragment kept from an earlier run is not computed again: the new columns'
+            # schema comes from a first call, as pylance infers it.
+            output_schema = value_func.output_schema or _first_output(self, value_func, read_columns)
         # The new files are removed unless the commit happens (the function raised, a
-        # concurrent writer won).
+        # concurrent writer won); with a checkpoint they stay, for the next run.
         with _lance_core._StagedFiles(self.uri, self._ds.storage_options()) as staged:
             for frag in self.get_fragments():
-                meta, merged = frag.merge_columns(value_func, read_columns, batch_size, output_schema=output_schema)
+                meta = None if checkpoint is None else _written_before(checkpoint, frag)
+                if meta is not None:
+                    merged = frag._merged_schema(output_schema)
+                else:
+                    meta, merged = frag.merge_columns(value_func, read_columns, batch_size, output_schema=output_schema,
+                                                      _checkpointed=checkpoint is not None)
+                    if checkpoint is None:
+                        staged.add_fragments([meta.data], last_file_only=True)
+                    else:
+                        checkpoint.insert_fragment(frag.fragment_id, json.dumps(meta.to_json()))
                 schema = merged.to_pyarrow()
-                staged.add_fragments([meta.data], last_file_only=True)
                 fragments.append(meta)
                 if output_schema is None:
                     output_schema = pa.schema(list(schema)[len(self.schema):])
@@ -1682,6 +1734,8 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
                 schema = pa.schema(list(self.schema) + list(output_schema))
             self._ds = _commit_native(self.uri, LanceOperation.Merge(fragments, schema), read_version=self.version,
                                       storage_options=self._ds.storage_options())
+        if checkpoint is not None:
+            checkpoint.cleanup()
 
     def _add_column_rows(self, runs: RowRuns) -> None:
         """`add_columns` of a stream of rows: each fragment's run as its new data file."""
@@ -1755,6 +1809,25 @@ def _version_row(version: int, nanos: int, metadata: Dict[str, str]) -> Dict[str
     return {"version": version, "timestamp": ts, "metadata": metadata}
 
 
+def _first_output(ds: "LanceDataset", udf: BatchUDF, columns: Optional[List[str]]) -> Optional[pa.Schema]:
+    """The schema of `udf`'s output for the first row of `ds` (None: no rows)."""
+    first = next(iter(ds.to_batches(columns=columns, limit=1)), None)
+    return None if first is None else udf(first).schema
+
+
+def _written_before(checkpoint: Any, frag: LanceFragment) -> Optional[FragmentMetadata]:
+    """The metadata a checkpointed add_columns run kept for `frag` (its files and one new
+    one), if it was written for the fragment as it is now."""
+    kept = checkpoint.get_fragment(frag.fragment_id)
+    if kept is None:
+        return None
+    meta = FragmentMetadata.from_json(kept)
+    now = frag.metadata
+    if meta.files[:-1] != now.files or meta.physical_rows != now.physical_rows:
+        return None
+    return meta
+
+
 def _under_dataset_lock(method: Callable) -> Callable:
     """A write method of `LanceDataset` run inside the dataset's `commit_lock` (from
     `dataset(commit_lock=...)`), given the version it is about to commit."""
@@ -1764,9 +1837,24 @@ def _under_dataset_lock(method: Callable) -> Callable:
     def run(self: "LanceDataset", *args: Any, **kwargs: Any) -> Any:
         if self._commit_lock is None:
             return method(self, *args, **kwargs)
-        with self._commit_lock(self.latest_version + 1):
-            return method(self, *args, **kwargs)
+        return run_under_lock(self._commit_lock, self.latest_version + 1, self.uri,
+                              lambda: method(self, *args, **kwargs))
     return run
+
+
+def run_under_lock(lock: Callable, version: int, uri: str, run: Callable) -> Any:
+    """`run()` inside `lock(version)`, pylance's `commit_lock` (a context manager factory
+    given the version about to be committed). What the lock raises, on entry or exit, is
+    raised; a `CommitConflictError` on entry (the lock refusing the version) is raised as
+    one that says so and names the lock's error."""
+    try:
+        held = lock(version)
+        held.__enter__()
+    except CommitConflictError as e:
+        raise CommitConflictError(f"{uri}: the commit lock refused version {version}: {e!r}") from e
+    with contextlib.ExitStack() as stack:
+        stack.push(held)
+        return run()
 
 
 for _name in ("delete", "update", "insert", "add_columns", "drop_columns", "alter_columns", "merge", "restore",
@@ -1796,6 +1884,18 @@ def _transaction_from(row: Any) -> Optional[Transaction]:
         return None
     read_version, uuid, kind, properties, fields = row
     return Transaction(read_version, _operation_from(kind, fields), uuid, properties)
+
+
+@dataclass
+class IOStats:
+    """Requests made through a dataset's store (`io_stats_snapshot`): a read is one
+    request for an object or ranges of one; a write is one object put or one part of an
+    object uploaded in parts. `num_hops` is pylance's count of network hops (0 here)."""
+    read_iops: int
+    read_bytes: int
+    write_iops: int
+    write_bytes: int
+    num_hops: int = 0
 
 
 class CompactionMetrics:
@@ -1838,16 +1938,18 @@ class DatasetOptimizer:
         """Merge runs of neighbouring fragments smaller than `target_rows_per_fragment`
         and rewrite fragments with more than `materialize_deletions_threshold` of their
         rows deleted, in one new version (a `Rewrite`); rows keep their order and their
-        stable row ids. `max_rows_per_group`, `max_bytes_per_file` and `num_threads` are
-        accepted for pylance's sake (2.x files have no row groups). Appends committed
-        meanwhile are kept; a delete of the same fragments makes this fail, to retry."""
-        if target_rows_per_fragment is None or target_rows_per_fragment < 1:
-            raise InvalidInputError("target_rows_per_fragment must be positive")
-        if not 0 <= materialize_deletions_threshold <= 1:
-            raise InvalidInputError("materialize_deletions_threshold is a share of rows, between 0 and 1")
+        stable row ids. A new file is cut once `max_bytes_per_file` of it are written (as
+        in pylance, pages go out about 8 MiB at a time). `max_rows_per_group` and
+        `num_threads` are accepted for pylance's sake (2.x files have no row groups).
+        Appends committed meanwhile are kept; a delete of the same fragments makes this
+        fail, to retry."""
+        from .optimize import _options
+        options = _options({"target_rows_per_fragment": target_rows_per_fragment,
+                            "materialize_deletions": materialize_deletions,
+                            "materialize_deletions_threshold": materialize_deletions_threshold,
+                            "batch_size": batch_size, "max_bytes_per_file": max_bytes_per_file})
         ds = self._dataset
-        new, m = ds._ds.compact_files(int(target_rows_per_fragment), bool(materialize_deletions),
-                                      float(materialize_deletions_threshold), batch_size)
+        new, m = ds._ds.compact_files(options)
         ds._ds = new
         return CompactionMetrics(*m)
 
@@ -2119,11 +2221,23 @@ def dataset(
     `asof` (a datetime, naive ones local as in pylance, or an ISO string), the newest
     version committed at or before it. Instead of `uri`, a catalog's table:
     `namespace_client` (a `lance_core.namespace` namespace) and its `table_id`.
-    pylance's cache and session keywords are taken and ignored."""
+
+    `session` (a `lance_core.Session`) holds the caches of file metadata and index data
+    the dataset reads; datasets opened with the same session share them. Without one,
+    `index_cache_size_bytes` or `metadata_cache_size_bytes` make a session of those sizes;
+    with neither, the dataset shares the process's session (unlike pylance, which gives
+    each open fresh caches: reopening a table, as each Spark task does, then reads no
+    file footer twice). `index_cache_size` (pylance's entry count) is taken and ignored."""
     from .namespace.tables import check_target, table_location
 
     if check_target(uri, namespace_client, table_id):
         uri, storage_options = table_location(namespace_client, table_id, "open", storage_options)
+    session = kwargs.get("session")
+    if session is None and (kwargs.get("index_cache_size_bytes") is not None
+                            or kwargs.get("metadata_cache_size_bytes") is not None):
+        session = _lance_core.Session(kwargs.get("index_cache_size_bytes"), kwargs.get("metadata_cache_size_bytes"))
+    elif session is not None and not isinstance(session, _lance_core.Session):
+        raise InvalidInputError(f"session must be a lance_core.Session, got {type(session).__name__}")
     if version is not None and not isinstance(version, (int, str)):
         raise InvalidInputError(f"version must be an int or a tag name, got {type(version).__name__}")
     if asof is not None:
@@ -2137,7 +2251,7 @@ def dataset(
         if not older:
             raise InvalidInputError(f"{_uri(uri)}: no version was committed at or before {asof}")
         version = max(older)
-    ds = LanceDataset(_lance_core._Dataset.open(_uri(uri), version, storage_options))
+    ds = LanceDataset(_lance_core._Dataset.open(_uri(uri), version, storage_options, session))
     ds._default_scan_options = kwargs.get("default_scan_options") or None
     ds._commit_lock = kwargs.get("commit_lock")
     return ds

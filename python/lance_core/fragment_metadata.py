@@ -505,25 +505,29 @@ def _commit_native(
     storage_options: Optional[Dict[str, str]] = None,
     transaction_properties: Optional[Dict[str, str]] = None,
     enable_stable_row_ids: bool = False,
+    detached: bool = False,
 ) -> Any:
     """`commit` (in `write`), returning the native dataset: the operation's fields handed
     to the core, which builds and commits it (an Overwrite with stable row ids when
-    `enable_stable_row_ids`)."""
+    `enable_stable_row_ids`); with `detached`, a detached version (see
+    `LanceDataset.commit`)."""
+    import functools
     uri = os.fspath(uri)
+    native_commit = functools.partial(_lance_core._commit, detached=detached)
     props = _properties(transaction_properties)
     if isinstance(operation, LanceOperation.Append):
-        native = _lance_core._commit(uri, "append", [f.data for f in operation.fragments], None, None, None,
+        native = native_commit(uri, "append", [f.data for f in operation.fragments], None, None, None,
                                      read_version, storage_options, props)
     elif isinstance(operation, LanceOperation.Overwrite):
-        native = _lance_core._commit(uri, "overwrite", [f.data for f in operation.fragments], operation.new_schema,
+        native = native_commit(uri, "overwrite", [f.data for f in operation.fragments], operation.new_schema,
                                      None, None, read_version, storage_options, props,
                                      enable_stable_row_ids=enable_stable_row_ids,
                                      bases=bases_arg(operation.initial_bases))
     elif isinstance(operation, UpdateBases):
-        native = _lance_core._commit(uri, "update_bases", [], None, None, None, read_version, storage_options,
+        native = native_commit(uri, "update_bases", [], None, None, None, read_version, storage_options,
                                      props, bases=bases_arg(operation.new_bases))
     elif isinstance(operation, LanceOperation.Delete):
-        native = _lance_core._commit(uri, "delete", [f.data for f in operation.updated_fragments], None,
+        native = native_commit(uri, "delete", [f.data for f in operation.updated_fragments], None,
                                      list(operation.deleted_fragment_ids), operation.predicate, read_version,
                                      storage_options, props)
     elif isinstance(operation, LanceOperation.Merge):
@@ -532,26 +536,26 @@ def _commit_native(
         schema = operation.schema
         if not isinstance(schema, pa.Schema):
             schema = schema.to_pyarrow()  # a LanceSchema, as merge_columns returns
-        native = _lance_core._commit(uri, "merge", [f.data for f in operation.fragments], schema, None,
+        native = native_commit(uri, "merge", [f.data for f in operation.fragments], schema, None,
                                      None, read_version, storage_options, props)
     elif isinstance(operation, LanceOperation.UpdateConfig):
         fields = {int(k): _map_arg(v) for k, v in (operation.field_metadata_updates or {}).items()}
         config = (_map_arg(operation.config_updates), _map_arg(operation.table_metadata_updates),
                   _map_arg(operation.schema_metadata_updates), fields)
-        native = _lance_core._commit(uri, "update_config", [], read_version=read_version,
+        native = native_commit(uri, "update_config", [], read_version=read_version,
                                      storage_options=storage_options, transaction_properties=props, config=config)
     elif isinstance(operation, LanceOperation.Project):
         from .schema import LanceSchema
         schema = operation.schema
         if isinstance(schema, pa.Schema):
             schema = LanceSchema.from_pyarrow(schema)
-        native = _lance_core._commit(uri, "project", [], read_version=read_version, storage_options=storage_options,
+        native = native_commit(uri, "project", [], read_version=read_version, storage_options=storage_options,
                                      transaction_properties=props, lance_schema=schema._data)
     elif isinstance(operation, LanceOperation.Restore):
-        native = _lance_core._commit(uri, "restore", [], read_version=read_version, storage_options=storage_options,
+        native = native_commit(uri, "restore", [], read_version=read_version, storage_options=storage_options,
                                      transaction_properties=props, version=int(operation.version))
     elif isinstance(operation, LanceOperation.Update):
-        native = _lance_core._commit(
+        native = native_commit(
             uri, "update", [f.data for f in operation.updated_fragments], None,
             [int(i) for i in operation.removed_fragment_ids], None, read_version, storage_options, props,
             new_fragments=[f.data for f in operation.new_fragments],
@@ -560,7 +564,7 @@ def _commit_native(
     elif isinstance(operation, LanceOperation.DataReplacement):
         carriers = [FragmentMetadata(id=int(g.fragment_id), files=[_as_data_file(g.new_file)], physical_rows=0).data
                     for g in operation.replacements]
-        native = _lance_core._commit(uri, "data_replacement", carriers, read_version=read_version,
+        native = native_commit(uri, "data_replacement", carriers, read_version=read_version,
                                      storage_options=storage_options, transaction_properties=props)
     elif isinstance(operation, LanceOperation.Rewrite):
         # Committed as a compaction's result (the same checks and conflict rules); the
@@ -570,6 +574,8 @@ def _commit_native(
                                           "itself (optimize.compact_files or Compaction.commit)")
         if read_version is None:
             raise InvalidInputError("a Rewrite must be committed with the read_version its fragments were read at")
+        if detached:
+            raise UnsupportedFeatureError(f"{uri}: a Rewrite cannot be committed detached")
         base = _lance_core._Dataset.open(uri, read_version, storage_options)
         native, _ = base.commit_compaction([([int(f.id) for f in g.old_fragments], [f.data for f in g.new_fragments])
                                             for g in operation.groups])

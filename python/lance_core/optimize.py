@@ -8,28 +8,35 @@ anywhere (they pickle), commit the results once.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Dict, List, Optional
 
 from .dataset import CompactionMetrics, LanceDataset
 from .errors import InvalidInputError
+from .fragment_metadata import FragmentMetadata
 
 _KNOWN = {"target_rows_per_fragment", "max_rows_per_group", "max_bytes_per_file", "materialize_deletions",
           "materialize_deletions_threshold", "num_threads", "batch_size", "defer_index_remap"}
 
 
 def _options(options: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """pylance's compaction options, checked, as the core takes them."""
     options = dict(options or {})
     unknown = set(options) - _KNOWN
     if unknown:
         raise InvalidInputError(f"unknown compaction options {sorted(unknown)}")
-    out = {"target_rows_per_fragment": int(options.get("target_rows_per_fragment") or 1024 * 1024),
+    target = options.get("target_rows_per_fragment")
+    out = {"target_rows_per_fragment": 1024 * 1024 if target is None else int(target),
            "materialize_deletions": options.get("materialize_deletions", True) is not False,
            "materialize_deletions_threshold": float(options.get("materialize_deletions_threshold", 0.1)),
-           "batch_size": options.get("batch_size")}
+           "batch_size": options.get("batch_size"), "max_bytes_per_file": options.get("max_bytes_per_file")}
     if out["target_rows_per_fragment"] < 1:
         raise InvalidInputError("target_rows_per_fragment must be positive")
     if not 0 <= out["materialize_deletions_threshold"] <= 1:
         raise InvalidInputError("materialize_deletions_threshold is a share of rows, between 0 and 1")
+    for key in ("batch_size", "max_bytes_per_file"):
+        if out[key] is not None and int(out[key]) < 1:
+            raise InvalidInputError(f"{key} must be positive")
     return out
 
 
@@ -37,36 +44,88 @@ def _at(ds: "LanceDataset", version: int) -> "LanceDataset":
     return ds if ds.version == version else ds.checkout_version(version)
 
 
-class RewriteResult:
-    """What one task wrote: the fragments it replaces and their new metadata (not committed)."""
+def _metrics(old: List[FragmentMetadata], new: List[FragmentMetadata]) -> CompactionMetrics:
+    """What replacing `old` by `new` counts (the core's rule: a deletion file is a file)."""
+    return CompactionMetrics(len(old), len(new),
+                             sum(len(f.files) + (f.deletion_file is not None) for f in old),
+                             sum(len(f.files) for f in new))
 
-    def __init__(self, read_version: int, fragment_ids: List[int], new_fragments: List[bytes]) -> None:
+
+class RewriteResult:
+    """What one task wrote: the fragments it replaces (`original_fragments`) and their
+    replacements (`new_fragments`, not committed), with the task's `metrics`."""
+
+    def __init__(self, read_version: int, original_fragments: List[FragmentMetadata],
+                 new_fragments: List[FragmentMetadata]) -> None:
         self.read_version = read_version
-        self.fragment_ids = list(fragment_ids)
+        self.original_fragments = list(original_fragments)
         self.new_fragments = list(new_fragments)
 
+    @property
+    def fragment_ids(self) -> List[int]:
+        return [f.id for f in self.original_fragments]
+
+    @property
+    def metrics(self) -> CompactionMetrics:
+        return _metrics(self.original_fragments, self.new_fragments)
+
+    def json(self) -> str:
+        return json.dumps({"read_version": self.read_version,
+                           "original_fragments": [f.to_json() for f in self.original_fragments],
+                           "new_fragments": [f.to_json() for f in self.new_fragments]})
+
+    @staticmethod
+    def from_json(text: str) -> "RewriteResult":
+        obj = json.loads(text)
+        return RewriteResult(obj["read_version"], [FragmentMetadata.from_json(f) for f in obj["original_fragments"]],
+                             [FragmentMetadata.from_json(f) for f in obj["new_fragments"]])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RewriteResult) and (self.read_version, self.original_fragments, self.new_fragments) \
+            == (other.read_version, other.original_fragments, other.new_fragments)
+
     def __repr__(self) -> str:
-        return f"RewriteResult(fragments {self.fragment_ids} -> {len(self.new_fragments)} new)"
+        return (f"RewriteResult(read_version={self.read_version}, new_fragments={self.new_fragments!r}, "
+                f"old_fragments={self.original_fragments!r})")
 
 
 class CompactionTask:
-    """Neighbouring fragments of version `read_version` to rewrite together."""
+    """Neighbouring fragments of version `read_version` (`fragments`, their metadata) to
+    rewrite together."""
 
-    def __init__(self, read_version: int, fragment_ids: List[int], rows: int, options: Dict[str, Any]) -> None:
+    def __init__(self, read_version: int, fragments: List[FragmentMetadata], rows: int,
+                 options: Dict[str, Any]) -> None:
         self.read_version = read_version
-        self.fragment_ids = list(fragment_ids)
+        self.fragments = list(fragments)
         self.rows = rows
         self.options = options
+
+    @property
+    def fragment_ids(self) -> List[int]:
+        return [f.id for f in self.fragments]
 
     def execute(self, dataset: "LanceDataset", file_prefix: Optional[str] = None) -> RewriteResult:
         """Write the new fragments (nothing is committed)."""
         ds = _at(dataset, self.read_version)
-        new = ds._ds.execute_compaction_task(self.fragment_ids, self.rows, self.options["target_rows_per_fragment"],
-                                             self.options["batch_size"], file_prefix)
-        return RewriteResult(self.read_version, self.fragment_ids, new)
+        new = ds._ds.execute_compaction_task(self.fragment_ids, self.rows, self.options, file_prefix)
+        return RewriteResult(self.read_version, self.fragments, [FragmentMetadata._from_bytes(f) for f in new])
+
+    def json(self) -> str:
+        return json.dumps({"read_version": self.read_version, "fragments": [f.to_json() for f in self.fragments],
+                           "rows": self.rows, "options": self.options})
+
+    @staticmethod
+    def from_json(text: str) -> "CompactionTask":
+        obj = json.loads(text)
+        return CompactionTask(obj["read_version"], [FragmentMetadata.from_json(f) for f in obj["fragments"]],
+                              obj["rows"], obj["options"])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CompactionTask) and (self.read_version, self.fragments, self.rows, self.options) \
+            == (other.read_version, other.fragments, other.rows, other.options)
 
     def __repr__(self) -> str:
-        return f"CompactionTask(version={self.read_version}, fragments={self.fragment_ids}, rows={self.rows})"
+        return f"CompactionTask(read_version={self.read_version}, fragments={self.fragments!r})"
 
 
 class CompactionPlan:
@@ -77,8 +136,12 @@ class CompactionPlan:
     def num_tasks(self) -> int:
         return len(self.tasks)
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CompactionPlan) and (self.read_version, self.tasks) == (other.read_version,
+                                                                                          other.tasks)
+
     def __repr__(self) -> str:
-        return f"CompactionPlan(version={self.read_version}, tasks={len(self.tasks)})"
+        return f"CompactionPlan(read_version={self.read_version}, tasks=<{len(self.tasks)} compaction tasks>)"
 
 
 class Compaction:
@@ -86,9 +149,11 @@ class Compaction:
     def plan(dataset: "LanceDataset", options: Optional[Dict[str, Any]] = None) -> CompactionPlan:
         """The tasks that compact `dataset` at its version (pylance's rules)."""
         opts = _options(options)
-        raw = dataset._ds.plan_compaction(opts["target_rows_per_fragment"], opts["materialize_deletions"],
-                                          opts["materialize_deletions_threshold"])
-        return CompactionPlan(dataset.version, [CompactionTask(dataset.version, ids, rows, opts) for ids, rows in raw])
+        raw = dataset._ds.plan_compaction(opts)
+        def metadata(ids: List[int]) -> List[FragmentMetadata]:
+            return [FragmentMetadata._from_bytes(dataset._ds.fragment_metadata(i)) for i in ids]
+        return CompactionPlan(dataset.version,
+                              [CompactionTask(dataset.version, metadata(ids), rows, opts) for ids, rows in raw])
 
     @staticmethod
     def commit(dataset: "LanceDataset", rewrites: List[RewriteResult]) -> "CompactionMetrics":
@@ -101,6 +166,6 @@ class Compaction:
         if not rewrites:
             return CompactionMetrics(0, 0, 0, 0)
         base = _at(dataset, versions.pop())
-        new, m = base._ds.commit_compaction([(r.fragment_ids, r.new_fragments) for r in rewrites])
+        new, m = base._ds.commit_compaction([(r.fragment_ids, [f.data for f in r.new_fragments]) for r in rewrites])
         dataset._ds = new
         return CompactionMetrics(*m)

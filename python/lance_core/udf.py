@@ -5,6 +5,10 @@ stream of rows instead of a function."""
 
 from __future__ import annotations
 
+import os
+import pickle
+import sqlite3
+from contextlib import closing
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import pyarrow as pa
@@ -35,9 +39,10 @@ class BatchUDF:
                  checkpoint_file: Any = None):
         self.func = func
         self.output_schema = output_schema
-        # pylance resumes a failed run from a checkpoint file; here a run computes every
-        # batch again (the argument is taken so pylance code runs unchanged).
+        # Results kept on disk as they are computed, so that a failed add_columns run
+        # resumes where it stopped (pylance's checkpoint file, in its layout).
         self.checkpoint_file = checkpoint_file
+        self.cache = None if checkpoint_file is None else BatchUDFCheckpoint(checkpoint_file)
         self.__name__ = getattr(func, "__name__", "batch_udf")
         self.__doc__ = getattr(func, "__doc__", None)
 
@@ -51,15 +56,82 @@ class BatchUDF:
         return out
 
 
+class BatchUDFCheckpoint:
+    """The results of a `BatchUDF` with a `checkpoint_file`, kept in that SQLite file (the
+    tables pylance's keeps: `batches`, each batch's output by fragment and batch number,
+    and `fragments`, the metadata of each fragment whose new file is written) until the
+    columns are committed; a run that failed resumes from them."""
+
+    def __init__(self, path: Any):
+        self.path = os.fspath(path)
+        with closing(sqlite3.connect(self.path)) as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS batches (fragment_id INT, batch_index INT, result BLOB)")
+            conn.execute("CREATE TABLE IF NOT EXISTS fragments (fragment_id INT, data BLOB)")
+            conn.commit()
+
+    def get_batch(self, fragment_id: int, batch_index: int) -> Optional[pa.RecordBatch]:
+        with closing(sqlite3.connect(self.path)) as conn:
+            row = conn.execute("SELECT result FROM batches WHERE fragment_id = ? AND batch_index = ?",
+                               (fragment_id, batch_index)).fetchone()
+        return None if row is None else pickle.loads(row[0])
+
+    def insert_batch(self, fragment_id: int, batch_index: int, batch: pa.RecordBatch) -> None:
+        with closing(sqlite3.connect(self.path)) as conn:
+            conn.execute("INSERT INTO batches (fragment_id, batch_index, result) VALUES (?, ?, ?)",
+                         (fragment_id, batch_index, pickle.dumps(batch)))
+            conn.commit()
+
+    def get_fragment(self, fragment_id: int) -> Optional[str]:
+        """The JSON metadata of the fragment with its new file, if it was written."""
+        with closing(sqlite3.connect(self.path)) as conn:
+            row = conn.execute("SELECT data FROM fragments WHERE fragment_id = ?", (fragment_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def insert_fragment(self, fragment_id: int, data: str) -> None:
+        """Keep a fragment's metadata once its new file is written; its batches go."""
+        with closing(sqlite3.connect(self.path)) as conn:
+            conn.execute("INSERT INTO fragments (fragment_id, data) VALUES (?, ?)", (fragment_id, data))
+            conn.execute("DELETE FROM batches WHERE fragment_id = ?", (fragment_id,))
+            conn.commit()
+
+    def cleanup(self) -> None:
+        """The columns are committed: the file goes."""
+        if os.path.exists(self.path):
+            os.remove(self.path)
+
+
 def batch_udf(output_schema: Optional[pa.Schema] = None, checkpoint_file: Any = None) -> Callable[..., BatchUDF]:
     """Decorate a column function for `add_columns`/`merge_columns` (pylance's
     `lance.batch_udf`): its outputs are checked against `output_schema` (or the first
-    output's schema) and may be pandas DataFrames."""
+    output's schema) and may be pandas DataFrames. With `checkpoint_file` (a local path),
+    `add_columns` keeps each batch's output and each written fragment there until it
+    commits, and a run that failed computes only what is missing (the file can grow to a
+    data file's worth of results)."""
 
     def wrap(func: Callable[[pa.RecordBatch], Any]) -> BatchUDF:
         return BatchUDF(func, output_schema, checkpoint_file)
 
     return wrap
+
+
+class ProducerErrors:
+    """The exception Python code producing batches raised while the core read them: the
+    C stream interface hands it over as text only; this keeps it, to raise as it was."""
+
+    def __init__(self) -> None:
+        self.error: Optional[BaseException] = None
+
+    def watch(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        try:
+            yield from batches
+        except Exception as e:
+            self.error = e
+            raise
+
+    def reraise(self) -> None:
+        """Raise the producer's exception, if it raised one."""
+        if self.error is not None:
+            raise self.error
 
 
 def is_row_stream(value: Any) -> bool:

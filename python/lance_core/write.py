@@ -11,7 +11,7 @@ import pyarrow as pa
 from . import _lance_core
 from ._inputs import as_stream
 from .bases import DatasetBasePath, bases_arg, targets_arg
-from .dataset import LanceDataset, auto_cleanup_keys
+from .dataset import LanceDataset, auto_cleanup_keys, run_under_lock
 from .fragment_metadata import _properties
 from .errors import DatasetNotFoundError, InvalidInputError
 from .fragment_metadata import _commit_native
@@ -42,6 +42,7 @@ def write_dataset(
     table_id: Optional[List[str]] = None,
     initial_bases: Optional[List[DatasetBasePath]] = None,
     target_bases: Optional[List[str]] = None,
+    session: Optional["_lance_core.Session"] = None,
 ) -> LanceDataset:
     """Write Arrow data as a Lance dataset (mode "create", "append" or "overwrite"), at
     `uri` or as the table `table_id` of the catalog `namespace_client` (declared there
@@ -68,6 +69,7 @@ def write_dataset(
     completed. `max_rows_per_group` is taken for pylance's sake: 2.x files cut pages by size.
     `auto_cleanup_options` (an `AutoCleanupConfig`, on create and overwrite) makes every
     `interval`-th commit remove the versions older than `older_than_seconds`.
+    `session` (a `lance_core.Session`): the caches the returned dataset uses.
     `commit_lock` (pylance's): a context manager factory called with the version about to
     be committed, held while the write commits (our commits need no lock: it serves
     callers who coordinate with other writers through it).
@@ -88,7 +90,7 @@ def write_dataset(
     if blob_pack_file_size_threshold is not None and blob_pack_file_size_threshold <= 0:
         raise InvalidInputError("blob_pack_file_size_threshold must be positive")
     stream = as_stream(data, schema)
-    return under_commit_lock(commit_lock, uri, storage_options, lambda: LanceDataset(_lance_core._write_dataset(
+    written = under_commit_lock(commit_lock, uri, storage_options, lambda: LanceDataset(_lance_core._write_dataset(
         stream, os.fspath(uri), mode, max_rows_per_file, max_bytes_per_file,
         data_storage_version, enable_stable_row_ids, storage_options, external_blob_mode,
         allow_external_blob_outside_bases, blob_pack_file_size_threshold,
@@ -96,20 +98,19 @@ def write_dataset(
         None if auto_cleanup_options is None else auto_cleanup_keys(auto_cleanup_options),
         bases_arg(initial_bases), targets_arg(target_bases),
     )))
+    return written if session is None else LanceDataset(written._ds.with_session(session))
 
 
 def under_commit_lock(lock: Any, uri: Any, storage_options: Optional[Dict[str, str]], run: Any) -> Any:
     """`run()` (a write that commits one version) inside `lock(version)`, pylance's
-    `commit_lock`: a context manager factory given the version about to be committed.
-    What the lock raises, on entry or exit, is raised."""
+    `commit_lock`, given the version about to be committed (see `run_under_lock`)."""
     if lock is None:
         return run()
     try:
         version = _lance_core._Dataset.open(os.fspath(uri), None, storage_options).version + 1
     except DatasetNotFoundError:
         version = 1
-    with lock(version):
-        return run()
+    return run_under_lock(lock, version, os.fspath(uri), run)
 
 
 def commit(

@@ -146,6 +146,7 @@ def compact(
     `optimize.compact_files` takes them), each task rewrites one group of fragments on an
     executor, and the driver commits every group in one new version. Appends committed
     meanwhile are kept. A failed or conflicting job leaves no files. Returns the metrics."""
+    from ..fragment_metadata import FragmentMetadata
     from ..optimize import Compaction, RewriteResult
 
     ds = dataset(uri, storage_options=storage_options)
@@ -163,8 +164,9 @@ def compact(
                 result = tasks[i].execute(local, file_prefix=files.prefix)
                 written = file_paths(result.new_fragments)
                 if files.keep(written):
+                    new = [f.data for f in result.new_fragments]
                     yield pa.record_batch({"task": pa.array([i], pa.int64()),
-                                           "fragments": pa.array([result.new_fragments], pa.list_(pa.binary()))})
+                                           "fragments": pa.array([new], pa.list_(pa.binary()))})
 
     work = _work_frame(spark, [(i,) for i in tasks], "task long")
     part = pa.schema([("task", pa.int64()), ("fragments", pa.list_(pa.binary()))])
@@ -174,5 +176,6 @@ def compact(
         done = {r.task: [bytes(b) for b in r.fragments] for r in rows}
         if sorted(done) != sorted(tasks):
             raise InvalidInputError(f"{uri}: compaction tasks {sorted(done)} finished, expected {sorted(tasks)}")
-        results = [RewriteResult(read_version, tasks[i].fragment_ids, done[i]) for i in sorted(tasks)]
+        results = [RewriteResult(read_version, tasks[i].fragments, [FragmentMetadata._from_bytes(b) for b in done[i]])
+                   for i in sorted(tasks)]
         return Compaction.commit(ds, results)

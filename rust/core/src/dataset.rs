@@ -13,6 +13,7 @@ use crate::file::FileReader;
 use crate::proto::table::{
     data_fragment::RowIdSequence as RowIdSeq, DataFile, DataFragment, Manifest,
 };
+use crate::session::Session;
 use crate::storage::{Storage, StorageOptions};
 use crate::table::branches;
 use crate::table::deletion::{decode_deletions, deletion_file_name};
@@ -60,24 +61,29 @@ struct Base {
     is_dataset_root: bool,
 }
 
-/// Data files opened for this version, kept so that repeated reads (takes above all) do
-/// not fetch the same metadata again. Keyed by path and, for legacy files, the field id
-/// range their columns were resolved for.
+/// What is read once per version: the row-id index and the manifest's index section.
+/// (What stays true across versions — data files' metadata, deletion sets — is kept in
+/// the session.)
 #[derive(Debug, Default)]
-struct FileCache {
-    files: std::sync::Mutex<HashMap<(String, i32, i32), Arc<FileReader>>>,
-    /// Deletion sets read so far, by fragment id.
-    deletions: std::sync::Mutex<HashMap<u64, Arc<RoaringBitmap>>>,
+struct VersionCache {
     /// The row-id index, built on first use.
     row_index: tokio::sync::OnceCell<Arc<RowIdIndex>>,
-    /// Pages planned for random access (without their bulk data), by file, column, page.
-    page_plans: std::sync::Mutex<HashMap<(String, usize, usize), Arc<PagePlan>>>,
     /// The manifest's index section, read on first use.
     index_segments: std::sync::OnceLock<Arc<Vec<crate::index::IndexSegment>>>,
 }
 
-/// Files kept open per dataset version at most; past that the cache starts over.
-const MAX_CACHED_FILES: usize = 4096;
+/// The session key of an open data file (`legacy_ids`: the field ids its columns were
+/// resolved for).
+fn open_file_key(file: &str, legacy_ids: Option<(i32, i32)>) -> String {
+    match legacy_ids {
+        Some((min, max)) => format!("{file}#open:{min}:{max}"),
+        None => format!("{file}#open"),
+    }
+}
+
+fn page_plan_key(file: &str, column: usize, page: usize) -> String {
+    format!("{file}#plan:{column}:{page}")
+}
 
 #[derive(Clone, Debug)]
 pub struct Dataset {
@@ -94,7 +100,8 @@ pub struct Dataset {
     pub schema: Arc<LanceSchema>,
     pub arrow_schema: SchemaRef,
     options: StorageOptions,
-    files: Arc<FileCache>,
+    version_cache: Arc<VersionCache>,
+    session: Arc<Session>,
 }
 
 impl Dataset {
@@ -211,7 +218,8 @@ impl Dataset {
             bases.insert(
                 b.id,
                 Base {
-                    storage: Storage::open(&b.path, &options)?,
+                    storage: Storage::open(&b.path, &options)?
+                        .counting_in(storage.io_stats().clone()),
                     is_dataset_root: b.is_dataset_root,
                 },
             );
@@ -226,7 +234,8 @@ impl Dataset {
             schema: Arc::new(schema),
             arrow_schema,
             options,
-            files: Arc::new(FileCache::default()),
+            version_cache: Arc::new(VersionCache::default()),
+            session: Session::shared(),
         })
     }
 
@@ -263,17 +272,18 @@ impl Dataset {
         let version = match version {
             VersionRef::Number(v) => v,
             other => {
-                return Self::open_in(self.root_storage()?, Some(other), self.options.clone()).await
+                let ds = Self::open_in(self.root_storage()?, Some(other), self.options.clone());
+                return Ok(ds.await?.with_session(self.session.clone()));
             }
         };
         let location = locate_version(&self.storage, version).await?;
-        Self::load(
+        let ds = Self::load(
             self.uri.clone(),
             self.storage.clone(),
             location,
             self.options.clone(),
-        )
-        .await
+        );
+        Ok(ds.await?.with_session(self.session.clone()))
     }
 
     /// The branch this version is on (None: the main line).
@@ -377,13 +387,13 @@ impl Dataset {
 
     /// The index segments the manifest lists (read from it once).
     pub fn index_segments(&self) -> Result<Arc<Vec<crate::index::IndexSegment>>> {
-        if let Some(s) = self.files.index_segments.get() {
+        if let Some(s) = self.version_cache.index_segments.get() {
             return Ok(s.clone());
         }
         let name = self.storage.display(&self.location.path);
         let all = crate::index::segments(&self.manifest, &self.manifest_bytes, &name)?;
         Ok(self
-            .files
+            .version_cache
             .index_segments
             .get_or_init(|| Arc::new(all))
             .clone())
@@ -398,72 +408,71 @@ impl Dataset {
         })
     }
 
-    /// Open a data file of this version (cached); `legacy_ids` resolves the columns of a
-    /// legacy file for the field id range its `DataFile` lists.
+    /// Open a data file of this version (kept in the session); `legacy_ids` resolves the
+    /// columns of a legacy file for the field id range its `DataFile` lists.
     pub async fn open_file(
         &self,
         file: &DataFile,
         legacy_ids: Option<(i32, i32)>,
     ) -> Result<Arc<FileReader>> {
-        let (min, max) = legacy_ids.unwrap_or((-1, -1));
-        let key = (file.path.clone(), min, max);
-        let cached = self
-            .files
-            .files
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .cloned();
-        if let Some(reader) = cached {
-            return Ok(reader);
-        }
         let (storage, path) = self.data_file_location(file)?;
+        let key = open_file_key(&storage.display(&path), legacy_ids);
+        if let Some(reader) = self.session.metadata.get::<FileReader>(&key) {
+            // Kept by another open of the table: read through this one's store.
+            return Ok(match reader.reads_through(&storage) {
+                true => reader,
+                false => Arc::new(reader.reading_through(&storage)),
+            });
+        }
         let size = crate::table::data_file::recorded_size(file);
         let mut reader = FileReader::open(&storage, path, size).await?;
         if let Some((min, max)) = legacy_ids {
             reader = reader.with_field_ids(min, max).await?;
         }
         let reader = Arc::new(reader);
-        let mut files = self.files.files.lock().unwrap_or_else(|e| e.into_inner());
-        if files.len() >= MAX_CACHED_FILES {
-            files.clear();
-        }
-        files.insert(key, reader.clone());
+        self.session
+            .metadata
+            .put(key, reader.clone(), reader.memory_size());
         Ok(reader)
     }
 
-    /// Keep `reader`, the open data file `path` (relative to its base), as `open_file`
-    /// would have.
-    pub fn cache_open_file(&self, path: &str, reader: Arc<FileReader>) {
-        let mut files = self.files.files.lock().unwrap_or_else(|e| e.into_inner());
-        files.insert((path.to_string(), -1, -1), reader);
+    /// Keep `reader`, the open data file `file` of this version, as `open_file` would have.
+    pub fn cache_open_file(&self, file: &DataFile, reader: Arc<FileReader>) -> Result<()> {
+        let (storage, path) = self.data_file_location(file)?;
+        let bytes = reader.memory_size();
+        let key = open_file_key(&storage.display(&path), None);
+        self.session.metadata.put(key, reader, bytes);
+        Ok(())
     }
 
-    /// A page planned for random access, if planned before.
+    /// A page planned for random access, if planned before (`file` as its reader names it).
     pub fn cached_page_plan(
         &self,
         file: &str,
         column: usize,
         page: usize,
     ) -> Option<Arc<PagePlan>> {
-        let plans = self
-            .files
-            .page_plans
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        plans.get(&(file.to_string(), column, page)).cloned()
+        self.session
+            .metadata
+            .get(&page_plan_key(file, column, page))
     }
 
     pub fn cache_page_plan(&self, file: &str, column: usize, page: usize, plan: Arc<PagePlan>) {
-        let mut plans = self
-            .files
-            .page_plans
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if plans.len() >= MAX_CACHED_FILES * 4 {
-            plans.clear();
-        }
-        plans.insert((file.to_string(), column, page), plan);
+        let bytes = plan.memory_size();
+        self.session
+            .metadata
+            .put(page_plan_key(file, column, page), plan, bytes);
+    }
+
+    /// The caches this dataset shares with the others opened in its session.
+    pub fn session(&self) -> &Arc<Session> {
+        &self.session
+    }
+
+    /// This dataset, keeping what it reads in `session`.
+    pub fn with_session(mut self, session: Arc<Session>) -> Self {
+        self.session = session;
+        self
     }
 
     /// The physical row offsets in `frag` of its visible rows `indices` (deleted rows
@@ -539,12 +548,12 @@ impl Dataset {
                     ),
                 ));
             }
-            // Asked of the store even when the file's reader is cached: the file may have
-            // gone since.
+            // Asked of the store, never of the session's caches: the file may have gone
+            // or changed since it was read.
             storage.file_meta(&path).await?;
             // A legacy (0.1) file's rows are counted per batch; its length is not checked.
             if file.file_major_version >= 2 {
-                let reader = self.open_file(file, None).await?;
+                let reader = FileReader::open(&storage, path.clone(), None).await?;
                 if reader.metadata.num_rows != rows {
                     return Err(Error::corrupt(
                         &shown,
@@ -556,7 +565,8 @@ impl Dataset {
                 }
             }
         }
-        if let Some(deleted) = self.deletions(f).await? {
+        if f.deletion_file.is_some() {
+            let deleted = self.read_deletions(f).await?;
             if deleted.max().is_some_and(|m| u64::from(m) >= rows) {
                 return Err(Error::corrupt(
                     self.location.path.to_string(),
@@ -585,31 +595,21 @@ impl Dataset {
     }
 
     /// The deleted row offsets of a fragment, if it has a deletion file (read once per
-    /// version).
+    /// session).
     pub async fn deletions(&self, frag: &DataFragment) -> Result<Option<Arc<RoaringBitmap>>> {
         if frag.deletion_file.is_none() {
             return Ok(None);
         }
-        let cached = self
-            .files
-            .deletions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&frag.id)
-            .cloned();
-        if let Some(set) = cached {
+        let Some((storage, path)) = self.deletion_file_location(frag)? else {
+            return Ok(None);
+        };
+        let key = format!("{}#deletions", storage.display(&path));
+        if let Some(set) = self.session.metadata.get::<RoaringBitmap>(&key) {
             return Ok(Some(set));
         }
         let set = Arc::new(self.read_deletions(frag).await?);
-        let mut cache = self
-            .files
-            .deletions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if cache.len() >= MAX_CACHED_FILES {
-            cache.clear();
-        }
-        cache.insert(frag.id, set.clone());
+        let bytes = set.serialized_size() as u64;
+        self.session.metadata.put(key, set.clone(), bytes);
         Ok(Some(set))
     }
 
@@ -760,7 +760,7 @@ impl Dataset {
 
     /// The row-id index of this version (stable row ids only), built on first use.
     pub async fn row_id_index(&self) -> Result<Arc<RowIdIndex>> {
-        self.files
+        self.version_cache
             .row_index
             .get_or_try_init(|| async {
                 let runs = self

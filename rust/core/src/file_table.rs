@@ -93,7 +93,7 @@ pub async fn open(dir: &str, name: &str, options: &StorageOptions) -> Result<Dat
         Bytes::new(),
         options.clone(),
     )?;
-    ds.cache_open_file(name, Arc::new(reader));
+    ds.cache_open_file(&ds.fragments()[0].files[0], Arc::new(reader))?;
     Ok(ds)
 }
 

@@ -20,6 +20,7 @@ pub mod storage;
 pub use error::{Error, Result};
 pub mod encoding;
 pub mod scan;
+pub mod session;
 pub mod table;
 #[cfg(test)]
 mod test_util;

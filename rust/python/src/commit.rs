@@ -55,7 +55,7 @@ fn update_config(arg: ConfigArg) -> lance_core::proto::table::transaction::Updat
 /// `lance_core::write::External` (append, overwrite, delete, merge, update_config,
 /// restore) the arguments fill.
 #[pyfunction]
-#[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None, transaction_properties=None, version=None, config=None, lance_schema=None, new_fragments=None, fields_modified=None, fields_for_preserving_frag_bitmap=None, enable_stable_row_ids=false, bases=None))]
+#[pyo3(signature = (uri, kind, fragments, schema=None, deleted_fragment_ids=None, predicate=None, read_version=None, storage_options=None, transaction_properties=None, version=None, config=None, lance_schema=None, new_fragments=None, fields_modified=None, fields_for_preserving_frag_bitmap=None, enable_stable_row_ids=false, bases=None, detached=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn _commit(
     py: Python<'_>,
@@ -76,6 +76,7 @@ pub fn _commit(
     fields_for_preserving_frag_bitmap: Option<Vec<u32>>,
     enable_stable_row_ids: bool,
     bases: Option<Vec<crate::bases::BaseArg>>,
+    detached: bool,
 ) -> PyResult<PyDataset> {
     use lance_core::write::External;
     guard(|| {
@@ -162,6 +163,7 @@ pub fn _commit(
                 read_version,
                 operation,
                 transaction_properties.unwrap_or_default(),
+                detached,
             ),
         )
         .py()?;

@@ -13,6 +13,7 @@ use pyo3::types::{PyDict, PyList};
 use crate::arrow_export::{PyArrowBatch, PyArrowSchema, PyBatchIterator};
 use crate::errors::{guard, IntoPyResult};
 use crate::runtime::{block_on, runtime};
+use crate::session::PySession;
 use lance_core::scan::Projection;
 
 /// (version, commit time in ns since the epoch, summary)
@@ -63,6 +64,10 @@ fn version_ref(v: Option<&Bound<'_, PyAny>>) -> PyResult<Option<VersionRef>> {
             }
         };
         return Ok(Some(VersionRef::Branch(branch, number)));
+    }
+    // Detached versions use the top bit: a u64 first.
+    if let Ok(n) = v.extract::<u64>() {
+        return Ok(Some(VersionRef::Number(n)));
     }
     let n: i64 = v.extract()?;
     if n < 0 {
@@ -159,6 +164,33 @@ impl CleanupArgs {
     }
 }
 
+/// Compaction options as Python's `optimize._options` gives them (a dict with keys
+/// target_rows_per_fragment, materialize_deletions, materialize_deletions_threshold,
+/// batch_size, max_bytes_per_file); None: not given.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct CompactionArgs {
+    target_rows_per_fragment: u64,
+    materialize_deletions: bool,
+    materialize_deletions_threshold: f64,
+    batch_size: Option<usize>,
+    max_bytes_per_file: Option<u64>,
+}
+
+impl CompactionArgs {
+    fn options(self) -> lance_core::write::compact::CompactionOptions {
+        let defaults = lance_core::write::compact::CompactionOptions::default();
+        lance_core::write::compact::CompactionOptions {
+            target_rows_per_fragment: self.target_rows_per_fragment.max(1),
+            materialize_deletions: self.materialize_deletions,
+            materialize_deletions_threshold: self.materialize_deletions_threshold,
+            batch_size: self.batch_size.map_or(defaults.batch_size, |b| b.max(1)),
+            max_bytes_per_file: self.max_bytes_per_file.map(|b| b.max(1)),
+            ..defaults
+        }
+    }
+}
+
 fn stats_row(s: &lance_core::table::cleanup::CleanupStats) -> CleanupStatsRow {
     (
         s.bytes_removed,
@@ -174,12 +206,13 @@ fn stats_row(s: &lance_core::table::cleanup::CleanupStats) -> CleanupStatsRow {
 #[pymethods]
 impl PyDataset {
     #[staticmethod]
-    #[pyo3(signature = (uri, version=None, storage_options=None))]
+    #[pyo3(signature = (uri, version=None, storage_options=None, session=None))]
     fn open(
         py: Python<'_>,
         uri: String,
         version: Option<Bound<'_, PyAny>>,
         storage_options: Option<HashMap<String, String>>,
+        session: Option<PyRef<'_, PySession>>,
     ) -> PyResult<Self> {
         guard(|| {
             let version = version_ref(version.as_ref())?;
@@ -188,10 +221,42 @@ impl PyDataset {
                 Dataset::open(&uri, version, storage_options.unwrap_or_default()),
             )
             .py()?;
+            let ds = match session {
+                Some(s) => ds.with_session(s.inner.clone()),
+                None => ds,
+            };
             Ok(PyDataset {
                 inner: Arc::new(ds),
             })
         })
+    }
+
+    /// This version, using `session`'s caches.
+    fn with_session(&self, session: PyRef<'_, PySession>) -> Self {
+        let ds = (*self.inner).clone().with_session(session.inner.clone());
+        PyDataset {
+            inner: Arc::new(ds),
+        }
+    }
+
+    /// The requests made through this dataset's store (shared with the versions reached
+    /// from it): (read iops, read bytes, write iops, write bytes); `reset` starts the
+    /// counts again from zero.
+    fn io_stats(&self, reset: bool) -> (u64, u64, u64, u64) {
+        let stats = self.inner.storage().io_stats();
+        let c = if reset {
+            stats.take()
+        } else {
+            stats.snapshot()
+        };
+        (c.read_iops, c.read_bytes, c.write_iops, c.write_bytes)
+    }
+
+    /// The session whose caches this dataset uses.
+    fn session(&self) -> PySession {
+        PySession {
+            inner: self.inner.session().clone(),
+        }
     }
 
     /// The Lance file `name` in directory `dir` as a table of one fragment (index files,
@@ -660,28 +725,15 @@ impl PyDataset {
         })
     }
 
-    /// Compact small fragments and fragments with many deleted rows; returns the new
-    /// version and (fragments removed, fragments added, files removed, files added).
-    #[pyo3(signature = (target_rows_per_fragment, materialize_deletions, materialize_deletions_threshold, batch_size=None))]
+    /// Compact this version's small fragments and those with many deletions (one commit).
     fn compact_files(
         &self,
         py: Python<'_>,
-        target_rows_per_fragment: u64,
-        materialize_deletions: bool,
-        materialize_deletions_threshold: f64,
-        batch_size: Option<usize>,
+        options: CompactionArgs,
     ) -> PyResult<(Self, (u64, u64, u64, u64))> {
-        use lance_core::write::compact::{compact_files, CompactionOptions};
+        use lance_core::write::compact::compact_files;
         guard(|| {
-            let mut opts = CompactionOptions {
-                target_rows_per_fragment: target_rows_per_fragment.max(1),
-                materialize_deletions,
-                materialize_deletions_threshold,
-                ..Default::default()
-            };
-            if let Some(b) = batch_size {
-                opts.batch_size = b.max(1);
-            }
+            let opts = options.options();
             let ds = self.inner.clone();
             let (new, m) = block_on(py, async move { compact_files(&ds, &opts).await }).py()?;
             Ok((PyDataset::from(new), metrics_tuple(&m)))
@@ -692,18 +744,11 @@ impl PyDataset {
     fn plan_compaction(
         &self,
         py: Python<'_>,
-        target_rows_per_fragment: u64,
-        materialize_deletions: bool,
-        materialize_deletions_threshold: f64,
+        options: CompactionArgs,
     ) -> PyResult<Vec<(Vec<u64>, u64)>> {
-        use lance_core::write::compact::{plan_compaction, CompactionOptions};
+        use lance_core::write::compact::plan_compaction;
         guard(|| {
-            let opts = CompactionOptions {
-                target_rows_per_fragment: target_rows_per_fragment.max(1),
-                materialize_deletions,
-                materialize_deletions_threshold,
-                ..Default::default()
-            };
+            let opts = options.options();
             let ds = self.inner.clone();
             let tasks = block_on(py, async move { plan_compaction(&ds, &opts).await }).py()?;
             Ok(tasks
@@ -714,27 +759,20 @@ impl PyDataset {
     }
 
     /// Run one compaction task: the new fragments' metadata (protobuf bytes), not committed.
-    #[pyo3(signature = (fragment_ids, rows, target_rows_per_fragment, batch_size=None, file_prefix=None))]
+    #[pyo3(signature = (fragment_ids, rows, options, file_prefix=None))]
     fn execute_compaction_task(
         &self,
         py: Python<'_>,
         fragment_ids: Vec<u64>,
         rows: u64,
-        target_rows_per_fragment: u64,
-        batch_size: Option<usize>,
+        options: CompactionArgs,
         file_prefix: Option<String>,
     ) -> PyResult<Vec<Vec<u8>>> {
-        use lance_core::write::compact::{execute_task, CompactionOptions, CompactionTask};
+        use lance_core::write::compact::{execute_task, CompactionTask};
         use prost::Message;
         guard(|| {
-            let mut opts = CompactionOptions {
-                target_rows_per_fragment: target_rows_per_fragment.max(1),
-                file_prefix: crate::write::checked_file_prefix(py, file_prefix)?,
-                ..Default::default()
-            };
-            if let Some(b) = batch_size {
-                opts.batch_size = b.max(1);
-            }
+            let mut opts = options.options();
+            opts.file_prefix = crate::write::checked_file_prefix(py, file_prefix)?;
             let task = CompactionTask { fragment_ids, rows };
             let ds = self.inner.clone();
             let new = block_on(py, async move { execute_task(&ds, &task, &opts).await }).py()?;

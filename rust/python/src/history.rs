@@ -13,7 +13,7 @@ use lance_core::proto::table::{DataFragment, Transaction};
 use lance_core::table::history::{self, RowChange};
 use lance_core::table::schema::LanceSchema;
 
-use crate::arrow_export::PyArrowSchema;
+use crate::arrow_export::{PyArrowSchema, PyBatchIterator};
 use crate::dataset::PyDataset;
 use crate::errors::{guard, IntoPyResult};
 use crate::runtime::block_on;
@@ -244,41 +244,22 @@ pub fn _changes_since(
     })
 }
 
-/// (version, base uri, path, kind)
-type TrackedRow = (u64, String, String, &'static str);
-
 /// The files the versions of `ds`'s line from `first` on reference, manifests included
-/// (`lance_core.table.tracked_files`); `progress(read, total)` is called per manifest.
+/// (`lance_core.table.tracked_files`): how many versions, and a stream of one batch each.
 #[pyfunction]
-#[pyo3(signature = (ds, first, progress=None))]
 pub fn _tracked_files(
     py: Python<'_>,
     ds: &PyDataset,
     first: u64,
-    progress: Option<Py<PyAny>>,
-) -> PyResult<Vec<TrackedRow>> {
+) -> PyResult<(usize, PyBatchIterator)> {
     guard(|| {
         let storage = ds.inner.storage().clone();
-        // A failing callback ends the walk; its exception is raised as it was.
-        let mut failed: Option<PyErr> = None;
-        let files = block_on(py, async {
-            lance_core::table::tracked_files::tracked_files(&storage, first, |read, total| {
-                let Some(cb) = &progress else { return Ok(()) };
-                Python::attach(|py| cb.call1(py, (read, total)).map(|_| ())).map_err(|e| {
-                    let message = e.to_string();
-                    failed = Some(e);
-                    lance_core::Error::invalid(message)
-                })
-            })
-            .await
-        });
-        if let Some(e) = failed {
-            return Err(e);
-        }
-        Ok(files
-            .py()?
-            .into_iter()
-            .map(|f| (f.version, f.base_uri, f.path, f.kind))
-            .collect())
+        let walk = block_on(
+            py,
+            lance_core::table::tracked_files::tracked_files(storage, first),
+        )
+        .py()?;
+        let schema = lance_core::table::tracked_files::tracked_schema();
+        Ok((walk.versions, PyBatchIterator::new(schema, walk.batches)))
     })
 }

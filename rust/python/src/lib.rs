@@ -1,6 +1,6 @@
 //! Python bindings of lance-core (`lance_core._lance_core`). Each file holds one concern:
 //! `dataset` the dataset class (scans, deletes, new columns), `write` new data files,
-//! `commit` new versions, `file_api` single Lance files, `blobs` blob columns read as files, `nearest` vector-search queries, `files` job files beside the table, `row_changes` the
+//! `commit` new versions, `file_api` single Lance files, `blobs` blob columns read as files, `nearest` vector-search queries, `session` the caches datasets share, `files` job files beside the table, `row_changes` the
 //! pieces of distributed updates and merges, `arrow_export` and
 //! `arrow_import` the zero-copy hand-over of Arrow data each way, `errors` the mapping of
 //! errors and panics to exceptions, `runtime` the async runtime.
@@ -22,6 +22,7 @@ mod progress;
 mod row_changes;
 mod runtime;
 mod schema;
+mod session;
 mod staged;
 mod write;
 
@@ -37,6 +38,7 @@ fn _panic_for_test() -> PyResult<()> {
 fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     logging::init();
     m.add_class::<dataset::PyDataset>()?;
+    m.add_class::<session::PySession>()?;
     m.add_class::<arrow_export::PyArrowSchema>()?;
     m.add_class::<arrow_export::PyArrowBatch>()?;
     m.add_class::<arrow_export::PyBatchIterator>()?;

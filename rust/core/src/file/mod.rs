@@ -203,6 +203,19 @@ fn decode_any<M: Message + Default>(bytes: &[u8], expected_url: &str, what: &str
 }
 
 impl FileMetadata {
+    /// About how many bytes of memory this metadata takes (for the session's budget): a
+    /// page's decoded description is a few hundred bytes, its buffer ranges 16 each.
+    pub fn memory_size(&self) -> u64 {
+        let pages: usize = self.columns.iter().map(|c| c.pages.len()).sum();
+        let ranges: usize = self
+            .columns
+            .iter()
+            .flat_map(|c| c.pages.iter().map(|p| p.buffers.len()))
+            .sum();
+        let schema = self.schema.fields.len() * 256;
+        (512 + schema + self.columns.len() * 64 + pages * 256 + ranges * 16) as u64
+    }
+
     /// Bytes of the file's parts as pylance reports them: data (pages; the global
     /// buffers are not counted in it wherever they lie), column metadata (with its offset
     /// table), global buffers.

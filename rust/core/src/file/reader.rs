@@ -166,6 +166,26 @@ impl FileReader {
         })
     }
 
+    /// This open file, its reads made (and counted) through `storage`: the same object
+    /// as another open of the table sees it.
+    pub fn reading_through(&self, storage: &Storage) -> FileReader {
+        FileReader {
+            storage: storage.clone(),
+            ..self.clone()
+        }
+    }
+
+    /// Whether reads go through `storage`'s connection and counters.
+    pub fn reads_through(&self, storage: &Storage) -> bool {
+        Arc::ptr_eq(self.storage.io_stats(), storage.io_stats())
+    }
+
+    /// About how many bytes of memory the open file holds: its metadata, and the whole
+    /// file when it was small enough to keep.
+    pub fn memory_size(&self) -> u64 {
+        self.metadata.memory_size() + self.whole.as_ref().map_or(0, |b| b.len() as u64)
+    }
+
     /// The file's name as shown in errors.
     pub fn name(&self) -> &str {
         &self.name

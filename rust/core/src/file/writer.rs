@@ -3,7 +3,6 @@
 use bytes::Bytes;
 use object_store::path::Path;
 use prost::Message;
-use tokio::io::AsyncWriteExt;
 
 use super::{FileVersion, FOOTER_LEN, MAGIC};
 use crate::encoding::encode::array20::Page20;
@@ -32,7 +31,7 @@ fn any(type_url: &str, value: Vec<u8>) -> Encoding {
 }
 
 pub struct FileWriter {
-    writer: object_store::buffered::BufWriter,
+    writer: crate::storage::ObjectWriter,
     name: String,
     position: u64,
     version: FileVersion,

@@ -19,11 +19,12 @@ use arrow_schema::{DataType, Field, Schema, SortOptions};
 use futures::StreamExt;
 
 use super::selection::Found;
-use super::{cache, IndexSegment};
+use super::IndexSegment;
 use crate::dataset::Dataset;
 use crate::error::{corrupt, Error, Result};
 use crate::expr::ranges::{value_ranges, ValueRanges};
 use crate::expr::Expr;
+use crate::session::IndexCacheRef;
 
 pub const LOOKUP_FILE: &str = "page_lookup.lance";
 pub const PAGES_FILE: &str = "page_data.lance";
@@ -45,6 +46,8 @@ pub struct BTree {
     /// The lookup lists pages in the order of their values (as pylance writes it); else
     /// every page is read.
     sorted: bool,
+    /// Where pages read are kept: the session the lookup was loaded in.
+    cache: IndexCacheRef,
 }
 
 struct PagePart {
@@ -60,92 +63,101 @@ impl BTree {
     pub async fn load(ds: &Dataset, segment: &IndexSegment) -> Result<Arc<BTree>> {
         let dir = super::segment_dir(ds, segment)?;
         let key = format!("{dir}#btree");
-        cache::get_or_load(key, || async {
-            let options = ds.storage_options();
-            let lookup = crate::file_table::open(&dir, LOOKUP_FILE, options).await?;
-            let shown = format!("{dir}/{LOOKUP_FILE}");
-            let batch = crate::file_table::read_all(Arc::new(lookup)).await?;
-            let batch_size = match batch.schema().metadata().get("batch_size") {
-                Some(s) => s.parse::<u64>().ok().filter(|&b| b > 0).ok_or_else(|| {
-                    Error::corrupt(&shown, format!("batch_size '{s}' is not a page size"))
-                })?,
-                None => DEFAULT_BATCH_SIZE,
-            };
-            let metadata = batch.schema().metadata().clone();
-            // Partitioned: `[[partition id, pages], ...]`, each partition's pages in
-            // `part_<id>_page_data.lance`, numbered on from the previous partition's.
-            let partitions: Vec<(String, u64)> = match metadata.get("range_partitioned") {
-                Some(v) if v == "true" => {
-                    let text = metadata
-                        .get("page_num_per_range_partition")
-                        .ok_or_else(|| Error::corrupt(&shown, "partitioned, but no partitions"))?;
-                    let parts: Vec<(u64, u64)> = serde_json::from_str(text).map_err(|e| {
-                        Error::corrupt(&shown, format!("page_num_per_range_partition: {e}"))
-                    })?;
-                    parts
-                        .into_iter()
-                        .map(|(id, pages)| (format!("part_{id}_{PAGES_FILE}"), pages))
-                        .collect()
+        let cache = IndexCacheRef::of(ds.session());
+        ds.session()
+            .index
+            .get_or_load(key, || async {
+                let options = ds.storage_options();
+                let lookup = crate::file_table::open(&dir, LOOKUP_FILE, options).await?;
+                let shown = format!("{dir}/{LOOKUP_FILE}");
+                let batch = crate::file_table::read_all(Arc::new(lookup)).await?;
+                let batch_size = match batch.schema().metadata().get("batch_size") {
+                    Some(s) => s.parse::<u64>().ok().filter(|&b| b > 0).ok_or_else(|| {
+                        Error::corrupt(&shown, format!("batch_size '{s}' is not a page size"))
+                    })?,
+                    None => DEFAULT_BATCH_SIZE,
+                };
+                let metadata = batch.schema().metadata().clone();
+                // Partitioned: `[[partition id, pages], ...]`, each partition's pages in
+                // `part_<id>_page_data.lance`, numbered on from the previous partition's.
+                let partitions: Vec<(String, u64)> = match metadata.get("range_partitioned") {
+                    Some(v) if v == "true" => {
+                        let text =
+                            metadata
+                                .get("page_num_per_range_partition")
+                                .ok_or_else(|| {
+                                    Error::corrupt(&shown, "partitioned, but no partitions")
+                                })?;
+                        let parts: Vec<(u64, u64)> = serde_json::from_str(text).map_err(|e| {
+                            Error::corrupt(&shown, format!("page_num_per_range_partition: {e}"))
+                        })?;
+                        parts
+                            .into_iter()
+                            .map(|(id, pages)| (format!("part_{id}_{PAGES_FILE}"), pages))
+                            .collect()
+                    }
+                    _ => vec![(PAGES_FILE.to_string(), u64::MAX)],
+                };
+                let c = super::FileColumns {
+                    batch: &batch,
+                    shown: &shown,
+                };
+                let (mins, maxs) = (c.any("min")?, c.any("max")?);
+                let u32s = |name: &str| -> Result<Vec<u32>> {
+                    Ok(c.primitive::<arrow_array::types::UInt32Type>(name)?
+                        .values()
+                        .to_vec())
+                };
+                let (null_counts, page_ids) = (u32s("null_count")?, u32s("page_idx")?);
+                let mut parts = Vec::with_capacity(partitions.len());
+                let mut first_page = 0u64;
+                for (name, pages) in partitions {
+                    let file = crate::file_table::open(&dir, &name, options).await?;
+                    let rows = file.fragments()[0].physical_rows;
+                    parts.push(PagePart {
+                        name,
+                        first_page,
+                        file: Arc::new(file),
+                        rows,
+                    });
+                    first_page = first_page.saturating_add(pages);
                 }
-                _ => vec![(PAGES_FILE.to_string(), u64::MAX)],
-            };
-            let c = super::FileColumns {
-                batch: &batch,
-                shown: &shown,
-            };
-            let (mins, maxs) = (c.any("min")?, c.any("max")?);
-            let u32s = |name: &str| -> Result<Vec<u32>> {
-                Ok(c.primitive::<arrow_array::types::UInt32Type>(name)?
-                    .values()
-                    .to_vec())
-            };
-            let (null_counts, page_ids) = (u32s("null_count")?, u32s("page_idx")?);
-            let mut parts = Vec::with_capacity(partitions.len());
-            let mut first_page = 0u64;
-            for (name, pages) in partitions {
-                let file = crate::file_table::open(&dir, &name, options).await?;
-                let rows = file.fragments()[0].physical_rows;
-                parts.push(PagePart {
-                    name,
-                    first_page,
-                    file: Arc::new(file),
-                    rows,
-                });
-                first_page = first_page.saturating_add(pages);
-            }
-            let first = &parts[0];
-            let value_type = first
-                .file
-                .arrow_schema
-                .field_with_name("values")
-                .map_err(|_| Error::corrupt(format!("{dir}/{}", first.name), "no 'values' column"))?
-                .data_type()
-                .clone();
-            if mins.data_type() != &value_type || maxs.data_type() != &value_type {
-                return Err(Error::corrupt(
-                    &shown,
-                    format!(
-                        "page bounds are {}, but the values are {value_type}",
-                        mins.data_type()
-                    ),
-                ));
-            }
-            let sorted = ascending(&mins) && ascending(&maxs);
-            let bytes = mins.get_array_memory_size() + maxs.get_array_memory_size();
-            let tree = BTree {
-                dir,
-                parts,
-                value_type,
-                mins,
-                maxs,
-                null_counts,
-                page_ids,
-                batch_size,
-                sorted,
-            };
-            Ok((tree, bytes))
-        })
-        .await
+                let first = &parts[0];
+                let value_type = first
+                    .file
+                    .arrow_schema
+                    .field_with_name("values")
+                    .map_err(|_| {
+                        Error::corrupt(format!("{dir}/{}", first.name), "no 'values' column")
+                    })?
+                    .data_type()
+                    .clone();
+                if mins.data_type() != &value_type || maxs.data_type() != &value_type {
+                    return Err(Error::corrupt(
+                        &shown,
+                        format!(
+                            "page bounds are {}, but the values are {value_type}",
+                            mins.data_type()
+                        ),
+                    ));
+                }
+                let sorted = ascending(&mins) && ascending(&maxs);
+                let bytes = mins.get_array_memory_size() + maxs.get_array_memory_size();
+                let tree = BTree {
+                    dir,
+                    parts,
+                    value_type,
+                    mins,
+                    maxs,
+                    null_counts,
+                    page_ids,
+                    batch_size,
+                    sorted,
+                    cache,
+                };
+                Ok((tree, bytes))
+            })
+            .await
     }
 
     /// Every value with its row's id, in page order (for rewriting the index).
@@ -342,35 +354,36 @@ impl BTree {
         }
         let end = (start + self.batch_size).min(part.rows);
         let key = format!("{}#page{p}", self.dir);
-        cache::get_or_load(key, || async {
-            // A random access read: only the units of the file's pages that hold the
-            // page's rows are decoded (a scan would decode whole file pages).
-            let projection = crate::scan::Projection {
-                columns: Some(vec!["values".into(), "ids".into()]),
-                ..Default::default()
-            };
-            let shown = format!("{}/{}", self.dir, part.name);
-            let rows: Vec<u64> = (start..end).collect();
-            let batch = crate::scan::take::take(part.file.clone(), &rows, &projection)
-                .await
-                .map_err(|e| e.in_file(&shown))?;
-            if batch.column(1).data_type() != &DataType::UInt64 {
-                return Err(Error::corrupt(
-                    &shown,
-                    format!("ids are {}, not uint64", batch.column(1).data_type()),
-                ));
-            }
-            // Rows are found in a page by searching its values: they must be in order.
-            if !ascending(batch.column(0)) {
-                return Err(Error::corrupt(
-                    &shown,
-                    format!("the values of page {p} are not in ascending order"),
-                ));
-            }
-            let bytes = batch.get_array_memory_size();
-            Ok((batch, bytes))
-        })
-        .await
+        self.cache
+            .get_or_load(key, || async {
+                // A random access read: only the units of the file's pages that hold the
+                // page's rows are decoded (a scan would decode whole file pages).
+                let projection = crate::scan::Projection {
+                    columns: Some(vec!["values".into(), "ids".into()]),
+                    ..Default::default()
+                };
+                let shown = format!("{}/{}", self.dir, part.name);
+                let rows: Vec<u64> = (start..end).collect();
+                let batch = crate::scan::take::take(part.file.clone(), &rows, &projection)
+                    .await
+                    .map_err(|e| e.in_file(&shown))?;
+                if batch.column(1).data_type() != &DataType::UInt64 {
+                    return Err(Error::corrupt(
+                        &shown,
+                        format!("ids are {}, not uint64", batch.column(1).data_type()),
+                    ));
+                }
+                // Rows are found in a page by searching its values: they must be in order.
+                if !ascending(batch.column(0)) {
+                    return Err(Error::corrupt(
+                        &shown,
+                        format!("the values of page {p} are not in ascending order"),
+                    ));
+                }
+                let bytes = batch.get_array_memory_size();
+                Ok((batch, bytes))
+            })
+            .await
     }
 }
 

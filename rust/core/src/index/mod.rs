@@ -6,7 +6,6 @@
 pub mod bitmap;
 pub mod bloom;
 pub mod btree;
-pub(crate) mod cache;
 pub mod label_list;
 pub mod ngram;
 pub mod remap;
@@ -186,7 +185,8 @@ impl WholeFile {
 }
 
 /// Index file `name` of `segment` read whole and made into a `T` by `parse`, once per
-/// process: later loads are answered from `cache` (the entry sized by the rows read).
+/// session: later loads are answered from its index cache (the entry sized by the rows
+/// read).
 pub(crate) async fn load_whole<T, F, Fut>(
     ds: &crate::dataset::Dataset,
     segment: &IndexSegment,
@@ -199,15 +199,17 @@ where
     Fut: std::future::Future<Output = Result<T>>,
 {
     let dir = segment_dir(ds, segment)?;
-    cache::get_or_load(format!("{dir}/{name}"), || async {
-        let file = crate::file_table::open(&dir, name, ds.storage_options()).await?;
-        let file = std::sync::Arc::new(file);
-        let batch = crate::file_table::read_all(file.clone()).await?;
-        let bytes = batch.get_array_memory_size();
-        let shown = format!("{dir}/{name}");
-        Ok((parse(WholeFile { file, batch, shown }).await?, bytes))
-    })
-    .await
+    ds.session()
+        .index
+        .get_or_load(format!("{dir}/{name}"), || async {
+            let file = crate::file_table::open(&dir, name, ds.storage_options()).await?;
+            let file = std::sync::Arc::new(file);
+            let batch = crate::file_table::read_all(file.clone()).await?;
+            let bytes = batch.get_array_memory_size();
+            let shown = format!("{dir}/{name}");
+            Ok((parse(WholeFile { file, batch, shown }).await?, bytes))
+        })
+        .await
 }
 
 /// The directory holding a segment's files.

@@ -42,6 +42,44 @@ pub fn split_uri(uri: &str) -> Result<(&str, &str)> {
 /// Local reads up to this many bytes run on the calling thread.
 const INLINE_READ_BYTES: u64 = 256 * 1024;
 
+/// Bytes of a large object uploaded at once.
+const WRITE_PART: usize = 8 << 20;
+
+/// An object written as a stream (`Storage::writer`): uploaded in parts, published when
+/// shut down; its requests are counted then.
+pub struct ObjectWriter {
+    inner: object_store::buffered::BufWriter,
+    stats: Arc<counters::IoStats>,
+    bytes: u64,
+}
+
+impl ObjectWriter {
+    pub async fn put(&mut self, data: Bytes) -> object_store::Result<()> {
+        self.bytes += data.len() as u64;
+        self.inner.put(data).await
+    }
+
+    pub async fn write_all(&mut self, data: &[u8]) -> std::io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        self.bytes += data.len() as u64;
+        self.inner.write_all(data).await
+    }
+
+    /// Publish the object.
+    pub async fn shutdown(&mut self) -> std::io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        self.inner.shutdown().await?;
+        let parts = self.bytes.div_ceil(WRITE_PART as u64).max(1);
+        self.stats.wrote(parts, self.bytes);
+        Ok(())
+    }
+
+    /// Give the object up (nothing is published).
+    pub async fn abort(&mut self) -> object_store::Result<()> {
+        self.inner.abort().await
+    }
+}
+
 /// An object store rooted at a directory (a dataset root or one of its base paths).
 #[derive(Clone, Debug)]
 pub struct Storage {
@@ -53,6 +91,8 @@ pub struct Storage {
     local: Option<Arc<object_store::local::LocalFileSystem>>,
     /// Where a cloud store's requests go (named in network errors).
     endpoint: Option<Arc<str>>,
+    /// The requests made through this store and those derived from it.
+    stats: Arc<counters::IoStats>,
 }
 
 impl Storage {
@@ -66,7 +106,20 @@ impl Storage {
             uri: r.shown,
             local: r.local,
             endpoint: r.endpoint.map(Arc::from),
+            stats: Arc::default(),
         })
+    }
+
+    /// The requests made through this store (and those derived from it).
+    pub fn io_stats(&self) -> &Arc<counters::IoStats> {
+        &self.stats
+    }
+
+    /// This store, counting its requests in `stats` (a base path of a table counts with
+    /// the table).
+    pub fn counting_in(mut self, stats: Arc<counters::IoStats>) -> Self {
+        self.stats = stats;
+        self
     }
 
     pub fn uri(&self) -> &str {
@@ -164,7 +217,7 @@ impl Storage {
                 Ok(meta) if meta.is_file() && meta.len() <= INLINE_READ_BYTES => {
                     return match std::fs::read(&file) {
                         Ok(data) => {
-                            counters::record(data.len() as u64);
+                            self.stats.read(data.len() as u64);
                             Ok(Bytes::from(data))
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -185,7 +238,7 @@ impl Storage {
             .await
             .map_err(|e| self.map_err(path, e))?;
         let bytes = res.bytes().await.map_err(|e| self.map_err(path, e))?;
-        counters::record(bytes.len() as u64);
+        self.stats.read(bytes.len() as u64);
         Ok(bytes)
     }
 
@@ -224,7 +277,7 @@ impl Storage {
                 .map_err(|e| Error::io(self.display(path), e))?
         };
         if let Ok(parts) = &read {
-            counters::record(parts.iter().map(|b| b.len() as u64).sum());
+            self.stats.read(parts.iter().map(|b| b.len() as u64).sum());
         }
         read.map_err(|e| match e {
             local::ReadError::NotFound => Error::not_found(self.display(path), "no such file"),
@@ -257,7 +310,7 @@ impl Storage {
             .get_range(path, range.clone())
             .await
             .map_err(|e| self.range_err(path, &range, e))?;
-        counters::record(bytes.len() as u64);
+        self.stats.read(bytes.len() as u64);
         if bytes.len() as u64 != want {
             return Err(Error::corrupt(
                 self.display(path),
@@ -292,7 +345,8 @@ impl Storage {
             })?
         }
         .into_iter();
-        counters::record(fetched.as_slice().iter().map(|b| b.len() as u64).sum());
+        self.stats
+            .read(fetched.as_slice().iter().map(|b| b.len() as u64).sum());
         let out: Vec<Bytes> = ranges
             .iter()
             .map(|r| match r.end > r.start {
@@ -355,10 +409,12 @@ impl Storage {
 
     /// Write an object (whole), replacing any existing one.
     pub async fn put(&self, path: &Path, data: Bytes) -> Result<()> {
+        let bytes = data.len() as u64;
         self.store
             .put(path, data.into())
             .await
             .map_err(|e| self.map_err(path, e))?;
+        self.stats.wrote(1, bytes);
         Ok(())
     }
 
@@ -369,7 +425,10 @@ impl Storage {
             mode: object_store::PutMode::Create,
             ..Default::default()
         };
-        match self.store.put_opts(path, data.into(), opts).await {
+        let bytes = data.len() as u64;
+        let put = self.store.put_opts(path, data.into(), opts).await;
+        self.stats.wrote(1, bytes);
+        match put {
             Ok(_) => Ok(true),
             Err(object_store::Error::AlreadyExists { .. })
             | Err(object_store::Error::Precondition { .. }) => Ok(false),
@@ -378,9 +437,18 @@ impl Storage {
     }
 
     /// A streaming writer for a large object (uploaded in parts, published when shut down).
-    pub fn writer(&self, path: &Path) -> object_store::buffered::BufWriter {
-        object_store::buffered::BufWriter::with_capacity(self.store.clone(), path.clone(), 8 << 20)
-            .with_max_concurrency(2)
+    pub fn writer(&self, path: &Path) -> ObjectWriter {
+        let inner = object_store::buffered::BufWriter::with_capacity(
+            self.store.clone(),
+            path.clone(),
+            WRITE_PART,
+        )
+        .with_max_concurrency(2);
+        ObjectWriter {
+            inner,
+            stats: self.stats.clone(),
+            bytes: 0,
+        }
     }
 
     pub async fn delete(&self, path: &Path) -> Result<()> {
@@ -412,7 +480,6 @@ impl Storage {
 
     /// Copy the object at `from` to `to` in `dest`, in parts (never whole in memory).
     pub async fn copy_object(&self, from: &Path, dest: &Storage, to: &Path) -> Result<()> {
-        use tokio::io::AsyncWriteExt;
         const PART: u64 = 8 << 20;
         let size = self.head(from).await?.size;
         let mut writer = dest.writer(to);
@@ -559,7 +626,7 @@ impl Storage {
 
     /// Copy the local file `from` to `to`, in parts (never whole in memory).
     pub async fn upload(&self, from: &std::path::Path, to: &Path) -> Result<()> {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio::io::AsyncReadExt;
         let shown = from.display().to_string();
         let mut file = tokio::fs::File::open(from)
             .await

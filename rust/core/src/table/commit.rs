@@ -13,7 +13,10 @@ use super::features::{unknown_reader_flags, BASE_PATHS, DELETION_FILES, STABLE_R
 use super::manifest::decode_manifest;
 use super::transaction::read::transaction_at;
 use super::transaction::{resolve, Operation, Resolution, Staged};
-use super::versions::{latest_version, write_hint, ManifestLocation, NamingScheme, VERSIONS_DIR};
+use super::versions::{
+    detached_version, latest_version, write_hint, ManifestLocation, NamingScheme,
+    DETACHED_VERSION_MASK, VERSIONS_DIR,
+};
 use crate::error::{Error, Result};
 use crate::proto::table::{
     data_fragment::RowIdSequence as RowIdSeq, manifest, u64_segment, DataFragment, Manifest,
@@ -37,6 +40,8 @@ pub struct CommitOptions {
     /// The read version's manifest, when the writer has it: while it is still the latest,
     /// the commit builds on it without reading it again.
     pub read_manifest: Option<(Arc<Manifest>, Bytes)>,
+    /// Commit as a detached version (see `commit_detached`).
+    pub detached: bool,
 }
 
 /// A version a commit created: where its manifest is, and the file's bytes.
@@ -52,7 +57,9 @@ pub async fn commit(op: Operation, staged: Staged, opts: &CommitOptions) -> Resu
     let storage = staged.storage().clone();
     let result = commit_loop(&storage, &op, &staged, opts).await;
     let committed = staged.settle(result).await?;
-    write_hint(&storage, committed.location.version);
+    if !opts.detached {
+        write_hint(&storage, committed.location.version);
+    }
     Ok(committed)
 }
 
@@ -78,6 +85,10 @@ async fn commit_loop(
         .put(&txn_path, Bytes::from(txn_bytes.clone()))
         .await?;
     staged.add(txn_path);
+    let txn = (txn_name, txn_bytes);
+    if opts.detached {
+        return commit_detached(storage, op, opts, &txn).await;
+    }
 
     let mut checked = read_version;
     for attempt in 0..MAX_ATTEMPTS {
@@ -123,92 +134,16 @@ async fn commit_loop(
             Operation::Clone { ref_version, .. } => *ref_version,
             _ => base.as_ref().map_or(1, |b| b.version + 1),
         };
-        let mut next = next_manifest(storage, base.as_ref(), op, version, opts)?;
-        // A restored or cloned version keeps its own index section and legacy dictionary
-        // bytes (a clone's indices point where its files are).
-        let (base, base_bytes) = match op {
-            Operation::Restore {
-                manifest, bytes, ..
-            } => (Some((**manifest).clone()), bytes.clone()),
-            Operation::Clone {
-                manifest, bytes, ..
-            } => {
-                let base_id = super::bases::clone_base_id(&next, op);
-                edit_indices(Some((**manifest).clone()), bytes.clone(), |all| {
-                    for index in all.iter_mut() {
-                        index.base_id = base_id;
-                    }
-                    Ok(())
-                })?
-            }
-            _ => (base, base_bytes),
-        };
-        // Statistics older writers left out or got wrong are filled in from the files
-        // before this writer's version is stamped on them.
-        let recompute = base.as_ref().is_some_and(|b| b.writer_version.is_none());
-        migrate_fragments(storage, &mut next, recompute).await?;
-        settle_data_format(storage, &mut next)?;
-        let (base, base_bytes) = match op {
-            // Indices rewritten for the rows' new addresses, or holding stable row ids, move
-            // to the new fragments; the others lose the old ones (their rows are scanned
-            // rather than looked up at addresses that no longer hold them).
-            Operation::Rewrite { groups, indices } => {
-                let first_free = first_free_fragment_id(base.as_ref());
-                let new_ids = rewrite_new_ids(groups, indices.ids_reserved, first_free);
-                let moves: Vec<(Vec<u32>, Vec<u32>)> = groups
-                    .iter()
-                    .zip(new_ids)
-                    .map(|((old, _), new)| {
-                        (
-                            old.iter().map(|f| f.id as u32).collect(),
-                            new.iter().map(|&id| id as u32).collect(),
-                        )
-                    })
-                    .collect();
-                edit_indices(base, base_bytes, |all| move_indices(all, &moves, indices))?
-            }
-            // An index on a dropped column goes with it (pylance refuses to read a
-            // table whose index names a field the schema lacks).
-            Operation::Project { fields, .. } => {
-                let kept: HashSet<i32> = fields.iter().map(|f| f.id).collect();
-                edit_indices(base, base_bytes, |indices| {
-                    indices.retain(|i| i.fields.iter().all(|f| kept.contains(f)));
-                    Ok(())
-                })?
-            }
-            // Indices over the rewritten fields no longer cover the fragments whose
-            // files for them changed.
-            Operation::DataReplacement { replacements } => {
-                let fields: HashSet<i32> = replacements
-                    .iter()
-                    .flat_map(|(_, f)| f.fields.iter().copied())
-                    .collect();
-                let ids: Vec<u64> = replacements.iter().map(|(id, _)| *id).collect();
-                edit_indices(base, base_bytes, |all| uncover(all, &ids, &fields))?
-            }
-            Operation::Update {
-                updated,
-                fields_modified,
-                ..
-            } if !fields_modified.is_empty() => {
-                let fields: HashSet<i32> = fields_modified.iter().map(|&f| f as i32).collect();
-                let ids: Vec<u64> = updated.iter().map(|f| f.id).collect();
-                edit_indices(base, base_bytes, |all| uncover(all, &ids, &fields))?
-            }
-            Operation::CreateIndex {
-                new_indices,
-                removed_indices,
-            } => {
-                next.index_section = Some(0);
-                edit_indices(base, base_bytes, |indices| {
-                    indices.retain(|i| !removed_indices.iter().any(|r| r.uuid == i.uuid));
-                    indices.extend(new_indices.iter().cloned());
-                    Ok(())
-                })?
-            }
-            _ => (base, base_bytes),
-        };
-        let file = manifest_file(next, base.as_ref(), &base_bytes, &txn_name, &txn_bytes);
+        let file = build_manifest(
+            storage,
+            op,
+            base,
+            base_bytes,
+            (version, version),
+            opts,
+            &txn,
+        )
+        .await?;
         let path = storage.path(&format!("{VERSIONS_DIR}/{}", scheme.file_name(version)));
         if storage.put_if_absent(&path, file.clone()).await? {
             let location = ManifestLocation {
@@ -230,6 +165,174 @@ async fn commit_loop(
         "{}: gave up committing after {MAX_ATTEMPTS} attempts: other writers kept committing first",
         storage.uri()
     )))
+}
+
+/// Commit `op` as a detached version: built on the version read (which may be detached
+/// too), numbered at random with the top bit set, and named `_versions/d{version}.manifest`
+/// so that no listing of the table's versions sees it. Nothing is checked against other
+/// writers: a detached version is nobody's latest.
+async fn commit_detached(
+    storage: &Storage,
+    op: &Operation,
+    opts: &CommitOptions,
+    txn: &(String, Vec<u8>),
+) -> Result<Committed> {
+    let Some((base, base_bytes)) = &opts.read_manifest else {
+        return Err(Error::invalid(format!(
+            "{}: a detached commit needs the version it was prepared against",
+            storage.uri()
+        )));
+    };
+    if matches!(op, Operation::Clone { .. }) {
+        return Err(Error::invalid(format!(
+            "{}: a clone cannot be committed detached",
+            storage.uri()
+        )));
+    }
+    for _ in 0..MAX_ATTEMPTS {
+        let version = detached_version();
+        // Built as the version after the one read (new rows' lineage says so), numbered
+        // as detached.
+        let after = (base.version & !DETACHED_VERSION_MASK) + 1;
+        let base = Some((**base).clone());
+        let file = build_manifest(
+            storage,
+            op,
+            base,
+            base_bytes.clone(),
+            (after, version),
+            opts,
+            txn,
+        )
+        .await?;
+        let name = NamingScheme::V2.file_name(version);
+        let path = storage.path(&format!("{VERSIONS_DIR}/{name}"));
+        if storage.put_if_absent(&path, file.clone()).await? {
+            let location = ManifestLocation {
+                version,
+                path,
+                size: Some(file.len() as u64),
+                scheme: NamingScheme::V2,
+            };
+            return Ok(Committed {
+                location,
+                bytes: file,
+            });
+        }
+    }
+    Err(Error::Conflict(format!(
+        "{}: no free detached version number after {MAX_ATTEMPTS} tries",
+        storage.uri()
+    )))
+}
+
+/// The manifest file made by `op` on `base` (the manifest file `base_bytes`; None: a new
+/// table), recording the transaction `txn` (its file name and bytes). `versions`: the
+/// version it is built as, and the number it is written under (they differ for a
+/// detached version).
+async fn build_manifest(
+    storage: &Storage,
+    op: &Operation,
+    base: Option<Manifest>,
+    base_bytes: Bytes,
+    versions: (u64, u64),
+    opts: &CommitOptions,
+    txn: &(String, Vec<u8>),
+) -> Result<Bytes> {
+    let (version, numbered_as) = versions;
+    let mut next = next_manifest(storage, base.as_ref(), op, version, opts)?;
+    // A restored or cloned version keeps its own index section and legacy dictionary
+    // bytes (a clone's indices point where its files are).
+    let (base, base_bytes) = match op {
+        Operation::Restore {
+            manifest, bytes, ..
+        } => (Some((**manifest).clone()), bytes.clone()),
+        Operation::Clone {
+            manifest, bytes, ..
+        } => {
+            let base_id = super::bases::clone_base_id(&next, op);
+            edit_indices(Some((**manifest).clone()), bytes.clone(), |all| {
+                for index in all.iter_mut() {
+                    index.base_id = base_id;
+                }
+                Ok(())
+            })?
+        }
+        _ => (base, base_bytes),
+    };
+    // Statistics older writers left out or got wrong are filled in from the files
+    // before this writer's version is stamped on them.
+    let recompute = base.as_ref().is_some_and(|b| b.writer_version.is_none());
+    migrate_fragments(storage, &mut next, recompute).await?;
+    settle_data_format(storage, &mut next)?;
+    let (base, base_bytes) = match op {
+        // Indices rewritten for the rows' new addresses, or holding stable row ids, move
+        // to the new fragments; the others lose the old ones (their rows are scanned
+        // rather than looked up at addresses that no longer hold them).
+        Operation::Rewrite { groups, indices } => {
+            let first_free = first_free_fragment_id(base.as_ref());
+            let new_ids = rewrite_new_ids(groups, indices.ids_reserved, first_free);
+            let moves: Vec<(Vec<u32>, Vec<u32>)> = groups
+                .iter()
+                .zip(new_ids)
+                .map(|((old, _), new)| {
+                    (
+                        old.iter().map(|f| f.id as u32).collect(),
+                        new.iter().map(|&id| id as u32).collect(),
+                    )
+                })
+                .collect();
+            edit_indices(base, base_bytes, |all| move_indices(all, &moves, indices))?
+        }
+        // An index on a dropped column goes with it (pylance refuses to read a
+        // table whose index names a field the schema lacks).
+        Operation::Project { fields, .. } => {
+            let kept: HashSet<i32> = fields.iter().map(|f| f.id).collect();
+            edit_indices(base, base_bytes, |indices| {
+                indices.retain(|i| i.fields.iter().all(|f| kept.contains(f)));
+                Ok(())
+            })?
+        }
+        // Indices over the rewritten fields no longer cover the fragments whose
+        // files for them changed.
+        Operation::DataReplacement { replacements } => {
+            let fields: HashSet<i32> = replacements
+                .iter()
+                .flat_map(|(_, f)| f.fields.iter().copied())
+                .collect();
+            let ids: Vec<u64> = replacements.iter().map(|(id, _)| *id).collect();
+            edit_indices(base, base_bytes, |all| uncover(all, &ids, &fields))?
+        }
+        Operation::Update {
+            updated,
+            fields_modified,
+            ..
+        } if !fields_modified.is_empty() => {
+            let fields: HashSet<i32> = fields_modified.iter().map(|&f| f as i32).collect();
+            let ids: Vec<u64> = updated.iter().map(|f| f.id).collect();
+            edit_indices(base, base_bytes, |all| uncover(all, &ids, &fields))?
+        }
+        Operation::CreateIndex {
+            new_indices,
+            removed_indices,
+        } => {
+            next.index_section = Some(0);
+            edit_indices(base, base_bytes, |indices| {
+                indices.retain(|i| !removed_indices.iter().any(|r| r.uuid == i.uuid));
+                indices.extend(new_indices.iter().cloned());
+                Ok(())
+            })?
+        }
+        _ => (base, base_bytes),
+    };
+    next.version = numbered_as;
+    Ok(manifest_file(
+        next,
+        base.as_ref(),
+        &base_bytes,
+        &txn.0,
+        &txn.1,
+    ))
 }
 
 /// Fail when a version in `versions`, committed since `read_version` was read, makes `op`

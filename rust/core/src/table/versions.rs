@@ -22,8 +22,27 @@ pub enum NamingScheme {
     V2,
 }
 
+/// The top bit of a detached version's number: such versions are not on the table's
+/// line of versions (nothing lists them; only their number opens them).
+pub const DETACHED_VERSION_MASK: u64 = 1 << 63;
+
+pub fn is_detached(version: u64) -> bool {
+    version & DETACHED_VERSION_MASK != 0
+}
+
+/// A fresh detached version number: random, with the top bit set.
+pub fn detached_version() -> u64 {
+    let random = uuid::Uuid::new_v4().as_u64_pair().0;
+    random | DETACHED_VERSION_MASK
+}
+
 impl NamingScheme {
+    /// The manifest's file name in `_versions/`; a detached version is `d{version}` in
+    /// either scheme, sorting after every numbered one.
     pub fn file_name(self, version: u64) -> String {
+        if is_detached(version) {
+            return format!("d{version}.manifest");
+        }
         match self {
             NamingScheme::V1 => format!("{version}.manifest"),
             NamingScheme::V2 => format!("{:020}.manifest", u64::MAX - version),
@@ -94,6 +113,25 @@ pub async fn list_manifests(storage: &Storage) -> Result<Vec<ManifestLocation>> 
 
 /// The location of `version`, trying the V2 name first.
 pub async fn locate_version(storage: &Storage, version: u64) -> Result<ManifestLocation> {
+    if is_detached(version) {
+        let path = storage.path(&format!(
+            "{VERSIONS_DIR}/{}",
+            NamingScheme::V2.file_name(version)
+        ));
+        return match storage.head(&path).await {
+            Ok(meta) => Ok(ManifestLocation {
+                version,
+                path,
+                size: Some(meta.size),
+                scheme: NamingScheme::V2,
+            }),
+            Err(Error::NotFound { .. }) => Err(Error::not_found(
+                storage.uri(),
+                format!("detached version {version} does not exist"),
+            )),
+            Err(e) => Err(e),
+        };
+    }
     for scheme in [NamingScheme::V2, NamingScheme::V1] {
         let path = storage.path(&format!("{VERSIONS_DIR}/{}", scheme.file_name(version)));
         match storage.head(&path).await {

@@ -23,6 +23,7 @@ use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::index::IndexSegment;
 use crate::proto::index::{tensor, Ivf as IvfProto, Tensor};
+use crate::session::IndexCacheRef;
 
 const INDEX_FILE: &str = "index.idx";
 const AUX_FILE: &str = "auxiliary.idx";
@@ -61,6 +62,8 @@ pub struct Ivf {
     pub(super) lengths: Vec<u64>,
     pub(super) stored: Stored,
     aux: Arc<Dataset>,
+    /// Where partitions read are kept: the session the model was loaded in.
+    cache: IndexCacheRef,
 }
 
 /// A partition's rows: their row ids and stored vectors (fixed-size lists).
@@ -127,17 +130,23 @@ fn json(shown: &str, key: &str, text: &str) -> Result<serde_json::Value> {
 }
 
 impl Ivf {
-    /// The segment's model (cached for the process: index files never change).
+    /// The segment's model (kept in the session: index files never change).
     pub async fn load(ds: &Dataset, segment: &IndexSegment) -> Result<Arc<Ivf>> {
         let dir = crate::index::segment_dir(ds, segment)?;
         let key = format!("{dir}#ivf");
-        crate::index::cache::get_or_load(key, || Self::read(ds, dir.clone())).await
+        ds.session()
+            .index
+            .get_or_load(key, || Self::read(ds, dir.clone()))
+            .await
     }
 
     /// The model of the index files in `dir` (an uncommitted segment: a build's staging).
     pub async fn load_dir(ds: &Dataset, dir: String) -> Result<Arc<Ivf>> {
         let key = format!("{dir}#ivf");
-        crate::index::cache::get_or_load(key, || Self::read(ds, dir.clone())).await
+        ds.session()
+            .index
+            .get_or_load(key, || Self::read(ds, dir.clone()))
+            .await
     }
 
     async fn read(ds: &Dataset, dir: String) -> Result<(Ivf, usize)> {
@@ -284,6 +293,7 @@ impl Ivf {
                 lengths,
                 stored,
                 aux: Arc::new(aux),
+                cache: IndexCacheRef::of(ds.session()),
             },
             bytes,
         ))
@@ -295,46 +305,47 @@ impl Ivf {
         let (start, len) = (self.offsets[p], self.lengths[p]);
         let aux = self.aux.clone();
         let shown = format!("{}/{AUX_FILE}", self.dir);
-        crate::index::cache::get_or_load(key, || async move {
-            let column = ["flat", "__pq_code", "__sq_code"]
-                .into_iter()
-                .find(|c| aux.arrow_schema.field_with_name(c).is_ok())
-                .unwrap_or("flat");
-            let options = crate::scan::ScanOptions {
-                columns: Some(vec!["_rowid".into(), column.into()]),
-                row_range: Some((start, start + len)),
-                batch_size: 1 << 20,
-                ..Default::default()
-            };
-            let s = crate::scan::scan(aux.clone(), options)?;
-            let batches: Vec<_> = futures::TryStreamExt::try_collect(s.batches).await?;
-            let batch = arrow_select::concat::concat_batches(&s.schema, &batches)?;
-            let c = crate::index::FileColumns {
-                batch: &batch,
-                shown: &shown,
-            };
-            let row_ids = c.primitive::<arrow_array::types::UInt64Type>("_rowid")?;
-            let vectors = c.any(column)?;
-            let vectors = vectors
-                .as_any()
-                .downcast_ref::<FixedSizeListArray>()
-                .cloned()
-                .ok_or_else(|| {
-                    Error::corrupt(
-                        &shown,
-                        format!("'{column}' is {}, not vectors", vectors.data_type()),
-                    )
-                })?;
-            let bytes = batch.get_array_memory_size();
-            Ok((
-                Partition {
-                    row_ids: row_ids.values().to_vec(),
-                    vectors,
-                },
-                bytes,
-            ))
-        })
-        .await
+        self.cache
+            .get_or_load(key, || async move {
+                let column = ["flat", "__pq_code", "__sq_code"]
+                    .into_iter()
+                    .find(|c| aux.arrow_schema.field_with_name(c).is_ok())
+                    .unwrap_or("flat");
+                let options = crate::scan::ScanOptions {
+                    columns: Some(vec!["_rowid".into(), column.into()]),
+                    row_range: Some((start, start + len)),
+                    batch_size: 1 << 20,
+                    ..Default::default()
+                };
+                let s = crate::scan::scan(aux.clone(), options)?;
+                let batches: Vec<_> = futures::TryStreamExt::try_collect(s.batches).await?;
+                let batch = arrow_select::concat::concat_batches(&s.schema, &batches)?;
+                let c = crate::index::FileColumns {
+                    batch: &batch,
+                    shown: &shown,
+                };
+                let row_ids = c.primitive::<arrow_array::types::UInt64Type>("_rowid")?;
+                let vectors = c.any(column)?;
+                let vectors = vectors
+                    .as_any()
+                    .downcast_ref::<FixedSizeListArray>()
+                    .cloned()
+                    .ok_or_else(|| {
+                        Error::corrupt(
+                            &shown,
+                            format!("'{column}' is {}, not vectors", vectors.data_type()),
+                        )
+                    })?;
+                let bytes = batch.get_array_memory_size();
+                Ok((
+                    Partition {
+                        row_ids: row_ids.values().to_vec(),
+                        vectors,
+                    },
+                    bytes,
+                ))
+            })
+            .await
     }
 
     /// Partitions in the order a search visits them (nearest centroid first), with the

@@ -5,7 +5,6 @@
 //! named by `crate::blob::sidecar_name`.
 use bytes::Bytes;
 use object_store::path::Path;
-use tokio::io::AsyncWriteExt;
 
 use crate::blob::sidecar_path;
 use crate::error::{Error, Result};
@@ -14,7 +13,7 @@ use crate::storage::Storage;
 /// One sidecar written by a caller that places its blobs itself (pylance's packed and
 /// dedicated blob writers): bytes appended in order, the object published by `finish`.
 pub struct SidecarWriter {
-    writer: object_store::buffered::BufWriter,
+    writer: crate::storage::ObjectWriter,
     shown: String,
     bytes: u64,
 }
@@ -63,7 +62,7 @@ impl SidecarWriter {
 
 struct Pack {
     id: u32,
-    writer: object_store::buffered::BufWriter,
+    writer: crate::storage::ObjectWriter,
     bytes: u64,
 }
 

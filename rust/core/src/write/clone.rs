@@ -84,6 +84,7 @@ async fn clone_as(
         writer_version: env!("CARGO_PKG_VERSION").into(),
         properties,
         read_manifest: None,
+        detached: false,
     };
     let committed = crate::table::commit::commit(op, staged, &opts).await?;
     let version = committed.location.version;

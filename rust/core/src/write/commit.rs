@@ -76,6 +76,18 @@ pub async fn commit(
     staged: Staged,
     properties: HashMap<String, String>,
 ) -> Result<Dataset> {
+    commit_as(read_from, op, staged, properties, false).await
+}
+
+/// `commit`, as a detached version when `detached` (built on the version read, seen by
+/// no one who does not ask for its number).
+async fn commit_as(
+    read_from: ReadFrom<'_>,
+    op: Operation,
+    staged: Staged,
+    properties: HashMap<String, String>,
+    detached: bool,
+) -> Result<Dataset> {
     let read_version = match read_from.read_version().await {
         Ok(v) => v,
         Err(e) => return staged.settle(Err(e)).await,
@@ -90,6 +102,7 @@ pub async fn commit(
         writer_version: env!("CARGO_PKG_VERSION").into(),
         properties,
         read_manifest,
+        detached,
     };
     let storage = staged.storage().clone();
     // Named before the commit consumes it, and only when someone listens.
@@ -118,6 +131,13 @@ pub async fn commit(
         committed.bytes,
         read_from.options().clone(),
     )?;
+    let ds = match &read_from {
+        ReadFrom::Version(read) => ds.with_session(read.session().clone()),
+        _ => ds,
+    };
+    if detached {
+        return Ok(ds);
+    }
     // The commit has landed: a cleanup the table's config asks for may fail (a bad
     // setting, a file already gone) without failing it.
     match crate::table::auto_cleanup::after_commit(ds.storage(), &ds.manifest.config, ds.version())
@@ -162,7 +182,10 @@ where
             )));
         }
         tries += 1;
-        ds = Dataset::open(ds.uri(), None, ds.storage_options().clone()).await?;
+        let session = ds.session().clone();
+        ds = Dataset::open(ds.uri(), None, ds.storage_options().clone())
+            .await?
+            .with_session(session);
     }
 }
 
@@ -250,6 +273,7 @@ pub async fn commit_external(
     read_version: Option<u64>,
     operation: External,
     properties: HashMap<String, String>,
+    detached: bool,
 ) -> Result<Dataset> {
     let op = match operation {
         External::Append { fragments } => Operation::Append { fragments },
@@ -330,6 +354,22 @@ pub async fn commit_external(
         }
     };
     let storage = Storage::open(uri, options)?;
+    if detached {
+        let Some(version) = read_version else {
+            return Err(Error::invalid(format!(
+                "{uri}: a detached commit needs the read_version it was prepared against"
+            )));
+        };
+        let read = Dataset::open(uri, Some(VersionRef::Number(version)), options.clone()).await?;
+        if read.location.scheme == crate::table::versions::NamingScheme::V1 {
+            return Err(Error::invalid(format!(
+                "{uri}: detached commits need v2 manifest paths (this table names its \
+                 manifests the v1 way)"
+            )));
+        }
+        let staged = Staged::new(&storage);
+        return commit_as(ReadFrom::Version(&read), op, staged, properties, true).await;
+    }
     let read_from = match read_version {
         Some(version) => ReadFrom::Uri {
             uri,

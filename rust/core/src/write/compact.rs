@@ -24,6 +24,8 @@ pub struct CompactionOptions {
     pub batch_size: usize,
     /// Start of new data files' names (a distributed job's token).
     pub file_prefix: String,
+    /// New files are cut once this many bytes of them are out (None: the writer's default).
+    pub max_bytes_per_file: Option<u64>,
 }
 
 impl Default for CompactionOptions {
@@ -34,6 +36,7 @@ impl Default for CompactionOptions {
             materialize_deletions_threshold: 0.1,
             batch_size: 64 * 1024,
             file_prefix: String::new(),
+            max_bytes_per_file: None,
         }
     }
 }
@@ -198,12 +201,16 @@ async fn rewrite(
     // As many files as whole targets fit in the group (at least one), rows spread evenly:
     // a group of 1.4 targets is one file, not a full one and a small one.
     let files = (rows / opts.target_rows_per_fragment.max(1)).max(1);
+    let defaults = WriteOptions::default();
     let write = WriteOptions {
         max_rows_per_file: rows.div_ceil(files).max(1),
+        max_bytes_per_file: opts
+            .max_bytes_per_file
+            .unwrap_or(defaults.max_bytes_per_file),
         file_prefix: opts.file_prefix.clone(),
         storage_options: ds.storage_options().clone(),
         blobs: super::blob_v2::BlobWriteOptions::of_table(ds),
-        ..Default::default()
+        ..defaults
     };
     let mut fragments =
         write_fragments(staged, &ds.schema, version, Box::pin(batches), &write).await?;

@@ -62,7 +62,10 @@ pub struct DataFileWriter {
     /// How errors name the file.
     name: String,
     leaves: Vec<Leaf>,
-    encoding: VecDeque<(usize, oneshot::Receiver<Result<Page>>)>,
+    /// Pages being encoded, in the order they are written: leaf, bytes of values, page.
+    encoding: VecDeque<(usize, u64, oneshot::Receiver<Result<Page>>)>,
+    /// The values' bytes of the pages in `encoding` (counted as written by `bytes`).
+    encoding_bytes: u64,
     rows: u64,
     version: FileVersion,
     /// Bytes of a leaf's values gathered before they are encoded as a page.
@@ -112,6 +115,7 @@ impl DataFileWriter {
                 })
                 .collect(),
             encoding: VecDeque::new(),
+            encoding_bytes: 0,
             rows: 0,
             version,
             page_bytes: PAGE_BYTES,
@@ -167,9 +171,11 @@ impl DataFileWriter {
         Ok((self.finish(schema).await?, at))
     }
 
-    /// Bytes written to the file so far (pages still being encoded are not counted).
+    /// Bytes written to the file so far, pages being encoded counted by their values'
+    /// size (values not yet gathered into a page are not: as pylance, a file is cut once
+    /// pages of it are out).
     pub fn bytes(&self) -> u64 {
-        self.file.position()
+        self.file.position() + self.encoding_bytes
     }
 
     /// Add the rows of `batch` (its columns in schema order).
@@ -185,7 +191,9 @@ impl DataFileWriter {
                 let step = column.len().div_ceil(pieces);
                 for start in (0..column.len()).step_by(step) {
                     let len = step.min(column.len() - start);
-                    self.leaves[i].pending.push(column.slice(start, len));
+                    let leaf = &mut self.leaves[i];
+                    leaf.pending.push(column.slice(start, len));
+                    leaf.pending_bytes = bytes * len / column.len();
                     self.flush_leaf(i).await?;
                 }
                 continue;
@@ -207,7 +215,7 @@ impl DataFileWriter {
             return Ok(());
         }
         let parts = std::mem::take(&mut leaf.pending);
-        leaf.pending_bytes = 0;
+        let raw = std::mem::take(&mut leaf.pending_bytes) as u64;
         let spec = leaf.spec.clone();
         match spec.blob {
             Some(BlobSpec::V1) => return self.write_blob_page(i, parts).await,
@@ -240,7 +248,7 @@ impl DataFileWriter {
                 let array = array20::array_at(&concat(parts)?, &spec.steps, &spec.name)?;
                 array20::encode(kind, &array, &spec.name).map(Page::V20)
             });
-            return self.queue(i, rx).await;
+            return self.queue(i, raw, rx).await;
         }
         let name = self.name.clone();
         let rx = start_cpu(self.name.clone(), move || {
@@ -257,12 +265,18 @@ impl DataFileWriter {
             }
             .map(Page::V21)
         });
-        self.queue(i, rx).await
+        self.queue(i, raw, rx).await
     }
 
     /// Queue leaf `i`'s page being encoded; write the oldest while too many are.
-    async fn queue(&mut self, i: usize, rx: oneshot::Receiver<Result<Page>>) -> Result<()> {
-        self.encoding.push_back((i, rx));
+    async fn queue(
+        &mut self,
+        i: usize,
+        raw: u64,
+        rx: oneshot::Receiver<Result<Page>>,
+    ) -> Result<()> {
+        self.encoding.push_back((i, raw, rx));
+        self.encoding_bytes += raw;
         while self.encoding.len() > IN_FLIGHT_PER_CORE * crate::threads::num_threads() {
             self.write_oldest().await?;
         }
@@ -296,7 +310,7 @@ impl DataFileWriter {
         );
         let (tx, rx) = oneshot::channel();
         let _ = tx.send(page.map(Page::V21));
-        self.encoding.push_back((i, rx));
+        self.encoding.push_back((i, 0, rx));
         Ok(())
     }
 
@@ -331,14 +345,15 @@ impl DataFileWriter {
         let page = crate::encoding::encode::blob::page_v2(&descriptors);
         let (tx, rx) = oneshot::channel();
         let _ = tx.send(page.map(Page::V21));
-        self.encoding.push_back((i, rx));
+        self.encoding.push_back((i, 0, rx));
         Ok(())
     }
 
     async fn write_oldest(&mut self) -> Result<()> {
-        let Some((column, rx)) = self.encoding.pop_front() else {
+        let Some((column, raw, rx)) = self.encoding.pop_front() else {
             return Ok(());
         };
+        self.encoding_bytes -= raw;
         let page = rx
             .await
             .map_err(|_| Error::io(&self.name, "encoding task was lost"))?

@@ -295,6 +295,16 @@ fn plan_layout(
 }
 
 impl PagePlan {
+    /// About how many bytes of memory the plan holds (the buffers it keeps).
+    pub fn memory_size(&self) -> u64 {
+        let parts = self
+            .parts
+            .as_ref()
+            .map_or(0, |(_, p)| p.iter().map(|b| b.len()).sum::<usize>());
+        let kept: usize = self.buffers.iter().map(|b| b.len()).sum();
+        (256 + self.unit_rows.len() * 8 + kept + parts) as u64
+    }
+
     /// Plan a format 2.0 page of a leaf whose path from the top level has `depth` steps.
     pub fn array20(
         encoding: ArrayEncoding,
