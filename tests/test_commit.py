@@ -120,9 +120,9 @@ def test_conflicting_commit_is_refused(tmp_uri):
 
 
 def test_append_to_unwritable_version_is_refused(tmp_uri):
-    lance.write_dataset(_t(0, 10), tmp_uri, data_storage_version="2.0")
+    lance.write_dataset(_t(0, 10), tmp_uri, data_storage_version="legacy")
     files = sorted(os.listdir(os.path.join(tmp_uri, "data")))
-    with pytest.raises(lance_core.UnsupportedFeatureError, match="writing data storage version '2.0'"):
+    with pytest.raises(lance_core.UnsupportedFeatureError, match="writing data storage version '0.1'"):
         lance_core.write_dataset(_t(10, 10), tmp_uri, mode="append")
     assert sorted(os.listdir(os.path.join(tmp_uri, "data"))) == files  # nothing written
     assert lance.dataset(tmp_uri).version == 1

@@ -15,6 +15,13 @@ import lance_core
 from lance_core import _lance_core
 
 
+def _open(uri, *args, **kw):
+    """The dataset at `uri` with caches of its own: these tests damage files in place
+    under their names, which a shared session would have kept as they were (real tables
+    never change a file once written)."""
+    return lance_core.dataset(uri, *args, session=lance_core.Session(), **kw)
+
+
 def _write(uri, n=5000, **kw):
     t = pa.table({
         "id": pa.array(np.arange(n, dtype=np.int64)),
@@ -33,21 +40,21 @@ def _only(directory, suffix):
 def test_missing_dataset(tmp_path):
     missing = str(tmp_path / "nope.lance")
     with pytest.raises(lance_core.DatasetNotFoundError, match="nope.lance") as e:
-        lance_core.dataset(missing)
+        _open(missing)
     assert isinstance(e.value, FileNotFoundError)
 
 
 def test_bad_uri_and_arguments(tmp_uri):
     _write(tmp_uri)
     with pytest.raises(lance_core.InvalidInputError, match="unsupported URI scheme"):
-        lance_core.dataset("ftp://host/x")
-    ds = lance_core.dataset(tmp_uri)
+        _open("ftp://host/x")
+    ds = _open(tmp_uri)
     with pytest.raises(lance_core.InvalidInputError, match="no column named 'nope'"):
         ds.to_table(columns=["nope"])
     with pytest.raises(ValueError):
         ds.to_table(limit=-1)
     with pytest.raises(lance_core.InvalidInputError):
-        lance_core.dataset(tmp_uri, version=1.5)
+        _open(tmp_uri, version=1.5)
 
 
 def test_truncated_manifest(tmp_uri):
@@ -57,7 +64,7 @@ def test_truncated_manifest(tmp_uri):
     for cut in (len(data) - 3, len(data) // 2, 10):
         open(path, "wb").write(data[:cut])
         with pytest.raises(lance_core.CorruptFileError, match=os.path.basename(path)):
-            lance_core.dataset(tmp_uri)
+            _open(tmp_uri)
 
 
 def test_truncated_and_corrupt_data_file(tmp_uri):
@@ -65,18 +72,18 @@ def test_truncated_and_corrupt_data_file(tmp_uri):
     path = _only(os.path.join(tmp_uri, "data"), ".lance")
     data = open(path, "rb").read()
     open(path, "wb").write(data[: len(data) // 2])
-    ds = lance_core.dataset(tmp_uri)  # the manifest is fine
+    ds = _open(tmp_uri)  # the manifest is fine
     with pytest.raises(lance_core.CorruptFileError, match=os.path.basename(path) + ".*manifest records"):
         ds.to_table()
     # Unknown page encoding: rename the layout's protobuf type.
     bad = data.replace(b"/lance.encodings21.PageLayout", b"/lance.encodings99.PageLayout")
     open(path, "wb").write(bad)
     with pytest.raises(lance_core.UnsupportedFeatureError, match="encoding type '/lance.encodings99.PageLayout'"):
-        lance_core.dataset(tmp_uri).to_table()
+        _open(tmp_uri).to_table()
     # A file that is not Lance at all.
     open(path, "wb").write(b"PAR1" * (len(data) // 4) + b"PAR1"[: len(data) % 4])
     with pytest.raises(lance_core.CorruptFileError, match="no LANC magic"):
-        lance_core.dataset(tmp_uri).to_table()
+        _open(tmp_uri).to_table()
 
 
 @pytest.mark.parametrize("kind", ["arrow", "bin"])
@@ -87,7 +94,7 @@ def test_corrupt_deletion_file(tmp_uri, kind):
     data = open(path, "rb").read()
     open(path, "wb").write(data[: len(data) // 3])
     with pytest.raises(lance_core.CorruptFileError, match=os.path.basename(path)):
-        lance_core.dataset(tmp_uri).to_table()
+        _open(tmp_uri).to_table()
 
 
 def test_missing_data_file(tmp_uri):
@@ -95,7 +102,7 @@ def test_missing_data_file(tmp_uri):
     path = _only(os.path.join(tmp_uri, "data"), ".lance")
     os.remove(path)
     with pytest.raises(lance_core.DatasetNotFoundError, match=os.path.basename(path)):
-        lance_core.dataset(tmp_uri).to_table()
+        _open(tmp_uri).to_table()
 
 
 def test_panics_become_exceptions():
@@ -119,7 +126,7 @@ def test_random_corruption_never_crashes(tmp_path, version):
             data[i] = rng.randrange(256)
         open(path, "wb").write(bytes(data))
         try:
-            lance_core.dataset(uri).to_table()
+            _open(uri).to_table()
             outcomes["ok"] += 1
         except lance_core.LanceError:
             outcomes["error"] += 1
@@ -153,7 +160,7 @@ def test_every_byte_of_a_deletion_file_damaged_never_loses_rows_silently(tmp_uri
             data[i] = value
             open(path, "wb").write(bytes(data))
             try:
-                got = lance_core.dataset(tmp_uri).to_table()
+                got = _open(tmp_uri).to_table()
             except lance_core.LanceError:
                 errors += 1
                 continue
@@ -164,11 +171,11 @@ def test_every_byte_of_a_deletion_file_damaged_never_loses_rows_silently(tmp_uri
     data = bytearray(good)
     data[len(good) // 2] ^= 0xFF
     open(path, "wb").write(bytes(data))
-    version = lance_core.dataset(tmp_uri).version
+    version = _open(tmp_uri).version
     try:
-        lance_core.dataset(tmp_uri).delete("id < 20")
+        _open(tmp_uri).delete("id < 20")
     except lance_core.LanceError:
-        assert lance_core.dataset(tmp_uri).version == version
+        assert _open(tmp_uri).version == version
 
 
 def test_deletion_past_the_fragment_end_is_refused(tmp_uri):
@@ -178,7 +185,7 @@ def test_deletion_past_the_fragment_end_is_refused(tmp_uri):
     with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, pa.schema([("row_id", pa.uint32())])) as w:
         w.write_batch(pa.record_batch([pa.array([5000], pa.uint32())], names=["row_id"]))
     with pytest.raises(lance_core.CorruptFileError, match=os.path.basename(path) + ".*deletes row 5000"):
-        lance_core.dataset(tmp_uri).to_table()
+        _open(tmp_uri).to_table()
     with pytest.raises(Exception):  # noqa: B017 - pylance's class varies
         lance.dataset(tmp_uri).to_table()
 
@@ -200,7 +207,7 @@ def test_manifests_that_do_not_hold_together_are_refused(tmp_path):
         _write(uri, n=100)
         _patch(_manifest(uri), old, new)
         with pytest.raises(error, match=message):
-            lance_core.dataset(uri)
+            _open(uri)
         with pytest.raises(Exception):  # noqa: B017 - pylance's class varies
             lance.dataset(uri).to_table()
 
@@ -215,7 +222,7 @@ def test_zeroed_manifest_ranges_never_read_as_an_empty_table(tmp_uri):
             data[start:start + width] = bytes(min(width, len(good) - start))
             open(path, "wb").write(bytes(data[: len(good)]))
             try:
-                ds = lance_core.dataset(tmp_uri)
+                ds = _open(tmp_uri)
             except lance_core.LanceError:
                 continue
             assert len(ds.schema) == 3 and ds.count_rows() == 100, (start, width)
@@ -244,14 +251,14 @@ def test_errors_read_as_sentences(tmp_path):
     plain = tmp_path / "notes.txt"
     plain.write_text("hello")
     with pytest.raises(lance_core.DatasetNotFoundError, match="is a file, not a Lance dataset"):
-        lance_core.dataset(str(plain))
+        _open(str(plain))
     opts = {"aws_endpoint": "http://127.0.0.1:9", "aws_region": "us-east-1",
             "aws_access_key_id": "a", "aws_secret_access_key": "b"}
     with pytest.raises(lance_core.InvalidInputError, match='allow_http to "true"'):
-        lance_core.dataset("s3://bucket/x.lance", storage_options=opts)
+        _open("s3://bucket/x.lance", storage_options=opts)
     _write(str(tmp_path / "t.lance"), n=10)
     with pytest.raises(lance_core.InvalidInputError) as e:
-        lance_core.dataset(str(tmp_path / "t.lance")).to_table(filter="s = 'abc' AND id > 'x'")
+        _open(str(tmp_path / "t.lance")).to_table(filter="s = 'abc' AND id > 'x'")
     message = str(e.value)
     assert "String(" not in message and "Int(" not in message and "the string 'x'" in message
 
@@ -266,7 +273,7 @@ def test_data_file_paths_in_a_manifest_cannot_leave_the_dataset(tmp_path):
     uri = tmp_path / "inner" / "ds.lance"
     uri.parent.mkdir()
     lance_core.write_dataset(pa.table({"x": [1, 2, 3]}), str(uri))
-    frag = lance_core.dataset(str(uri)).get_fragment(0).metadata
+    frag = _open(str(uri)).get_fragment(0).metadata
     name = str(frag.files[0].path)
     evil = "../../" + name[6:]                      # same length: the protobuf stays valid
     shutil.copy(uri / "data" / name, tmp_path / name[6:])   # a valid file where `evil` points
@@ -276,6 +283,6 @@ def test_data_file_paths_in_a_manifest_cannot_leave_the_dataset(tmp_path):
     # The `..` stay inside the data directory as literal names: the file is not found there,
     # and the valid file outside is never opened.
     with pytest.raises(lance_core.DatasetNotFoundError, match="not found") as e:
-        lance_core.dataset(str(uri)).to_table()
+        _open(str(uri)).to_table()
     assert str(e.value).startswith(str(uri / "data") + "/")
-    assert lance_core.dataset(str(uri), version=1).to_table().num_rows == 3
+    assert _open(str(uri), version=1).to_table().num_rows == 3

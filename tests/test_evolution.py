@@ -197,3 +197,23 @@ def test_a_checkpointed_udf_resumes_a_failed_add_columns(tmp_path):
     # merge_columns commits nothing itself: a checkpoint has no run to serve there.
     with pytest.raises(lance_core.InvalidInputError, match="A checkpoint file cannot be used"):
         ds.get_fragments()[0].merge_columns(resumed, columns=["a"])
+
+
+def test_fragment_merge_columns_takes_sql_and_alterations_must_change_something(tmp_path):
+    """LanceFragment.merge_columns({"b": "a + 1"}), as pylance: SQL computed per fragment,
+    committed as one Merge; an alteration naming no change is refused in pylance's words."""
+    uri = str(tmp_path / "t")
+    ds = lance_core.write_dataset(pa.table({"a": range(100)}), uri, max_rows_per_file=30)
+    metas = []
+    for frag in ds.get_fragments():
+        meta, schema = frag.merge_columns({"b": "a + 1"})
+        metas.append(meta)
+    done = lance_core.LanceDataset.commit(uri, lance_core.LanceOperation.Merge(metas, schema), read_version=ds.version)
+    want = pa.table({"a": range(100), "b": range(1, 101)})
+    assert done.to_table() == want and lance.dataset(uri).to_table() == want
+    with pytest.raises(lance_core.InvalidInputError, match="read_columns goes with a function"):
+        ds.get_fragments()[0].merge_columns({"c": "a"}, columns=["a"])
+    with pytest.raises(ValueError, match="At least one of name, nullable, or data_type must be specified"):
+        done.alter_columns({"path": "a"})
+    with pytest.raises(ValueError, match="Unknown key: type"):
+        done.alter_columns({"path": "a", "type": "string"})

@@ -117,8 +117,7 @@ def test_vectors_fixed_binary_and_structs(tmp_path):
 
 def test_many_files_pages_and_deletions(tmp_path):
     """Several files and pages per column (page boundaries differ between columns), rows
-    deleted by pylance and by lance_core; lance_core does not write 2.0 files, and says so
-    when asked to append."""
+    deleted by pylance and by lance_core, rows appended by lance_core in 2.0."""
     n = 400_000
     i = np.arange(n)
     t = pa.table({
@@ -131,11 +130,9 @@ def test_many_files_pages_and_deletions(tmp_path):
     lance.dataset(path).delete("id % 10 = 3")
     check(path)
     check(path, columns=["s"], offset=123_456, limit=1000)
-    with pytest.raises(lance_core.errors.UnsupportedFeatureError, match="big.lance.*version '2.0'"):
-        lance_core.write_dataset(t.slice(0, 1000), path, mode="append")
-    # Deleting writes no data files, so it works on 2.0 datasets too.
+    lance_core.write_dataset(t.slice(0, 1000), path, mode="append")
     lance_core.dataset(path).delete("id % 10 = 4")
-    assert lance.dataset(path).count_rows() == n - 2 * (n // 10)
+    assert lance.dataset(path).count_rows() == n - 2 * (n // 10) + 900  # the appended rows lose 100
     check(path)
 
 
@@ -183,3 +180,55 @@ def test_list_pages_do_not_line_up_with_item_pages(tmp_path):
     batches = list(lance_core.dataset(path).to_batches(batch_size=10_007))
     assert_same(pa.Table.from_batches(batches), ours, "batches")
     check(path, offset=550_001, limit=100_000)
+
+
+def test_writing_format_20_tables_both_libraries_read(tmp_path):
+    """Tables in format 2.0 (older pylance's default) stay in it when lance_core writes to
+    them: created, appended to, updated, merged into, compacted and given new columns;
+    pylance reads every version as we do. What 2.0 cannot store (a NULL struct, a map)
+    is refused as pylance refuses it."""
+    import sys
+
+    sys.path.insert(0, __import__("os").path.dirname(__file__))
+    from datagen import nested_columns, primitive_columns
+
+    t = pa.table(primitive_columns(3000))
+    ours = str(tmp_path / "ours")
+    lance_core.write_dataset(t, ours, data_storage_version="2.0", max_rows_per_file=1000)
+    assert lance.dataset(ours).data_storage_version == "2.0"
+    assert_same(lance.dataset(ours).to_table(), t, "pylance reads our 2.0 primitives")
+    assert_same(lance_core.dataset(ours).to_table(), t, "we read our 2.0 primitives")
+    nested = {k: v for k, v in nested_columns(2000, with_map=False).items()
+              if k in ("struct_nonnull", "list_int", "large_list_str", "list_list", "list_fsl")}
+    nested = pa.table(nested)
+    lance_core.write_dataset(nested, str(tmp_path / "nested"), data_storage_version="2.0")
+    assert_same(lance.dataset(str(tmp_path / "nested")).to_table(), nested, "pylance reads our 2.0 nested")
+
+    # A table pylance wrote in 2.0, changed by lance_core in every way that writes data.
+    uri = write20(pa.table({"id": pa.array(range(100), pa.int64()), "s": [f"v{i}" for i in range(100)]}),
+                  str(tmp_path / "theirs"), max_rows_per_file=40)
+    lance_core.write_dataset(pa.table({"id": pa.array(range(100, 130), pa.int64()),
+                                       "s": [f"v{i}" for i in range(100, 130)]}), uri, mode="append")
+    ds = lance_core.dataset(uri)
+    ds.update({"s": "upper(s)"}, where="id % 10 = 0")
+    ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(
+        pa.table({"id": pa.array([5, 200], pa.int64()), "s": ["five", "new"]}))
+    ds.optimize.compact_files(target_rows_per_fragment=1000)
+    ds.add_columns({"twice": "id * 2"})
+    want = {i: (f"V{i}" if i % 10 == 0 else f"v{i}") for i in range(130)}
+    want.update({5: "five", 200: "new"})
+    for lib in (lance_core, lance):
+        got = lib.dataset(uri).to_table().sort_by("id")
+        assert got["id"].to_pylist() == sorted(want)
+        assert got["s"].to_pylist() == [want[i] for i in sorted(want)]
+        assert got["twice"].to_pylist() == [2 * i for i in sorted(want)]
+        assert lib.dataset(uri).data_storage_version == "2.0"
+    assert {(f.file_major_version, f.file_minor_version) for frag in lance.dataset(uri).get_fragments()
+            for f in frag.data_files()} == {(2, 0)}
+
+    bad = pa.table({"s": pa.array([{"x": 1}, None], pa.struct([("x", pa.int32())]))})
+    with pytest.raises(lance_core.InvalidInputError, match="2.0 cannot store"):
+        lance_core.write_dataset(bad, str(tmp_path / "bad"), data_storage_version="2.0")
+    with pytest.raises(lance_core.UnsupportedFeatureError, match="map field"):
+        lance_core.write_dataset(pa.table({"m": pa.array([[("a", 1)]], pa.map_(pa.string(), pa.int32()))}),
+                                 str(tmp_path / "map"), data_storage_version="2.0")

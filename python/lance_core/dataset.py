@@ -540,6 +540,8 @@ class LanceFragment(pa_ds.Fragment):
         if is_row_stream(value_func):
             runs = row_runs(value_func, reader_schema)
             return self._write_new_columns(runs, file_prefix, finish=True)
+        if isinstance(value_func, dict):
+            value_func, columns, output_schema = _sql_columns(self._dataset, value_func, columns, output_schema)
         if isinstance(value_func, BatchUDF) and value_func.cache is not None and not _checkpointed:
             raise InvalidInputError("A checkpoint file cannot be used with merge_columns: it serves add_columns, "
                                     "which commits every fragment's new columns at once")
@@ -1265,7 +1267,11 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
                 raise InvalidInputError(f"an alteration is a dict with a 'path', got {a!r}")
             unknown = set(a) - {"path", "name", "nullable", "data_type"}
             if unknown:
-                raise InvalidInputError(f"unknown alteration keys {sorted(unknown)} (path, name, nullable, data_type)")
+                raise InvalidInputError(f"Unknown key: {', '.join(sorted(unknown))} (an alteration takes path, "
+                                        "name, nullable and data_type)")
+            if all(a.get(k) is None for k in ("name", "nullable", "data_type")):
+                raise InvalidInputError(f"At least one of name, nullable, or data_type must be specified "
+                                        f"(alteration of {a['path']!r})")
             nullable = a.get("nullable")
             if nullable is False and self.count_rows(filter=f"{a['path']} IS NULL") > 0:
                 raise InvalidInputError(f"{self.uri}: column {a['path']} holds nulls; it cannot be made "
@@ -1288,13 +1294,15 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
         versions branches start from stay (a tagged old version is an error unless
         `error_if_tagged_old_versions=False`). Files no version references are removed
         only when 7 days old, or with `delete_unverified=True` (only when no writer is
-        running). pylance's tuning arguments (`delete_rate_limit`, `delete_concurrency`)
-        are accepted and ignored."""
+        running). `delete_rate_limit` caps the deletes started per second (for stores that
+        throttle them); `delete_concurrency` (pylance's) is accepted, deletes run 64 at a
+        time."""
         unknown = set(kwargs) - {"delete_rate_limit", "delete_concurrency"}
         if unknown:
             raise TypeError(f"cleanup_old_versions() got unexpected arguments {sorted(unknown)}")
         return CleanupStats(*self._ds.cleanup_old_versions(_cleanup_args(
-            older_than, retain_versions, versions, delete_unverified, error_if_tagged_old_versions)))
+            older_than, retain_versions, versions, delete_unverified, error_if_tagged_old_versions,
+            kwargs.get("delete_rate_limit"))))
 
     def explain_cleanup_old_versions(self, older_than: Optional[timedelta] = None,
                                      retain_versions: Optional[int] = None, *, delete_unverified: bool = False,
@@ -1689,15 +1697,7 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
             self._ds = self._ds.add_null_columns(pa.schema(fields))
             return
         if isinstance(value_func, dict):
-            exprs = value_func
-            for name, expr in exprs.items():
-                if not isinstance(name, str) or not isinstance(expr, str):
-                    raise InvalidInputError(f"SQL columns map names to expressions (str → str), got {name!r}: {expr!r}")
-            if read_columns is not None:
-                raise InvalidInputError("read_columns goes with a function, not with SQL expressions")
-            if output_schema is None:
-                output_schema = self.to_table(columns=exprs, limit=1).schema
-            value_func, read_columns = (lambda batch: batch), exprs
+            value_func, read_columns, output_schema = _sql_columns(self, value_func, read_columns, output_schema)
         elif is_row_stream(value_func):
             return self._add_column_rows(row_runs(value_func, reader_schema))
         elif not callable(value_func):
@@ -1807,6 +1807,20 @@ def _version_row(version: int, nanos: int, metadata: Dict[str, str]) -> Dict[str
     (float) arithmetic as pylance, so both give the very same datetime."""
     ts = datetime.fromtimestamp(nanos // 1e9) + timedelta(microseconds=(nanos % 1e9) // 1e3)
     return {"version": version, "timestamp": ts, "metadata": metadata}
+
+
+def _sql_columns(ds: "LanceDataset", exprs: Dict[Any, Any], read_columns: Any,
+                 output_schema: Optional[pa.Schema]) -> Tuple[Callable, Dict[str, str], pa.Schema]:
+    """New columns given as SQL (`{"total": "price * qty"}`), as a column function: the
+    expressions are the columns read (computed in Rust), passed through as they are."""
+    for name, expr in exprs.items():
+        if not isinstance(name, str) or not isinstance(expr, str):
+            raise InvalidInputError(f"SQL columns map names to expressions (str → str), got {name!r}: {expr!r}")
+    if read_columns is not None:
+        raise InvalidInputError("read_columns goes with a function, not with SQL expressions")
+    if output_schema is None:
+        output_schema = ds.to_table(columns=exprs, limit=1).schema
+    return (lambda batch: batch), exprs, output_schema
 
 
 def _first_output(ds: "LanceDataset", udf: BatchUDF, columns: Optional[List[str]]) -> Optional[pa.Schema]:
@@ -2082,17 +2096,22 @@ class CleanupExplanation:
 
 
 def _cleanup_args(older_than: Optional[timedelta], retain_versions: Optional[int], versions: Optional[List[int]],
-                  delete_unverified: bool, error_if_tagged_old_versions: bool) -> Tuple[Any, ...]:
+                  delete_unverified: bool, error_if_tagged_old_versions: bool,
+                  delete_rate_limit: Optional[int] = None) -> Tuple[Any, ...]:
     """A cleanup's arguments as the binding takes them: (before, in ns since the epoch;
     how many newest stay; delete_unverified; error_if_tagged_old_versions; the versions
-    that may go). Two weeks when no choice of versions is given, as in pylance."""
+    that may go; deletes per second at most). Two weeks when no choice of versions is
+    given, as in pylance."""
     if retain_versions is not None and retain_versions < 1:
         raise InvalidInputError("retain_versions must be positive")
+    if delete_rate_limit is not None and int(delete_rate_limit) < 1:
+        raise InvalidInputError("delete_rate_limit must be positive (deletes per second)")
     if older_than is None and retain_versions is None and versions is None:
         older_than = timedelta(days=14)
     before = None if older_than is None else time.time_ns() - int(older_than.total_seconds() * 1e9)
     return (before, retain_versions, bool(delete_unverified), bool(error_if_tagged_old_versions),
-            None if versions is None else [int(v) for v in versions])
+            None if versions is None else [int(v) for v in versions],
+            None if delete_rate_limit is None else int(delete_rate_limit))
 
 
 def _rfc3339(text: Optional[str]) -> Optional[datetime]:

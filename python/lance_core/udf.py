@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 
 import pyarrow as pa
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, SchemaMismatchError
 
 
 def as_batch(out: Any) -> pa.RecordBatch:
@@ -173,8 +173,9 @@ class RowRuns:
         while left > 0:
             batch = self._next()
             if batch is None:
-                self.failure = InvalidInputError(f"the new columns' rows ran out {rows - left} rows into {what}, "
-                                                 f"which has {rows}")
+                self.failure = SchemaMismatchError(
+                    f"Stream ended before producing values for all rows in dataset: the new columns' rows ran "
+                    f"out {rows - left} rows into {what}, which has {rows}")
                 raise self.failure
             if batch.num_rows > left:
                 self._pending = batch.slice(left)
@@ -185,7 +186,8 @@ class RowRuns:
     def finish(self, what: str) -> None:
         """Refuse rows left over once every fragment had its run."""
         if self._next() is not None:
-            raise InvalidInputError(f"the new columns have more rows than {what}")
+            raise SchemaMismatchError(f"Stream produced more values than expected for dataset: the new columns "
+                                      f"have more rows than {what}")
 
 
 def row_runs(value: Any, reader_schema: Optional[pa.Schema]) -> RowRuns:

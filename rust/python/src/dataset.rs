@@ -141,9 +141,16 @@ type MergeAnalysisRow = ((u64, u64, u64), u64, u64, u64);
 
 /// A cleanup's choice of versions as Python's `_cleanup_args` gives it: (before, in ns
 /// since the epoch; how many newest stay; delete_unverified; error_if_tagged_old_versions;
-/// the versions that may go).
+/// the versions that may go; deletes per second at most).
 #[derive(FromPyObject)]
-struct CleanupArgs(Option<i64>, Option<u64>, bool, bool, Option<Vec<u64>>);
+struct CleanupArgs(
+    Option<i64>,
+    Option<u64>,
+    bool,
+    bool,
+    Option<Vec<u64>>,
+    Option<u64>,
+);
 
 impl CleanupArgs {
     fn options(self) -> lance_core::table::cleanup::CleanupOptions {
@@ -153,6 +160,7 @@ impl CleanupArgs {
             delete_unverified,
             error_if_tagged,
             versions,
+            delete_rate_limit,
         ) = self;
         lance_core::table::cleanup::CleanupOptions {
             before_nanos,
@@ -160,6 +168,7 @@ impl CleanupArgs {
             delete_unverified,
             error_if_tagged_old_versions: error_if_tagged,
             versions: versions.map(|v| v.into_iter().collect()),
+            delete_rate_limit,
         }
     }
 }

@@ -47,6 +47,7 @@ pub fn policy(
         delete_unverified: false,
         error_if_tagged_old_versions: false,
         versions: None,
+        delete_rate_limit: None,
     }))
 }
 

@@ -35,6 +35,9 @@ pub struct CleanupOptions {
     pub error_if_tagged_old_versions: bool,
     /// Only these versions may go (pylance's `versions=`), when given.
     pub versions: Option<HashSet<u64>>,
+    /// Deletes started per second at most (pylance's `delete_rate_limit`), when given: a
+    /// store that throttles deletes is not pushed past its limit.
+    pub delete_rate_limit: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -286,9 +289,22 @@ pub async fn cleanup_old_versions(
         .collect();
     // Manifests first: once a version's manifest is gone nothing reads its files, while
     // the other order could leave (after a crash) versions whose files are missing.
+    let started = tokio::time::Instant::now();
+    // When the n-th delete (counted over both rounds) may start.
+    let pace = |n: usize| {
+        opts.delete_rate_limit
+            .filter(|&r| r > 0)
+            .map(|r| started + std::time::Duration::from_secs_f64(n as f64 / r as f64))
+    };
+    let mut issued = 0;
     for batch in [plan.manifests, plan.files] {
-        let results: Vec<(Candidate, bool)> = futures::stream::iter(batch)
-            .map(|c| async move {
+        let first = issued;
+        issued += batch.len();
+        let results: Vec<(Candidate, bool)> = futures::stream::iter(batch.into_iter().enumerate())
+            .map(|(i, c)| async move {
+                if let Some(at) = pace(first + i) {
+                    tokio::time::sleep_until(at).await;
+                }
                 let ok = storage.delete(&c.path).await.is_ok();
                 (c, ok)
             })

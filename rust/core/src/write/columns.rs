@@ -126,7 +126,7 @@ where
     let version = writable_version(&ds.data_storage_version(), ds.uri())?;
     let target = std::sync::Arc::new(added.to_arrow()?);
     let name = super::new_data_file_name(file_prefix);
-    let specs = leaves::leaves(added, version.minor >= 2)?;
+    let specs = leaves::for_version(added, version)?;
     let mut writer = DataFileWriter::create(staged.storage(), name, version, &specs);
     let mut batches = batches;
     // Rows received, which may be more than were written when there are too many.

@@ -6,6 +6,7 @@ use crate::encoding::encode::array20::Column20;
 use crate::encoding::encode::levels::Step;
 use crate::encoding::encode::PageOptions;
 use crate::error::{unsupported, Error, Result};
+use crate::file::FileVersion;
 use crate::table::schema::{LanceField, LanceSchema};
 
 #[derive(Clone, Debug)]
@@ -299,6 +300,15 @@ fn walk(
         }
     }
     Ok(())
+}
+
+/// The columns a data file of format `version` holds for `schema`, in file order: its
+/// leaves (2.1 and later), or one per field (2.0).
+pub fn for_version(schema: &LanceSchema, version: FileVersion) -> Result<Vec<LeafSpec>> {
+    match version.minor {
+        0 => columns20(schema),
+        minor => leaves(schema, minor >= 2),
+    }
 }
 
 /// The leaf columns of `schema`, in file order.

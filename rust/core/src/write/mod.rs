@@ -139,13 +139,14 @@ pub fn writable_version(v: &str, uri: &str) -> Result<FileVersion> {
     match v {
         "2.2" | "stable" => Ok(FileVersion { major: 2, minor: 2 }),
         "2.1" => Ok(FileVersion { major: 2, minor: 1 }),
-        "2.0" | "0.1" | "legacy" | "2.3" | "next" => Err(Error::unsupported(
+        "2.0" => Ok(FileVersion { major: 2, minor: 0 }),
+        "0.1" | "legacy" | "2.3" | "next" => Err(Error::unsupported(
             uri,
-            format!("writing data storage version '{v}' (lance_core writes 2.1 and 2.2)"),
+            format!("writing data storage version '{v}' (lance_core writes 2.0, 2.1 and 2.2)"),
         )),
         other => Err(Error::invalid(format!(
-            "{uri}: unknown data storage version '{other}' (known: 2.1, 2.2, stable; \
-             read only: 0.1/legacy, 2.0)"
+            "{uri}: unknown data storage version '{other}' (known: 2.0, 2.1, 2.2, stable; \
+             read only: 0.1/legacy)"
         ))),
     }
 }
@@ -165,8 +166,7 @@ where
     S: Stream<Item = Result<RecordBatch>> + Unpin,
 {
     let storage = staged.storage();
-    let leaves =
-        leaves::leaves(schema, version.minor >= 2).map_err(|e| e.in_file(storage.uri()))?;
+    let leaves = leaves::for_version(schema, version).map_err(|e| e.in_file(storage.uri()))?;
     opts.blobs.check()?;
     let blob_options = Arc::new(opts.blobs.clone());
     let mut batches = batches;

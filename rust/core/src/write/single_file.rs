@@ -116,11 +116,8 @@ impl SingleFileWriter {
                     self.shown
                 )));
             };
-            let leaves = match self.version.minor {
-                0 => super::leaves::columns20(lance),
-                minor => super::leaves::leaves(lance, minor >= 2),
-            }
-            .map_err(|e| e.in_file(&self.shown))?;
+            let leaves = super::leaves::for_version(lance, self.version)
+                .map_err(|e| e.in_file(&self.shown))?;
             // Blob v2 values beside a file belong to a table's `data/` directory: only
             // rows their writer placed there already (the prepared layout) are taken.
             if let Some(leaf) = leaves.iter().find(|l| {
