@@ -512,3 +512,39 @@ def test_not_found_is_also_a_value_error_as_in_pylance(tmp_path):
         assert isinstance(e.value, (lance_core.DatasetNotFoundError, lance_core.InvalidInputError))
     with pytest.raises(OSError):
         ds.checkout_version("nope")
+
+
+def test_batch_size_bytes_cuts_large_batches(tmp_path):
+    """batch_size_bytes: a batch larger than that in memory comes as slices of about that
+    size (10 KiB rows, 50 KiB batches: about five rows each), the rows unchanged."""
+    uri = str(tmp_path / "t")
+    t = pa.table({"id": pa.array(range(200), pa.int64()), "text": pa.array(["x" * 10240] * 200, pa.large_string())})
+    lance_core.write_dataset(t, uri)
+    ds = lance_core.dataset(uri)
+    batches = list(ds.to_batches(filter="id >= 0", batch_size_bytes=50 * 1024))
+    assert len(batches) >= 40 and all(b.nbytes <= 50 * 1024 for b in batches)
+    assert pa.Table.from_batches(batches) == t
+    assert ds.scanner(batch_size_bytes=50 * 1024).to_reader().read_all() == t
+    assert len(list(ds.to_batches(batch_size_bytes=1 << 30))) == 1
+    with pytest.raises(ValueError, match="batch_size_bytes must be a positive integer"):
+        ds.scanner(batch_size_bytes=0)
+
+
+def test_deleted_rows_read_anyway_have_null_ids_as_pylance(tmp_path):
+    """scanner(include_deleted_rows=True, with_row_id=True): the deleted rows of the
+    fragments still there come back with NULL _rowid and _rowaddr, as in pylance, also
+    under a filter; without with_row_id it is refused in pylance's words."""
+    tables = {}
+    for name, lib in (("ours", lance_core), ("theirs", lance)):
+        uri = str(tmp_path / name)
+        lib.write_dataset(pa.table({"a": range(100), "b": range(100)}), uri, max_rows_per_file=25)
+        lib.dataset(uri).delete("a < 30")
+        ds = lib.dataset(uri)
+        tables[name] = (ds.scanner(with_row_id=True, with_row_address=True, include_deleted_rows=True).to_table(),
+                        ds.scanner(with_row_id=True, include_deleted_rows=True, filter="a < 32").to_table())
+        with pytest.raises(ValueError, match="include_deleted_rows is set but with_row_id is false"):
+            ds.scanner(include_deleted_rows=True, filter="a < 30").to_table()
+    assert tables["ours"] == tables["theirs"]
+    everything, filtered = tables["ours"]
+    assert everything.num_rows == 75 and everything["_rowid"].null_count == 5
+    assert filtered["a"].to_pylist() == list(range(25, 32)) and filtered["_rowid"].null_count == 5

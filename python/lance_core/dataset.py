@@ -63,6 +63,7 @@ class LanceScanner(pa_ds.Scanner):
         blob_handling: Optional[str] = None,
         order_by: Optional[List[Union["ColumnOrdering", str]]] = None,
         strict_batch_size: bool = False,
+        batch_size_bytes: Optional[int] = None,
     ):
         """`columns` is a list of column names (dotted for fields of structs), or a dict of
         output names to SQL expressions (`{"total": "price * qty", "x": "l[1].x"}`).
@@ -70,7 +71,11 @@ class LanceScanner(pa_ds.Scanner):
         (so several tasks can share a large fragment); `include_deleted=True` returns
         deleted rows too (every physical row, in order). `order_by` sorts the result
         (a list of `ColumnOrdering` or column names, ascending with nulls last); the
-        offset and limit then apply to the sorted rows."""
+        offset and limit then apply to the sorted rows. `batch_size_bytes` cuts a batch
+        larger than that in memory into slices of about that size (no copy)."""
+        if batch_size_bytes is not None and (not isinstance(batch_size_bytes, int) or batch_size_bytes < 1):
+            raise InvalidInputError(f"batch_size_bytes must be a positive integer, got {batch_size_bytes!r}")
+        self._batch_bytes = batch_size_bytes
         self._order = _orderings(order_by)
         filter = _filter_text(filter)
         if isinstance(columns, str):
@@ -142,11 +147,13 @@ class LanceScanner(pa_ds.Scanner):
             yield from self._sorted().to_batches()
             return
         for batch in self._native():
-            yield pa.record_batch(batch)
+            yield from _cut_by_bytes(pa.record_batch(batch), self._batch_bytes)
 
     def to_reader(self) -> pa.RecordBatchReader:
         if self._order:
             return self._sorted().to_reader()
+        if self._batch_bytes is not None:
+            return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
         return pa.RecordBatchReader.from_stream(self._native())
 
     def to_table(self) -> pa.Table:
@@ -1536,6 +1543,9 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
             merged = {**defaults, **{k: v for k, v in given.items() if v is not None}, **hints}
             return self.scanner(**merged, _with_defaults=True)
         _check_hints(hints)
+        if include_deleted_rows and not with_row_id:
+            # As pylance: deleted rows are told apart by their NULL _rowid.
+            raise InvalidInputError("include_deleted_rows is set but with_row_id is false")
         if nearest is not None:
             nearest = _nearest.normalize(nearest, hints.get("prefilter"),
                                          not hints.get("disable_scoring_autoprojection"), limit)
@@ -1548,7 +1558,7 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
                             late_materialization=late is None or bool(late),
                             use_scalar_index=use_index is None or bool(use_index), nearest=nearest,
                             blob_handling=hints.get("blob_handling"), order_by=hints.get("order_by"),
-                            strict_batch_size=bool(hints.get("strict_batch_size")))
+                            strict_batch_size=bool(hints.get("strict_batch_size")), batch_size_bytes=batch_size_bytes)
 
     def to_table(self, columns: Optional[Union[List[str], Dict[str, str]]] = None, filter: Optional[str] = None,
                  limit: Optional[int] = None, offset: Optional[int] = None, nearest: Optional[Dict[str, Any]] = None,
@@ -1807,6 +1817,17 @@ def _version_row(version: int, nanos: int, metadata: Dict[str, str]) -> Dict[str
     (float) arithmetic as pylance, so both give the very same datetime."""
     ts = datetime.fromtimestamp(nanos // 1e9) + timedelta(microseconds=(nanos % 1e9) // 1e3)
     return {"version": version, "timestamp": ts, "metadata": metadata}
+
+
+def _cut_by_bytes(batch: pa.RecordBatch, target: Optional[int]) -> Iterator[pa.RecordBatch]:
+    """`batch`, or slices of it of about `target` bytes each (at least a row) when it is
+    larger in memory."""
+    if target is None or batch.num_rows <= 1 or batch.nbytes <= target:
+        yield batch
+        return
+    rows = max(1, batch.num_rows * target // batch.nbytes)
+    for start in range(0, batch.num_rows, rows):
+        yield batch.slice(start, rows)
 
 
 def _sql_columns(ds: "LanceDataset", exprs: Dict[Any, Any], read_columns: Any,

@@ -535,6 +535,10 @@ async fn read_fragment(
         deletions.clone(),
     )
     .await?;
+    let system = match options.include_deleted {
+        true => system.showing_deleted(ds.deletions(frag).await?),
+        false => system,
+    };
     let sources = open_leaf_sources(ds, frag, &plan.leaves).await?;
     Ok(OpenedFragment {
         physical_rows,

@@ -69,6 +69,9 @@ pub struct FragmentSystem {
     /// Live rows of the fragments before this one (for `_rowoffset`).
     offset_base: u64,
     deletions: Option<Arc<RoaringBitmap>>,
+    /// Deleted rows read anyway (`include_deleted`): they have no row id or address, and
+    /// show NULL there, as in pylance.
+    shown_deleted: Option<Arc<RoaringBitmap>>,
 }
 
 /// Live rows of the fragments before each fragment of `ds`, in manifest order: what
@@ -148,7 +151,14 @@ impl FragmentSystem {
             updated,
             offset_base,
             deletions,
+            shown_deleted: None,
         })
+    }
+
+    /// The same, for a read that returns the deleted rows `deleted` too.
+    pub fn showing_deleted(mut self, deleted: Option<Arc<RoaringBitmap>>) -> Self {
+        self.shown_deleted = deleted;
+        self
     }
 
     /// The `wanted` columns for the fragment's physical rows `offsets` (ascending or not).
@@ -176,9 +186,26 @@ impl FragmentSystem {
                 None => offsets.iter().map(|&o| default(o)).collect(),
             }
         };
+        let deleted = |o: u64| {
+            self.shown_deleted
+                .as_ref()
+                .is_some_and(|d| d.contains(o as u32))
+        };
+        let unless_deleted = |ids: UInt64Array| -> UInt64Array {
+            match &self.shown_deleted {
+                None => ids,
+                Some(_) => offsets
+                    .iter()
+                    .zip(ids.values().iter())
+                    .map(|(&o, &id)| (!deleted(o)).then_some(id))
+                    .collect(),
+            }
+        };
         Arc::new(match c {
-            SystemColumn::RowId => per_row(&self.row_ids, &address),
-            SystemColumn::RowAddress => offsets.iter().map(|&o| address(o)).collect(),
+            SystemColumn::RowId => unless_deleted(per_row(&self.row_ids, &address)),
+            SystemColumn::RowAddress => {
+                unless_deleted(offsets.iter().map(|&o| address(o)).collect())
+            }
             SystemColumn::CreatedAt => per_row(&self.created, &|_| DEFAULT_VERSION),
             SystemColumn::LastUpdatedAt => per_row(&self.updated, &|_| DEFAULT_VERSION),
             SystemColumn::RowOffset => offsets

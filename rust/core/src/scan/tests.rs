@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt64Type};
-use arrow_array::{Int64Array, RecordBatch, StringArray};
+use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 
 use super::take::take;
@@ -165,6 +165,33 @@ async fn fragments_row_ranges_and_deleted_rows() {
     assert_eq!(only(vec![0, 1], Some((1, 3)), false).await, vec![1, 6]);
     // Every physical row, deleted ones too.
     assert_eq!(only(vec![1], None, true).await, vec![4, 5, 6, 7]);
+    // A deleted row read anyway has no row id or address (NULL, as pylance shows it).
+    let with_ids = |include_deleted| ScanOptions {
+        fragment_ids: Some(vec![1]),
+        include_deleted,
+        with_row_id: true,
+        with_row_address: true,
+        ..options()
+    };
+    let live = scan_all(&ds, with_ids(false)).await;
+    let all = scan_all(&ds, with_ids(true)).await;
+    let live_ids = int_column(&live, "id");
+    for name in ["_rowid", "_rowaddr"] {
+        let shown = all
+            .column_by_name(name)
+            .unwrap()
+            .as_primitive::<UInt64Type>();
+        let ids = int_column(&all, "id");
+        for (i, id) in ids.iter().enumerate() {
+            assert_eq!(
+                shown.is_valid(i),
+                live_ids.contains(id),
+                "{name} of row {id}"
+            );
+        }
+        let valid: Vec<u64> = shown.iter().flatten().collect();
+        assert_eq!(valid, u64_column(&live, name));
+    }
 }
 
 #[tokio::test]
