@@ -61,17 +61,55 @@ def reference_dataset(rows: int, version: str | None = None) -> str:
     return path
 
 
-def parquet_file(rows: int) -> str:
+def parquet_file(rows: int, wide: bool = False) -> str:
     """The same rows as a Parquet file (pyarrow defaults: snappy, dictionary), built once."""
     import pyarrow.parquet as pq
 
-    path = os.path.join(DATA, f"bench_{rows}.parquet")
+    path = os.path.join(DATA, f"bench_{'wide_' if wide else ''}{rows}.parquet")
     if not os.path.exists(path):
         os.makedirs(DATA, exist_ok=True)
-        with pq.ParquetWriter(path + ".tmp", SCHEMA) as w:
-            for b in batches(rows):
+        with pq.ParquetWriter(path + ".tmp", WIDE_SCHEMA if wide else SCHEMA) as w:
+            for b in (wide_batches(rows) if wide else batches(rows)):
                 w.write_batch(b, row_group_size=1_000_000)
         os.rename(path + ".tmp", path)
+    return path
+
+
+# The wide variant: 40 columns (the benchmark's id, value, name and category, then 36
+# more: doubles, ints, unique strings and repeated ones), for queries that read few of many.
+WIDE_SCHEMA = pa.schema(
+    [pa.field("id", pa.int64()), pa.field("value", pa.float64()), pa.field("name", pa.string()),
+     pa.field("category", pa.string())]
+    + [pa.field(f"d{i:02d}", pa.float64()) for i in range(18)]
+    + [pa.field(f"i{i:02d}", pa.int32()) for i in range(12)]
+    + [pa.field(f"u{i}", pa.string()) for i in range(3)]
+    + [pa.field(f"r{i}", pa.string()) for i in range(3)])
+
+
+def wide_batches(rows: int, batch_rows: int = 100_000, seed: int = 43):
+    rng = np.random.default_rng(seed)
+    cats = np.array(CATEGORIES)
+    for start in range(0, rows, batch_rows):
+        n = min(batch_rows, rows - start)
+        ids = np.arange(start, start + n, dtype=np.int64)
+        cols = [pa.array(ids), pa.array(rng.normal(1000.0, 250.0, n)),
+                pa.array([f"user_{i % 100_003:06d}" for i in ids]), pa.array(cats[rng.integers(0, len(cats), n)])]
+        cols += [pa.array(rng.standard_normal(n)) for _ in range(18)]
+        cols += [pa.array(rng.integers(0, 1 << 20, n, dtype=np.int32)) for _ in range(12)]
+        cols += [pa.array([f"{k}-{i:012d}-{j}" for i, j in zip(ids, rng.integers(0, 1 << 30, n))]) for k in range(3)]
+        cols += [pa.array(cats[rng.integers(0, len(cats), n)]) for _ in range(3)]
+        yield pa.record_batch(cols, schema=WIDE_SCHEMA)
+
+
+def wide_dataset(rows: int) -> str:
+    """The wide variant written by pylance (1M rows per file), built once."""
+    import lance
+
+    path = os.path.join(DATA, f"bench_wide_{rows}.lance")
+    if not os.path.exists(os.path.join(path, "_versions")):
+        os.makedirs(DATA, exist_ok=True)
+        reader = pa.RecordBatchReader.from_batches(WIDE_SCHEMA, wide_batches(rows))
+        lance.write_dataset(reader, path, max_rows_per_file=1_000_000, mode="overwrite")
     return path
 
 

@@ -27,6 +27,12 @@ runs beside them: the floor Spark sets for any Python data source sink. So does
 `foreachBatch(LanceBatchWriter(uri))`, which collects each micro-batch on the driver as
 Arrow and writes it there, with no Python worker.
 
+The JVM reader (`--only jvm`, and first in a full run): `format("lance")` with the jar
+the wheel ships on the classpath (`lance_core.spark.session`), against Spark's Parquet
+reader, on the 4M-row dataset and on a wide 40-column variant (a quarter of the rows):
+the narrow groupBy, the 4-column aggregate, a selective filter (0.1% of the rows, three
+columns collected), `count()`, and a full scan into Spark's no-op sink.
+
 Each is run once to warm up, then timed `--repeat` times in interleaved rounds. Prints the
 best and median times and their ratios, and (on Linux) the median CPU time each query took in
 the JVM and in the Python workers, to show where the time goes.
@@ -42,7 +48,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import parquet_file, reference_dataset  # noqa: E402
+from common import parquet_file, reference_dataset, wide_dataset  # noqa: E402
 
 COLUMNS = ["value", "category", "name"]
 
@@ -181,6 +187,45 @@ def narrow_and_count(spark, uri: str, parquet: str, repeat: int) -> None:
         print(f"  {name:22s} {t * 1000:8.1f} ms  {base / t:7.2f}x Parquet's speed  ({answer:,} rows)")
 
 
+def jvm_reader(spark, rows: int, repeat: int) -> None:
+    """The JVM reader against Spark's Parquet reader, query by query, on the benchmark
+    dataset and on its wide variant."""
+    from pyspark.sql import functions as F
+
+    def queries(load, n):
+        return {
+            "narrow groupBy": lambda: sorted(tuple(r) for r in
+                                             load().groupBy("category").agg(F.sum("value").alias("s")).collect()),
+            "4-column aggregate": lambda: tuple(aggregate(load())),
+            "filter 0.1%": lambda: sorted(tuple(r) for r in
+                                          load().filter(F.col("id") < n // 1000).select("id", "value", "name").collect()),
+            "count()": lambda: load().count(),
+            "full scan (noop)": lambda: load().write.format("noop").mode("overwrite").save(),
+        }
+
+    for label, uri, parquet, n in (
+            (f"{rows:,} rows, 6 columns", reference_dataset(rows), parquet_file(rows), rows),
+            (f"{rows // 4:,} rows, 40 columns", wide_dataset(rows // 4), parquet_file(rows // 4, wide=True), rows // 4)):
+        print(f"JVM reader vs Spark's Parquet reader: {label}, best of {repeat}", flush=True)
+        lance_q = queries(lambda uri=uri: spark.read.format("lance").load(uri), n)
+        parquet_q = queries(lambda parquet=parquet: spark.read.parquet(parquet), n)
+        for name in lance_q:
+            res = timed({"lance": lance_q[name], "parquet": parquet_q[name]}, repeat)
+            (tl, al), (tp, ap) = res["lance"], res["parquet"]
+            same = _close(al, ap)
+            print(f"  {name:20s} lance {tl:6.3f}s  parquet {tp:6.3f}s  {tp / tl:5.2f}x Parquet's speed"
+                  f"{'' if same else '  ANSWER DIFFERS'}", flush=True)
+
+
+def _close(a, b) -> bool:
+    """Answers equal but for float rounding (sums in another order)."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1.0)
+    return a == b
+
+
 def stream_rows_per_second(spark, fmt: str, source, out: str, batches: int) -> float:
     """Run `source` into sink `fmt` at `out` for `batches` micro-batches (plus one of
     warm-up); rows per second of Spark's triggerExecution time over the timed ones."""
@@ -293,7 +338,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=4_000_000)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--only", choices=["narrow", "streaming"], help="run only this part")
+    ap.add_argument("--only", choices=["jvm", "narrow", "streaming"], help="run only this part")
     args = ap.parse_args()
     uri = reference_dataset(args.rows)
     parquet = parquet_file(args.rows)
@@ -301,19 +346,25 @@ def main():
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers use this interpreter
-    spark = (SparkSession.builder.master("local[*]").appName("lance_core spark bench")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", str(os.cpu_count() or 2)).getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    from lance_core.spark import LanceDataSource, read_fragments
+    import lance_core.spark
+    from lance_core.spark import read_fragments
 
-    spark.dataSource.register(LanceDataSource)
+    # With the JVM reader's jar: `format("lance")` reads on the JVM.
+    spark = lance_core.spark.session(
+        SparkSession.builder.master("local[*]").appName("lance_core spark bench")
+        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(os.cpu_count() or 2)))
+    spark.sparkContext.setLogLevel("ERROR")
+    print(f"JVM reader: {'loaded' if lance_core.spark.jvm_reader_loaded(spark) else 'NOT LOADED (Python data source)'}")
     workdir = os.path.join(os.environ.get("TMPDIR", "/tmp"), "lance_core_spark_bench")
     if args.only == "streaming":
         streaming_sink(spark, workdir, args.repeat)
         return 0
     if args.only == "narrow":
         narrow_and_count(spark, uri, parquet, args.repeat)
+        return 0
+    jvm_reader(spark, args.rows, args.repeat)
+    if args.only == "jvm":
         return 0
     readers = {
         "lance": lambda: spark.read.format("lance").option("columns", ",".join(COLUMNS)).load(uri),

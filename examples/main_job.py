@@ -1,9 +1,10 @@
 """The main job: a Spark pipeline on local Spark over a generated Lance dataset, with
-lance_core doing all the Lance work (no JVM jar, no pylance).
+lance_core doing all the Lance work (no jar from Maven, no pylance).
 
 1. Generates a dataset of events (ids, amounts, users, categories, embeddings) with
    `lance_core.write_dataset`.
-2. Starts local Spark (`local[*]`) and registers the `lance` data source.
+2. Starts local Spark (`local[*]`) with the `lance` data source: the JVM reader shipped in
+   the wheel for reads, the Python data source for writes and streams.
 3. Reads the events through the data source (filter pushed down) and aggregates per
    category.
 4. Times a selective filter (`id IN (...)`) through the data source, builds a BTREE index
@@ -219,14 +220,19 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession, functions as F
 
-    spark = (SparkSession.builder.master("local[*]").appName("lance_core main job")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    from lance_core.spark import LanceDataSource, add_columns
+    import lance_core.spark
+    from lance_core.spark import add_columns
 
-    spark.dataSource.register(LanceDataSource)
-    log(f"    Spark {spark.version}, {spark.sparkContext.defaultParallelism} cores ({time.time() - t:.1f}s)")
+    # The JVM reader's jar (shipped in the wheel) on the classpath: `format("lance")` reads
+    # on the JVM; writes and streams go to the Python data source.
+    spark = lance_core.spark.session(
+        SparkSession.builder.master("local[*]").appName("lance_core main job")
+        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
+        .config("spark.ui.showConsoleProgress", "false"))
+    spark.sparkContext.setLogLevel("ERROR")
+    reader = "JVM reader" if lance_core.spark.jvm_reader_loaded(spark) else "Python data source"
+    log(f"    Spark {spark.version}, {spark.sparkContext.defaultParallelism} cores, lance reads by the {reader} "
+        f"({time.time() - t:.1f}s)")
 
     t = time.time()
     log("3/9 reading events through the lance data source and aggregating per category")

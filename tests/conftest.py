@@ -65,23 +65,29 @@ def tmp_uri(tmp_path):
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local[2] SparkSession for every Spark test module (starting one takes seconds)."""
+    """One local[2] SparkSession for every Spark test module (starting one takes seconds).
+    `format("lance")` reads with the JVM reader (the jar built into lance_core/jars), and
+    the Python data source is `lance_python`; with LANCE_CORE_SPARK_READER=python the
+    session has no jar and the Python data source is `lance` for everything."""
     import os
     import sys
 
     from pyspark.sql import SparkSession
 
-    from lance_core.spark import LanceDataSource
+    import lance_core.spark
 
     # Spark's Python workers must run this interpreter (the one lance_core is installed in),
     # not whatever `python3` is first on PATH.
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (SparkSession.builder.master("local[2]").appName("lance_core-tests")
+    python_reader = os.environ.get("LANCE_CORE_SPARK_READER", "jvm") == "python"
+    assert python_reader or lance_core.spark.jar_path() is not None, \
+        "the JVM reader is not built: run java/build.sh (make setup does)"
+    builder = (SparkSession.builder.master("local[2]").appName("lance_core-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .getOrCreate())
+               .config("spark.sql.session.timeZone", "UTC"))
+    session = lance_core.spark.session(builder, jvm_reader=not python_reader)
     session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(LanceDataSource)
+    assert lance_core.spark.jvm_reader_loaded(session) != python_reader
     yield session
     session.stop()

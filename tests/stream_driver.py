@@ -14,15 +14,15 @@ from pyspark.sql import SparkSession
 
 import lance_core
 from lance_core.errors import DatasetNotFoundError
-from lance_core.spark import LanceDataSource
+import lance_core.spark
 
 
 def main(uri: str, checkpoint: str, rows_per_batch: int, target: int) -> None:
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    spark = (SparkSession.builder.master("local[2]").appName("lance_core-stream-driver")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    builder = (SparkSession.builder.master("local[2]").appName("lance_core-stream-driver")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2"))
+    spark = lance_core.spark.session(builder, jvm_reader=os.environ.get("LANCE_CORE_SPARK_READER") != "python")
     spark.sparkContext.setLogLevel("ERROR")
-    spark.dataSource.register(LanceDataSource)
     source = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", rows_per_batch)
               .option("numPartitions", 2).load())
     query = (source.writeStream.format("lance").option("checkpointLocation", checkpoint)

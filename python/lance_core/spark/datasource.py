@@ -142,6 +142,16 @@ class LanceDataSource(DataSource):
         return LanceStreamReader(self._open(), schema, self.options)
 
 
+class LancePythonDataSource(LanceDataSource):
+    """The Python data source under the name `lance_python`: registered so when the JVM
+    reader is `lance`, which hands it writes and streams."""
+
+    @classmethod
+    def name(cls) -> str:
+        _enable_filter_pushdown()
+        return "lance_python"
+
+
 def _enable_filter_pushdown() -> None:
     from pyspark.sql import SparkSession
 

@@ -21,6 +21,7 @@ pub use error::{Error, Result};
 pub mod encoding;
 pub mod scan;
 pub mod session;
+pub mod spark;
 pub mod table;
 #[cfg(test)]
 mod test_util;

@@ -1,5 +1,5 @@
-//! The process's worker threads (the CPU pool here, the async runtime in the Python
-//! binding), made again in a child after `fork()`: a forked child has only the thread
+//! The process's worker threads (the CPU pool and the async runtime the bindings block
+//! on), made again in a child after `fork()`: a forked child has only the thread
 //! that forked, so work handed to its parent's pool would wait forever. Python programs
 //! fork (multiprocessing's default start method on Linux) after using the library.
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
@@ -53,6 +53,22 @@ pub fn cpu_pool() -> &'static rayon::ThreadPool {
             .thread_name(|i| format!("lance-core-cpu-{i}"))
             .build()
             .expect("cannot start the CPU thread pool")
+    })
+}
+
+/// The async runtime that the bindings (Python, JNI) block on. Local file reads run on
+/// blocking threads, and scans issue many small reads (legacy files above all): without a
+/// cap each gets a thread, and each thread keeps an allocator heap, hundreds of MB of
+/// resident memory.
+pub fn io_runtime() -> &'static tokio::runtime::Runtime {
+    static RT: PerProcess<tokio::runtime::Runtime> = PerProcess::new();
+    RT.get(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .thread_name("lance-core-io")
+            .max_blocking_threads(16)
+            .enable_all()
+            .build()
+            .expect("cannot start the tokio runtime")
     })
 }
 

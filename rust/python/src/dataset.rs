@@ -416,14 +416,7 @@ impl PyDataset {
             let ds = self.inner.clone();
             let filter = lance_core::expr::parse(&filter).py()?;
             block_on(py, async move {
-                let selection = lance_core::index::search::select(&ds, &filter).await?;
-                Ok(selection.map_or_else(Vec::new, |s| {
-                    s.fragments
-                        .iter()
-                        .filter(|(_, rows)| rows.exact && rows.yes.is_empty())
-                        .map(|(&id, _)| id as u64)
-                        .collect()
-                }))
+                lance_core::index::search::fragments_without_matches(&ds, &filter).await
             })
             .py()
         })

@@ -10,6 +10,18 @@ use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::expr::{CmpOp, Expr};
 
+/// The fragments of `ds` where its indices prove no row passes `filter`: a distributed
+/// scan gives them no task.
+pub async fn fragments_without_matches(ds: &Arc<Dataset>, filter: &Expr) -> Result<Vec<u64>> {
+    Ok(select(ds, filter).await?.map_or_else(Vec::new, |s| {
+        s.fragments
+            .iter()
+            .filter(|(_, rows)| rows.exact && rows.yes.is_empty())
+            .map(|(&id, _)| id as u64)
+            .collect()
+    }))
+}
+
 /// The rows of `ds` that pass `filter` as far as its indices tell (None when no index
 /// helps), with deleted rows taken out.
 pub async fn select(ds: &Arc<Dataset>, filter: &Expr) -> Result<Option<Selection>> {
