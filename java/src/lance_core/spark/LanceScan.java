@@ -26,8 +26,10 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * or per row range of a large one, as the Python data source plans them.
  */
 class LanceScan implements Scan, Batch, SupportsReportStatistics {
-  /** A partition has at most this many rows, fewer when that gives every core two
-   *  partitions; a fragment is never cut into ranges smaller than MIN_SPLIT_ROWS. */
+  /** A partition has at most this many rows, fewer when that gives every core one
+   *  partition; a fragment is never cut into ranges smaller than MIN_SPLIT_ROWS. (One per
+   *  core, where the Python reader plans two: here every task shares one process and one
+   *  decoding pool, and a task costs Spark more than our decoding of its rows.) */
   static final long MAX_ROWS_PER_PARTITION = 1L << 20;
   static final long MIN_SPLIT_ROWS = 128 * 1024;
 
@@ -41,8 +43,8 @@ class LanceScan implements Scan, Batch, SupportsReportStatistics {
   private final TableRequest.Description description;
   private final TableRequest request;
 
-  LanceScan(LanceTable table, CaseInsensitiveStringMap options, TableRequest base, StructType required,
-      List<String> predicates, Filter[] pushed, Integer limit, boolean countStar) {
+  LanceScan(LanceTable table, CaseInsensitiveStringMap options, TableRequest base, TableRequest.Description pinned,
+      StructType required, List<String> predicates, Filter[] pushed, Integer limit, boolean countStar) {
     this.table = table;
     this.options = options;
     this.required = required;
@@ -50,14 +52,16 @@ class LanceScan implements Scan, Batch, SupportsReportStatistics {
     this.pushed = pushed;
     this.limit = limit;
     this.countStar = countStar;
+    // `base` names the version the query was planned on (`pinned`): every task reads it.
     TableRequest planned = base.copy();
     if (!predicates.isEmpty()) {
+      // Described again for the fragments the table's indices rule out.
       planned.body.put("predicate", "(" + String.join(") AND (", predicates) + ")");
+      this.description = planned.describe(null);
+    } else {
+      this.description = pinned;
     }
-    this.description = planned.describe(null);
     this.request = planned;
-    // Every task reads the version the query was planned on, and exactly Spark's columns.
-    request.body.put("version", description.version);
     ArrayNode columns = request.body.putArray("columns");
     for (StructField f : required.fields()) {
       columns.add(f.name());
@@ -177,8 +181,13 @@ class LanceScan implements Scan, Batch, SupportsReportStatistics {
   }
 
   static long defaultRowsPerPartition(long totalRows) {
-    long cores = Runtime.getRuntime().availableProcessors();
-    return Math.max(MIN_SPLIT_ROWS, Math.min(MAX_ROWS_PER_PARTITION, ceil(totalRows, 2 * cores)));
+    long cores;
+    try {
+      cores = org.apache.spark.sql.classic.SparkSession.active().sparkContext().defaultParallelism();
+    } catch (IllegalStateException e) {
+      cores = Runtime.getRuntime().availableProcessors();
+    }
+    return Math.max(MIN_SPLIT_ROWS, Math.min(MAX_ROWS_PER_PARTITION, ceil(totalRows, Math.max(1, cores))));
   }
 
   @Override

@@ -27,6 +27,8 @@ class LanceScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, 
   private final LanceTable table;
   private final CaseInsensitiveStringMap options;
   private final TableRequest request;
+  /** The latest version when the query is planned: every later step reads this one. */
+  private final TableRequest.Description latest;
   private StructType required;
   private Filter[] pushed = new Filter[0];
   private final List<String> predicates = new ArrayList<>();
@@ -36,7 +38,10 @@ class LanceScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, 
   LanceScanBuilder(LanceTable table, CaseInsensitiveStringMap options) {
     this.table = table;
     this.options = options;
-    this.request = TableRequest.of(options);
+    TableRequest request = TableRequest.of(options);
+    this.latest = request.describe(null);
+    request.body.put("version", latest.version);
+    this.request = request;
     this.required = table.schema();
   }
 
@@ -117,7 +122,7 @@ class LanceScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, 
 
   @Override
   public Scan build() {
-    LanceScan scan = new LanceScan(table, options, request, required, predicates, pushed, limit, countStar);
+    LanceScan scan = new LanceScan(table, options, request, latest, required, predicates, pushed, limit, countStar);
     // Without a predicate, count(*) is known when planning: no task is needed at all.
     return countStar && predicates.isEmpty() ? new LanceScan.Counted(scan) : scan;
   }

@@ -147,8 +147,10 @@ mod tests {
     use crate::error::Error;
     use bytes::Bytes;
 
-    fn table() -> Storage {
-        Storage::open("memory://staged/t", &Default::default()).unwrap()
+    /// A table of its own per test: memory stores live for the process, and the tests run
+    /// at once.
+    fn table(name: &str) -> Storage {
+        Storage::open(&format!("memory://staged/{name}"), &Default::default()).unwrap()
     }
 
     async fn put(s: &Storage, staged: &Staged, name: &str) -> Path {
@@ -160,7 +162,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_error_removes_what_was_staged_and_success_keeps_it() {
-        let s = table();
+        let s = table("an_error_removes_what_was_staged_and_success_keeps_it");
         let staged = Staged::new(&s);
         let a = put(&s, &staged, "a.lance").await;
         let failed: Result<()> = staged
@@ -180,7 +182,7 @@ mod tests {
 
     #[tokio::test]
     async fn settle_with_an_error_removes_everything() {
-        let s = table();
+        let s = table("settle_with_an_error_removes_everything");
         let staged = Staged::new(&s);
         let a = put(&s, &staged, "a.lance").await;
         let file = DeletionFile {
@@ -201,7 +203,7 @@ mod tests {
 
     #[tokio::test]
     async fn dropped_unsettled_removes_in_the_background() {
-        let s = table();
+        let s = table("dropped_unsettled_removes_in_the_background");
         let staged = Staged::new(&s);
         let a = put(&s, &staged, "a.lance").await;
         drop(staged);
