@@ -199,6 +199,17 @@ def jvm_reader(spark, rows: int, repeat: int) -> None:
             "4-column aggregate": lambda: tuple(aggregate(load())),
             "filter 0.1%": lambda: sorted(tuple(r) for r in
                                           load().filter(F.col("id") < n // 1000).select("id", "value", "name").collect()),
+            # 1/24 of the rows, under an aggregate Spark computes: tasks, as without the
+            # read while planning (`local_result_rows`).
+            "filter 4%, summed": lambda: tuple(load().filter(F.col("category") == "category-07")
+                                               .agg(F.sum("value"), F.count("*")).first()),
+            # 4% again, collected: more rows than a read while planning returns (16,384), so
+            # the reader reads until one more passes, then plans tasks (that read's worst case).
+            "filter 4%, collected": lambda: load().filter(F.col("category") == "category-07")
+                                                .select("id", "value").toArrow().num_rows,
+            "  collected, no probe": lambda: load(local_result_rows="0")
+                                                .filter(F.col("category") == "category-07")
+                                                .select("id", "value").toArrow().num_rows,
             "count()": lambda: load().count(),
             "full scan (noop)": lambda: load().write.format("noop").mode("overwrite").save(),
         }
@@ -207,8 +218,8 @@ def jvm_reader(spark, rows: int, repeat: int) -> None:
             (f"{rows:,} rows, 6 columns", reference_dataset(rows), parquet_file(rows), rows),
             (f"{rows // 4:,} rows, 40 columns", wide_dataset(rows // 4), parquet_file(rows // 4, wide=True), rows // 4)):
         print(f"JVM reader vs Spark's Parquet reader: {label}, best of {repeat}", flush=True)
-        lance_q = queries(lambda uri=uri: spark.read.format("lance").load(uri), n)
-        parquet_q = queries(lambda parquet=parquet: spark.read.parquet(parquet), n)
+        lance_q = queries(lambda uri=uri, **options: spark.read.format("lance").options(**options).load(uri), n)
+        parquet_q = queries(lambda parquet=parquet, **_: spark.read.parquet(parquet), n)
         for name in lance_q:
             res = timed({"lance": lance_q[name], "parquet": parquet_q[name]}, repeat)
             (tl, al), (tp, ap) = res["lance"], res["parquet"]

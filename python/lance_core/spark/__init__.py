@@ -46,8 +46,8 @@ def register(spark) -> None:
     to the Python data source)."""
     if jvm_reader_loaded(spark):
         spark.dataSource.register(LancePythonDataSource)
-        # count() answered while planning then runs no Spark job (see CountedScanRule).
-        spark._jvm.lance_core.spark.CountedScanRule.install(spark._jsparkSession)
+        # count(), min and max answered while planning then run no Spark job (see AnsweredScanRule).
+        spark._jvm.lance_core.spark.AnsweredScanRule.install(spark._jsparkSession)
     else:
         spark.dataSource.register(LanceDataSource)
 

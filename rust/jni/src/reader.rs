@@ -1,4 +1,4 @@
-//! Partition readers: a scan of one fragment's row range, whose batches are handed to the
+//! Partition readers: a scan of one fragment's row range (or of several fragments), whose batches are handed to the
 //! JVM through the Arrow C data interface, each column already in a layout Spark's column
 //! vectors read (`lance_core::spark::types`). The JVM owns a batch until it calls
 //! `release`; the reader itself lives until `close`.
@@ -24,10 +24,14 @@ impl PartitionReader {
     pub fn open(request: &Request) -> Outcome<Self> {
         let ds = request.open()?;
         let mut options = request.scan_options()?;
-        let fragment = request
-            .u64("fragment_id")
-            .ok_or("a partition request names no fragment_id")?;
-        options.fragment_ids = Some(vec![fragment]);
+        // One fragment (a task's), or several (a read while planning).
+        options.fragment_ids = match (request.u64("fragment_id"), request.get("fragment_ids")) {
+            (Some(id), _) => Some(vec![id]),
+            (None, Some(serde_json::Value::Array(ids))) => {
+                Some(ids.iter().filter_map(serde_json::Value::as_u64).collect())
+            }
+            _ => return Err("a partition request names no fragment_id".into()),
+        };
         if let (Some(start), Some(end)) = (request.u64("start"), request.u64("end")) {
             options.row_range = Some((start, end));
         }

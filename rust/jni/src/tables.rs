@@ -2,8 +2,8 @@
 //! the datasets opened for it, and what planning needs (`describe`).
 //!
 //! A request names the table (`uri`, `version` as a number or tag, `storage_options`) and
-//! the read (`columns`, `with_row_id`, `blob_handling`, `timestamp_nanos`, `predicate`,
-//! `filters` to translate, and for a partition `fragment_id`, `start`, `end`, `limit`,
+//! the read (`columns`, `keep_structs`, `with_row_id`, `blob_handling`, `timestamp_nanos`, `predicate`,
+//! `filters` to translate, and for a partition `fragment_id` (or `fragment_ids`), `start`, `end`, `limit`,
 //! `batch_size`).
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -114,6 +114,8 @@ impl Request {
         };
         Ok(ScanOptions {
             columns,
+            // Dotted columns are Spark's pruned structs: kept inside their struct.
+            keep_structs: self.flag("keep_structs"),
             with_row_id,
             blobs,
             ..Default::default()
@@ -164,7 +166,8 @@ fn opened() -> &'static Mutex<HashMap<String, Arc<Dataset>>> {
 /// What the driver plans a query with: the version read, the Spark schema of the
 /// requested columns (as a scan returns them: blob columns as descriptors or bytes), the
 /// fragments with their rows and bytes (and those the request's `predicate` surely
-/// misses), and the predicate for each of `filters` (null where Spark must filter itself).
+/// misses), the predicate for each of `filters` (null where Spark must filter itself),
+/// and the `extremes` asked for that indices answer.
 pub fn describe(request: &Request) -> Outcome<Value> {
     let ds = request.open()?;
     let mut options = request.scan_options()?;
@@ -217,8 +220,13 @@ pub fn describe(request: &Request) -> Outcome<Value> {
         }
         None => Vec::new(),
     };
+    let extremes = match request.get("extremes") {
+        Some(Value::Array(asked)) => extremes(request, &ds, asked)?,
+        _ => Vec::new(),
+    };
     Ok(json!({
         "version": ds.version(),
+        "extremes": extremes,
         "fragments_without_matches": without_matches,
         "schema": {"type": "struct", "fields": fields},
         "fragments": fragments,
@@ -236,4 +244,33 @@ pub fn count_rows(request: &Request) -> Outcome<u64> {
     lance_core::threads::io_runtime()
         .block_on(lance_core::scan::count_rows(ds, filter, None))
         .map_err(|e| e.to_string())
+}
+
+/// For each `{"fn": "min" | "max", "column": name}` asked for, `{"value": v}` in Spark's
+/// terms when the column's index answers it (see `lance_core::index::extremes`), else null.
+fn extremes(request: &Request, ds: &Arc<Dataset>, asked: &[Value]) -> Outcome<Vec<Value>> {
+    use lance_core::index::extremes::{extreme, Extreme};
+    let nanos = request.nanos()?;
+    let mut out = Vec::with_capacity(asked.len());
+    for a in asked {
+        let which = match a.get("fn").and_then(Value::as_str) {
+            Some("min") => Extreme::Min,
+            Some("max") => Extreme::Max,
+            _ => {
+                out.push(Value::Null);
+                continue;
+            }
+        };
+        let column = a.get("column").and_then(Value::as_str).unwrap_or_default();
+        let found = lance_core::threads::io_runtime()
+            .block_on(extreme(ds, column, which))
+            .map_err(|e| e.to_string())?;
+        let value = match (found, ds.arrow_schema.field_with_name(column)) {
+            (Some(v), Ok(field)) => lance_core::spark::types::spark_value(&v, field, nanos)
+                .map_err(|e| e.to_string())?,
+            _ => None,
+        };
+        out.push(value.map_or(Value::Null, |v| json!({ "value": v })));
+    }
+    Ok(out)
 }

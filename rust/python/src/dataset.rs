@@ -1402,6 +1402,7 @@ impl PyDataset {
                 exprs: parse_projection(projection)?,
                 with_row_id,
                 with_row_address,
+                ..Default::default()
             };
             let ds = self.inner.clone();
             let by = by.to_string();

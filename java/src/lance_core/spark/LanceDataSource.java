@@ -18,7 +18,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * <p>Options are the Python data source's: {@code path}, {@code version} (number or tag),
  * {@code columns}, {@code batch_size}, {@code with_row_id}, {@code rows_per_partition},
  * {@code pushdown}, {@code timestamp_nanos}, {@code blob_handling} and
- * {@code storage.<key>} for object store settings.
+ * {@code storage.<key>} for object store settings; and this reader's own
+ * {@code local_result_rows} (see {@link LanceScan#PROBE_MAX_ROWS}).
  */
 public class LanceDataSource implements TableProvider, DataSourceRegister {
   @Override

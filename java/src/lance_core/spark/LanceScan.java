@@ -16,7 +16,10 @@ import org.apache.spark.sql.connector.read.Statistics;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.MapType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
@@ -44,28 +47,29 @@ class LanceScan implements Scan, Batch, SupportsReportStatistics {
   private final TableRequest request;
 
   LanceScan(LanceTable table, CaseInsensitiveStringMap options, TableRequest base, TableRequest.Description pinned,
-      StructType required, List<String> predicates, Filter[] pushed, Integer limit, boolean countStar) {
+      StructType required, List<String> columns, boolean nestedPruned, List<String> predicates, Filter[] pushed,
+      Integer limit, boolean countStar) {
     this.table = table;
     this.options = options;
-    this.required = required;
     this.predicates = predicates;
     this.pushed = pushed;
     this.limit = limit;
     this.countStar = countStar;
     // `base` names the version the query was planned on (`pinned`): every task reads it.
     TableRequest planned = base.copy();
+    ArrayNode names = planned.body.putArray("columns");
+    for (String c : columns) {
+      names.add(c);
+    }
+    planned.body.put("keep_structs", nestedPruned);
     if (!predicates.isEmpty()) {
       // Described again for the fragments the table's indices rule out.
       planned.body.put("predicate", "(" + String.join(") AND (", predicates) + ")");
-      this.description = planned.describe(null);
-    } else {
-      this.description = pinned;
     }
+    this.description = predicates.isEmpty() && !nestedPruned ? pinned : planned.describe(null);
+    // Pruned structs as the core reads them (a packed struct or a blob is read whole).
+    this.required = nestedPruned ? description.schema : required;
     this.request = planned;
-    ArrayNode columns = request.body.putArray("columns");
-    for (StructField f : required.fields()) {
-      columns.add(f.name());
-    }
     String batchSize = options.get("batch_size");
     request.body.put("batch_size", batchSize == null ? 64 * 1024 : Long.parseLong(batchSize.trim()));
     if (limit != null) {
@@ -92,6 +96,8 @@ class LanceScan implements Scan, Batch, SupportsReportStatistics {
     }
     if (countStar) {
       out.append(", count(*)");
+    } else {
+      out.append(", ReadSchema: ").append(required.simpleString());
     }
     return out.toString();
   }
@@ -142,37 +148,139 @@ class LanceScan implements Scan, Batch, SupportsReportStatistics {
     return out.toArray(new InputPartition[0]);
   }
 
-  /** The live rows of the version read, from its fragments' metadata. */
-  long liveRows() {
+  /** A filtered read is first tried while planning on tables of at most this many rows
+   *  (decoding their filter columns costs about what a Spark job does); it is answered
+   *  there, with no job, when at most {@code local_result_rows} rows (default 16,384) of
+   *  at most LOCAL_RESULT_BYTES pass. A read that more rows pass stops at the one past the
+   *  limit and runs as tasks: the larger the limit, the more a failed try reads. */
+  static final long PROBE_MAX_ROWS = 16L << 20;
+  static final long LOCAL_RESULT_ROWS = 1L << 14;
+  static final long LOCAL_RESULT_BYTES = 16L << 20;
+
+  /** The physical rows of the fragments a read visits. */
+  private long rowsToVisit() {
     long rows = 0;
     for (TableRequest.Fragment f : description.fragments) {
-      rows += f.liveRows;
+      if (!description.withoutMatches.contains(f.id)) {
+        rows += f.physicalRows;
+      }
     }
     return rows;
   }
 
-  /** count(*) without a predicate: answered from the manifest while planning, as a local
-   *  scan (Spark runs no job for it). */
-  static final class Counted implements LocalScan {
-    private final LanceScan scan;
+  /** Whether the pushed filters make a read small enough to try while planning. */
+  private boolean probeWorthIt() {
+    return !predicates.isEmpty() && localResultRows() > 0 && rowsToVisit() <= PROBE_MAX_ROWS;
+  }
 
-    Counted(LanceScan scan) {
-      this.scan = scan;
+  private long localResultRows() {
+    String given = options.get("local_result_rows");
+    return given == null ? LOCAL_RESULT_ROWS : Long.parseLong(given.trim());
+  }
+
+  /** The scan's rows when few pass its filters (see PROBE_MAX_ROWS), read now; else null
+   *  (nested types included: their rows are not copied out of the batches). */
+  InternalRow[] smallResult() {
+    if (countStar || !probeWorthIt()) {
+      return null;
+    }
+    for (StructField f : required.fields()) {
+      DataType t = f.dataType();
+      if (t instanceof StructType || t instanceof ArrayType || t instanceof MapType) {
+        return null;
+      }
+    }
+    long most = localResultRows();
+    TableRequest probe = request.copy();
+    ArrayNode ids = probe.body.putArray("fragment_ids");
+    for (TableRequest.Fragment f : description.fragments) {
+      if (!description.withoutMatches.contains(f.id)) {
+        ids.add(f.id);
+      }
+    }
+    probe.body.put("limit", limit == null ? most + 1 : Math.min(limit, most + 1));
+    List<InternalRow> rows = new ArrayList<>();
+    long bytes = 0;
+    LanceBatchReader reader = new LanceBatchReader(required, probe.body.toString());
+    try {
+      while (reader.next()) {
+        java.util.Iterator<InternalRow> it = reader.get().rowIterator();
+        while (it.hasNext()) {
+          InternalRow row = it.next().copy();
+          rows.add(row);
+          bytes += rowBytes(row);
+          if (rows.size() > most || bytes > LOCAL_RESULT_BYTES) {
+            return null;
+          }
+        }
+      }
+    } finally {
+      reader.close();
+    }
+    return rows.toArray(new InternalRow[0]);
+  }
+
+  /** {@code count(*)} under the pushed filters, counted now when the table is small
+   *  enough (see PROBE_MAX_ROWS); else -1 (a task counts). */
+  long smallCount() {
+    if (!countStar || !probeWorthIt()) {
+      return -1;
+    }
+    Native.load();
+    return Native.countRows(request.bytes());
+  }
+
+  private long rowBytes(InternalRow row) {
+    long bytes = 16;
+    StructField[] fields = required.fields();
+    for (int i = 0; i < fields.length; i++) {
+      bytes += 8;
+      if (!row.isNullAt(i) && fields[i].dataType() instanceof org.apache.spark.sql.types.StringType) {
+        bytes += row.getUTF8String(i).numBytes();
+      } else if (!row.isNullAt(i) && fields[i].dataType() instanceof org.apache.spark.sql.types.BinaryType) {
+        bytes += row.getBinary(i).length;
+      }
+    }
+    return bytes;
+  }
+
+  /** The live rows of the version read, from its fragments' metadata. */
+  long liveRows() {
+    return description.liveRows();
+  }
+
+  /** A read answered while planning, as a local scan (Spark runs no job for it):
+   *  {@code count(*)} from the manifest (or counted now under filters on a small table),
+   *  {@code min} and {@code max} from the table's indices, or the few rows that pass the
+   *  filters (see {@link #smallResult}). */
+  static final class Answered implements LocalScan {
+    private final String description;
+    private final StructType schema;
+    private final InternalRow[] rows;
+
+    Answered(String description, StructType schema, Object[] values) {
+      this(description, schema, new InternalRow[] {new GenericInternalRow(values)});
+    }
+
+    Answered(String description, StructType schema, InternalRow[] rows) {
+      this.description = description;
+      this.schema = schema;
+      this.rows = rows;
     }
 
     @Override
     public StructType readSchema() {
-      return scan.readSchema();
+      return schema;
     }
 
     @Override
     public String description() {
-      return scan.description();
+      return description;
     }
 
     @Override
     public InternalRow[] rows() {
-      return new InternalRow[] {new GenericInternalRow(new Object[] {scan.liveRows()})};
+      return rows;
     }
   }
 

@@ -1,14 +1,16 @@
 package lance_core.spark;
 
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
-import java.util.Set;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
 import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
+import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.expressions.aggregate.CountStar;
+import org.apache.spark.sql.connector.expressions.aggregate.Max;
+import org.apache.spark.sql.connector.expressions.aggregate.Min;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
@@ -16,12 +18,15 @@ import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
 import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
-/** What Spark pushes into a scan: the columns it needs, the filters lance_core evaluates
- *  exactly, a limit, and {@code count(*)}. */
+/** What Spark pushes into a scan: the columns it needs (struct fields too), the filters
+ *  lance_core evaluates exactly, a limit, {@code count(*)}, and {@code min} / {@code max}
+ *  where an index answers them. */
 class LanceScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, SupportsPushDownFilters,
     SupportsPushDownLimit, SupportsPushDownAggregates {
   private final LanceTable table;
@@ -30,10 +35,17 @@ class LanceScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, 
   /** The latest version when the query is planned: every later step reads this one. */
   private final TableRequest.Description latest;
   private StructType required;
+  /** The columns to read: top-level names, and dotted paths into pruned structs. */
+  private final List<String> paths = new ArrayList<>();
+  private boolean nestedPruned;
   private Filter[] pushed = new Filter[0];
   private final List<String> predicates = new ArrayList<>();
   private Integer limit;
   private boolean countStar;
+  private boolean aggregateAbove;
+  /** The aggregates' values when min or max were answered from indices (else null). */
+  private Object[] answers;
+  private StructType answerSchema;
 
   LanceScanBuilder(LanceTable table, CaseInsensitiveStringMap options) {
     this.table = table;
@@ -43,22 +55,67 @@ class LanceScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, 
     request.body.put("version", latest.version);
     this.request = request;
     this.required = table.schema();
+    for (StructField f : required.fields()) {
+      paths.add(f.name());
+    }
   }
 
   @Override
   public void pruneColumns(StructType requiredSchema) {
-    // Top-level columns: a struct is read whole, and Spark drops the fields it does not need.
-    Set<String> wanted = new HashSet<>();
-    for (StructField f : requiredSchema.fields()) {
-      wanted.add(f.name());
-    }
+    // Spark's nested column pruning: a struct keeps only the fields the query uses, and
+    // only those are read (the core keeps them inside their struct, with its nulls).
     List<StructField> kept = new ArrayList<>();
+    paths.clear();
+    nestedPruned = false;
     for (StructField f : table.schema().fields()) {
-      if (wanted.contains(f.name())) {
-        kept.add(f);
+      if (requiredSchema.getFieldIndex(f.name()).isEmpty()) {
+        continue;
       }
+      DataType asked = requiredSchema.apply(f.name()).dataType();
+      kept.add(f.copy(f.name(), prune(f.name(), f.dataType(), asked), f.nullable(), f.metadata()));
     }
     required = new StructType(kept.toArray(new StructField[0]));
+  }
+
+  /** {@code table} pruned to the fields of {@code asked} where both are structs, adding the
+   *  dotted path of each field read whole to {@code paths}. A name with a dot in it (such
+   *  as a column the {@code columns} option named by its path) is never split. */
+  private DataType prune(String path, DataType table, DataType asked) {
+    int before = paths.size();
+    if (table instanceof StructType && asked instanceof StructType && splittable(path, (StructType) table)) {
+      StructType t = (StructType) table;
+      StructType a = (StructType) asked;
+      List<StructField> kept = new ArrayList<>();
+      for (StructField f : t.fields()) {
+        if (a.getFieldIndex(f.name()).isDefined()) {
+          DataType inner = prune(path + "." + f.name(), f.dataType(), a.apply(f.name()).dataType());
+          kept.add(f.copy(f.name(), inner, f.nullable(), f.metadata()));
+        }
+      }
+      StructType pruned = new StructType(kept.toArray(new StructField[0]));
+      if (!kept.isEmpty() && !pruned.equals(t)) {
+        nestedPruned = true;
+        return pruned;
+      }
+      paths.subList(before, paths.size()).clear();
+    }
+    paths.add(path);
+    return table;
+  }
+
+  /** Whether the fields of struct {@code t} at {@code path} can be named by dotted paths:
+   *  no name on the way has a dot in it (a top-level column that the {@code columns}
+   *  option named by its path, such as "s.c", is read whole). */
+  private boolean splittable(String path, StructType t) {
+    if (path.indexOf('.') >= 0 && table.schema().getFieldIndex(path).isDefined()) {
+      return false;
+    }
+    for (StructField f : t.fields()) {
+      if (f.name().indexOf('.') >= 0) {
+        return false;
+      }
+    }
+    return true;
   }
 
   @Override
@@ -99,18 +156,71 @@ class LanceScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, 
 
   @Override
   public boolean pushAggregation(Aggregation aggregation) {
-    // count(*) is answered from the fragments' row counts (or a count of the rows the
-    // pushed filters pass), without reading a column.
-    if (aggregation.groupByExpressions().length != 0) {
+    // An aggregate Spark computes runs a job anyway: reading the rows while planning
+    // would save nothing.
+    aggregateAbove = true;
+    AggregateFunc[] functions = aggregation.aggregateExpressions();
+    if (aggregation.groupByExpressions().length != 0 || functions.length == 0) {
       return false;
     }
-    for (AggregateFunc f : aggregation.aggregateExpressions()) {
-      if (!(f instanceof CountStar)) {
+    boolean onlyCounts = true;
+    for (AggregateFunc f : functions) {
+      onlyCounts &= f instanceof CountStar;
+    }
+    if (onlyCounts) {
+      // count(*) is answered from the fragments' row counts (or a count of the rows the
+      // pushed filters pass), without reading a column.
+      countStar = true;
+      return true;
+    }
+    // min and max come from the columns' indices, which know every row's value: only
+    // without a filter, and only when every aggregate is answered.
+    if (!predicates.isEmpty()) {
+      return false;
+    }
+    TableRequest asking = request.copy();
+    ArrayNode extremes = asking.body.putArray("extremes");
+    StructField[] fields = new StructField[functions.length];
+    for (int i = 0; i < functions.length; i++) {
+      AggregateFunc f = functions[i];
+      if (f instanceof CountStar) {
+        fields[i] = DataTypes.createStructField("count(*)", DataTypes.LongType, false);
+        continue;
+      }
+      org.apache.spark.sql.connector.expressions.Expression column =
+          f instanceof Min ? ((Min) f).column() : f instanceof Max ? ((Max) f).column() : null;
+      if (!(column instanceof NamedReference) || ((NamedReference) column).fieldNames().length != 1) {
         return false;
       }
+      String name = ((NamedReference) column).fieldNames()[0];
+      if (table.schema().getFieldIndex(name).isEmpty()) {
+        return false;
+      }
+      String fn = f instanceof Min ? "min" : "max";
+      extremes.addObject().put("fn", fn).put("column", name);
+      fields[i] = DataTypes.createStructField(fn + "(" + name + ")", table.schema().apply(name).dataType(), true);
     }
-    countStar = aggregation.aggregateExpressions().length > 0;
-    return countStar;
+    TableRequest.Description answered = asking.describe(null);
+    Object[] values = new Object[functions.length];
+    int next = 0;
+    for (int i = 0; i < functions.length; i++) {
+      if (functions[i] instanceof CountStar) {
+        values[i] = answered.liveRows();
+        continue;
+      }
+      JsonNode e = answered.extremes.get(next++);
+      if (e.isNull()) {
+        return false; // no index answers it: Spark reads the column
+      }
+      Object v = SparkValues.internal(fields[i].dataType(), e.get("value"));
+      if (v == SparkValues.UNSUPPORTED) {
+        return false;
+      }
+      values[i] = v;
+    }
+    answers = values;
+    answerSchema = new StructType(fields);
+    return true;
   }
 
   @Override
@@ -122,8 +232,27 @@ class LanceScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, 
 
   @Override
   public Scan build() {
-    LanceScan scan = new LanceScan(table, options, request, latest, required, predicates, pushed, limit, countStar);
+    LanceScan scan = new LanceScan(table, options, request, latest, required, paths, nestedPruned, predicates, pushed, limit, countStar);
+    if (answers != null) {
+      return new LanceScan.Answered("lance " + request.uri() + " version " + latest.version
+          + ", " + answerSchema.fieldNames().length + " aggregates from metadata and indices "
+          + java.util.Arrays.toString(answerSchema.fieldNames()), answerSchema, answers);
+    }
     // Without a predicate, count(*) is known when planning: no task is needed at all.
-    return countStar && predicates.isEmpty() ? new LanceScan.Counted(scan) : scan;
+    if (countStar && predicates.isEmpty()) {
+      return new LanceScan.Answered(scan.description(), scan.readSchema(), new Object[] {scan.liveRows()});
+    }
+    // Under filters, on a small enough table: counted now, or the rows read now if few pass.
+    long counted = scan.smallCount();
+    if (counted >= 0) {
+      return new LanceScan.Answered(scan.description() + ", counted while planning", scan.readSchema(),
+          new Object[] {counted});
+    }
+    org.apache.spark.sql.catalyst.InternalRow[] rows = aggregateAbove ? null : scan.smallResult();
+    if (rows != null) {
+      return new LanceScan.Answered(scan.description() + ", " + rows.length + " rows read while planning",
+          scan.readSchema(), rows);
+    }
+    return scan;
   }
 }

@@ -124,6 +124,8 @@ final class TableRequest {
     final List<Fragment> fragments = new ArrayList<>();
     final List<String> predicates = new ArrayList<>();
     final java.util.Set<Long> withoutMatches = new java.util.HashSet<>();
+    /** For each extreme asked for, {"value": v} when an index answered it, else null. */
+    final List<JsonNode> extremes = new ArrayList<>();
 
     Description(JsonNode reply) {
       version = reply.get("version").asLong();
@@ -137,6 +139,18 @@ final class TableRequest {
       for (JsonNode id : reply.get("fragments_without_matches")) {
         withoutMatches.add(id.asLong());
       }
+      for (JsonNode e : reply.get("extremes")) {
+        extremes.add(e);
+      }
+    }
+
+    /** The live rows of the version, from its fragments' metadata. */
+    long liveRows() {
+      long rows = 0;
+      for (Fragment f : fragments) {
+        rows += f.liveRows;
+      }
+      return rows;
     }
   }
 }

@@ -198,8 +198,8 @@ fn call(name: &str, mut args: Vec<Expr>, options: Option<ArrayRef>) -> Result<Ex
     }
 }
 
-/// The value in row 0 of `a`.
-fn literal(a: &ArrayRef) -> Result<Literal> {
+/// The value in row 0 of `a`, as a literal of a filter.
+pub(crate) fn literal(a: &ArrayRef) -> Result<Literal> {
     use arrow_array::types::*;
     if a.is_empty() || a.is_null(0) {
         return Ok(Literal::Null);

@@ -25,6 +25,7 @@ use std::collections::BTreeSet;
 use arrow_schema::{DataType, TimeUnit};
 
 pub use arrow_expr::from_pyarrow;
+pub(crate) use arrow_expr::literal as literal_of;
 pub use bind::{bind, bind_filter, Bound};
 pub use compare::normalize_floats;
 pub use eval::{evaluate, evaluate_filter, evaluate_filter_where};

@@ -6,6 +6,7 @@
 pub mod bitmap;
 pub mod bloom;
 pub mod btree;
+pub mod extremes;
 pub mod label_list;
 pub mod ngram;
 pub mod remap;

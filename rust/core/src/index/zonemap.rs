@@ -75,6 +75,11 @@ impl ZoneMap {
         .await
     }
 
+    /// Each zone's smallest and largest value.
+    pub fn bounds(&self) -> (&ArrayRef, &ArrayRef) {
+        (&self.mins, &self.maxs)
+    }
+
     pub fn num_zones(&self) -> usize {
         self.fragments.len()
     }

@@ -120,12 +120,7 @@ async fn send(tx: &Sender, batch: RecordBatch, batch_size: usize) -> bool {
 }
 
 async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
-    let projection = Projection {
-        columns: options.columns.clone(),
-        exprs: options.projection.clone(),
-        with_row_id: options.with_row_id,
-        with_row_address: options.with_row_address,
-    };
+    let projection = options.projection();
     let Some(filter) = options.filter.clone() else {
         // A small limit: take the rows it covers.
         let offset = options.offset.unwrap_or(0);

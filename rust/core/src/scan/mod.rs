@@ -29,8 +29,13 @@ pub const ROW_ADDRESS: &str = "_rowaddr";
 
 #[derive(Clone, Debug)]
 pub struct ScanOptions {
-    /// Top-level columns to read, in this order (all when None).
+    /// Columns to read, in this order (all when None): top-level names, or dotted paths
+    /// into structs ("s.x"), each returned as a column of its own (see `keep_structs`).
     pub columns: Option<Vec<String>>,
+    /// Dotted `columns` come back inside their top-level struct, which holds only the
+    /// fields named: `s.x` and `s.y.z` as one column `s: struct<x, y: struct<z>>` (Spark's
+    /// nested column pruning; parent nulls are kept).
+    pub keep_structs: bool,
     /// Rows per batch before deleted rows are dropped.
     pub batch_size: usize,
     pub limit: Option<u64>,
@@ -89,6 +94,7 @@ impl Default for ScanOptions {
     fn default() -> Self {
         ScanOptions {
             columns: None,
+            keep_structs: false,
             batch_size: 8192,
             limit: None,
             offset: None,
@@ -133,12 +139,15 @@ pub struct Projection {
     pub exprs: Option<Vec<(String, crate::expr::Expr)>>,
     pub with_row_id: bool,
     pub with_row_address: bool,
+    /// See `ScanOptions::keep_structs`.
+    pub keep_structs: bool,
 }
 
 impl ScanOptions {
-    fn projection(&self) -> Projection {
+    pub(crate) fn projection(&self) -> Projection {
         Projection {
             columns: self.columns.clone(),
+            keep_structs: self.keep_structs,
             exprs: self.projection.clone(),
             with_row_id: self.with_row_id,
             with_row_address: self.with_row_address,
@@ -201,7 +210,7 @@ pub(crate) fn prepare(
         system.push(system::SystemColumn::RowAddress);
     }
     system.sort();
-    let mut plan = plan::plan_scan(&dataset.schema, read_columns.as_deref())?;
+    let mut plan = plan::plan_scan(&dataset.schema, read_columns.as_deref(), p.keep_structs)?;
     plan.system = system.clone();
     let plan = Arc::new(plan);
     let data = plan.fields.len();
@@ -260,6 +269,25 @@ pub(crate) fn prepare(
         None => {
             let mut keep: Vec<usize> = match &p.columns {
                 None => (0..data).collect(),
+                Some(cols) if p.keep_structs => {
+                    // A column per top-level field named (the plan's fields are in order
+                    // of first mention, the filter's own after them).
+                    let mut tops: Vec<&str> = Vec::new();
+                    let mut keep = Vec::new();
+                    for c in cols {
+                        match named(c) {
+                            Some(s) => keep.push(at(s)),
+                            None => {
+                                let top = plan::top_column(&dataset.schema, c)?;
+                                if !tops.contains(&top) {
+                                    tops.push(top);
+                                    keep.push(tops.len() - 1);
+                                }
+                            }
+                        }
+                    }
+                    keep
+                }
                 Some(cols) => {
                     let mut next_data = 0;
                     cols.iter()
@@ -274,10 +302,25 @@ pub(crate) fn prepare(
                 }
             };
             keep.extend(flagged);
-            let fields: Vec<Arc<Field>> = keep
+            let mut fields: Vec<Arc<Field>> = keep
                 .iter()
                 .map(|&i| read_schema.field(i).clone().into())
                 .collect();
+            if let (true, Some(cols)) = (p.keep_structs && filter.is_some(), &p.columns) {
+                // The filter may have needed more of a struct than was asked for: the
+                // output holds what was asked for (`Output::finish` prunes to it).
+                let asked: Vec<String> = cols
+                    .iter()
+                    .filter(|c| named(c).is_none())
+                    .cloned()
+                    .collect();
+                let asked = plan::plan_scan(&dataset.schema, Some(&asked), true)?.schema;
+                for f in fields.iter_mut() {
+                    if let Ok(a) = asked.field_with_name(f.name()) {
+                        *f = Arc::new(a.clone());
+                    }
+                }
+            }
             let schema = Arc::new(Schema::new_with_metadata(fields, metadata));
             output::Output::columns(schema, keep)
         }

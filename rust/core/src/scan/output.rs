@@ -1,8 +1,8 @@
 //! What a scan returns from the batches it reads: the rows its filter keeps, then either
 //! some of the columns read (the filter may need more than the caller asked for) or the
 //! values of the caller's expressions, with system columns asked for by flag last.
-use arrow_array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
-use arrow_schema::SchemaRef;
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, StructArray};
+use arrow_schema::{DataType, SchemaRef};
 
 use crate::error::Result;
 use crate::expr::Bound;
@@ -68,7 +68,10 @@ impl Output {
                 if all && batch.schema() == self.schema {
                     return Ok(batch);
                 }
-                keep.iter().map(|&i| batch.column(i).clone()).collect()
+                keep.iter()
+                    .zip(self.schema.fields())
+                    .map(|(&i, f)| prune_to(batch.column(i), f.data_type()))
+                    .collect::<Result<Vec<_>>>()?
             }
             Shape::Expressions { exprs, tail } => {
                 let mut out = exprs
@@ -85,5 +88,32 @@ impl Output {
             columns,
             &opts,
         )?)
+    }
+}
+
+/// `array` as `target`: a struct read with more fields than asked for (a filter needed
+/// them) keeps only the target's fields, and its nulls.
+fn prune_to(array: &ArrayRef, target: &DataType) -> Result<ArrayRef> {
+    if array.data_type() == target {
+        return Ok(array.clone());
+    }
+    match (array.as_any().downcast_ref::<StructArray>(), target) {
+        (Some(s), DataType::Struct(fields)) => {
+            let columns = fields
+                .iter()
+                .map(|f| {
+                    let child = s.column_by_name(f.name()).ok_or_else(|| {
+                        crate::error::corrupt(format!("a struct read has no field '{}'", f.name()))
+                    })?;
+                    prune_to(child, f.data_type())
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(std::sync::Arc::new(StructArray::try_new(
+                fields.clone(),
+                columns,
+                s.nulls().cloned(),
+            )?))
+        }
+        _ => Ok(array.clone()),
     }
 }

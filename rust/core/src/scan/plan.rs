@@ -274,70 +274,101 @@ impl Planner {
 }
 
 impl Planner {
-    /// Plan `names[0]` of struct `f`, keeping only the branch leading to `names[1..]`.
-    fn plan_branch(
+    /// Plan struct `f` holding only the branches that lead to `paths` (field names below
+    /// `f`; an empty path is the whole of `f`), its fields in the table's order.
+    /// `lenient`: a packed struct or a blob on the way is read whole rather than refused.
+    fn plan_subset(
         &mut self,
         f: &LanceField,
-        names: &[&str],
+        paths: &[&[&str]],
         path: &[PathStep],
+        lenient: bool,
     ) -> Result<FieldPlan> {
-        if names.is_empty() {
+        if paths.is_empty() || paths.iter().any(|p| p.is_empty()) {
             return self.plan(f, path);
         }
         if f.logical_type != "struct" || f.is_packed_struct() || f.is_blob_v2() {
+            if lenient {
+                return self.plan(f, path);
+            }
             return Err(Error::invalid(format!(
                 "'{}' is not a struct, so it has no field '{}'",
-                f.name, names[0]
+                f.name, paths[0][0]
             )));
         }
-        let child = f
-            .children
+        if let Some(missing) = paths
             .iter()
-            .find(|c| c.name == names[0])
-            .ok_or_else(|| {
-                let known: Vec<&str> = f.children.iter().map(|c| c.name.as_str()).collect();
-                Error::invalid(format!(
-                    "struct '{}' has no field '{}' (fields are {})",
-                    f.name,
-                    names[0],
-                    known.join(", ")
-                ))
-            })?;
+            .find(|p| !f.children.iter().any(|c| c.name == p[0]))
+        {
+            let known: Vec<&str> = f.children.iter().map(|c| c.name.as_str()).collect();
+            return Err(Error::invalid(format!(
+                "struct '{}' has no field '{}' (fields are {})",
+                f.name,
+                missing[0],
+                known.join(", ")
+            )));
+        }
         let start = self.leaves.len();
         let mut p = path.to_vec();
         p.push(PathStep::Struct(field_with(f, f.data_type()?)));
-        let child = self.plan_branch(child, &names[1..], &p)?;
-        let field = field_with(
-            f,
-            DataType::Struct(Fields::from(vec![child.field().clone()])),
-        );
+        let mut children = Vec::new();
+        for child in &f.children {
+            let below: Vec<&[&str]> = paths
+                .iter()
+                .filter(|q| q[0] == child.name)
+                .map(|q| &q[1..])
+                .collect();
+            if !below.is_empty() {
+                children.push(self.plan_subset(child, &below, &p, lenient)?);
+            }
+        }
+        let fields: Fields = children.iter().map(|c| c.field().clone()).collect();
         Ok(FieldPlan::Struct {
-            field,
-            children: vec![child],
+            field: field_with(f, DataType::Struct(fields)),
+            children,
             leaves: start..self.leaves.len(),
         })
     }
 }
 
-/// Find a column by name: a top-level field, or a dotted path into structs ("s.x").
-fn plan_column(planner: &mut Planner, schema: &LanceSchema, name: &str) -> Result<FieldPlan> {
+/// The top-level field a column name reads, and the path below it: the whole field when
+/// the name is a top-level column, else a dotted path into structs ("s.x").
+fn split_column<'a, 's>(
+    schema: &'s LanceSchema,
+    name: &'a str,
+) -> Result<(&'s LanceField, Vec<&'a str>)> {
     if let Some(f) = schema.field(name) {
-        return planner.plan(f, &[]);
+        return Ok((f, vec![]));
     }
     let parts: Vec<&str> = name.split('.').collect();
-    let top = (parts.len() > 1)
+    (parts.len() > 1)
         .then(|| schema.field(parts[0]))
         .flatten()
+        .map(|top| (top, parts[1..].to_vec()))
         .ok_or_else(|| {
             let names: Vec<&str> = schema.fields.iter().map(|f| f.name.as_str()).collect();
             Error::invalid(format!(
                 "no column named '{name}' (columns are {})",
                 names.join(", ")
             ))
-        })?;
-    let top = planner.plan_branch(top, &parts[1..], &[])?;
+        })
+}
+
+/// The top-level column that `name` reads (see `split_column`).
+pub fn top_column<'s>(schema: &'s LanceSchema, name: &str) -> Result<&'s str> {
+    Ok(split_column(schema, name)?.0.name.as_str())
+}
+
+/// Plan one column by name, as a column of its own: a field inside structs is read with
+/// only its branch, then taken out of them.
+fn plan_column(planner: &mut Planner, schema: &LanceSchema, name: &str) -> Result<FieldPlan> {
+    let (top, below) = split_column(schema, name)?;
+    if below.is_empty() {
+        return planner.plan(top, &[]);
+    }
+    let top = planner.plan_subset(top, &[&below], &[], false)?;
     let mut inner = &top;
-    for _ in 1..parts.len() {
+    for _ in 0..below.len() {
         let FieldPlan::Struct { children, .. } = inner else {
             unreachable!("branches are structs")
         };
@@ -350,12 +381,20 @@ fn plan_column(planner: &mut Planner, schema: &LanceSchema, name: &str) -> Resul
     Ok(FieldPlan::Nested {
         field,
         top: Box::new(top),
-        depth: parts.len() - 1,
+        depth: below.len(),
     })
 }
 
-/// Plan a scan of `columns` (top-level names; all when None).
-pub fn plan_scan(schema: &LanceSchema, columns: Option<&[String]>) -> Result<ScanPlan> {
+/// Plan a scan of `columns` (all when None). A dotted name reaches into structs: as a
+/// column of its own named by its path (pylance's `columns=["s.x"]`), or with
+/// `keep_structs` inside its top-level struct, which then holds only the fields named
+/// (Spark's nested column pruning: `s.x` and `s.y.z` read as one column `s`; packed
+/// structs and blobs on the way are read whole).
+pub fn plan_scan(
+    schema: &LanceSchema,
+    columns: Option<&[String]>,
+    keep_structs: bool,
+) -> Result<ScanPlan> {
     let mut planner = Planner {
         leaves: vec![],
         lists: vec![],
@@ -366,6 +405,24 @@ pub fn plan_scan(schema: &LanceSchema, columns: Option<&[String]>) -> Result<Sca
             .iter()
             .map(|f| planner.plan(f, &[]))
             .collect::<Result<Vec<_>>>()?,
+        Some(cols) if keep_structs => {
+            // The paths asked for under each top-level field, in order of first mention.
+            let mut groups: Vec<(&LanceField, Vec<Vec<&str>>)> = Vec::new();
+            for c in cols {
+                let (top, below) = split_column(schema, c)?;
+                match groups.iter_mut().find(|(f, _)| f.id == top.id) {
+                    Some((_, paths)) => paths.push(below),
+                    None => groups.push((top, vec![below])),
+                }
+            }
+            groups
+                .iter()
+                .map(|(top, paths)| {
+                    let paths: Vec<&[&str]> = paths.iter().map(Vec::as_slice).collect();
+                    planner.plan_subset(top, &paths, &[], true)
+                })
+                .collect::<Result<Vec<_>>>()?
+        }
         Some(cols) => cols
             .iter()
             .map(|c| plan_column(&mut planner, schema, c))

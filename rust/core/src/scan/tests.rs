@@ -253,3 +253,116 @@ async fn counting_rows_with_and_without_a_filter() {
     assert_eq!(count_rows(ds.clone(), Some(big), Some(1)).await.unwrap(), 2);
     assert!(count_rows(ds, None, Some(9)).await.is_err());
 }
+
+/// Six rows of `id` and `s: struct<a: int64, b: utf8, c: struct<x: int64, y: int64>>`:
+/// `s` is null on row 1, `s.c` on row 2, `s.a` on row 3.
+async fn struct_table() -> Dataset {
+    use arrow_array::StructArray;
+    use arrow_buffer::NullBuffer;
+    let c_fields = arrow_schema::Fields::from(vec![
+        Field::new("x", DataType::Int64, true),
+        Field::new("y", DataType::Int64, true),
+    ]);
+    let c = StructArray::new(
+        c_fields.clone(),
+        vec![
+            Arc::new(Int64Array::from_iter_values(10..16)),
+            Arc::new(Int64Array::from_iter_values(20..26)),
+        ],
+        Some(NullBuffer::from(vec![true, true, false, true, true, true])),
+    );
+    let s_fields = arrow_schema::Fields::from(vec![
+        Field::new("a", DataType::Int64, true),
+        Field::new("b", DataType::Utf8, true),
+        Field::new("c", DataType::Struct(c_fields), true),
+    ]);
+    let s = StructArray::new(
+        s_fields.clone(),
+        vec![
+            Arc::new(Int64Array::from(vec![
+                Some(0),
+                Some(1),
+                Some(2),
+                None,
+                Some(4),
+                Some(5),
+            ])),
+            Arc::new(StringArray::from(vec!["k", "k", "m", "k", "m", "k"])),
+            Arc::new(c),
+        ],
+        Some(NullBuffer::from(vec![true, false, true, true, true, true])),
+    );
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("s", DataType::Struct(s_fields), true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![Arc::new(Int64Array::from_iter_values(0..6)), Arc::new(s)],
+    )
+    .unwrap();
+    write(&uri(), batch, WriteMode::Create, 4).await
+}
+
+#[tokio::test]
+async fn dotted_columns_kept_inside_their_structs() {
+    let ds = struct_table().await;
+    let asked = ScanOptions {
+        columns: Some(vec!["s.c.x".into(), "id".into(), "s.a".into()]),
+        keep_structs: true,
+        ..Default::default()
+    };
+    let b = scan_all(&ds, asked.clone()).await;
+    // One column per top-level field, the struct's fields in the table's order.
+    assert_eq!(
+        b.schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect::<Vec<_>>(),
+        vec!["s", "id"]
+    );
+    let s = b.column(0).as_struct();
+    assert_eq!(
+        s.fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .collect::<Vec<_>>(),
+        vec!["a", "c"]
+    );
+    let c = s.column(1).as_struct();
+    assert_eq!(c.num_columns(), 1);
+    // Parent nulls survive the pruning.
+    let valid = |a: &dyn Array| (0..a.len()).map(|i| a.is_valid(i)).collect::<Vec<_>>();
+    assert_eq!(valid(s), vec![true, false, true, true, true, true]);
+    assert_eq!(valid(c), vec![true, false, false, true, true, true]);
+    assert_eq!(
+        valid(s.column(0)),
+        vec![true, false, true, false, true, true]
+    );
+    assert_eq!(c.column(0).as_primitive::<Int64Type>().value(4), 14);
+
+    // A filter on a field not asked for is read, and left out of what is returned.
+    let filtered = scan_all(
+        &ds,
+        ScanOptions {
+            filter: Some(parse("s.b = 'm'").unwrap()),
+            ..asked
+        },
+    )
+    .await;
+    assert_eq!(filtered.schema().field(0), b.schema().field(0));
+    assert_eq!(int_column(&filtered, "id"), vec![2, 4]);
+
+    // Without the flag, each dotted name is a column of its own (as in pylance).
+    let flat = scan_all(
+        &ds,
+        ScanOptions {
+            columns: Some(vec!["s.c.x".into(), "s.a".into()]),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(flat.schema().field(0).name(), "s.c.x");
+    assert_eq!(flat.num_columns(), 2);
+}

@@ -358,6 +358,33 @@ fn bfloat16_to_f32(array: &ArrayRef, path: &str) -> Result<ArrayRef> {
     ))
 }
 
+/// Row 0 of `array` (of `field`) as JSON in Spark's terms, for an answer computed before any
+/// task runs (`min(x)` from an index): integers and booleans as themselves, strings as text,
+/// dates as days and timestamps as microseconds since the epoch, decimals as their text,
+/// null as null. None for types such an answer is not given in.
+pub fn spark_value(array: &ArrayRef, field: &Field, nanos: Nanos) -> Result<Option<Value>> {
+    use arrow_array::types::*;
+    let a = to_spark_array(array, field, field.name(), nanos)?;
+    if a.is_null(0) {
+        return Ok(Some(Value::Null));
+    }
+    Ok(Some(match a.data_type() {
+        DataType::Boolean => json!(a.as_boolean().value(0)),
+        DataType::Int8 => json!(a.as_primitive::<Int8Type>().value(0)),
+        DataType::Int16 => json!(a.as_primitive::<Int16Type>().value(0)),
+        DataType::Int32 => json!(a.as_primitive::<Int32Type>().value(0)),
+        // Timestamps too, as microseconds.
+        DataType::Int64 => json!(a.as_primitive::<Int64Type>().value(0)),
+        DataType::Date32 => json!(a.as_primitive::<Date32Type>().value(0)),
+        DataType::Utf8 => json!(a.as_string::<i32>().value(0)),
+        DataType::LargeUtf8 => json!(a.as_string::<i64>().value(0)),
+        DataType::Decimal128(..) => {
+            json!(a.as_primitive::<Decimal128Type>().value_as_string(0))
+        }
+        _ => return Ok(None),
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,5 +462,33 @@ mod tests {
         );
         let err = to_spark_array(&t, &f, "t", Nanos::Error).unwrap_err();
         assert!(err.to_string().contains("column 't'"), "{err}");
+    }
+
+    #[test]
+    fn single_values_in_sparks_terms() {
+        use arrow_array::{Date32Array, StringArray, TimestampNanosecondArray, UInt64Array};
+        let value = |a: ArrayRef| {
+            let f = Field::new("c", a.data_type().clone(), true);
+            spark_value(&a, &f, Nanos::Truncate).unwrap()
+        };
+        assert_eq!(
+            value(Arc::new(Date32Array::from(vec![19000]))),
+            Some(json!(19000))
+        );
+        // Nanoseconds cut to microseconds.
+        let ts = TimestampNanosecondArray::from(vec![1_700_000_000_123_456_789]);
+        assert_eq!(value(Arc::new(ts)), Some(json!(1_700_000_000_123_456i64)));
+        assert_eq!(
+            value(Arc::new(UInt64Array::from(vec![u64::MAX]))),
+            Some(json!("18446744073709551615"))
+        );
+        assert_eq!(
+            value(Arc::new(StringArray::from(vec![None::<&str>]))),
+            Some(Value::Null)
+        );
+        assert_eq!(
+            value(Arc::new(arrow_array::Float64Array::from(vec![1.0]))),
+            None
+        );
     }
 }

@@ -36,7 +36,7 @@ struct Target {
 /// dimension without NaN or infinity, k > 0, a metric its elements allow.
 fn target(ds: &Dataset, nearest: &Nearest) -> Result<Target> {
     let column = &nearest.column;
-    let plan = crate::scan::plan::plan_scan(&ds.schema, Some(std::slice::from_ref(column)))
+    let plan = crate::scan::plan::plan_scan(&ds.schema, Some(std::slice::from_ref(column)), false)
         .map_err(|_| {
             Error::invalid(format!(
                 "nearest: column '{column}' is not in the dataset {}",
@@ -97,12 +97,7 @@ struct Shape {
 }
 
 fn shape(ds: &Dataset, options: &ScanOptions, nearest: &Nearest) -> Result<Shape> {
-    let mut projection = Projection {
-        columns: options.columns.clone(),
-        exprs: options.projection.clone(),
-        with_row_id: options.with_row_id,
-        with_row_address: options.with_row_address,
-    };
+    let mut projection = options.projection();
     // A `_distance` named among the columns is placed there; otherwise after the columns
     // (before `_rowid` / `_rowaddr`), unless turned off.
     let named = projection

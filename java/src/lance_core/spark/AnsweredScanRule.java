@@ -13,18 +13,19 @@ import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.AbstractFunction1;
 
 /**
- * An optimizer rule that turns a {@code count(*)} the reader answered while planning
- * ({@link LanceScan.Counted}) into a local relation, folding the projection Spark puts above
- * a pushed aggregate into it: the query then runs no Spark job at all. It runs after the
- * scan pushdowns, as one of the session's extra optimizations ({@link #install}).
+ * An optimizer rule that turns aggregates the reader answered while planning
+ * ({@link LanceScan.Answered}: {@code count(*)}, {@code min}, {@code max}) into a local
+ * relation, folding the projection Spark puts above a pushed aggregate into it: the query
+ * then runs no Spark job at all. It runs after the scan pushdowns, as one of the session's
+ * extra optimizations ({@link #install}).
  */
-public final class CountedScanRule extends Rule<LogicalPlan> {
+public final class AnsweredScanRule extends Rule<LogicalPlan> {
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
     if (plan instanceof DataSourceV2ScanRelation
-        && ((DataSourceV2ScanRelation) plan).scan() instanceof LanceScan.Counted) {
+        && ((DataSourceV2ScanRelation) plan).scan() instanceof LanceScan.Answered) {
       DataSourceV2ScanRelation relation = (DataSourceV2ScanRelation) plan;
-      InternalRow[] rows = ((LanceScan.Counted) relation.scan()).rows();
+      InternalRow[] rows = ((LanceScan.Answered) relation.scan()).rows();
       @SuppressWarnings({"unchecked", "rawtypes"})
       Seq output = (Seq) relation.output();
       Seq<InternalRow> data = CollectionConverters.asScala(java.util.Arrays.asList(rows)).toSeq();
@@ -33,7 +34,7 @@ public final class CountedScanRule extends Rule<LogicalPlan> {
     LogicalPlan rewritten = plan.mapChildren(new AbstractFunction1<LogicalPlan, LogicalPlan>() {
       @Override
       public LogicalPlan apply(LogicalPlan child) {
-        return CountedScanRule.this.apply(child);
+        return AnsweredScanRule.this.apply(child);
       }
     });
     return rewritten == plan ? plan : ConvertToLocalRelation$.MODULE$.apply(rewritten);
@@ -44,12 +45,12 @@ public final class CountedScanRule extends Rule<LogicalPlan> {
     java.util.List<Rule<LogicalPlan>> rules = new java.util.ArrayList<>();
     for (Iterator<Rule<LogicalPlan>> it = session.experimental().extraOptimizations().iterator(); it.hasNext(); ) {
       Rule<LogicalPlan> rule = it.next();
-      if (rule instanceof CountedScanRule) {
+      if (rule instanceof AnsweredScanRule) {
         return;
       }
       rules.add(rule);
     }
-    rules.add(new CountedScanRule());
+    rules.add(new AnsweredScanRule());
     session.experimental().extraOptimizations_$eq(CollectionConverters.asScala(rules).toSeq());
   }
 }
