@@ -260,7 +260,7 @@ class LanceReader(ColumnReading, DataSourceReader):
     def __init__(self, ds: LanceDataset, schema: StructType, options: Dict[str, str]):
         super().__init__(ds, schema, options)
         self.version = ds.version  # every task reads the version the query was planned on
-        self.types = _filters.column_types(ds.schema)
+        self.arrow_schema = ds.schema
         self.predicates: List[str] = []
         self.limit: Optional[int] = None
         frags = [(f.fragment_id, f.physical_rows) for f in ds.get_fragments()]
@@ -318,8 +318,8 @@ class LanceFilteringReader(LanceReader):
     """A reader that takes Spark's filters it can evaluate exactly."""
 
     def pushFilters(self, filters):
-        for f in filters:
-            pred = _filters.to_predicate(f, self.types)
+        filters = list(filters)
+        for f, pred in zip(filters, _filters.to_predicates(filters, self.arrow_schema)):
             if pred is None:
                 yield f
             else:

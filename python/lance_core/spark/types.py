@@ -3,7 +3,7 @@
 Spark has fewer types than Arrow. Each Arrow type maps to the Spark type that holds all of
 its values (uint64 → decimal(20,0), uint32 → bigint, halffloat and bfloat16 → float,
 decimals of more than 38 digits → their text, ...), so reading valid data never fails on a
-type. Spark keeps time in microseconds: nanosecond timestamps, times and durations are
+type; the mapping is the core's (`lance_core::spark::types`), shared with the JVM reader. Spark keeps time in microseconds: nanosecond timestamps, times and durations are
 truncated to microseconds, as PySpark does with pandas data, unless the reader asks for
 `exact` values (then a value that is not a whole microsecond raises, naming the column). Spark also checks that
 the batches a Python data source returns have exactly the Arrow schema it derives from the
@@ -14,6 +14,7 @@ copy). `from_spark` goes the other way for appends to an existing dataset.
 
 from __future__ import annotations
 
+import json
 from typing import Optional
 
 import numpy as np
@@ -22,11 +23,11 @@ import pyarrow.compute as pc
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from ..errors import InvalidInputError, UnsupportedFeatureError
+from .. import _lance_core
+from ..errors import InvalidInputError
 
 _EXTENSION = b"ARROW:extension:name"
 _BFLOAT16 = "lance.bfloat16"
-_JSON = ("arrow.json", "lance.json")
 
 
 def _extension(field: pa.Field) -> Optional[str]:
@@ -38,58 +39,10 @@ def _extension(field: pa.Field) -> Optional[str]:
     return None
 
 
-def _storage(t: pa.DataType) -> pa.DataType:
-    return t.storage_type if isinstance(t, pa.BaseExtensionType) else t
-
-
-def spark_type(field: pa.Field, path: str) -> T.DataType:
-    """The Spark type holding every value of an Arrow field."""
-    ext = _extension(field)
-    if ext == _BFLOAT16:
-        return T.FloatType()
-    t = _storage(field.type)
-    if ext in _JSON and (pa.types.is_string(t) or pa.types.is_large_string(t)):
-        return T.StringType()
-    if pa.types.is_dictionary(t):
-        return spark_type(pa.field(field.name, t.value_type, field.nullable), path)
-    simple = {
-        pa.bool_(): T.BooleanType(), pa.int8(): T.ByteType(), pa.int16(): T.ShortType(),
-        pa.int32(): T.IntegerType(), pa.int64(): T.LongType(), pa.uint8(): T.ShortType(),
-        pa.uint16(): T.IntegerType(), pa.uint32(): T.LongType(), pa.uint64(): T.DecimalType(20, 0),
-        pa.float16(): T.FloatType(), pa.float32(): T.FloatType(), pa.float64(): T.DoubleType(),
-        pa.date32(): T.DateType(), pa.date64(): T.DateType(), pa.null(): T.NullType(),
-    }
-    if t in simple:
-        return simple[t]
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
-        return T.StringType()
-    if (pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
-            or pa.types.is_binary_view(t)):
-        return T.BinaryType()
-    if pa.types.is_decimal(t):
-        # Spark decimals hold at most 38 digits: wider ones are read as their text.
-        return T.DecimalType(t.precision, t.scale) if t.precision <= 38 else T.StringType()
-    if pa.types.is_timestamp(t):
-        return T.TimestampType() if t.tz is not None else T.TimestampNTZType()
-    if pa.types.is_time(t):
-        return T.TimeType(6)
-    if pa.types.is_duration(t):
-        return T.DayTimeIntervalType(T.DayTimeIntervalType.DAY, T.DayTimeIntervalType.SECOND)
-    if pa.types.is_struct(t):
-        return T.StructType([
-            T.StructField(c.name, spark_type(c, f"{path}.{c.name}"), c.nullable) for c in t])
-    if pa.types.is_map(t):
-        return T.MapType(spark_type(t.key_field, f"{path}.key"), spark_type(t.item_field, f"{path}.value"),
-                         t.item_field.nullable)
-    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)):
-        return T.ArrayType(spark_type(t.value_field, f"{path}.item"), t.value_field.nullable)
-    raise UnsupportedFeatureError(f"column '{path}' is {field.type}, which Spark has no type for")
-
-
 def spark_schema(schema: pa.Schema) -> T.StructType:
-    """The Spark schema of a dataset's Arrow schema."""
-    return T.StructType([T.StructField(f.name, spark_type(f, f.name), f.nullable) for f in schema])
+    """The Spark schema of a dataset's Arrow schema: the core's mapping
+    (`lance_core::spark::types`), the JVM reader's too."""
+    return T.StructType.fromJson(json.loads(_lance_core._spark_schema(schema)))
 
 
 def spark_arrow_schema(schema: T.StructType) -> pa.Schema:

@@ -23,6 +23,7 @@ mod row_changes;
 mod runtime;
 mod schema;
 mod session;
+mod spark;
 mod staged;
 mod write;
 
@@ -67,6 +68,8 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(commit::_fragment_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(filters::_pyarrow_filter, m)?)?;
     m.add_function(wrap_pyfunction!(filters::_parse_select, m)?)?;
+    m.add_function(wrap_pyfunction!(spark::_spark_predicates, m)?)?;
+    m.add_function(wrap_pyfunction!(spark::_spark_schema, m)?)?;
     m.add_function(wrap_pyfunction!(history::_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(history::_find_transaction, m)?)?;
     m.add_function(wrap_pyfunction!(history::_changes_since, m)?)?;

@@ -2,8 +2,9 @@
 //! reader) as lance_core predicates.
 //!
 //! A filter is taken only when the predicate means exactly what Spark means by it, on the
-//! column as Lance stores it; the others are left for Spark to evaluate. These are the rules
-//! of the Python data source (`lance_core/spark/filters.py`).
+//! column as Lance stores it; the others are left for Spark to evaluate. Both Spark readers
+//! use these rules: the JVM reader, and the Python data source (`lance_core/spark/filters.py`
+//! sends its filters in the same JSON).
 //!
 //! The JSON: `{"op": "EqualTo", "column": ["a", "b"], "value": V}` (also GreaterThan,
 //! GreaterThanOrEqual, LessThan, LessThanOrEqual, EqualNullSafe), `{"op": "In", "column",
@@ -96,6 +97,14 @@ pub fn to_predicate(filter: &Value, fields: &Fields) -> Option<String> {
         "{col} {comparison} {}",
         literal(filter.get("value")?, t)?
     ))
+}
+
+/// `to_predicate` of a filter given as JSON text (the Python data source's).
+pub fn to_predicate_text(filter: &str, fields: &Fields) -> crate::Result<Option<String>> {
+    let value: Value = serde_json::from_str(filter).map_err(|e| {
+        crate::Error::invalid(format!("a Spark filter sent as JSON is not JSON: {e}"))
+    })?;
+    Ok(to_predicate(&value, fields))
 }
 
 /// The field at a dotted path through structs.
@@ -216,6 +225,10 @@ mod tests {
         assert_eq!(to_predicate(&not_in, &f).unwrap(), "NOT (`id` IN (1, 2))");
         let null_safe = json!({"op": "EqualNullSafe", "column": ["name"], "value": null});
         assert_eq!(to_predicate(&null_safe, &f).unwrap(), "`name` IS NULL");
+        // As text, from the Python data source.
+        let text = to_predicate_text(r#"{"op": "IsNotNull", "column": ["id"]}"#, &f);
+        assert_eq!(text.unwrap().as_deref(), Some("`id` IS NOT NULL"));
+        assert!(to_predicate_text("{not json", &f).is_err());
     }
 
     #[test]
