@@ -9,8 +9,12 @@ unique string, `value` float64, `labels` a list of 1-3 of 20 strings).
   `key IN (100 values)`, `id BETWEEN` (0.1%), `key BETWEEN` (0.1%, rows scattered), bitmap
   equality (12.5%), `array_has_any` of 2 labels (19%) and `array_has_all` of 2 (1.3%),
   `contains(name, ...)` through an NGRAM index; and the point query repeated on one row (all
-  pages warm), beside the median over distinct rows (each a read of pages not yet touched);
-  and lance_core's point query without the index (the unindexed filter it replaces);
+  pages warm), beside the median over distinct rows (each a read of pages the library has
+  not read yet); and lance_core's point query without the index (the unindexed filter it
+  replaces). The table's files are read into the OS page cache before each library's
+  queries: the machine keeps little in its page cache, and a disk read of an index page
+  (0.3-1 ms here, varying with other I/O) would otherwise be most of a point query's time,
+  in both libraries;
 - builds, each on a fresh copy of the table without indices: BTREE on `id` (sorted
   input), on `key` (random order) and on `name` (unique strings), BITMAP on `cat8`,
   LABEL_LIST on `labels`, ZONEMAP on `id`, BLOOMFILTER on `key`, NGRAM on `name`
@@ -140,6 +144,16 @@ print(json.dumps(out))
 """
 
 
+def cache_files(path: str) -> None:
+    """Read every file under `path` once, so that the queries find them in the OS page
+    cache (as the unindexed scans they are compared with do after their first run)."""
+    for root, _, names in os.walk(path):
+        for name in names:
+            with open(os.path.join(root, name), "rb") as f:
+                while f.read(1 << 22):
+                    pass
+
+
 def table_path(rows: int) -> str:
     """The table (built once with pylance), without indices."""
     import lance
@@ -200,6 +214,7 @@ def main():
     results = {}
     with tempfile.TemporaryDirectory(dir=DATA) as tmp:
         for module in ("lance_core", "lance"):
+            cache_files(indexed)
             q = run_child(CHILD_PRELUDE + QUERIES.format(module=module, path=indexed, repeat=args.repeat,
                                                          rows=args.rows))
             b = run_child(CHILD_PRELUDE + BUILD.format(module=module, src=src, work=os.path.join(tmp, "t.lance"),

@@ -22,7 +22,8 @@ from pyspark.sql import types as T
 from ..dataset import dataset
 from ..errors import InvalidInputError
 from . import types as _types
-from .datasource import _dataset_at, default_rows_per_partition, plan_partitions
+from .datasource import default_rows_per_partition, plan_partitions
+from .jobs import dataset_at
 from .pipeline import _work_frame
 
 FUNCTIONS = ("sum", "count", "min", "max", "mean")
@@ -172,7 +173,7 @@ def aggregate(
     long_sums = list(dict.fromkeys(p.column for p in partials if p.fn == "sum" and not p.as_double)) if ansi else []
 
     def partial(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        local = _dataset_at(uri, pinned, storage_options)
+        local = dataset_at(uri, pinned, storage_options)
         for work in batches:
             for fid, start, end in zip(*(work.column(i).to_pylist() for i in range(3))):
                 frag = local.get_fragment(fid)

@@ -34,7 +34,7 @@ from ..errors import DatasetNotFoundError, InvalidInputError
 from ..fragment_metadata import FragmentMetadata, LanceOperation, file_paths, write_fragments
 from ..write import commit
 from . import filters as _filters
-from .jobs import JobFiles
+from .jobs import JobFiles, dataset_at
 from . import types as _types
 
 ROW_ID = "_rowid"
@@ -195,27 +195,6 @@ def plan_partitions(fragments: List[Tuple[int, int]], rows_per_partition: int) -
     return out
 
 
-# Datasets opened by this Python worker, by (uri, version): workers are reused across tasks.
-_OPEN: Dict[Tuple[str, int], LanceDataset] = {}
-
-
-def _dataset_at(uri: str, version: int, storage_options) -> LanceDataset:
-    """The dataset at `version`, in a Spark worker. Spark runs a task per core, so the
-    first use in a worker process sizes lance_core's decode and I/O pools to one thread
-    each (unless set already): more threads per task only contend with the other tasks
-    and with the JVM."""
-    if not _OPEN:
-        os.environ.setdefault("RAYON_NUM_THREADS", "1")
-        os.environ.setdefault("TOKIO_WORKER_THREADS", "1")
-    key = (uri, version)
-    ds = _OPEN.get(key)
-    if ds is None:
-        if len(_OPEN) > 16:
-            _OPEN.clear()
-        ds = _OPEN[key] = dataset(uri, version=version, storage_options=storage_options)
-    return ds
-
-
 class ColumnReading:
     """How a reader turns a fragment's rows into Spark's batches: the columns (and whether
     the row id is one), the Arrow schema Spark expects, and the read options. Shared by the
@@ -246,7 +225,7 @@ class ColumnReading:
     def read_rows(self, version: int, fragment_id: int, start: int, end: int, predicate: Optional[str] = None,
                   limit: Optional[int] = None) -> Iterator[pa.RecordBatch]:
         """Physical rows `start..end` of a fragment at `version`, as Spark's batches (in a task)."""
-        ds = _dataset_at(self.uri, version, self.storage_options)
+        ds = dataset_at(self.uri, version, self.storage_options)
         frag = ds.get_fragment(fragment_id)
         if frag is None:
             raise InvalidInputError(f"{self.uri}: version {version} has no fragment {fragment_id}")

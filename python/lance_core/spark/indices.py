@@ -12,16 +12,13 @@ index to pylance and to lance_core, each answering for its own fragments.
 from __future__ import annotations
 
 import heapq
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from ..dataset import LanceDataset, dataset, scalar_index_params
 from ..errors import InvalidInputError
-from .datasource import _dataset_at
-from .jobs import JobFiles, carrying_errors, raise_carried, with_error_column
-from .pipeline import _work_frame
+from .jobs import JobFiles, run_tasks
 
 # One segment per task: (index name, its fragment ids, the segment's uuid).
 _Task = Tuple[str, List[int], str]
@@ -52,23 +49,12 @@ def _run_segments(spark: SparkSession, ds: LanceDataset, tasks: List[_Task], fil
     """Run one Spark task per entry of `tasks`, each calling `build(dataset, i, task)` on
     an executor (the dataset at `ds`'s version) for what the i-th task makes (a segment's
     metadata); those in task order. Call inside `files.removed_on_error()`."""
-    uri, version, options = ds.uri, ds.version, files.storage_options
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        local = _dataset_at(uri, version, options)
-        for work in batches:
-            for i in work.column(0).to_pylist():
-                segment = build(local, i, tasks[i])
-                if files.keep([], [tasks[i][2]]):
-                    yield pa.record_batch({"task": pa.array([i], pa.int64()),
-                                           "segment": pa.array([segment], pa.binary())})
+    def run(local: LanceDataset, i: int) -> Optional[bytes]:
+        segment = build(local, i, tasks[i])
+        return segment if files.keep([], [tasks[i][2]]) else None
 
-    work = _work_frame(spark, [(i,) for i in range(len(tasks))], "task long")
-    part = pa.schema([("task", pa.int64()), ("segment", pa.binary())])
-    job = work.mapInArrow(carrying_errors(run, part), with_error_column("task long, segment binary"))
-    done = {r.task: bytes(r.segment) for r in raise_carried(job.collect())}
-    if sorted(done) != list(range(len(tasks))):
-        raise InvalidInputError(f"{uri}: index segments {sorted(done)} were built, expected {list(range(len(tasks)))}")
+    done = run_tasks(spark, ds, files.storage_options, list(range(len(tasks))), run, "index segments")
     return [done[i] for i in range(len(tasks))]
 
 

@@ -1,20 +1,47 @@
-"""What every distributed job shares: its files (`JobFiles`, the Spark form of the core's
-staged-files guard: a job that does not commit leaves none behind) and its errors (a
-lance_core error raised in a task reaches the driver as its own class, carried as data,
-not rebuilt from Spark's traceback text)."""
+"""What every distributed job shares: the dataset a worker opens (`dataset_at`), its files
+(`JobFiles`, the Spark form of the core's staged-files guard: a job that does not commit
+leaves none behind), its errors (a lance_core error raised in a task reaches the driver as
+its own class, carried as data, not rebuilt from Spark's traceback text), and the way a
+job of a few known tasks runs (`run_tasks`)."""
 
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from contextlib import contextmanager
-from typing import Callable, Dict, Iterator, List, Optional
+from typing import Callable, Dict, Hashable, Iterator, List, Optional, Tuple, TypeVar
 
 import pyarrow as pa
+from pyspark.sql import SparkSession
 
 from .. import _lance_core
 from .. import errors as _errors
-from ..errors import LanceError
+from ..dataset import LanceDataset, dataset
+from ..errors import InvalidInputError, LanceError
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+# Datasets opened by this Python worker, by (uri, version): workers are reused across tasks.
+_OPEN: Dict[Tuple[str, int], LanceDataset] = {}
+
+
+def dataset_at(uri: str, version: int, storage_options) -> LanceDataset:
+    """The dataset at `version`, in a Spark worker. Spark runs a task per core, so the
+    first use in a worker process sizes lance_core's decode and I/O pools to one thread
+    each (unless set already): more threads per task only contend with the other tasks
+    and with the JVM."""
+    if not _OPEN:
+        os.environ.setdefault("RAYON_NUM_THREADS", "1")
+        os.environ.setdefault("TOKIO_WORKER_THREADS", "1")
+    key = (uri, version)
+    ds = _OPEN.get(key)
+    if ds is None:
+        if len(_OPEN) > 16:
+            _OPEN.clear()
+        ds = _OPEN[key] = dataset(uri, version=version, storage_options=storage_options)
+    return ds
 
 # The column a task's output carries a lance_core error in (JSON: its class's name in
 # lance_core.errors and its message), beside the task's own columns.
@@ -107,3 +134,37 @@ def raise_carried(rows: list) -> list:
                 cls = LanceError
             raise cls(carried["message"])
     return rows
+
+
+def run_tasks(spark: SparkSession, ds: LanceDataset, storage_options: Optional[Dict[str, str]], keys: List[K],
+              task: Callable[[LanceDataset, K], Optional[V]], what: str) -> Dict[K, V]:
+    """Run `task(dataset, key)` for every key, one Spark task each, on the executors, with
+    the dataset at `ds`'s version; their results by key. A task returns None when its job
+    was aborted meanwhile (`JobFiles.keep`); a lance_core error a task raises is raised
+    here with its class (the first one, in key order), and a key without a result is an
+    error naming `what` the tasks make. A plain RDD job: it costs Spark about 100 ms less
+    than a `mapInArrow` over a DataFrame of the keys, which matters for jobs of seconds."""
+    uri, version = ds.uri, ds.version
+
+    def run(keys_here: Iterator[K]) -> Iterator[tuple]:
+        local = dataset_at(uri, version, storage_options)
+        for key in keys_here:
+            try:
+                out = task(local, key)
+            except LanceError as e:
+                yield key, None, (type(e).__name__, str(e))
+                return
+            if out is not None:
+                yield key, out, None
+
+    rows = spark.sparkContext.parallelize(keys, max(1, len(keys))).mapPartitions(run).collect()
+    position = {k: i for i, k in enumerate(keys)}
+    done: Dict[K, V] = {}
+    for key, out, error in sorted(rows, key=lambda r: position[r[0]]):
+        if error is not None:
+            cls = getattr(_errors, error[0], None)
+            raise (cls if isinstance(cls, type) and issubclass(cls, LanceError) else LanceError)(error[1])
+        done[key] = out
+    if len(done) != len(keys):
+        raise InvalidInputError(f"{uri}: {what} {sorted(done)} were made, expected {sorted(keys)}")
+    return done

@@ -18,8 +18,8 @@ from ..errors import InvalidInputError
 from ..fragment_metadata import FragmentMetadata, LanceOperation, file_paths
 from ..write import commit
 from . import types as _types
-from .datasource import _dataset_at, default_rows_per_partition, plan_partitions
-from .jobs import JobFiles, carrying_errors, raise_carried, with_error_column
+from .datasource import default_rows_per_partition, plan_partitions
+from .jobs import JobFiles, dataset_at, run_tasks
 
 
 def _work_frame(spark: SparkSession, rows: List[tuple], ddl: str) -> DataFrame:
@@ -56,7 +56,7 @@ def read_fragments(
         ds.scanner(columns=[], filter=filter, limit=0).to_table()  # a bad filter fails here, not in a task
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        local = _dataset_at(uri, pinned, storage_options)
+        local = dataset_at(uri, pinned, storage_options)
         for work in batches:
             for fid, start, end in zip(*(work.column(i).to_pylist() for i in range(3))):
                 frag = local.get_fragment(fid)
@@ -111,26 +111,14 @@ def add_columns(
     fragment_ids = [f.fragment_id for f in ds.get_fragments()]
     files = JobFiles(uri, storage_options)
 
-    def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        local = _dataset_at(uri, read_version, storage_options)
-        for work in batches:
-            for fid in work.column(0).to_pylist():
-                meta, _ = local.get_fragment(fid).merge_columns(fn, input_columns, batch_size,
-                                                                output_schema=output_schema,
-                                                                file_prefix=files.prefix)
-                if files.keep([str(meta.files[-1].path)]):
-                    yield pa.record_batch({"fragment_id": pa.array([fid], pa.int64()),
-                                           "metadata": pa.array([meta.data], pa.binary())})
+    def compute(local: LanceDataset, fid: int) -> Optional[bytes]:
+        meta, _ = local.get_fragment(fid).merge_columns(fn, input_columns, batch_size, output_schema=output_schema,
+                                                        file_prefix=files.prefix)
+        return meta.data if files.keep([str(meta.files[-1].path)]) else None
 
-    work = _work_frame(spark, [(fid,) for fid in fragment_ids], "fragment_id long")
-    part = pa.schema([("fragment_id", pa.int64()), ("metadata", pa.binary())])
     with files.removed_on_error():  # nothing committed: no file the job wrote stays
-        job = work.mapInArrow(carrying_errors(compute, part), with_error_column("fragment_id long, metadata binary"))
-        rows = raise_carried(job.collect())
-        written = {r.fragment_id: FragmentMetadata._from_bytes(r.metadata) for r in rows}
-        if sorted(written) != sorted(fragment_ids):
-            raise InvalidInputError(f"{uri}: new columns were written for fragments {sorted(written)}, "
-                                    f"expected {sorted(fragment_ids)}")
+        done = run_tasks(spark, ds, storage_options, fragment_ids, compute, "new columns of fragments")
+        written = {fid: FragmentMetadata._from_bytes(data) for fid, data in done.items()}
         schema = pa.schema(list(ds.schema) + list(output_schema), metadata=ds.schema.metadata)
         return commit(uri, LanceOperation.Merge([written[f] for f in fragment_ids], schema),
                       read_version=read_version, storage_options=storage_options)
@@ -157,25 +145,12 @@ def compact(
     files = JobFiles(uri, storage_options)
     tasks = {i: t for i, t in enumerate(plan.tasks)}
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        local = _dataset_at(uri, read_version, storage_options)
-        for work in batches:
-            for i in work.column(0).to_pylist():
-                result = tasks[i].execute(local, file_prefix=files.prefix)
-                written = file_paths(result.new_fragments)
-                if files.keep(written):
-                    new = [f.data for f in result.new_fragments]
-                    yield pa.record_batch({"task": pa.array([i], pa.int64()),
-                                           "fragments": pa.array([new], pa.list_(pa.binary()))})
+    def run(local: LanceDataset, i: int) -> Optional[List[bytes]]:
+        result = tasks[i].execute(local, file_prefix=files.prefix)
+        return [f.data for f in result.new_fragments] if files.keep(file_paths(result.new_fragments)) else None
 
-    work = _work_frame(spark, [(i,) for i in tasks], "task long")
-    part = pa.schema([("task", pa.int64()), ("fragments", pa.list_(pa.binary()))])
     with files.removed_on_error():  # nothing committed: no file the job wrote stays
-        job = work.mapInArrow(carrying_errors(run, part), with_error_column("task long, fragments array<binary>"))
-        rows = raise_carried(job.collect())
-        done = {r.task: [bytes(b) for b in r.fragments] for r in rows}
-        if sorted(done) != sorted(tasks):
-            raise InvalidInputError(f"{uri}: compaction tasks {sorted(done)} finished, expected {sorted(tasks)}")
+        done = run_tasks(spark, ds, storage_options, sorted(tasks), run, "compaction tasks")
         results = [RewriteResult(read_version, tasks[i].fragments, [FragmentMetadata._from_bytes(b) for b in done[i]])
                    for i in sorted(tasks)]
         return Compaction.commit(ds, results)

@@ -27,8 +27,7 @@ from ..errors import CommitConflictError, InvalidInputError
 from ..fragment_metadata import file_paths
 from ..merge import MergeClauses
 from . import types as _types
-from .datasource import _dataset_at
-from .jobs import JobFiles, carrying_errors, raise_carried, with_error_column
+from .jobs import JobFiles, carrying_errors, dataset_at, raise_carried, run_tasks, with_error_column
 from .pipeline import _work_frame
 
 # The columns tasks add to the joined rows, named as lance_core's merge expects them.
@@ -39,8 +38,6 @@ BY_SOURCE = _lance_core.MERGE_JOINED_BY_SOURCE
 _KEY = "__merge_key_"  # the table's key columns, beside the source's in the join
 
 # What each task returns (the Spark DDL and its Arrow form).
-_UPDATE_PART = pa.schema([("fragments", pa.list_(pa.binary())), ("removed", pa.binary()), ("count", pa.int64())])
-_UPDATE_DDL = "fragments array<binary>, removed binary, count long"
 _MERGE_PART = pa.schema([("fragments", pa.list_(pa.binary())), ("removed", pa.binary()), ("matched", pa.binary()),
                          ("keys", pa.binary()), ("inserted", pa.int64()), ("updated", pa.int64()),
                          ("deleted", pa.int64())])
@@ -83,28 +80,20 @@ def update(
     def attempt(ds: LanceDataset) -> Dict[str, int]:
         # Bad columns, expressions or predicates fail here, before any task runs.
         _lance_core._update_part(ds._ds, pairs, where, [], None)
-        uri, version = ds.uri, ds.version
-        files = JobFiles(uri, storage_options)
+        files = JobFiles(ds.uri, storage_options)
 
-        def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            local = _dataset_at(uri, version, storage_options)
-            for work in batches:
-                for fid in work.column(0).to_pylist():
-                    frags, removed, count = _lance_core._update_part(local._ds, pairs, where, [fid], files.prefix)
-                    if files.keep(file_paths(frags)):
-                        yield pa.record_batch({"fragments": pa.array([frags], pa.list_(pa.binary())),
-                                               "removed": pa.array([removed], pa.binary()),
-                                               "count": pa.array([count], pa.int64())})
+        def run(local: LanceDataset, fid: int) -> Optional[tuple]:
+            frags, removed, count = _lance_core._update_part(local._ds, pairs, where, [fid], files.prefix)
+            return (frags, removed, count) if files.keep(file_paths(frags)) else None
 
         fragment_ids = [f.fragment_id for f in ds.get_fragments()]
-        work = _work_frame(spark, [(fid,) for fid in fragment_ids], "fragment_id long")
         with files.removed_on_error():
-            job = work.mapInArrow(carrying_errors(run, _UPDATE_PART), with_error_column(_UPDATE_DDL))
-            rows = raise_carried(job.collect())
-            fragments = [bytes(b) for r in rows for b in r.fragments]
-            removed = b"".join(bytes(r.removed) for r in rows)
+            done = run_tasks(spark, ds, storage_options, fragment_ids, run, "updated fragments")
+            parts = [done[f] for f in fragment_ids]
+            fragments = [bytes(b) for frags, _, _ in parts for b in frags]
+            removed = b"".join(bytes(r) for _, r, _ in parts)
             _lance_core._commit_update_parts(ds._ds, fragments, removed, [k for k, _ in pairs])
-        return {"num_rows_updated": sum(r["count"] for r in rows)}
+        return {"num_rows_updated": sum(count for _, _, count in parts)}
 
     return _with_retries(uri, storage_options, conflict_retries, attempt)
 
@@ -160,7 +149,7 @@ class SparkMergeInsert(MergeClauses):
         ddl = ", ".join([f"`{f.name}` {f.dataType.simpleString()}" for f in spark_schema] + extra)
 
         def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            local = _dataset_at(uri, version, storage_options)
+            local = dataset_at(uri, version, storage_options)
             for work in batches:
                 for fid in work.column(0).to_pylist():
                     for b in local.get_fragment(fid).to_batches(columns, batch_size=64 * 1024, with_row_id=stable,
@@ -203,7 +192,7 @@ class SparkMergeInsert(MergeClauses):
         files = JobFiles(uri, storage_options)
 
         def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            local = _dataset_at(uri, version, storage_options)
+            local = dataset_at(uri, version, storage_options)
             converted = (_types.from_spark(b, lance_schema) for b in batches)
             reader = pa.RecordBatchReader.from_batches(lance_schema, converted)
             frags, removed, matched, keys, (i, u, d) = _lance_core._merge_part(

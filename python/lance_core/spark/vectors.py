@@ -29,9 +29,9 @@ from pyspark.sql import types as T
 from ..dataset import LanceDataset, dataset, ivf_params
 from ..errors import InvalidInputError
 from . import types as _types
-from .datasource import _dataset_at, plan_partitions
+from .datasource import plan_partitions
 from .indices import _run_segments, balanced_groups, create_scalar_index
-from .jobs import JobFiles
+from .jobs import JobFiles, dataset_at
 from .pipeline import _work_frame
 
 _SCALAR = ("BTREE", "BITMAP", "LABEL_LIST", "ZONEMAP", "BLOOMFILTER", "NGRAM")
@@ -131,7 +131,7 @@ def nearest(spark: SparkSession, uri: str, queries: DataFrame, column: str, k: i
     if use_index and _indexed(ds, column):
         # Through the index: each task answers its share of the queries.
         def by_queries(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            local = _dataset_at(uri, pinned, storage_options)
+            local = dataset_at(uri, pinned, storage_options)
             for b in batches:
                 yield from answer(local, b.column(0).to_pylist(), b.column(1).to_pylist())
 
@@ -145,7 +145,7 @@ def nearest(spark: SparkSession, uri: str, queries: DataFrame, column: str, k: i
                              spark.sparkContext.defaultParallelism)
 
     def by_fragments(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        local = _dataset_at(uri, pinned, storage_options)
+        local = dataset_at(uri, pinned, storage_options)
         for b in batches:
             for i in b.column(0).to_pylist():
                 frags = [local.get_fragment(f) for f in groups[i]]

@@ -177,6 +177,54 @@ fn nan_at(values: &ArrayRef, i: usize) -> bool {
     }
 }
 
+/// For integer and date columns, the rows of the smallest and largest non-NULL value
+/// among `rows` (None inside when all are NULL), in a loop typed for the column: the
+/// generic comparator costs a call per row and comparison. None for other types.
+#[allow(clippy::type_complexity)]
+fn integer_extremes(
+    values: &ArrayRef,
+    rows: std::ops::Range<usize>,
+) -> Option<Option<(usize, usize)>> {
+    use arrow_array::types::*;
+    use arrow_array::{ArrowPrimitiveType, PrimitiveArray};
+    fn of<T: ArrowPrimitiveType>(
+        a: &PrimitiveArray<T>,
+        rows: std::ops::Range<usize>,
+    ) -> Option<(usize, usize)>
+    where
+        T::Native: Ord,
+    {
+        let v = a.values();
+        let mut found: Option<(usize, usize)> = None;
+        for i in rows {
+            if a.is_null(i) {
+                continue;
+            }
+            found = Some(match found {
+                None => (i, i),
+                Some((lo, hi)) => (
+                    if v[i] < v[lo] { i } else { lo },
+                    if v[i] > v[hi] { i } else { hi },
+                ),
+            });
+        }
+        found
+    }
+    Some(match values.data_type() {
+        DataType::Int8 => of(values.as_primitive::<Int8Type>(), rows),
+        DataType::Int16 => of(values.as_primitive::<Int16Type>(), rows),
+        DataType::Int32 => of(values.as_primitive::<Int32Type>(), rows),
+        DataType::Int64 => of(values.as_primitive::<Int64Type>(), rows),
+        DataType::UInt8 => of(values.as_primitive::<UInt8Type>(), rows),
+        DataType::UInt16 => of(values.as_primitive::<UInt16Type>(), rows),
+        DataType::UInt32 => of(values.as_primitive::<UInt32Type>(), rows),
+        DataType::UInt64 => of(values.as_primitive::<UInt64Type>(), rows),
+        DataType::Date32 => of(values.as_primitive::<Date32Type>(), rows),
+        DataType::Date64 => of(values.as_primitive::<Date64Type>(), rows),
+        _ => return None,
+    })
+}
+
 /// The file of a ZONEMAP over `values` and their rows' `addresses` (ascending within
 /// each fragment), and the set of NULL rows to keep as global buffer 1.
 pub fn build(
@@ -199,10 +247,22 @@ pub fn build(
     for zone in super::zones::cut(addresses, rows_per_zone)? {
         let (mut min, mut max, mut nan) = (None::<usize>, None::<usize>, None::<usize>);
         let (mut n_null, mut n_nan) = (0u32, 0u32);
+        let typed = match bounded {
+            true => integer_extremes(values, zone.rows.clone()),
+            false => None,
+        };
+        if let Some(extremes) = typed {
+            (min, max) = (extremes.map(|e| e.0), extremes.map(|e| e.1));
+        }
         for i in zone.rows.clone() {
+            if typed.is_some() && values.null_count() == 0 {
+                break; // the bounds are known and there is no NULL to count
+            }
             if values.is_null(i) {
                 n_null += 1;
                 null_rows.push(addresses.value(i));
+            } else if typed.is_some() {
+                continue;
             } else if floats && nan_at(values, i) {
                 n_nan += 1;
                 nan.get_or_insert(i);

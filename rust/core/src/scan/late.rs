@@ -57,32 +57,47 @@ pub fn applies(ds: &Dataset, options: &ScanOptions) -> bool {
     }
 }
 
-/// Start such a read; `schema` is the schema of the batches it returns.
+/// Start such a read; `schema` is the schema of the batches it returns. The read runs
+/// in the consumer's own polls, not as a task of its own: these reads are short (a point
+/// query is a fraction of a millisecond), and handing one to a runtime thread and waking
+/// the consumer for its result costs about as much again. Fragments read ahead
+/// (`Ahead`) still run as tasks.
 pub fn start(ds: Arc<Dataset>, options: ScanOptions) -> BoxStream<'static, Result<RecordBatch>> {
     let (tx, rx) = mpsc::channel::<Result<Option<RecordBatch>>>(2);
-    let task = tokio::spawn({
-        let tx = tx.clone();
-        async move {
-            let run = std::panic::AssertUnwindSafe(run(ds, options, tx.clone())).catch_unwind();
-            let end = match run.await {
-                Ok(Ok(())) => Ok(None),
-                Ok(Err(e)) => Err(e),
-                Err(panic) => Err(Error::corrupt(
-                    "",
-                    format!(
-                        "internal error while reading: {}",
-                        super::cpu::panic_message(panic.as_ref())
-                    ),
-                )),
-            };
-            let _ = tx.send(end).await;
-        }
-    });
-    let abort = AbortOnDrop(task.abort_handle());
-    futures::stream::unfold(Some((rx, abort)), |state| async move {
-        let (mut rx, abort) = state?;
-        match rx.recv().await {
-            Some(Ok(Some(batch))) => Some((Ok(batch), Some((rx, abort)))),
+    let producer = async move {
+        let run = std::panic::AssertUnwindSafe(run(ds, options, tx.clone())).catch_unwind();
+        let end = match run.await {
+            Ok(Ok(())) => Ok(None),
+            Ok(Err(e)) => Err(e),
+            Err(panic) => Err(Error::corrupt(
+                "",
+                format!(
+                    "internal error while reading: {}",
+                    super::cpu::panic_message(panic.as_ref())
+                ),
+            )),
+        };
+        let _ = tx.send(end).await;
+    }
+    .boxed();
+    futures::stream::unfold(Some((rx, Some(producer))), |state| async move {
+        let (mut rx, mut producer) = state?;
+        // Poll the producer while waiting for its next message; once it has finished,
+        // its last messages are in the channel.
+        let message = loop {
+            match producer.as_mut() {
+                Some(p) => {
+                    tokio::select! {
+                        biased;
+                        m = rx.recv() => break m,
+                        _ = p => producer = None,
+                    }
+                }
+                None => break rx.recv().await,
+            }
+        };
+        match message {
+            Some(Ok(Some(batch))) => Some((Ok(batch), Some((rx, producer)))),
             Some(Ok(None)) => None,
             Some(Err(e)) => Some((Err(e), None)),
             None => Some((

@@ -256,8 +256,9 @@ async fn page_rows(
         },
         None => read_page(src, page, page_start, leaf, Units::Take).await?,
     };
-    let name = work.name.clone();
-    super::cpu::spawn_cpu(name, move || rows_of_units(&work, &rel)).await
+    // A few units (a take of some rows) decode here: the pool's wake-up would cost more.
+    let (name, bytes) = (work.name.clone(), work.stored_bytes);
+    super::cpu::run_cpu(name, bytes, move || rows_of_units(&work, &rel)).await
 }
 
 /// Rows `rel` of a 2.0 page of plain fixed-width values of a top-level leaf, read value
