@@ -129,11 +129,14 @@ def raise_carried(rows: list) -> list:
     for r in rows:
         if r[ERROR_COLUMN] is not None:
             carried = json.loads(r[ERROR_COLUMN])
-            cls = getattr(_errors, carried["class"], None)
-            if not (isinstance(cls, type) and issubclass(cls, LanceError)):
-                cls = LanceError
-            raise cls(carried["message"])
+            raise _rebuilt(carried["class"], carried["message"])
     return rows
+
+
+def _rebuilt(class_name: str, message: str) -> LanceError:
+    """The error a task raised, from its class's name in lance_core.errors and message."""
+    cls = getattr(_errors, class_name, None)
+    return (cls if isinstance(cls, type) and issubclass(cls, LanceError) else LanceError)(message)
 
 
 def run_tasks(spark: SparkSession, ds: LanceDataset, storage_options: Optional[Dict[str, str]], keys: List[K],
@@ -162,8 +165,7 @@ def run_tasks(spark: SparkSession, ds: LanceDataset, storage_options: Optional[D
     done: Dict[K, V] = {}
     for key, out, error in sorted(rows, key=lambda r: position[r[0]]):
         if error is not None:
-            cls = getattr(_errors, error[0], None)
-            raise (cls if isinstance(cls, type) and issubclass(cls, LanceError) else LanceError)(error[1])
+            raise _rebuilt(*error)
         done[key] = out
     if len(done) != len(keys):
         raise InvalidInputError(f"{uri}: {what} {sorted(done)} were made, expected {sorted(keys)}")
