@@ -126,10 +126,7 @@ class LanceScan implements Scan, Batch, SupportsReportStatistics {
         : defaultRowsPerPartition(total);
     List<InputPartition> out = new ArrayList<>();
     long rows = 0;
-    for (TableRequest.Fragment f : description.fragments) {
-      if (description.withoutMatches.contains(f.id)) {
-        continue; // the table's indices prove no row here passes the filters
-      }
+    for (TableRequest.Fragment f : fragmentsToVisit()) {
       long parts = Math.max(1, ceil(f.physicalRows, Math.max(perPartition, MIN_SPLIT_ROWS)));
       long step = f.physicalRows == 0 ? 0 : ceil(f.physicalRows, parts);
       for (long p = 0; p < parts; p++) {
@@ -157,13 +154,23 @@ class LanceScan implements Scan, Batch, SupportsReportStatistics {
   static final long LOCAL_RESULT_ROWS = 1L << 14;
   static final long LOCAL_RESULT_BYTES = 16L << 20;
 
+  /** The fragments a read visits: all but those where the table's indices prove that no
+   *  row passes the filters. */
+  private List<TableRequest.Fragment> fragmentsToVisit() {
+    List<TableRequest.Fragment> out = new ArrayList<>();
+    for (TableRequest.Fragment f : description.fragments) {
+      if (!description.withoutMatches.contains(f.id)) {
+        out.add(f);
+      }
+    }
+    return out;
+  }
+
   /** The physical rows of the fragments a read visits. */
   private long rowsToVisit() {
     long rows = 0;
-    for (TableRequest.Fragment f : description.fragments) {
-      if (!description.withoutMatches.contains(f.id)) {
-        rows += f.physicalRows;
-      }
+    for (TableRequest.Fragment f : fragmentsToVisit()) {
+      rows += f.physicalRows;
     }
     return rows;
   }
@@ -193,10 +200,8 @@ class LanceScan implements Scan, Batch, SupportsReportStatistics {
     long most = localResultRows();
     TableRequest probe = request.copy();
     ArrayNode ids = probe.body.putArray("fragment_ids");
-    for (TableRequest.Fragment f : description.fragments) {
-      if (!description.withoutMatches.contains(f.id)) {
-        ids.add(f.id);
-      }
+    for (TableRequest.Fragment f : fragmentsToVisit()) {
+      ids.add(f.id);
     }
     probe.body.put("limit", limit == null ? most + 1 : Math.min(limit, most + 1));
     List<InternalRow> rows = new ArrayList<>();

@@ -232,12 +232,12 @@ class LanceScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, 
 
   @Override
   public Scan build() {
-    LanceScan scan = new LanceScan(table, options, request, latest, required, paths, nestedPruned, predicates, pushed, limit, countStar);
     if (answers != null) {
       return new LanceScan.Answered("lance " + request.uri() + " version " + latest.version
           + ", " + answerSchema.fieldNames().length + " aggregates from metadata and indices "
           + java.util.Arrays.toString(answerSchema.fieldNames()), answerSchema, answers);
     }
+    LanceScan scan = new LanceScan(table, options, request, latest, required, paths, nestedPruned, predicates, pushed, limit, countStar);
     // Without a predicate, count(*) is known when planning: no task is needed at all.
     if (countStar && predicates.isEmpty()) {
       return new LanceScan.Answered(scan.description(), scan.readSchema(), new Object[] {scan.liveRows()});
