@@ -180,7 +180,6 @@ fn nan_at(values: &ArrayRef, i: usize) -> bool {
 /// For integer and date columns, the rows of the smallest and largest non-NULL value
 /// among `rows` (None inside when all are NULL), in a loop typed for the column: the
 /// generic comparator costs a call per row and comparison. None for other types.
-#[allow(clippy::type_complexity)]
 fn integer_extremes(
     values: &ArrayRef,
     rows: std::ops::Range<usize>,
@@ -254,10 +253,12 @@ pub fn build(
         if let Some(extremes) = typed {
             (min, max) = (extremes.map(|e| e.0), extremes.map(|e| e.1));
         }
-        for i in zone.rows.clone() {
-            if typed.is_some() && values.null_count() == 0 {
-                break; // the bounds are known and there is no NULL to count
-            }
+        // With the bounds found by the typed loop, only NULLs are left to count.
+        let rows = match (typed.is_some(), values.null_count()) {
+            (true, 0) => 0..0,
+            _ => zone.rows.clone(),
+        };
+        for i in rows {
             if values.is_null(i) {
                 n_null += 1;
                 null_rows.push(addresses.value(i));
