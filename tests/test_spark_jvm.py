@@ -336,14 +336,15 @@ def test_long_scans_release_their_batches(spark, tmp_path):
         df.write.format("noop").mode("overwrite").save()
 
     # The JVM's heap settles over the first scans; a leak keeps growing after that (the
-    # last 50 scans would add 800 MB).
+    # last 50 scans would add 800 MB). With nothing leaked, the JVM still commits heap
+    # regions late: fresh-clone CI runs measured up to 152 MB of growth here.
     for _ in range(50):
         scan()
     before = _jvm_rss_mb(spark)
     for _ in range(50):
         scan()
     after = _jvm_rss_mb(spark)
-    assert after - before < 150, f"JVM RSS grew from {before:.0f} MB to {after:.0f} MB over 50 scans"
+    assert after - before < 300, f"JVM RSS grew from {before:.0f} MB to {after:.0f} MB over 50 scans"
 
 
 def test_data_source_suite_on_the_python_reader():
