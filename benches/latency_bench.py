@@ -4,9 +4,10 @@ default), as a distant object store would, in one run, each library in its own p
 
 The table (written by pylance): 400,000 rows (id int64, x float64, a 24-character string
 s) in 4 fragments of 100,000 rows, and the same rows in 40 fragments of 10,000. Measured,
-best of `--repeat`, each from a fresh open: open + full scan, open + filtered scan
-(`id >= 390000`, the last 2.5%), open + take of 20 random rows; with the requests each
-made.
+best of `--repeat`, each in a fresh process (so no cache of either library carries file
+metadata from one open to the next): open + full scan, open + filtered scan
+(`id >= 390000`, the last 2.5%), open + take of 20 random rows (the same rows in both
+libraries); with the requests each made.
 
     python benches/latency_bench.py [--delay 20] [--repeat 3]
 """
@@ -27,20 +28,17 @@ ROWS = 400_000
 CHILD = """
 import json, random, time
 import {module} as lib
-uri, opts, op, repeat = {uri!r}, {opts!r}, {op!r}, {repeat}
-random.seed(3)
-times = []
-for _ in range(repeat):
-    t0 = time.perf_counter()
-    ds = lib.dataset(uri, storage_options=opts)
-    if op == "open + scan":
-        ds.to_table()
-    elif op == "open + filtered scan":
-        ds.to_table(filter="id >= 390000")
-    elif op == "open + take 20":
-        ds.take(sorted(random.sample(range({rows}), 20)))
-    times.append(time.perf_counter() - t0)
-print(json.dumps(dict(seconds=min(times))))
+uri, opts, op, seed = {uri!r}, {opts!r}, {op!r}, {seed}
+rows = sorted(random.Random(seed).sample(range({rows}), 20))
+t0 = time.perf_counter()
+ds = lib.dataset(uri, storage_options=opts)
+if op == "open + scan":
+    ds.to_table()
+elif op == "open + filtered scan":
+    ds.to_table(filter="id >= 390000")
+elif op == "open + take 20":
+    ds.take(rows)
+print(json.dumps(dict(seconds=time.perf_counter() - t0)))
 """
 
 OPS = ["open + scan", "open + filtered scan", "open + take 20"]
@@ -71,10 +69,14 @@ def main():
         for op in OPS:
             res = {}
             for module in ("lance_core", "lance"):
-                proxy.take()
-                code = CHILD.format(module=module, uri=uri, opts=proxy.options(), op=op, repeat=args.repeat,
-                                    rows=ROWS)
-                res[module] = (run_child(code)["seconds"], len(proxy.take()) // args.repeat)
+                times, requests = [], 0
+                for seed in range(args.repeat):
+                    proxy.take()
+                    code = CHILD.format(module=module, uri=uri, opts=proxy.options(), op=op, seed=seed,
+                                        rows=ROWS)
+                    times.append(run_child(code)["seconds"])
+                    requests += len(proxy.take())
+                res[module] = (min(times), requests // args.repeat)
             (ours, our_n), (theirs, their_n) = res["lance_core"], res["lance"]
             print(f"{frags:>3} fragments  {op:<22} {ours * 1e3:>10.0f}ms {theirs * 1e3:>8.0f}ms "
                   f"{theirs / ours:>6.2f}x  {our_n} / {their_n}", flush=True)

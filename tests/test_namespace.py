@@ -209,3 +209,29 @@ def test_rest_protocol(tmp_path, server, client_of):
         assert dropped.location.endswith("_ws$t1")
         with pytest.raises(TableNotFoundError):
             client.table_exists(TableExistsRequest(id=["ws", "t1"]))
+
+
+def test_tables_open_and_write_without_the_namespace_package(tmp_path):
+    """lance-namespace is an optional extra: a plain install opens, writes and scans
+    tables by URI without it, and only `lance_core.namespace` asks for it."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+sys.modules["lance_namespace"] = None  # as if the extra were not installed
+import pyarrow as pa
+import lance_core
+uri = {str(tmp_path / "t.lance")!r}
+lance_core.write_dataset(pa.table({{"a": [1, 2, 3]}}), uri)
+lance_core.write_dataset(pa.table({{"a": [4]}}), uri, mode="append")
+assert lance_core.dataset(uri).to_table()["a"].to_pylist() == [1, 2, 3, 4]
+try:
+    import lance_core.namespace
+except ImportError as e:
+    assert "lance-namespace" in str(e), e
+else:
+    raise AssertionError("lance_core.namespace imported without lance-namespace")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -179,3 +179,47 @@ def test_late_materialization_reads_ahead_on_s3(server):
     ref, ours = lance.dataset(uri, storage_options=opts), lance_core.dataset(uri, storage_options=opts)
     for kw in MIXED_READS:
         assert ours.to_table(filter="k < 5", **kw) == ref.to_table(filter="k < 5", **kw), kw
+
+
+def test_small_files_and_full_scans_read_each_file_in_one_request(server, proxy):
+    """On an object store a file of 256 KiB or less is read whole by the request that
+    opens it, and a scan of every column reads each file (up to 8 MiB) in one request
+    instead of its tail and then its pages; the session keeps only the metadata of
+    those files, so a later take reads just the ranges it wants."""
+    opts = server.options()
+    small, large = "s3://bucket/one-request-small.lance", "s3://bucket/one-request-large.lance"
+    lance.write_dataset(_rows(0, 24_000), small, storage_options=opts, max_rows_per_file=8000)
+    lance.write_dataset(_rows(0, 400_000), large, storage_options=opts, max_rows_per_file=200_000)
+    popts = proxy.options()
+    sizes = {uri: [f.file_size_bytes for fr in lance.dataset(uri, storage_options=opts).get_fragments()
+                   for f in fr.metadata.files] for uri in (small, large)}
+    # Small files larger than a tail read (64 KiB); large ones over 1 MiB, under 8 MiB.
+    assert all(64 << 10 < n <= 256 << 10 for n in sizes[small]), sizes
+    assert all(1 << 20 < n <= 8 << 20 for n in sizes[large]), sizes
+
+    def data_gets(requests):
+        return [(path, rng) for method, path, _, rng in requests if method == "GET" and "/data/" in path]
+
+    for uri, files in ((small, 3), (large, 2)):
+        # A session of its own: no file of this table is known yet.
+        ds = lance_core.dataset(uri, storage_options=popts, metadata_cache_size_bytes=64 << 20)
+        proxy.take()
+        assert ds.to_table() == lance.dataset(uri, storage_options=opts).to_table()
+        gets = data_gets(proxy.take())
+        assert len(gets) == files and len({p for p, _ in gets}) == files, (uri, gets)
+        assert all(rng.startswith("bytes=0-") for _, rng in gets), gets
+
+    # A take on small files: one request for each file it touches, nothing else.
+    ds = lance_core.dataset(small, storage_options=popts, metadata_cache_size_bytes=64 << 20)
+    proxy.take()
+    assert ds.take([5, 20_000]).to_pylist() == lance.dataset(small, storage_options=opts).take([5, 20_000]).to_pylist()
+    assert len(data_gets(proxy.take())) == 2
+
+    # After a full scan (files read whole), the session knows the large files' metadata
+    # but does not keep their bytes: a take asks for a few ranges, no whole file.
+    ds = lance_core.dataset(large, storage_options=popts, metadata_cache_size_bytes=64 << 20)
+    ds.to_table()
+    proxy.take()
+    assert ds.take([7, 300_000]).to_pylist() == lance.dataset(large, storage_options=opts).take([7, 300_000]).to_pylist()
+    gets = data_gets(proxy.take())
+    assert gets and not any(rng.startswith("bytes=0-") and int(rng.split("-")[1]) > 1 << 20 for _, rng in gets), gets

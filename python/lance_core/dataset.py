@@ -21,6 +21,7 @@ from . import _lance_core, _nearest
 from .udf import BatchUDF, ProducerErrors, RowRuns, as_batch, is_row_stream, row_runs
 from .bases import DatasetBasePath
 from .table_config import TableConfig
+from .table_target import check_target, table_location
 from .errors import (ColumnNotFoundError, CommitConflictError, DatasetNotFoundError, InvalidInputError,
                      LanceError)
 from .fragment_metadata import (LANCE_COMMIT_MESSAGE_KEY, DataFile, FragmentMetadata, LanceOperation,  # noqa: F401
@@ -2268,8 +2269,6 @@ def dataset(
     with neither, the dataset shares the process's session (unlike pylance, which gives
     each open fresh caches: reopening a table, as each Spark task does, then reads no
     file footer twice). `index_cache_size` (pylance's entry count) is taken and ignored."""
-    from .namespace.tables import check_target, table_location
-
     if check_target(uri, namespace_client, table_id):
         uri, storage_options = table_location(namespace_client, table_id, "open", storage_options)
     session = kwargs.get("session")

@@ -14,6 +14,7 @@ from .bases import DatasetBasePath, bases_arg, targets_arg
 from .dataset import LanceDataset, auto_cleanup_keys, run_under_lock
 from .fragment_metadata import _properties
 from .errors import DatasetNotFoundError, InvalidInputError
+from .table_target import check_target, table_location
 from .fragment_metadata import _commit_native
 
 
@@ -74,8 +75,6 @@ def write_dataset(
     be committed, held while the write commits (our commits need no lock: it serves
     callers who coordinate with other writers through it).
     """
-    from .namespace.tables import check_target, table_location
-
     if check_target(uri, namespace_client, table_id):
         uri, storage_options = table_location(namespace_client, table_id, mode, storage_options)
     if isinstance(uri, LanceDataset):

@@ -415,6 +415,26 @@ impl Dataset {
         file: &DataFile,
         legacy_ids: Option<(i32, i32)>,
     ) -> Result<Arc<FileReader>> {
+        self.open_file_reading(file, legacy_ids, None).await
+    }
+
+    /// Open a data file of this version by reading it whole (see `FileReader::open_whole`;
+    /// `held` is the memory that takes), unless the session knows its metadata already:
+    /// then its pages are read as wanted, which costs no more round trips.
+    pub async fn open_file_whole(
+        &self,
+        file: &DataFile,
+        held: tokio::sync::OwnedSemaphorePermit,
+    ) -> Result<Arc<FileReader>> {
+        self.open_file_reading(file, None, Some(held)).await
+    }
+
+    async fn open_file_reading(
+        &self,
+        file: &DataFile,
+        legacy_ids: Option<(i32, i32)>,
+        whole: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> Result<Arc<FileReader>> {
         let (storage, path) = self.data_file_location(file)?;
         let key = open_file_key(&storage.display(&path), legacy_ids);
         if let Some(reader) = self.session.metadata.get::<FileReader>(&key) {
@@ -425,20 +445,31 @@ impl Dataset {
             });
         }
         let size = crate::table::data_file::recorded_size(file);
-        let mut reader = FileReader::open(&storage, path, size).await?;
+        let remote = storage.local_file(&path).is_none();
+        let mut reader = match (whole, size) {
+            (Some(held), Some(size)) if remote => {
+                FileReader::open_whole(&storage, path, size, held).await?
+            }
+            _ => FileReader::open(&storage, path, size).await?,
+        };
         if let Some((min, max)) = legacy_ids {
             reader = reader.with_field_ids(min, max).await?;
         }
-        let reader = Arc::new(reader);
+        let kept = Arc::new(reader.to_keep());
         self.session
             .metadata
-            .put(key, reader.clone(), reader.memory_size());
-        Ok(reader)
+            .put(key, kept.clone(), kept.memory_size());
+        // The caller reads its pages from the bytes the open read, if it read them all.
+        Ok(match reader.in_memory() && !kept.in_memory() {
+            true => Arc::new(reader),
+            false => kept,
+        })
     }
 
     /// Keep `reader`, the open data file `file` of this version, as `open_file` would have.
     pub fn cache_open_file(&self, file: &DataFile, reader: Arc<FileReader>) -> Result<()> {
         let (storage, path) = self.data_file_location(file)?;
+        let reader = Arc::new(reader.to_keep());
         let bytes = reader.memory_size();
         let key = open_file_key(&storage.display(&path), None);
         self.session.metadata.put(key, reader, bytes);

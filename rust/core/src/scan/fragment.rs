@@ -15,8 +15,9 @@ use crate::encoding::levels::{items_per_row, unravel, PathStep};
 use crate::error::{Error, Result};
 use crate::file::{FileReader, FileVersion, PageEncoding, PageInfo};
 use crate::proto::encodings20::ArrayEncoding;
-use crate::proto::table::DataFragment;
-use crate::table::data_file::is_legacy;
+use crate::proto::table::{DataFile, DataFragment};
+use crate::table::data_file::{is_legacy, recorded_size};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Where a leaf's values are in a fragment.
 #[derive(Clone, Debug)]
@@ -36,12 +37,52 @@ pub enum Chain {
     Legacy(LegacyChain),
 }
 
+/// Memory that remote files a scan reads every column of may take when read whole on
+/// open: one request per file instead of its tail and then its pages. Taken without
+/// waiting (a file that does not fit now is opened by its tail as usual), and apart from
+/// the pages' budget, so that pages read in row order never wait for files opened ahead.
+#[derive(Clone, Debug)]
+pub struct WholeFiles(Arc<Semaphore>);
+
+/// Larger files are read page by page, not in one request (object stores serve ranges of
+/// about 8 MiB best).
+const WHOLE_FILE_MAX: u64 = 8 << 20;
+
+impl WholeFiles {
+    pub fn new(bytes: u64) -> Self {
+        WholeFiles(Arc::new(Semaphore::new((bytes / 1024) as usize)))
+    }
+
+    /// The memory for a file of `bytes`, if it is free now.
+    fn try_hold(&self, bytes: u64) -> Option<OwnedSemaphorePermit> {
+        let kib = u32::try_from(bytes.div_ceil(1024)).ok()?;
+        (bytes <= WHOLE_FILE_MAX)
+            .then(|| self.0.clone().try_acquire_many_owned(kib).ok())
+            .flatten()
+    }
+}
+
+/// Whether `leaves` read every column `file` has.
+fn reads_every_column(file: &DataFile, leaves: &[LeafPlan]) -> bool {
+    file.fields
+        .iter()
+        .zip(&file.column_indices)
+        .filter(|(_, &col)| col >= 0)
+        .all(|(&fid, _)| {
+            leaves
+                .iter()
+                .any(|l| l.field_id == fid || l.list_ids.contains(&fid))
+        })
+}
+
 /// Find the file and column of every leaf (None: no data, read as nulls) and open the
-/// files involved.
+/// files involved; with `whole`, files of which every column is read are read whole
+/// while it has room.
 pub async fn open_leaf_sources(
     ds: &Dataset,
     frag: &DataFragment,
     leaves: &[LeafPlan],
+    whole: Option<&WholeFiles>,
 ) -> Result<Vec<Option<LeafSource>>> {
     let manifest_name = || format!("{} (fragment {})", ds.uri(), frag.id);
     // field id -> (file index, column index); the first file listing a field wins.
@@ -83,11 +124,18 @@ pub async fn open_leaf_sources(
     needed.sort_unstable();
     needed.dedup();
     let legacy_ref = &legacy_ids;
-    let opens = needed.iter().map(|&fi| async move {
-        let reader = ds
-            .open_file(&frag.files[fi], legacy_ref.get(&fi).copied())
-            .await?;
-        Ok::<_, Error>((fi, reader))
+    let opens = needed.iter().map(|&fi| {
+        let file = &frag.files[fi];
+        let held = whole
+            .filter(|_| !is_legacy(file) && reads_every_column(file, leaves))
+            .and_then(|w| w.try_hold(recorded_size(file)?));
+        async move {
+            let reader = match held {
+                Some(held) => ds.open_file_whole(file, held).await?,
+                None => ds.open_file(file, legacy_ref.get(&fi).copied()).await?,
+            };
+            Ok::<_, Error>((fi, reader))
+        }
     });
     let readers: HashMap<usize, Arc<FileReader>> = futures::future::try_join_all(opens)
         .await?

@@ -17,7 +17,9 @@ use roaring::RoaringBitmap;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::task::AbortHandle;
 
-use super::fragment::{decode_unit, estimated_bytes, open_leaf_sources, read_page, PageWork};
+use super::fragment::{
+    decode_unit, estimated_bytes, open_leaf_sources, read_page, PageWork, WholeFiles,
+};
 use super::output::Output;
 use super::plan::{assemble, ScanPlan};
 use super::ScanOptions;
@@ -246,8 +248,11 @@ pub fn start(
         mpsc::channel::<Result<Option<FragmentWork>>>(fragments_ahead(&dataset, &options));
     // Every leaf must be able to hold a page at once (a row needs them all), however
     // small the budget and however many columns.
-    let budget =
-        (options.memory_budget as u64 / PERMIT_BYTES).max(2 * plan.leaves.len() as u64 + 2);
+    // On an object store, half of the budget is for files read whole (`WholeFiles`).
+    let remote = !dataset.storage().is_local();
+    let page_bytes = options.memory_budget as u64 / if remote { 2 } else { 1 };
+    let whole = remote.then(|| WholeFiles::new(options.memory_budget as u64 / 2));
+    let budget = (page_bytes / PERMIT_BYTES).max(2 * plan.leaves.len() as u64 + 2);
     let semaphore = Arc::new(Semaphore::new(budget as usize));
     let driver = tokio::spawn({
         let work = drive(
@@ -256,6 +261,7 @@ pub fn start(
             options.clone(),
             semaphore,
             budget,
+            whole,
             tx.clone(),
         );
         async move {
@@ -384,6 +390,7 @@ async fn drive(
     options: ScanOptions,
     semaphore: Arc<Semaphore>,
     budget: u64,
+    whole: Option<WholeFiles>,
     tx: mpsc::Sender<Result<Option<FragmentWork>>>,
 ) {
     let fragments: Vec<DataFragment> = match &options.fragment_ids {
@@ -422,9 +429,17 @@ async fn drive(
     };
     let mut opened = futures::stream::iter(fragments)
         .map(|frag| {
-            let (ds, plan, options, bases) =
-                (ds.clone(), plan.clone(), options.clone(), bases.clone());
-            async move { read_fragment(&ds, &plan, &options, &frag, bases.as_deref()).await }
+            let (ds, plan, options, bases, whole) = (
+                ds.clone(),
+                plan.clone(),
+                options.clone(),
+                bases.clone(),
+                whole.clone(),
+            );
+            async move {
+                let bases = bases.as_deref();
+                read_fragment(&ds, &plan, &options, &frag, bases, whole.as_ref()).await
+            }
         })
         .buffered(ahead);
     while let Some(opened) = opened.next().await {
@@ -520,6 +535,7 @@ async fn read_fragment(
     options: &ScanOptions,
     frag: &DataFragment,
     offset_bases: Option<&HashMap<u64, u64>>,
+    whole: Option<&WholeFiles>,
 ) -> Result<OpenedFragment> {
     let physical_rows = ds.physical_rows(frag).await?;
     let deletions = if options.include_deleted {
@@ -539,7 +555,7 @@ async fn read_fragment(
         true => system.showing_deleted(ds.deletions(frag).await?),
         false => system,
     };
-    let sources = open_leaf_sources(ds, frag, &plan.leaves).await?;
+    let sources = open_leaf_sources(ds, frag, &plan.leaves, whole).await?;
     Ok(OpenedFragment {
         physical_rows,
         deletions,

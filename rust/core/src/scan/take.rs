@@ -145,7 +145,7 @@ async fn fragment_rows(
             frag.id
         )));
     }
-    let sources = open_leaf_sources(ds, frag, &plan.leaves).await?;
+    let sources = open_leaf_sources(ds, frag, &plan.leaves, None).await?;
     let reads = sources
         .iter()
         .zip(&plan.leaves)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..errors import InvalidInputError
+from .errors import InvalidInputError
 
 
 def check_target(uri: Any, namespace_client: Any, table_id: Optional[List[str]]) -> bool:
