@@ -363,7 +363,9 @@ async fn read_units(
                 .collect();
             let (layout, num_rows, dt) = (layout.clone(), info.num_rows, f.data_type().clone());
             let bulk_len = bulk_range.end - bulk_range.start;
-            let plan = super::cpu::spawn_cpu(name.clone(), move || {
+            // Planning from a page's small buffers is quick: done here unless they are large.
+            let small_bytes = buffers.iter().map(|b| b.len() as u64).sum();
+            let plan = super::cpu::run_cpu(name.clone(), small_bytes, move || {
                 let sizing = take_sizing(&layout);
                 plan_page_without_bulk(&layout, buffers, bulk_len, num_rows, &dt, &sizing)
             })
