@@ -9,7 +9,7 @@ metadata from one open to the next): open + full scan, open + filtered scan
 (`id >= 390000`, the last 2.5%), open + take of 20 random rows (the same rows in both
 libraries); with the requests each made.
 
-    python benches/latency_bench.py [--delay 20] [--repeat 3]
+    python benches/latency_bench.py [--delay 20] [--repeat 5]
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ OPS = ["open + scan", "open + filtered scan", "open + take 20"]
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--delay", type=float, default=20.0, help="ms added to every request")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     import lance
     import pyarrow as pa
