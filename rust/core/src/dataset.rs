@@ -445,11 +445,8 @@ impl Dataset {
             });
         }
         let size = crate::table::data_file::recorded_size(file);
-        let remote = storage.local_file(&path).is_none();
         let mut reader = match (whole, size) {
-            (Some(held), Some(size)) if remote => {
-                FileReader::open_whole(&storage, path, size, held).await?
-            }
+            (Some(held), Some(size)) => FileReader::open_whole(&storage, path, size, held).await?,
             _ => FileReader::open(&storage, path, size).await?,
         };
         if let Some((min, max)) = legacy_ids {

@@ -62,13 +62,17 @@ impl FileReader {
 
     /// Open remote file `path` of `size` bytes by reading all of it in one request, for a
     /// read that wants every column: no tail read first. `held` is the memory the bytes
-    /// take, given back when the last clone of the open file is dropped.
+    /// take, given back when the last clone of the open file is dropped. A local file is
+    /// opened as `open` opens it (its pages are read as wanted, at no round trip's cost).
     pub async fn open_whole(
         storage: &Storage,
         path: Path,
         size: u64,
         held: OwnedSemaphorePermit,
     ) -> Result<Self> {
+        if storage.local_file(&path).is_some() {
+            return Self::open(storage, path, Some(size)).await;
+        }
         Self::open_reading(storage, path, size, size, Some(Arc::new(held))).await
     }
 
