@@ -37,12 +37,17 @@ pub enum Chain {
     Legacy(LegacyChain),
 }
 
-/// Memory that remote files a scan reads every column of may take when read whole on
+/// Memory that remote files a read wants every column of may take when read whole on
 /// open: one request per file instead of its tail and then its pages. Taken without
 /// waiting (a file that does not fit now is opened by its tail as usual), and apart from
 /// the pages' budget, so that pages read in row order never wait for files opened ahead.
 #[derive(Clone, Debug)]
-pub struct WholeFiles(Arc<Semaphore>);
+pub struct WholeFiles {
+    memory: Arc<Semaphore>,
+    /// For a take: the rows it wants of the fragment (see `largest`); None for a scan,
+    /// which reads every row.
+    rows: Option<u64>,
+}
 
 /// Larger files are read page by page, not in one request (object stores serve ranges of
 /// about 8 MiB best).
@@ -50,29 +55,60 @@ const WHOLE_FILE_MAX: u64 = 8 << 20;
 
 impl WholeFiles {
     pub fn new(bytes: u64) -> Self {
-        WholeFiles(Arc::new(Semaphore::new((bytes / 1024) as usize)))
+        WholeFiles {
+            memory: Arc::new(Semaphore::new((bytes / 1024) as usize)),
+            rows: None,
+        }
     }
 
-    /// The memory for a file of `bytes`, if it is free now.
-    fn try_hold(&self, bytes: u64) -> Option<OwnedSemaphorePermit> {
+    /// The same memory, for a take of `rows` rows of a fragment.
+    pub fn taking(&self, rows: usize) -> Self {
+        WholeFiles {
+            memory: self.memory.clone(),
+            rows: Some(rows as u64),
+        }
+    }
+
+    /// The largest file of `columns` columns worth reading whole. A take reads a few
+    /// ranges per row and column; the store joins ranges less than its coalescing gap
+    /// apart into one request, so when a file is smaller than that gap times the ranges,
+    /// the take's reads span about all of it anyway, after two round trips (tail, then
+    /// page metadata) instead of none.
+    fn largest(&self, columns: usize) -> u64 {
+        let joined = object_store::OBJECT_STORE_COALESCE_DEFAULT;
+        match self.rows {
+            None => WHOLE_FILE_MAX,
+            Some(rows) => {
+                WHOLE_FILE_MAX.min(rows.saturating_mul(columns as u64).saturating_mul(joined))
+            }
+        }
+    }
+
+    /// The memory for a file of `bytes` and `columns` columns, if it is worth reading
+    /// whole and free now.
+    fn try_hold(&self, bytes: u64, columns: usize) -> Option<OwnedSemaphorePermit> {
         let kib = u32::try_from(bytes.div_ceil(1024)).ok()?;
-        (bytes <= WHOLE_FILE_MAX)
-            .then(|| self.0.clone().try_acquire_many_owned(kib).ok())
+        (bytes <= self.largest(columns))
+            .then(|| self.memory.clone().try_acquire_many_owned(kib).ok())
             .flatten()
     }
 }
 
-/// Whether `leaves` read every column `file` has.
-fn reads_every_column(file: &DataFile, leaves: &[LeafPlan]) -> bool {
-    file.fields
+/// The columns of `file` that `leaves` read, when they read every column it has.
+fn reads_every_column(file: &DataFile, leaves: &[LeafPlan]) -> Option<usize> {
+    let mut columns = file
+        .fields
         .iter()
         .zip(&file.column_indices)
-        .filter(|(_, &col)| col >= 0)
+        .filter(|(_, &col)| col >= 0);
+    let count = columns.clone().count();
+    columns
         .all(|(&fid, _)| {
             leaves
                 .iter()
                 .any(|l| l.field_id == fid || l.list_ids.contains(&fid))
         })
+        .then_some(count)
 }
 
 /// Find the file and column of every leaf (None: no data, read as nulls) and open the
@@ -126,9 +162,10 @@ pub async fn open_leaf_sources(
     let legacy_ref = &legacy_ids;
     let opens = needed.iter().map(|&fi| {
         let file = &frag.files[fi];
-        let held = whole
-            .filter(|_| !is_legacy(file) && reads_every_column(file, leaves))
-            .and_then(|w| w.try_hold(recorded_size(file)?));
+        let held = whole.filter(|_| !is_legacy(file)).and_then(|w| {
+            let columns = reads_every_column(file, leaves)?;
+            w.try_hold(recorded_size(file)?, columns)
+        });
         async move {
             let reader = match held {
                 Some(held) => ds.open_file_whole(file, held).await?,

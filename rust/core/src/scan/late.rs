@@ -199,7 +199,8 @@ async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
     // Filter-first reads of the next fragments run ahead of the one being returned.
     let mut ahead = Ahead::new(&ds, &options, &filter, &filter_columns, &projection);
     ahead.selection = selection.clone();
-    let mut filter_first = true;
+    let mut small_start = small_files_first(&ds, &options, &fragments, ahead.cap, indexed_few);
+    let mut filter_first = small_start == 0;
     let mut next = 0;
     while next < fragments.len() && left > 0 {
         if filter_first {
@@ -234,11 +235,17 @@ async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
                 }
                 continue;
             }
-            // Rows pass often here: what ran ahead is not wanted, read this fragment whole.
+            // Rows pass often here: what ran ahead is not wanted, read this fragment whole
+            // (its read may have started already, ahead).
             ahead.clear();
-            let (returned, _) =
-                whole(&ds, &options, &[fragments[next - 1]], skip, left, &tx).await?;
-            let Some(returned) = returned else {
+            let batches = match read.rest {
+                Some(rest) => rest,
+                None => {
+                    let span = span_of(&addresses);
+                    whole_scan(&ds, &options, &[fragments[next - 1]], span, skip, left)?
+                }
+            };
+            let Some(returned) = forward(batches, &tx).await? else {
                 return Ok(());
             };
             let passed = addresses.len() as u64;
@@ -248,15 +255,25 @@ async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
         }
         // Rows pass often: read the next fragments whole through the pipeline, a few at a
         // time so that their reads overlap, and look at how many pass again after them.
-        let run = &fragments[next..(next + ahead.cap).min(fragments.len())];
+        let width = match std::mem::take(&mut small_start) {
+            0 => ahead.cap,
+            n => n,
+        };
+        let run = &fragments[next..(next + width).min(fragments.len())];
         let run = &run[..run.iter().take_while(|&&id| !indexed_few(id)).count()];
         if run.is_empty() {
             filter_first = true;
             continue;
         }
         next += run.len();
-        let (returned, rows) = whole(&ds, &options, run, skip, left, &tx).await?;
-        let Some(returned) = returned else {
+        let mut rows = 0;
+        for id in run {
+            if let Some(frag) = ds.fragment(*id) {
+                rows += ds.fragment_rows(frag).await?;
+            }
+        }
+        let batches = whole_scan(&ds, &options, run, None, skip, left)?;
+        let Some(returned) = forward(batches, &tx).await? else {
             return Ok(());
         };
         let passed = match skip {
@@ -271,13 +288,54 @@ async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
     Ok(())
 }
 
+/// How many of the first `fragments` (at most `cap`) to read whole before looking at how
+/// many rows pass. On an object store, a fragment whose files are small is read whole in
+/// one round trip per file (the pipeline reads such files whole on open), where
+/// filter-first costs two (the files' tails, then the filter's columns) and more for the
+/// rows that pass; and a small file transfers in about the time of a round trip. What a
+/// selective filter then reads in vain is bounded by the memory the scan gives files
+/// read whole; after these fragments, the rows seen passing decide as everywhere else.
+fn small_files_first(
+    ds: &Dataset,
+    options: &ScanOptions,
+    fragments: &[u64],
+    cap: usize,
+    indexed_few: impl Fn(u64) -> bool,
+) -> usize {
+    if ds.storage().is_local() {
+        return 0;
+    }
+    let mut room = options.memory_budget as u64 / 2;
+    let mut n = 0;
+    for &id in fragments.iter().take(cap) {
+        let Some(frag) = ds.fragment(id).filter(|_| !indexed_few(id)) else {
+            break;
+        };
+        let size: Option<u64> = frag
+            .files
+            .iter()
+            .map(crate::table::data_file::recorded_size)
+            .sum();
+        match size {
+            Some(size) if size <= room => room -= size,
+            _ => break,
+        }
+        n += 1;
+    }
+    n
+}
+
 /// A fragment read filter-first: its row count, the addresses of the rows that passed,
-/// and (when few passed) the first part of them already taken.
+/// and (when few passed) the first part of them already taken, or (when many passed) its
+/// whole read, if that could start ahead.
 struct FilterFirst {
     rows: u64,
     addresses: Vec<u64>,
     first: Option<RecordBatch>,
+    rest: Option<Batches>,
 }
+
+type Batches = BoxStream<'static, Result<RecordBatch>>;
 
 type Pending = futures::future::BoxFuture<'static, Result<FilterFirst>>;
 
@@ -306,6 +364,10 @@ struct Ahead {
     /// What indices found: their rows stand for the filter's in the fragments they
     /// cover.
     selection: Option<Arc<crate::index::selection::Selection>>,
+    /// The read's own memory budget, and room for one fragment's whole read started
+    /// ahead (see `read`).
+    whole_budget: usize,
+    whole_ahead: Arc<tokio::sync::Semaphore>,
 }
 
 impl Ahead {
@@ -321,6 +383,7 @@ impl Ahead {
             .map_or(u64::MAX, |l| l.saturating_add(options.offset.unwrap_or(0)));
         let cap = ds.storage().io_parallelism();
         let limited = options.limit.is_some();
+        let whole_budget = options.memory_budget;
         // Each read ahead scans with a share of the memory budget.
         let options = ScanOptions {
             memory_budget: (options.memory_budget / cap).max(1 << 20),
@@ -340,6 +403,8 @@ impl Ahead {
             cap,
             limited,
             selection: None,
+            whole_budget,
+            whole_ahead: Arc::new(tokio::sync::Semaphore::new(1)),
         }
     }
 
@@ -375,8 +440,19 @@ impl Ahead {
     }
 
     /// Start the filter-first read of fragment `id` as a task of its own, so that it
-    /// runs while the caller is busy with earlier fragments; dropped, it stops.
+    /// runs while the caller is busy with earlier fragments; dropped, it stops. When many
+    /// of its rows pass and no offset or limit makes what it returns depend on the
+    /// fragments before it, its whole read starts at once, not when its turn comes: the
+    /// reads of earlier fragments may answer later than its own. One such read at a time,
+    /// with the read's memory budget.
     fn read(&self, id: u64) -> Pending {
+        let whole = (self.options.offset.is_none() && self.options.limit.is_none()).then(|| {
+            let options = ScanOptions {
+                memory_budget: self.whole_budget,
+                ..self.options.clone()
+            };
+            (options, self.whole_ahead.clone())
+        });
         let (ds, options, filter, columns, projection) = (
             self.ds.clone(),
             self.options.clone(),
@@ -405,17 +481,35 @@ impl Ahead {
                 }
                 None => matching(&ds, id, &filter, &columns, &options).await?,
             };
-            let first = match few(addresses.len() as u64, rows) && take_cap > 0 {
+            let few = few(addresses.len() as u64, rows);
+            let first = match few && take_cap > 0 {
                 true => {
                     let n = addresses.len().min(take_cap);
-                    Some(take(ds, &addresses[..n], &projection).await?)
+                    Some(take(ds.clone(), &addresses[..n], &projection).await?)
                 }
                 false => None,
+            };
+            let room = whole.and_then(|(o, room)| Some((o, room.try_acquire_owned().ok()?)));
+            let rest = match room {
+                Some((options, room)) if !few => {
+                    let span = span_of(&addresses);
+                    let batches = whole_scan(&ds, &options, &[id], span, 0, u64::MAX)?;
+                    // The room is given back when the read is done or dropped.
+                    Some(
+                        batches
+                            .inspect(move |_| {
+                                let _held = &room;
+                            })
+                            .boxed(),
+                    )
+                }
+                _ => None,
             };
             Ok(FilterFirst {
                 rows,
                 addresses,
                 first,
+                rest,
             })
         };
         let task = tokio::spawn(read);
@@ -433,39 +527,46 @@ impl Ahead {
     }
 }
 
-/// Read fragments `ids` whole through the pipeline (filtered), skipping `skip` and
-/// returning at most `left` of the rows that pass. Returns the rows sent (None when the
-/// reader went away) and the fragments' row count.
-async fn whole(
+/// Fragments `ids` read whole through the pipeline (filtered), skipping `skip` of the
+/// rows that pass and returning at most `left`; only the rows of `span` (physical rows of
+/// each fragment) when it is given.
+fn whole_scan(
     ds: &Arc<Dataset>,
     options: &ScanOptions,
     ids: &[u64],
+    span: Option<(u64, u64)>,
     skip: u64,
     left: u64,
-    tx: &Sender,
-) -> Result<(Option<u64>, u64)> {
-    let mut rows = 0;
-    for id in ids {
-        if let Some(frag) = ds.fragment(*id) {
-            rows += ds.fragment_rows(frag).await?;
-        }
-    }
+) -> Result<Batches> {
     let inner = ScanOptions {
         fragment_ids: Some(ids.to_vec()),
+        row_range: span.or(options.row_range),
         offset: Some(skip).filter(|&s| s > 0),
         limit: Some(left).filter(|&l| l != u64::MAX),
         late_materialization: false,
         ..options.clone()
     };
-    let mut batches = scan(ds.clone(), inner)?.batches;
+    Ok(scan(ds.clone(), inner)?.batches)
+}
+
+/// The physical rows from the first to the last of `addresses` (of one fragment): no row
+/// outside passed the filter, so the whole read of the fragment reads only the pages of
+/// these.
+fn span_of(addresses: &[u64]) -> Option<(u64, u64)> {
+    let offsets = addresses.iter().map(|a| a & u32::MAX as u64);
+    Some((offsets.clone().min()?, offsets.max()? + 1))
+}
+
+/// Send on what `batches` return; the rows sent, or None when the reader went away.
+async fn forward(mut batches: Batches, tx: &Sender) -> Result<Option<u64>> {
     let mut returned = 0u64;
     while let Some(batch) = batches.try_next().await? {
         returned += batch.num_rows() as u64;
         if tx.send(Ok(Some(batch))).await.is_err() {
-            return Ok((None, rows));
+            return Ok(None);
         }
     }
-    Ok((Some(returned), rows))
+    Ok(Some(returned))
 }
 
 /// Whether `passed` rows of `rows` are few enough to take.

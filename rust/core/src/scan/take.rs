@@ -13,11 +13,12 @@ use arrow_schema::DataType;
 use bytes::Bytes;
 
 use super::fragment::{
-    decode_unit, decode_unit_rows, open_leaf_sources, read_page, Chain, LeafSource, PageWork, Units,
+    decode_unit, decode_unit_rows, open_leaf_sources, read_page, Chain, LeafSource, PageWork,
+    Units, WholeFiles,
 };
 use super::plan::{assemble, LeafPlan};
 use super::system::{FragmentSystem, SystemColumn};
-use super::{prepare, Projection};
+use super::{prepare, Projection, ScanOptions};
 use crate::dataset::Dataset;
 use crate::encoding::layout::{bulk_buffer, plan_page_without_bulk, UnitSizing};
 use crate::encoding::levels::{items_per_row, PathStep};
@@ -64,6 +65,10 @@ pub async fn take_where(
         true => Some(super::system::offset_bases(&ds).await?),
         false => None,
     };
+    // On an object store, files whose reads would span them anyway are read whole on
+    // open, with the memory a scan with default options gives such files.
+    let whole = (!ds.storage().is_local())
+        .then(|| WholeFiles::new(ScanOptions::default().memory_budget as u64 / 2));
     // Owned inputs for each fragment's read, so that the futures borrow nothing.
     let reads: Vec<_> = groups
         .iter()
@@ -75,8 +80,10 @@ pub async fn take_where(
                 offsets.clone(),
                 bases.clone(),
             );
+            let whole = whole.as_ref().map(|w| w.taking(offsets.len()));
             async move {
-                let mut columns = fragment_rows(&ds, &frag, &plan, &offsets).await?;
+                let mut columns =
+                    fragment_rows(&ds, &frag, &plan, &offsets, whole.as_ref()).await?;
                 if !plan.system.is_empty() {
                     let system =
                         FragmentSystem::load(&ds, &frag, &plan.system, bases.as_deref(), None)
@@ -136,6 +143,7 @@ async fn fragment_rows(
     frag: &DataFragment,
     plan: &super::plan::ScanPlan,
     offsets: &[u32],
+    whole: Option<&WholeFiles>,
 ) -> Result<Vec<ArrayRef>> {
     let physical = ds.physical_rows(frag).await?;
     if let Some(&last) = offsets.last().filter(|&&o| o as u64 >= physical) {
@@ -145,7 +153,7 @@ async fn fragment_rows(
             frag.id
         )));
     }
-    let sources = open_leaf_sources(ds, frag, &plan.leaves, None).await?;
+    let sources = open_leaf_sources(ds, frag, &plan.leaves, whole).await?;
     let reads = sources
         .iter()
         .zip(&plan.leaves)
