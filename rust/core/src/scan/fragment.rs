@@ -54,7 +54,15 @@ pub struct WholeFiles {
 const WHOLE_FILE_MAX: u64 = 8 << 20;
 
 impl WholeFiles {
-    pub fn new(bytes: u64) -> Self {
+    /// The share of a read's memory budget for files read whole: half (the pages get the
+    /// other half).
+    pub fn share(memory_budget: usize) -> u64 {
+        memory_budget as u64 / 2
+    }
+
+    /// Room for files read whole by a read with `memory_budget`.
+    pub fn new(memory_budget: usize) -> Self {
+        let bytes = Self::share(memory_budget);
         WholeFiles {
             memory: Arc::new(Semaphore::new((bytes / 1024) as usize)),
             rows: None,

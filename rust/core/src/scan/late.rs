@@ -305,7 +305,8 @@ fn small_files_first(
     if ds.storage().is_local() {
         return 0;
     }
-    let mut room = options.memory_budget as u64 / 2;
+    // As much as the pipeline reads whole (`WholeFiles`), so that these files are.
+    let mut room = super::fragment::WholeFiles::share(options.memory_budget);
     let mut n = 0;
     for &id in fragments.iter().take(cap) {
         let Some(frag) = ds.fragment(id).filter(|_| !indexed_few(id)) else {

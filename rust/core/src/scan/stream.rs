@@ -248,10 +248,15 @@ pub fn start(
         mpsc::channel::<Result<Option<FragmentWork>>>(fragments_ahead(&dataset, &options));
     // Every leaf must be able to hold a page at once (a row needs them all), however
     // small the budget and however many columns.
-    // On an object store, half of the budget is for files read whole (`WholeFiles`).
+    // On an object store, a share of the budget is for files read whole (`WholeFiles`).
     let remote = !dataset.storage().is_local();
-    let page_bytes = options.memory_budget as u64 / if remote { 2 } else { 1 };
-    let whole = remote.then(|| WholeFiles::new(options.memory_budget as u64 / 2));
+    let whole_share = if remote {
+        WholeFiles::share(options.memory_budget)
+    } else {
+        0
+    };
+    let page_bytes = options.memory_budget as u64 - whole_share;
+    let whole = remote.then(|| WholeFiles::new(options.memory_budget));
     let budget = (page_bytes / PERMIT_BYTES).max(2 * plan.leaves.len() as u64 + 2);
     let semaphore = Arc::new(Semaphore::new(budget as usize));
     let driver = tokio::spawn({

@@ -67,8 +67,8 @@ pub async fn take_where(
     };
     // On an object store, files whose reads would span them anyway are read whole on
     // open, with the memory a scan with default options gives such files.
-    let whole = (!ds.storage().is_local())
-        .then(|| WholeFiles::new(ScanOptions::default().memory_budget as u64 / 2));
+    let whole =
+        (!ds.storage().is_local()).then(|| WholeFiles::new(ScanOptions::default().memory_budget));
     // Owned inputs for each fragment's read, so that the futures borrow nothing.
     let reads: Vec<_> = groups
         .iter()
