@@ -490,9 +490,14 @@ impl Ahead {
                 }
                 false => None,
             };
-            let room = whole.and_then(|(o, room)| Some((o, room.try_acquire_owned().ok()?)));
-            let rest = match room {
+            let started = match whole {
                 Some((options, room)) if !few => {
+                    room.try_acquire_owned().ok().map(|r| (options, r))
+                }
+                _ => None,
+            };
+            let rest = match started {
+                Some((options, room)) => {
                     let span = span_of(&addresses);
                     let batches = whole_scan(&ds, &options, &[id], span, 0, u64::MAX)?;
                     // The room is given back when the read is done or dropped.
@@ -504,7 +509,7 @@ impl Ahead {
                             .boxed(),
                     )
                 }
-                _ => None,
+                None => None,
             };
             Ok(FilterFirst {
                 rows,
