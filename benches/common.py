@@ -113,6 +113,14 @@ def wide_dataset(rows: int) -> str:
     return path
 
 
+def remote_table_rows(rows: int) -> pa.Table:
+    """The rows of the object-store benchmarks' table (id int64, x float64, a 24-character
+    string s)."""
+    return pa.table({"id": pa.array(range(rows), pa.int64()),
+                     "x": pa.array([i * 0.25 for i in range(rows)]),
+                     "s": pa.array([f"row-{i:020d}" for i in range(rows)])})
+
+
 def run_child(code: str) -> dict:
     """Run a measurement in a fresh interpreter and return the JSON it prints last."""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

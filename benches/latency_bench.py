@@ -21,7 +21,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))  # the moto server and proxy
-from common import run_child  # noqa: E402
+from common import remote_table_rows, run_child  # noqa: E402
 
 ROWS = 400_000
 
@@ -50,13 +50,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     import lance
-    import pyarrow as pa
     from s3_proxy import S3Server
 
     server = S3Server()
-    table = pa.table({"id": pa.array(range(ROWS), pa.int64()),
-                      "x": pa.array([i * 0.25 for i in range(ROWS)]),
-                      "s": pa.array([f"row-{i:020d}" for i in range(ROWS)])})
+    table = remote_table_rows(ROWS)
     uris = {}
     for frags in (4, 40):
         uri = uris[frags] = f"s3://bucket/latency-{frags}.lance"

@@ -60,3 +60,59 @@ def test_every_spark_path_keeps_the_storage_options(spark, server, tmp_path):
         assert t["id"].to_pylist() == list(range(3200)), table_uri
         g = dict(zip(t["id"].to_pylist(), t["g"].to_pylist()))
         assert (g[7], g[8], g[3011], g[3060], g[3150]) == ("seven", "1", "b", "merged", "merged"), table_uri
+
+
+def test_a_job_whose_commit_outcome_is_unknown_keeps_its_files(spark, server):
+    """The commit's manifest is written but every answer about it is lost, so the job
+    fails with its outcome unknown and Spark aborts it: the abort sees that the latest
+    version refers to the job's files and removes none of them."""
+    import lance_core
+    from s3_proxy import DROPPED, RESET, Faults
+
+    uri = "s3://bucket/spark-unknown.lance"
+    opts = server.options()
+    lance_core.write_dataset(spark.range(0, 100).toArrow(), uri, storage_options=opts)
+    second = "/_versions/18446744073709551613.manifest"  # version 2, as v2 manifest paths name it
+    faults = Faults().add(RESET, "PUT", second).add(DROPPED, "GET", second, times=2)
+    proxy = server.proxy(faults=faults)
+    retries = {"client_max_retries": "0", "client_backoff_initial_ms": "5"}
+    spark_opts = {f"storage.{k}": v for k, v in {**proxy.options(), **retries}.items()}
+    try:
+        with pytest.raises(Exception, match="OutcomeUnknownError|outcome unknown"):
+            spark.range(100, 150, numPartitions=2).write.format("lance").options(**spark_opts) \
+                .mode("append").save(uri)
+    finally:
+        proxy.close()
+    assert [k for k, _, _ in faults.injected] == [RESET, DROPPED, DROPPED], faults.injected
+    ds = lance.dataset(uri, storage_options=opts)
+    assert ds.version == 2
+    assert sorted(ds.to_table()["id"].to_pylist()) == list(range(150))
+
+
+def test_the_streaming_sink_commits_each_batch_once_when_answers_are_lost(spark, server, tmp_path):
+    """Every micro-batch's commit loses its answer (the manifest is written, the sink is
+    told 500, its retry meets 412): each batch is still one version, each row there once."""
+    import pyarrow as pa
+
+    import lance_core
+    from s3_proxy import LOST, Faults
+
+    src, dst = str(tmp_path / "src.lance"), "s3://bucket/spark-stream-lost.lance"
+    lance_core.write_dataset(pa.table({"id": pa.array(range(100), pa.int64())}), src)
+    for start in (100, 250):
+        lance_core.write_dataset(pa.table({"id": pa.array(range(start, start + 150), pa.int64())}), src,
+                                 mode="append")
+    faults = Faults().add(LOST, "PUT", "/_versions/", times=10)
+    proxy = server.proxy(faults=faults)
+    sink = {f"storage.{k}": v for k, v in {**proxy.options(), "client_backoff_initial_ms": "5"}.items()}
+    try:
+        q = (spark.readStream.format("lance").option("startingVersion", "1").option("maxRowsPerTrigger", "150")
+             .load(src).writeStream.format("lance").options(**sink)
+             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start(dst))
+        q.awaitTermination(180)
+    finally:
+        proxy.close()
+    assert faults.count(LOST) >= 3, faults.injected
+    ds = lance.dataset(dst, storage_options=server.options())
+    assert sorted(ds.to_table()["id"].to_pylist()) == list(range(400))
+    assert ds.version == len([p for p in q.recentProgress if p["numInputRows"]])

@@ -37,6 +37,7 @@ from .errors import (
     IncompatibleTransactionError,
     LanceError,
     LanceIOError,
+    OutcomeUnknownError,
     UnsupportedFeatureError,
 )
 
@@ -91,4 +92,5 @@ __all__ = [
     "CommitConflictError",
     "IncompatibleTransactionError",
     "LanceIOError",
+    "OutcomeUnknownError",
 ]

@@ -57,7 +57,17 @@ class IncompatibleTransactionError(CommitConflictError):
 
 
 class LanceIOError(LanceError, OSError):
-    """The storage backend failed (permissions, network, ...)."""
+    """The storage backend failed (permissions, network, ...). When a write fails so,
+    nothing was committed and it is safe to run it again; the one exception is
+    `OutcomeUnknownError`."""
+
+
+class OutcomeUnknownError(LanceIOError):
+    """A write (a commit, a tag) was sent but whether it happened cannot be told: the
+    store's answers were lost, even after retries, and reading back did not settle it. A
+    commit in this state may be a new version or none; the files it wrote are kept. Open
+    the table to see: a version whose transaction carries the operation's properties is
+    it. Not safe to run again blindly."""
 
 
 __all__ = [
@@ -71,4 +81,5 @@ __all__ = [
     "CommitConflictError",
     "IncompatibleTransactionError",
     "LanceIOError",
+    "OutcomeUnknownError",
 ]

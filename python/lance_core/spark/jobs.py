@@ -85,14 +85,37 @@ class JobFiles:
         return True
 
     def abort(self, known: List[str] = ()) -> None:
+        """Remove the job's files, unless the table's latest version refers to one of them
+        or cannot be read: a commit whose answer was lost (`OutcomeUnknownError`, which
+        Spark follows with a call here) may have happened, and its version must keep its
+        files. Files kept so are orphans at worst, which `cleanup_old_versions` removes."""
+        if self._maybe_committed(known):
+            return
         _lance_core._put_object(self.uri, self._marker(), b"aborted", self.storage_options)
         found = _lance_core._list_data_files(self.uri, self.prefix, self.storage_options)
         self.delete(list(known) + found, self.index_uuids)
 
+    def _maybe_committed(self, known: List[str]) -> bool:
+        """Whether the latest version refers to a file of this job, or cannot be read."""
+        try:
+            ds = dataset(self.uri, storage_options=self.storage_options)
+        except _errors.DatasetNotFoundError:
+            return False
+        except LanceError:
+            return True
+        ours = set(known)
+        for frag in ds.get_fragments():
+            for f in frag.data_files():
+                name = os.path.basename(f.path)
+                if name.startswith(self.prefix) or f.path in ours:
+                    return True
+        built = set(self.index_uuids)
+        return bool(built) and any(i["uuid"] in built for i in ds.list_indices())
+
     @contextmanager
     def removed_on_error(self):
         """The driver's side of a job: anything raised inside (a task's error, a failed
-        check, a lost commit) aborts the job's files, then goes on."""
+        check, a lost commit) aborts the job's files (see `abort`), then goes on."""
         try:
             yield self
         except BaseException:

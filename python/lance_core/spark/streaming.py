@@ -208,7 +208,7 @@ class LanceBatchWriter:
             commit_batch(self.uri, self.storage_options, existing, frags, spark_arrow, self.overwrite,
                          query_id, batch_id)
         except Exception:
-            files.delete(file_paths(frags))
+            files.abort(file_paths(frags))
             raise
 
 

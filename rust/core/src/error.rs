@@ -37,6 +37,11 @@ pub enum Error {
     /// The object store failed (permissions, network, ...).
     #[error("{path}: I/O error: {message}")]
     Io { path: String, message: String },
+    /// A write was sent but whether it happened cannot be told: its answer was lost and
+    /// reading the object back did not settle it. For a commit, the version may exist or
+    /// may not; the files it refers to are kept either way.
+    #[error("{path}: outcome unknown: {message}")]
+    OutcomeUnknown { path: String, message: String },
     /// Arrow rejected an array we built; always a bug or a corrupt file.
     #[error("arrow error: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),

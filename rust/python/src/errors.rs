@@ -17,6 +17,7 @@ fn exception_class(e: &Error) -> &'static str {
         Error::Conflict(_) => "CommitConflictError",
         Error::Incompatible(_) => "IncompatibleTransactionError",
         Error::Io { .. } => "LanceIOError",
+        Error::OutcomeUnknown { .. } => "OutcomeUnknownError",
     }
 }
 

@@ -55,7 +55,8 @@ impl PyStagedFiles {
     }
 
     /// Leaving normally keeps the files (they were committed); leaving by an exception
-    /// removes them. The exception goes on.
+    /// removes them, but when it is an `OutcomeUnknownError` (the commit may have
+    /// happened, and its version then refers to them). The exception goes on.
     fn __exit__(
         &mut self,
         py: Python<'_>,
@@ -65,13 +66,25 @@ impl PyStagedFiles {
     ) -> PyResult<bool> {
         guard(|| {
             if let Some(staged) = self.staged.take() {
-                if exc_type.is_some() {
-                    block_on(py, async move { staged.remove_all().await });
-                } else {
-                    staged.keep();
+                match exc_type {
+                    Some(t) if !is_outcome_unknown(py, &t)? => {
+                        block_on(py, async move { staged.remove_all().await })
+                    }
+                    _ => staged.keep(),
                 }
             }
             Ok(false)
         })
+    }
+}
+
+/// Whether `exc_type` is `lance_core.errors.OutcomeUnknownError` (or a subclass).
+fn is_outcome_unknown(py: Python<'_>, exc_type: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let unknown = py
+        .import("lance_core.errors")?
+        .getattr("OutcomeUnknownError")?;
+    match exc_type.cast::<pyo3::types::PyType>() {
+        Ok(t) => t.is_subclass(&unknown),
+        Err(_) => Ok(false),
     }
 }

@@ -8,6 +8,14 @@
 //! - `client_max_retries`: retries of a failed request (default 10);
 //! - `client_retry_timeout`: seconds after the first attempt past which no retry starts
 //!   (default 180);
+//! - `client_backoff_initial_ms`, `client_backoff_max_ms`, `client_backoff_base`: the wait
+//!   before the first retry (default 100 ms), its cap (15 000 ms), and the factor each
+//!   later wait may grow by (2; each wait is drawn at random up to that, so that writers
+//!   throttled together do not retry together).
+//!
+//! Throttling (`429`, `503 SlowDown`), server errors and dropped connections are retried
+//! so, reads and writes alike; a conditional write whose answer was lost is settled by
+//! reading it back (`Storage::create`), never by writing again blindly.
 //! - `connect_timeout`, `timeout`: object_store's (defaults 5 s and 30 s).
 //!
 //! On S3, a store with no credentials asks the instance metadata service, which is not on
@@ -21,7 +29,7 @@ use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreScheme, RetryConfig};
+use object_store::{BackoffConfig, ObjectStore, ObjectStoreScheme, RetryConfig};
 use url::Url;
 
 use super::StorageOptions;
@@ -112,12 +120,35 @@ fn retry_config(uri: &str, options: &StorageOptions) -> Result<RetryConfig> {
             ))
         })
     };
+    let defaults = BackoffConfig::default();
+    let millis = |key: &str, default: Duration| -> Result<Duration> {
+        Ok(number(key)?.map_or(default, Duration::from_millis))
+    };
+    let base = match options
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("client_backoff_base"))
+    {
+        None => defaults.base,
+        Some((_, v)) => match v.trim().parse::<f64>() {
+            Ok(b) if b >= 1.0 && b.is_finite() => b,
+            _ => {
+                return Err(Error::invalid(format!(
+                    "{uri}: storage option client_backoff_base must be a number of at least \
+                     1, got {v:?}"
+                )))
+            }
+        },
+    };
     Ok(RetryConfig {
         max_retries: number("client_max_retries")?.map_or(DEFAULT_MAX_RETRIES, |n| n as usize),
         retry_timeout: Duration::from_secs(
             number("client_retry_timeout")?.unwrap_or(DEFAULT_RETRY_TIMEOUT_SECS),
         ),
-        ..Default::default()
+        backoff: BackoffConfig {
+            init_backoff: millis("client_backoff_initial_ms", defaults.init_backoff)?,
+            max_backoff: millis("client_backoff_max_ms", defaults.max_backoff)?,
+            base,
+        },
     })
 }
 
@@ -174,7 +205,8 @@ pub fn network_failure(e: &object_store::Error, endpoint: Option<&str>) -> Optio
         _ if all.contains("dns error") || all.contains("failed to lookup address") => {
             "cannot resolve the host name (DNS lookup failed)"
         }
-        _ if all.contains("timed out") || all.contains("timeout") => "timed out",
+        // Not "timeout" alone: every retry error names its `retry_timeout` setting.
+        _ if all.contains("timed out") => "timed out",
         _ if all.contains("error sending request") || all.contains("connection") => {
             "could not reach the server"
         }
@@ -241,6 +273,23 @@ mod tests {
         );
         let r = retry_config("s3://b/t", &StorageOptions::new()).unwrap();
         assert_eq!(r.max_retries, DEFAULT_MAX_RETRIES);
+        assert_eq!(r.backoff.init_backoff, Duration::from_millis(100));
+        let opts: StorageOptions = [
+            ("client_backoff_initial_ms", "20"),
+            ("client_backoff_max_ms", "500"),
+            ("client_backoff_base", "3"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let b = retry_config("s3://b/t", &opts).unwrap().backoff;
+        assert_eq!(
+            (b.init_backoff, b.max_backoff, b.base),
+            (Duration::from_millis(20), Duration::from_millis(500), 3.0)
+        );
+        let slow: StorageOptions = [("client_backoff_base".to_string(), "0.5".to_string())].into();
+        let err = retry_config("s3://b/t", &slow).unwrap_err().to_string();
+        assert!(err.contains("client_backoff_base"), "{err}");
         let bad: StorageOptions = [("client_max_retries".to_string(), "many".to_string())].into();
         let err = retry_config("s3://b/t", &bad).unwrap_err().to_string();
         assert!(err.contains("client_max_retries"), "{err}");

@@ -21,6 +21,32 @@ pub use batched::ReadBatcher;
 pub use local::file_names as local_file_names;
 pub use uri::StorageOptions;
 
+/// What `Storage::create` found.
+#[derive(Debug)]
+pub enum Created {
+    /// The object holds the bytes given: this call made it (or one of its attempts did).
+    Ours,
+    /// The object was there with other bytes, given here.
+    Exists(Bytes),
+}
+
+/// Whether the store refused a write outright, so that it certainly did not happen
+/// (permissions, credentials, a missing bucket, a bad path), rather than failing in a
+/// way that leaves its outcome open (a server error, a lost connection, a timeout).
+fn refused(e: &object_store::Error) -> bool {
+    use object_store::Error as E;
+    matches!(
+        e,
+        E::PermissionDenied { .. }
+            | E::Unauthenticated { .. }
+            | E::NotFound { .. }
+            | E::NotImplemented { .. }
+            | E::NotSupported { .. }
+            | E::InvalidPath { .. }
+            | E::UnknownConfigurationKey { .. }
+    )
+}
+
 /// A file a listing found (see `Storage::list_files`).
 #[derive(Clone, Debug)]
 pub struct Listed {
@@ -418,21 +444,45 @@ impl Storage {
         Ok(())
     }
 
-    /// Write an object only if none exists there yet: the atomic step of a commit.
-    /// Returns false when another writer got there first.
-    pub async fn put_if_absent(&self, path: &Path, data: Bytes) -> Result<bool> {
+    /// Create the object at `path` holding `data` only if none is there yet: the atomic
+    /// step of a commit. On an object store the answer can be lost after the object was
+    /// made (a `500` for a write that happened; a retry then meets the object its first
+    /// attempt made and gets `412`), so any answer but "created" is checked by reading the
+    /// object back: holding `data`, it is ours; holding other bytes, it is returned for the
+    /// caller to judge (another writer's, or an earlier attempt of the caller's with other
+    /// bytes). An error that leaves the object absent, or that the read cannot settle, is
+    /// `Error::OutcomeUnknown`; an answer that refuses the write (permissions, no bucket)
+    /// is an ordinary error.
+    pub async fn create(&self, path: &Path, data: Bytes) -> Result<Created> {
         let opts = object_store::PutOptions {
             mode: object_store::PutMode::Create,
             ..Default::default()
         };
         let bytes = data.len() as u64;
-        let put = self.store.put_opts(path, data.into(), opts).await;
+        let put = self.store.put_opts(path, data.clone().into(), opts).await;
         self.stats.wrote(1, bytes);
-        match put {
-            Ok(_) => Ok(true),
+        let failure = match put {
+            Ok(_) => return Ok(Created::Ours),
             Err(object_store::Error::AlreadyExists { .. })
-            | Err(object_store::Error::Precondition { .. }) => Ok(false),
-            Err(e) => Err(self.map_err(path, e)),
+            | Err(object_store::Error::Precondition { .. }) => None,
+            Err(e) if refused(&e) => return Err(self.map_err(path, e)),
+            Err(e) => Some(self.map_err(path, e)),
+        };
+        let unknown = |why: String| Error::OutcomeUnknown {
+            path: self.display(path),
+            message: why,
+        };
+        match self.get(path).await {
+            Ok(found) if found == data => Ok(Created::Ours),
+            Ok(found) => Ok(Created::Exists(found)),
+            Err(Error::NotFound { .. }) => Err(unknown(match failure {
+                Some(e) => format!("the write failed ({e}) and the object is not there"),
+                None => "the store said the object exists, yet it is not there".into(),
+            })),
+            Err(read) => Err(unknown(format!(
+                "{}; reading it back to see whether it was made failed too: {read}",
+                failure.map_or("the store said the object exists".into(), |e| e.to_string())
+            ))),
         }
     }
 
@@ -722,5 +772,26 @@ mod split_tests {
         assert_eq!(split_uri("f.lance").unwrap(), (".", "f.lance"));
         assert_eq!(split_uri("/f.lance").unwrap(), ("/", "f.lance"));
         assert!(split_uri("").is_err());
+    }
+
+    /// A create that meets the bytes it was given (an earlier attempt's, whose answer was
+    /// lost) made the object; other bytes are someone else's, handed back.
+    #[tokio::test]
+    async fn a_create_knows_its_own_object() {
+        let storage = Storage::open("memory://create", &StorageOptions::new()).unwrap();
+        let path = storage.path("_versions/1.manifest");
+        let ours = Bytes::from_static(b"ours");
+        assert!(matches!(
+            storage.create(&path, ours.clone()).await.unwrap(),
+            Created::Ours
+        ));
+        assert!(matches!(
+            storage.create(&path, ours.clone()).await.unwrap(),
+            Created::Ours
+        ));
+        match storage.create(&path, Bytes::from_static(b"theirs")).await {
+            Ok(Created::Exists(found)) => assert_eq!(found, ours),
+            other => panic!("expected the existing object, got {other:?}"),
+        }
     }
 }

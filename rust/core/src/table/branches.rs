@@ -16,7 +16,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::storage::Storage;
+use crate::storage::{Created, Storage};
 
 /// The name that means "no branch": the table's main line of versions.
 pub const MAIN: &str = "main";
@@ -259,13 +259,15 @@ pub async fn record_branch(
     };
     let bytes = serde_json::to_vec_pretty(&contents)
         .map_err(|e| Error::io(root.uri(), format!("cannot write a branch: {e}")))?;
-    if !root
-        .put_if_absent(&contents_path(root, name), Bytes::from(bytes))
+    // Contents holding exactly these bytes are this call's (an attempt whose answer was
+    // lost made them).
+    match root
+        .create(&contents_path(root, name), Bytes::from(bytes))
         .await?
     {
-        return Err(already_exists(root, name));
+        Created::Ours => Ok(contents),
+        Created::Exists(_) => Err(already_exists(root, name)),
     }
-    Ok(contents)
 }
 
 pub fn already_exists(root: &Storage, name: &str) -> Error {

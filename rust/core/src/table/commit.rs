@@ -11,7 +11,8 @@ use prost::Message;
 
 use super::features::{unknown_reader_flags, BASE_PATHS, DELETION_FILES, STABLE_ROW_IDS};
 use super::manifest::decode_manifest;
-use super::transaction::read::transaction_at;
+use super::manifest::decode_manifest_as;
+use super::transaction::read::{transaction_at, TransactionPlace};
 use super::transaction::{resolve, Operation, Resolution, Staged};
 use super::versions::{
     detached_version, latest_version, write_hint, ManifestLocation, NamingScheme,
@@ -22,7 +23,7 @@ use crate::proto::table::{
     data_fragment::RowIdSequence as RowIdSeq, manifest, u64_segment, DataFragment, Manifest,
     RowIdSequence, Transaction, U64Segment,
 };
-use crate::storage::Storage;
+use crate::storage::{Created, Storage};
 
 /// Attempts before giving up when other writers keep committing first.
 const MAX_ATTEMPTS: usize = 40;
@@ -90,74 +91,16 @@ async fn commit_loop(
         return commit_detached(storage, op, opts, &txn).await;
     }
 
+    // Versions this commit tried to create without learning whether it did.
+    let mut unsettled = Unsettled::default();
     let mut checked = read_version;
     for attempt in 0..MAX_ATTEMPTS {
-        // The latest version, and what happened since we last looked.
-        let latest = match latest_version(storage).await {
-            Ok(loc) => Some(loc),
-            Err(Error::NotFound { .. }) => None,
-            Err(e) => return Err(e),
-        };
-        let (base, base_bytes, scheme) = match (&latest, &opts.read_manifest) {
-            (Some(loc), Some((m, bytes))) if m.version == loc.version => {
-                (Some((**m).clone()), bytes.clone(), loc.scheme)
-            }
-            (Some(loc), _) => {
-                let bytes = storage.get(&loc.path).await?;
-                let m = decode_manifest(&bytes, &storage.display(&loc.path))?;
-                (Some(m), bytes, loc.scheme)
-            }
-            (None, _) => (None, Bytes::new(), NamingScheme::V2),
-        };
-        if let (Some(_), Operation::Clone { .. }) = (&base, op) {
-            return Err(Error::invalid(format!(
-                "Dataset already exists: {}",
-                storage.uri()
-            )));
+        let step = next_version(storage, op, opts, &txn, &mut checked, unsettled.version()).await;
+        if let Some(committed) = unsettled.settle(storage, step)? {
+            return Ok(committed);
         }
-        if let Some(b) = &base {
-            if opts.read_version.is_none() && !matches!(op, Operation::Overwrite { .. }) {
-                return Err(Error::invalid(format!(
-                    "{}: a dataset already exists here",
-                    storage.uri()
-                )));
-            }
-            let unknown = unknown_reader_flags(b.writer_feature_flags);
-            if unknown != 0 {
-                return Err(Error::unsupported(storage.uri(), format!("dataset needs writer features this writer does not know (flags {unknown:#x})")));
-            }
-            check_since(storage, op, read_version, checked + 1..=b.version).await?;
-            checked = b.version;
-        }
-        let version = match op {
-            // A clone starts at the version it was made from.
-            Operation::Clone { ref_version, .. } => *ref_version,
-            _ => base.as_ref().map_or(1, |b| b.version + 1),
-        };
-        let file = build_manifest(
-            storage,
-            op,
-            base,
-            base_bytes,
-            (version, version),
-            opts,
-            &txn,
-        )
-        .await?;
-        let path = storage.path(&format!("{VERSIONS_DIR}/{}", scheme.file_name(version)));
-        if storage.put_if_absent(&path, file.clone()).await? {
-            let location = ManifestLocation {
-                version,
-                path,
-                size: Some(file.len() as u64),
-                scheme,
-            };
-            return Ok(Committed {
-                location,
-                bytes: file,
-            });
-        }
-        // Another writer took this version: back off a little, then rebase.
+        // Another writer took this version, or the store failed: back off a little, then
+        // look again.
         let jitter = (uuid.as_bytes()[attempt % uuid.len()] as u64 % 20) + 5 * attempt as u64;
         tokio::time::sleep(Duration::from_millis(jitter)).await;
     }
@@ -165,6 +108,203 @@ async fn commit_loop(
         "{}: gave up committing after {MAX_ATTEMPTS} attempts: other writers kept committing first",
         storage.uri()
     )))
+}
+
+/// Times a commit tries a version whose creation it could not settle before it reports
+/// its outcome as unknown (each try already spent the store client's own retries).
+const MAX_UNSETTLED: usize = 5;
+
+/// The version a commit last tried to create without learning whether it did (the
+/// store's answer was lost and reading it back did not tell), and how many tries ended
+/// so. Both commit loops follow its rule: such a version is tried again or found to be
+/// another writer's before the commit goes on, and from then on no failure may be
+/// reported as "not applied".
+#[derive(Default)]
+struct Unsettled {
+    last: Option<(u64, String)>,
+    tries: usize,
+}
+
+impl Unsettled {
+    /// The version that may be this commit's.
+    fn version(&self) -> Option<u64> {
+        self.last.as_ref().map(|(v, _)| *v)
+    }
+
+    /// What one try found: the commit done, another try (None), or the commit's error.
+    fn settle(&mut self, storage: &Storage, step: Result<Claim>) -> Result<Option<Committed>> {
+        match step {
+            Ok(Claim::Ours(committed)) => Ok(Some(committed)),
+            Ok(Claim::Taken) => {
+                self.last = None;
+                Ok(None)
+            }
+            Ok(Claim::Unsettled { version, path, why }) => {
+                self.tries += 1;
+                if self.tries > MAX_UNSETTLED {
+                    return Err(outcome_unknown(storage, &path, &why));
+                }
+                self.last = Some((version, path));
+                Ok(None)
+            }
+            Err(e) => match &self.last {
+                Some((_, path)) => Err(outcome_unknown(storage, path, &e.to_string())),
+                None => Err(e),
+            },
+        }
+    }
+}
+
+fn outcome_unknown(storage: &Storage, path: &str, why: &str) -> Error {
+    Error::OutcomeUnknown {
+        path: path.to_string(),
+        message: format!(
+            "this commit to {} may or may not have created that version ({why}); the files \
+             it wrote are kept. Open the table to see: a version whose transaction carries \
+             this operation's properties is it",
+            storage.uri()
+        ),
+    }
+}
+
+/// What trying one version found.
+enum Claim {
+    /// The version is this commit's: created now, or by an attempt whose answer was lost.
+    Ours(Committed),
+    /// Another writer's commit holds it.
+    Taken,
+    /// Whether it was created is not known (`Error::OutcomeUnknown` from the store, which
+    /// names the manifest's `path` and says `why`).
+    Unsettled {
+        version: u64,
+        path: String,
+        why: String,
+    },
+}
+
+/// One try of the commit loop: find the latest version, check what was committed since
+/// `checked` against `op`, build the next manifest and try to create it.
+async fn next_version(
+    storage: &Storage,
+    op: &Operation,
+    opts: &CommitOptions,
+    txn: &(String, Vec<u8>),
+    checked: &mut u64,
+    unsettled: Option<u64>,
+) -> Result<Claim> {
+    let read_version = opts.read_version.unwrap_or(0);
+    // The latest version, and what happened since we last looked.
+    let latest = match latest_version(storage).await {
+        Ok(loc) => Some(loc),
+        Err(Error::NotFound { .. }) => None,
+        Err(e) => return Err(e),
+    };
+    // A version an earlier try may have created is this commit, if its transaction is
+    // ours: it must not be applied again on top of itself.
+    if let (Some(version), Some(loc)) = (unsettled, &latest) {
+        if version <= loc.version {
+            let at = super::versions::locate_version(storage, version).await?;
+            let bytes = storage.get(&at.path).await?;
+            if holds_transaction(storage, &at.path, &bytes, &txn.0)? {
+                return Ok(Claim::Ours(Committed {
+                    location: ManifestLocation {
+                        size: Some(bytes.len() as u64),
+                        ..at
+                    },
+                    bytes,
+                }));
+            }
+        }
+    }
+    let (base, base_bytes, scheme) = match (&latest, &opts.read_manifest) {
+        (Some(loc), Some((m, bytes))) if m.version == loc.version => {
+            (Some((**m).clone()), bytes.clone(), loc.scheme)
+        }
+        (Some(loc), _) => {
+            let bytes = storage.get(&loc.path).await?;
+            let m = decode_manifest(&bytes, &storage.display(&loc.path))?;
+            (Some(m), bytes, loc.scheme)
+        }
+        (None, _) => (None, Bytes::new(), NamingScheme::V2),
+    };
+    if let (Some(_), Operation::Clone { .. }) = (&base, op) {
+        return Err(Error::invalid(format!(
+            "Dataset already exists: {}",
+            storage.uri()
+        )));
+    }
+    if let Some(b) = &base {
+        if opts.read_version.is_none() && !matches!(op, Operation::Overwrite { .. }) {
+            return Err(Error::invalid(format!(
+                "{}: a dataset already exists here",
+                storage.uri()
+            )));
+        }
+        let unknown = unknown_reader_flags(b.writer_feature_flags);
+        if unknown != 0 {
+            return Err(Error::unsupported(
+                storage.uri(),
+                format!(
+                    "dataset needs writer features this writer does not know (flags {unknown:#x})"
+                ),
+            ));
+        }
+        check_since(storage, op, read_version, *checked + 1..=b.version).await?;
+        *checked = b.version;
+    }
+    let version = match op {
+        // A clone starts at the version it was made from.
+        Operation::Clone { ref_version, .. } => *ref_version,
+        _ => base.as_ref().map_or(1, |b| b.version + 1),
+    };
+    let file = build_manifest(storage, op, base, base_bytes, (version, version), opts, txn).await?;
+    let path = storage.path(&format!("{VERSIONS_DIR}/{}", scheme.file_name(version)));
+    claim(storage, path, (version, scheme), file, &txn.0).await
+}
+
+/// Create the manifest `file` of `version` at `path` unless a manifest is there; one
+/// found there is this commit's when it records this commit's transaction file
+/// `txn_name` (an earlier attempt made it and its answer was lost).
+async fn claim(
+    storage: &Storage,
+    path: object_store::path::Path,
+    (version, scheme): (u64, NamingScheme),
+    file: Bytes,
+    txn_name: &str,
+) -> Result<Claim> {
+    let bytes = match storage.create(&path, file.clone()).await {
+        Ok(Created::Ours) => file,
+        Ok(Created::Exists(found)) if holds_transaction(storage, &path, &found, txn_name)? => found,
+        Ok(Created::Exists(_)) => return Ok(Claim::Taken),
+        Err(Error::OutcomeUnknown { path, message }) => {
+            return Ok(Claim::Unsettled {
+                version,
+                path,
+                why: message,
+            })
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(Claim::Ours(Committed {
+        location: ManifestLocation {
+            version,
+            path,
+            size: Some(bytes.len() as u64),
+            scheme,
+        },
+        bytes,
+    }))
+}
+
+/// Whether the manifest file `bytes` (at `path`) records the transaction file `txn_name`.
+fn holds_transaction(
+    storage: &Storage,
+    path: &object_store::path::Path,
+    bytes: &Bytes,
+    txn_name: &str,
+) -> Result<bool> {
+    let place: TransactionPlace = decode_manifest_as(bytes, &storage.display(path))?;
+    Ok(place.transaction_file == txn_name)
 }
 
 /// Commit `op` as a detached version: built on the version read (which may be detached
@@ -189,35 +329,32 @@ async fn commit_detached(
             storage.uri()
         )));
     }
+    // A number whose creation could not be settled is tried again, never left for a new
+    // one: two detached versions of one commit would be two copies of it.
+    let mut unsettled = Unsettled::default();
     for _ in 0..MAX_ATTEMPTS {
-        let version = detached_version();
+        let version = unsettled.version().unwrap_or_else(detached_version);
         // Built as the version after the one read (new rows' lineage says so), numbered
         // as detached.
         let after = (base.version & !DETACHED_VERSION_MASK) + 1;
-        let base = Some((**base).clone());
-        let file = build_manifest(
-            storage,
-            op,
-            base,
-            base_bytes.clone(),
-            (after, version),
-            opts,
-            txn,
-        )
-        .await?;
-        let name = NamingScheme::V2.file_name(version);
-        let path = storage.path(&format!("{VERSIONS_DIR}/{name}"));
-        if storage.put_if_absent(&path, file.clone()).await? {
-            let location = ManifestLocation {
-                version,
-                path,
-                size: Some(file.len() as u64),
-                scheme: NamingScheme::V2,
-            };
-            return Ok(Committed {
-                location,
-                bytes: file,
-            });
+        let step = async {
+            let base = Some((**base).clone());
+            let file = build_manifest(
+                storage,
+                op,
+                base,
+                base_bytes.clone(),
+                (after, version),
+                opts,
+                txn,
+            )
+            .await?;
+            let name = NamingScheme::V2.file_name(version);
+            let path = storage.path(&format!("{VERSIONS_DIR}/{name}"));
+            claim(storage, path, (version, NamingScheme::V2), file, &txn.0).await
+        };
+        if let Some(committed) = unsettled.settle(storage, step.await)? {
+            return Ok(committed);
         }
     }
     Err(Error::Conflict(format!(

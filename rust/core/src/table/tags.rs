@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::branches::{branch_storage, normalize};
 use super::versions::locate_version;
 use crate::error::{Error, Result};
-use crate::storage::Storage;
+use crate::storage::{Created, Storage};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -137,16 +137,18 @@ pub async fn create_tag(
         manifest_size: Some(manifest_size(root, branch, version).await?),
         metadata: BTreeMap::new(),
     };
-    if !root
-        .put_if_absent(&tag_path(root, name), encode(root, &tag)?)
+    // A tag holding exactly these bytes (its creation time included) is this call's,
+    // made by an attempt whose answer was lost.
+    match root
+        .create(&tag_path(root, name), encode(root, &tag)?)
         .await?
     {
-        return Err(Error::invalid(format!(
+        Created::Ours => Ok(()),
+        Created::Exists(_) => Err(Error::invalid(format!(
             "{}: tag '{name}' already exists",
             root.uri()
-        )));
+        ))),
     }
-    Ok(())
 }
 
 /// Point tag `name` (which must exist) at `branch`'s version `version`.

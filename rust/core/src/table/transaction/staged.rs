@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use object_store::path::Path;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::proto::table::{DataFragment, DeletionFile};
 use crate::storage::Storage;
 use crate::table::deletion::deletion_file_name;
@@ -73,21 +73,41 @@ impl Staged {
     /// Run `work`, which stages files here; when it fails, remove every staged file before
     /// returning its error.
     pub async fn guard<T>(&self, work: impl Future<Output = Result<T>>) -> Result<T> {
-        let result = work.await;
-        if result.is_err() {
-            self.remove_all().await;
+        match work.await {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.fail(e).await),
         }
-        result
     }
 
     /// End of the attempt: on success the files are the version's (kept); on an error
-    /// they are nobody's (removed).
+    /// they are nobody's (removed), unless the commit's outcome is unknown: a version
+    /// may then refer to them, so they stay.
     pub async fn settle<T>(self, result: Result<T>) -> Result<T> {
-        match &result {
-            Ok(_) => self.keep(),
-            Err(_) => self.remove_all().await,
+        match result {
+            Ok(v) => {
+                self.keep();
+                Ok(v)
+            }
+            Err(e) => Err(self.fail(e).await),
         }
-        result
+    }
+
+    /// Remove every staged file of an attempt that failed with `e` (but when its commit's
+    /// outcome is unknown); a store's failure is said to have changed nothing, so that
+    /// the caller knows it may run it again.
+    async fn fail(&self, e: Error) -> Error {
+        if let Error::OutcomeUnknown { .. } = e {
+            self.lock().clear();
+            return e;
+        }
+        self.remove_all().await;
+        match e {
+            Error::Io { path, message } => Error::Io {
+                path,
+                message: format!("{message} (nothing was committed: safe to retry)"),
+            },
+            other => other,
+        }
     }
 
     /// The files now belong to a committed version, or to a caller that commits them
