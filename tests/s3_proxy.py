@@ -100,6 +100,24 @@ class Faults:
         with self._lock:
             return sum(1 for k, _, _ in self.injected if k == kind)
 
+    def kinds(self) -> set:
+        """The kinds injected so far."""
+        with self._lock:
+            return {k for k, _, _ in self.injected}
+
+
+def every_kind(seed: int) -> Faults:
+    """Faults for a write: each kind at least once on requests every writer of a table
+    makes (its first reads, its transaction file's write three times over, reading the
+    latest manifest, which a new table has none of, and writing the new one), and about
+    two requests in five failing at random besides."""
+    rates = {THROTTLE: 0.1, ERROR: 0.05, LOST: 0.1, RESET: 0.05, DROPPED: 0.05, SLOW: 0.03, TRUNCATED: 0.1}
+    faults = Faults(seed=seed, rates=rates, slow_delay=0.05)
+    faults.add(THROTTLE, "GET", "/bucket").add(SLOW, "GET", "/bucket")
+    faults.add(ERROR, "PUT", "/_transactions/").add(LOST, "PUT", "/_transactions/")
+    faults.add(TRUNCATED, "GET", "/_versions/").add(DROPPED, "GET", "/_versions/")
+    return faults.add(RESET, "PUT", "/_versions/")
+
 
 class CountingProxy:
     """Forwards every request to `upstream` (host, port), recording (method, path, query, range),

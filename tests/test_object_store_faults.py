@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 import lance_core
-from s3_proxy import (DROPPED, ERROR, LOST, RESET, SLOW, THROTTLE, TRUNCATED, Faults, S3Server)
+from s3_proxy import (DROPPED, ERROR, KINDS, LOST, RESET, SLOW, THROTTLE, TRUNCATED, Faults, S3Server, every_kind)
 
 # Retries start small here (the default waits 100 ms first) to keep the tests quick.
 FAST_RETRIES = {"client_backoff_initial_ms": "5", "client_backoff_max_ms": "100"}
@@ -146,17 +146,14 @@ def test_a_commit_whose_answer_is_lost_is_applied_once(server, tmp_path, name, k
 
 
 @pytest.mark.parametrize("name", list(WRITERS))
-def test_every_writer_survives_faults_anywhere(server, tmp_path, name):
-    """Faults at random on every request (reads, data files, transactions, manifests)."""
+def test_every_writer_survives_every_fault_kind(server, tmp_path, name):
+    """Each kind of fault on a request every writer makes, and faults at random on every
+    request (reads, data files, transactions, manifests)."""
     uri, local, op = _prepare_both(server, tmp_path, name)
-    # About two requests in five fail, so that each operation meets several faults.
-    rates = {THROTTLE: 0.1, ERROR: 0.05, LOST: 0.1, RESET: 0.05, DROPPED: 0.05, SLOW: 0.03, TRUNCATED: 0.1}
-    faults = Faults(seed=sum(map(ord, name)), rates=rates, slow_delay=0.05)
-    # And at least these two, however the draws fall.
-    faults.add(THROTTLE, "GET").add(LOST, "PUT", "/_transactions/")
+    faults = every_kind(seed=sum(map(ord, name)))
     with _through(server, faults) as opts:
         op(uri, opts)
-    assert len(faults.injected) >= 2, faults.injected
+    assert faults.kinds() >= set(KINDS) - ({TRUNCATED, DROPPED} if name == "create" else set()), faults.injected
     op(local, None)
     _check_same(uri, server.options(), local)
 

@@ -116,3 +116,27 @@ def test_the_streaming_sink_commits_each_batch_once_when_answers_are_lost(spark,
     ds = lance.dataset(dst, storage_options=server.options())
     assert sorted(ds.to_table()["id"].to_pylist()) == list(range(400))
     assert ds.version == len([p for p in q.recentProgress if p["numInputRows"]])
+
+
+def test_a_spark_write_survives_every_fault_kind(spark, server):
+    """A distributed append (tasks writing fragments, the driver committing them) through
+    a store failing each kind of request at least once, and many at random."""
+    import lance_core
+    from s3_proxy import KINDS, every_kind
+
+    uri = "s3://bucket/spark-faults.lance"
+    lance_core.write_dataset(spark.range(0, 1000).toArrow(), uri, storage_options=server.options())
+    faults = every_kind(seed=5)
+    proxy = server.proxy(faults=faults)
+    client = {"client_backoff_initial_ms": "5", "client_backoff_max_ms": "100"}
+    spark_opts = {f"storage.{k}": v for k, v in {**proxy.options(), **client}.items()}
+    try:
+        spark.range(1000, 3000, numPartitions=4).write.format("lance").options(**spark_opts) \
+            .mode("append").save(uri)
+    finally:
+        proxy.close()
+    assert faults.kinds() == set(KINDS), faults.injected
+    for ds in (lance.dataset(uri, storage_options=server.options()),
+               lance_core.dataset(uri, storage_options=server.options())):
+        assert ds.version == 2
+        assert sorted(ds.to_table()["id"].to_pylist()) == list(range(3000))
