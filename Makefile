@@ -20,7 +20,7 @@ setup: $(VENV)/.installed
 # maturin builds the Rust extension (release profile, cargo's progress shown) and installs
 # it in editable mode with the test extras; `cargo test --release` then reuses the same
 # compiled dependencies, so the workspace's dependencies are compiled once. java/build.sh
-# then builds the JVM reader (the JNI library and the jar, against pyspark's jars) into
+# then builds the JVM reader (the jar, against pyspark's jars, carrying the JNI library) into
 # python/lance_core/jars/, where the editable install sees it and a wheel picks it up.
 $(VENV)/.installed: $(SOURCES)
 	test -x $(PY) || python3 -m venv $(VENV)

@@ -3,8 +3,9 @@ lance_core doing all the Lance work (no jar from Maven, no pylance).
 
 1. Generates a dataset of events (ids, amounts, users, categories, embeddings) with
    `lance_core.write_dataset`.
-2. Starts local Spark (`local[*]`) with the `lance` data source: the JVM reader shipped in
-   the wheel for reads, the Python data source for writes and streams.
+2. Starts Spark (`local[*]`, or the cluster `--master` names) with the `lance` data
+   source: the JVM reader shipped in the wheel for reads, the Python data source for
+   writes and streams.
 3. Reads the events through the data source (filter pushed down) and aggregates per
    category.
 4. Times a selective filter (`id IN (...)`) through the data source, builds a BTREE index
@@ -24,6 +25,10 @@ lance_core doing all the Lance work (no jar from Maven, no pylance).
 Versions, row counts and timings are printed as it goes.
 
     python examples/main_job.py [--rows 2000000] [--stream-batches 8] [--dir /tmp/lance_core_main_job]
+                                [--master spark://host:7077]
+
+On a cluster, `--dir` must be a path every executor sees the same (a shared file system,
+or an object store URI's local stand-in on a one-machine cluster).
 """
 
 from __future__ import annotations
@@ -89,7 +94,7 @@ def index_stage(spark, uri: str, rows: int) -> bool:
     from lance_core.spark import create_scalar_index
 
     # A few ids from one stretch of the table: the index rules out the other fragments.
-    picks = sorted({rows // 2 + 12_345 + k * 1_009 for k in range(8)} & set(range(rows)))
+    picks = sorted({rows // 2 + (12_345 + k * 1_009) % max(rows // 4, 1) for k in range(8)})
     where = f"id IN ({', '.join(map(str, picks))})"
 
     def lookup():
@@ -204,6 +209,7 @@ def main() -> int:
     ap.add_argument("--stream-batches", type=int, default=8)
     ap.add_argument("--stream-rows-per-batch", type=int, default=50_000)
     ap.add_argument("--dir", default=os.path.join(os.environ.get("TMPDIR", "/tmp"), "lance_core_main_job"))
+    ap.add_argument("--master", default="local[*]", help="Spark's master URL (a standalone cluster: spark://host:port)")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     events_uri = os.path.join(args.dir, "events.lance")
@@ -215,7 +221,7 @@ def main() -> int:
     log(f"    {describe(events)} ({time.time() - t0:.1f}s)")
 
     t = time.time()
-    log("2/9 starting local Spark")
+    log(f"2/9 starting Spark ({args.master})")
     # Spark's Python workers run this interpreter (where lance_core is installed).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession, functions as F
@@ -226,7 +232,7 @@ def main() -> int:
     # The JVM reader's jar (shipped in the wheel) on the classpath: `format("lance")` reads
     # on the JVM; writes and streams go to the Python data source.
     spark = lance_core.spark.session(
-        SparkSession.builder.master("local[*]").appName("lance_core main job")
+        SparkSession.builder.master(args.master).appName("lance_core main job")
         .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
         .config("spark.ui.showConsoleProgress", "false"))
     spark.sparkContext.setLogLevel("ERROR")

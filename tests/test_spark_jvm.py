@@ -287,32 +287,55 @@ def java_check(jar: str, extra_props=()) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-def test_native_library_missing_or_from_another_build(tmp_path):
+def _rewritten_jar(jar: str, to: str, change) -> str:
+    """A copy of `jar` at `to` with each entry's bytes passed through `change(name, data)`
+    (None drops the entry)."""
+    os.makedirs(os.path.dirname(to), exist_ok=True)
+    with zipfile.ZipFile(jar) as src, zipfile.ZipFile(to, "w", zipfile.ZIP_DEFLATED) as dst:
+        for item in src.infolist():
+            data = change(item.filename, src.read(item.filename))
+            if data is not None:
+                dst.writestr(item, data)
+    return to
+
+
+def test_native_library_comes_from_the_jar(tmp_path):
+    """The jar alone is enough (an executor on a cluster has nothing else): its library is
+    extracted once into a directory named by its SHA-256, and loaded from there."""
     jar = lance_core.spark.jar_path()
-    ok = java_check(jar)
-    assert ok.returncode == 0 and ok.stdout.startswith("ok "), ok.stdout + ok.stderr
-    # The jar alone, without its library beside it.
     alone = str(tmp_path / "alone" / "lance-core-spark.jar")
     os.makedirs(os.path.dirname(alone))
     shutil.copy(jar, alone)
-    missing = java_check(alone)
-    assert missing.returncode == 1 and "liblance_core_jni.so is missing" in missing.stdout, missing.stdout
+    tmp = tmp_path / "tmpdir"
+    tmp.mkdir()
+    for _ in range(2):  # extracted by the first JVM, reused by the second
+        ok = java_check(alone, [f"-Djava.io.tmpdir={tmp}"])
+        assert ok.returncode == 0 and ok.stdout.startswith("ok "), ok.stdout + ok.stderr
+    with zipfile.ZipFile(jar) as z:
+        sha = z.read("lance_core/spark/native/liblance_core_jni.so.sha256").decode().strip()
+    extracted = tmp / f"lance_core-{sha[:16]}" / "liblance_core_jni.so"
+    assert ok.stdout.split()[1] == str(extracted)
+    assert sorted(os.listdir(extracted.parent)) == ["liblance_core_jni.so"]  # no part file left
+    assert not os.path.exists(os.path.join(os.path.dirname(jar), "liblance_core_jni.so"))  # one copy
+
+
+def test_native_library_missing_or_from_another_build(tmp_path):
+    jar = lance_core.spark.jar_path()
+    # A jar without its library.
+    bare = _rewritten_jar(jar, str(tmp_path / "bare" / "lance-core-spark.jar"),
+                          lambda name, data: None if name.endswith("liblance_core_jni.so") else data)
+    missing = java_check(bare, [f"-Djava.io.tmpdir={tmp_path}"])
+    assert missing.returncode == 1 and "carries no native library" in missing.stdout, missing.stdout
     # A jar from another build: its expected version differs from the library's.
-    other = str(tmp_path / "other" / "lance-core-spark.jar")
-    os.makedirs(os.path.dirname(other))
-    with zipfile.ZipFile(jar) as src, zipfile.ZipFile(other, "w") as dst:
-        for item in src.infolist():
-            data = src.read(item.filename)
-            if item.filename == "lance_core/spark/native.version":
-                data = b"0.0.1-elsewhere\n"
-            dst.writestr(item, data)
-    library = os.path.join(os.path.dirname(jar), "liblance_core_jni.so")
-    os.symlink(library, os.path.join(os.path.dirname(other), "liblance_core_jni.so"))
-    mismatch = java_check(other)
+    other = _rewritten_jar(jar, str(tmp_path / "other" / "lance-core-spark.jar"),
+                           lambda name, data: b"0.0.1-elsewhere\n" if name == "lance_core/spark/native.version" else data)
+    mismatch = java_check(other, [f"-Djava.io.tmpdir={tmp_path}"])
     assert mismatch.returncode == 1 and "different builds" in mismatch.stdout and "0.0.1-elsewhere" in mismatch.stdout
-    # Not lance_core's library at all.
-    bogus = java_check(jar, ["-Dlance_core.native_library=" + str(tmp_path / "alone" / "lance-core-spark.jar")])
+    # Not lance_core's library at all; a library that is not there.
+    bogus = java_check(jar, ["-Dlance_core.native_library=" + jar])
     assert bogus.returncode == 1 and "cannot load its native library" in bogus.stdout, bogus.stdout
+    gone = java_check(jar, ["-Dlance_core.native_library=" + str(tmp_path / "nowhere.so")])
+    assert gone.returncode == 1 and "nowhere.so is missing" in gone.stdout, gone.stdout
 
 
 def _jvm_rss_mb(spark) -> float:

@@ -3,12 +3,15 @@ package lance_core.spark;
 import java.io.File;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 
 /**
  * The JNI entry points of lance_core's native library (the crate {@code rust/jni}), which
- * ships beside this jar in the wheel. Requests and replies are JSON bytes; batches come
- * through the Arrow C data interface. The library is loaded on first use and must be the
- * build this jar was made with.
+ * ships inside this jar, so that every executor that has the jar has the library. Requests
+ * and replies are JSON bytes; batches come through the Arrow C data interface. The library
+ * is loaded on first use and must be the build this jar was made with.
  */
 final class Native {
   private Native() {}
@@ -27,18 +30,50 @@ final class Native {
 
   static native void closeReader(long reader);
 
+  /** Where the jar keeps the library (and its SHA-256, written by the build). */
+  private static final String EMBEDDED = "native/" + System.mapLibraryName("lance_core_jni");
+
   /** The library's path: the system property {@code lance_core.native_library}, else the
-   *  file beside this jar. */
+   *  copy the jar carries, extracted (see {@link #extracted}). */
   static String libraryPath() {
     String explicit = System.getProperty("lance_core.native_library");
     if (explicit != null && !explicit.isEmpty()) {
       return explicit;
     }
-    try {
-      File jar = new File(Native.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-      return new File(jar.getParentFile(), System.mapLibraryName("lance_core_jni")).getPath();
-    } catch (Exception e) {
-      throw new LanceException("lance_core: cannot tell where its jar is, to find the native library: " + e);
+    return extracted().getPath();
+  }
+
+  /**
+   * The jar's library as a file: a JVM cannot load a library from inside a jar, and an
+   * executor on a cluster has nothing but the jar Spark fetched for it. Written once per
+   * machine under the temporary directory, in a directory named by the library's SHA-256
+   * (so a file there is always this build's), first to a file of its own and then moved
+   * into place, so that JVMs starting together never load a half-written file.
+   */
+  static File extracted() {
+    String sha = resource(EMBEDDED + ".sha256").trim();
+    File dir = new File(System.getProperty("java.io.tmpdir"), "lance_core-" + sha.substring(0, Math.min(16, sha.length())));
+    File lib = new File(dir, System.mapLibraryName("lance_core_jni"));
+    if (lib.isFile()) {
+      return lib;
+    }
+    try (InputStream in = Native.class.getResourceAsStream(EMBEDDED)) {
+      if (in == null) {
+        throw new LanceException("lance_core: the jar carries no native library (" + EMBEDDED
+            + "): a broken build; reinstall lance_core, or set -Dlance_core.native_library=<path>");
+      }
+      Files.createDirectories(dir.toPath());
+      Path part = Files.createTempFile(dir.toPath(), "extracting-", ".part");
+      try {
+        Files.copy(in, part, StandardCopyOption.REPLACE_EXISTING);
+        Files.move(part, lib.toPath(), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+      } finally {
+        Files.deleteIfExists(part);
+      }
+      return lib;
+    } catch (java.io.IOException e) {
+      throw new LanceException("lance_core: cannot write its native library to " + lib + ": " + e
+          + " (set java.io.tmpdir to a writable directory, or -Dlance_core.native_library=<path>)");
     }
   }
 
@@ -56,7 +91,7 @@ final class Native {
       String path = libraryPath();
       if (!new File(path).isFile()) {
         throw new LanceException("lance_core: its native library " + path + " is missing "
-            + "(reinstall lance_core, or set -Dlance_core.native_library=<path>)");
+            + "(unset -Dlance_core.native_library to use the one the jar carries)");
       }
       try {
         System.load(path);
@@ -80,13 +115,18 @@ final class Native {
 
   /** The version of the native library this jar was built with (written by the build). */
   static String expectedVersion() {
-    try (InputStream in = Native.class.getResourceAsStream("native.version")) {
+    return resource("native.version").trim();
+  }
+
+  /** A text resource of the jar, beside this class. */
+  private static String resource(String name) {
+    try (InputStream in = Native.class.getResourceAsStream(name)) {
       if (in == null) {
-        throw new LanceException("lance_core: the jar has no native.version (a broken build)");
+        throw new LanceException("lance_core: the jar has no " + name + " (a broken build)");
       }
-      return new String(in.readAllBytes(), StandardCharsets.UTF_8).trim();
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
     } catch (java.io.IOException e) {
-      throw new LanceException("lance_core: cannot read the jar's native.version: " + e);
+      throw new LanceException("lance_core: cannot read the jar's " + name + ": " + e);
     }
   }
 }

@@ -1,0 +1,127 @@
+"""One run of everything lance_core does on Spark, as a user would call it: reads of
+`format("lance")` (count, filter, groupBy, a nested column, a version and a tag), writes
+(`format("lance")` append and overwrite, `lance_python`), `read_fragments`, `aggregate`,
+`add_columns`, `compact`, `update`, `merge_insert`, `create_scalar_index`, `create_index`,
+`nearest`, and the streaming source and sink. `run(spark, work)` returns each step's answer,
+so that a run on a cluster can be compared with one in `local[*]`.
+
+    python tests/spark_steps.py --master spark://127.0.0.1:7077 --work /tmp/w --out answers.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Dict
+
+import pyarrow as pa
+
+ROWS = 3000
+
+
+def table(start: int, n: int) -> pa.Table:
+    ids = list(range(start, start + n))
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "g": pa.array([i % 7 for i in ids], pa.int64()),
+        "s": pa.array([{"a": i * 2, "b": f"b{i}"} for i in ids]),
+        "vec": pa.FixedSizeListArray.from_arrays(
+            pa.array([float(i) + d / 10 for i in ids for d in range(4)], pa.float32()), 4),
+    })
+
+
+def run(spark, work: str) -> Dict[str, Any]:
+    import lance_core
+    from lance_core.spark import (add_columns, aggregate, compact, create_index, create_scalar_index,
+                                  merge_insert, nearest, read_fragments, update)
+
+    def tripled(batch: pa.RecordBatch) -> pa.RecordBatch:
+        # Defined here, so that it is pickled by value: executors cannot import this module.
+        import pyarrow.compute as pc
+
+        return pa.RecordBatch.from_arrays([pc.multiply(batch.column("id"), 3)], names=["tripled"])
+
+    out: Dict[str, Any] = {}
+    uri = os.path.join(work, "t.lance")
+    lance_core.write_dataset(table(0, ROWS), uri, max_rows_per_file=1000)
+    lance_core.dataset(uri).tags.create("first", 1)
+    lance_core.write_dataset(table(ROWS, 100), uri, mode="append")
+
+    # Reads.
+    df = spark.read.format("lance").load(uri)
+    out["count"] = df.count()
+    out["filtered count"] = df.filter("id >= 2990 AND g = 3").count()
+    out["groupBy"] = sorted(tuple(r) for r in df.groupBy("g").count().collect())
+    out["nested column"] = sorted(r[0] for r in df.filter("id < 20").select("s.a").collect())
+    out["version 1"] = spark.read.format("lance").option("version", 1).load(uri).count()
+    out["tag first"] = spark.read.format("lance").option("version", "first").load(uri).count()
+
+    # Writes.
+    copy = os.path.join(work, "copy.lance")
+    df.filter("id < 500").write.format("lance").mode("overwrite").save(copy)
+    df.filter("id >= 2500").write.format("lance").mode("append").save(copy)
+    py_copy = os.path.join(work, "python-copy.lance")
+    spark.read.format("lance_python").load(uri).filter("g = 1").write.format("lance_python").mode("append").save(py_copy)
+    out["written"] = [lance_core.dataset(copy).count_rows(), lance_core.dataset(py_copy).count_rows()]
+
+    # The pipeline functions.
+    out["read_fragments"] = read_fragments(spark, uri, columns=["id"], filter="id > 10").count()
+    agg = aggregate(spark, uri, {"total": ("sum", "id"), "n": ("count", "*")}, by="g")
+    out["aggregate"] = sorted(tuple(r) for r in agg.collect())
+    add_columns(spark, copy, tripled, pa.schema([("tripled", pa.int64())]), input_columns=["id"])
+    out["add_columns"] = lance_core.dataset(copy).to_table(filter="id = 7")["tripled"].to_pylist()
+    compact(spark, copy, target_rows_per_fragment=10_000)
+    out["compact"] = len(lance_core.dataset(copy).get_fragments())
+    out["update"] = update(spark, copy, {"g": "g + 100"}, where="id < 10")
+    changes = spark.createDataFrame(table(3050, 100).to_pandas()[["id", "g"]]).selectExpr("id", "g + 1000 as g")
+    out["merge_insert"] = merge_insert(changes, copy, "id").when_matched_update_all().execute()
+    create_scalar_index(spark, copy, "id", "BTREE")
+    out["create_scalar_index"] = sorted({(i["name"], i["type"]) for i in lance_core.dataset(copy).list_indices()})
+    create_index(spark, uri, "vec", "IVF_FLAT", num_partitions=2)
+    queries = spark.createDataFrame([(1, [7.0, 7.1, 7.2, 7.3]), (2, [2000.0, 2000.1, 2000.2, 2000.3])],
+                                    "query_id int, vec array<float>")
+    found = nearest(spark, uri, queries, "vec", k=3, columns=["id"], nprobes=2).collect()
+    out["nearest"] = sorted((r["query_id"], r["id"]) for r in found)
+
+    # Streaming: the source reads the table, the sink writes a copy.
+    stream_copy = os.path.join(work, "stream.lance")
+    q = (spark.readStream.format("lance").option("maxRowsPerTrigger", 1000).load(uri)
+         .select("id", "g").writeStream.format("lance")
+         .option("checkpointLocation", os.path.join(work, "checkpoint"))
+         .trigger(availableNow=True).start(stream_copy))
+    q.awaitTermination(300)
+    out["streaming"] = [lance_core.dataset(stream_copy).count_rows(), lance_core.dataset(stream_copy).version]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--master", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--archives", help="spark.archives: a packed Python environment for the executors")
+    args = ap.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import lance_core.spark
+
+    builder = (SparkSession.builder.master(args.master).appName("lance_core-steps")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.session.timeZone", "UTC").config("spark.executor.memory", "1g"))
+    if args.archives:
+        builder = builder.config("spark.archives", args.archives)
+    spark = lance_core.spark.session(builder)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        answers = run(spark, args.work)
+    finally:
+        spark.stop()
+    with open(args.out, "w") as f:
+        json.dump(answers, f)
+
+
+if __name__ == "__main__":
+    main()
