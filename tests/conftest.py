@@ -91,3 +91,14 @@ def spark():
     assert lance_core.spark.jvm_reader_loaded(session) != python_reader
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def local_answers(spark, tmp_path_factory):
+    """`spark_steps.run`'s answers in the tests' `local[2]` session, which the runs on a
+    cluster and through Spark Connect must give too."""
+    import json
+
+    import spark_steps
+
+    return json.loads(json.dumps(spark_steps.run(spark, str(tmp_path_factory.mktemp("local-steps")))))

@@ -1,16 +1,25 @@
-"""A Spark standalone cluster on this machine, as a user would start one with pyspark's own
-`spark-class`: a master and one worker, on 127.0.0.1 and free ports, each a JVM of its
-own; the worker starts executors in further JVMs, with their own Python workers. Stopped
-by the pids it started (`spark-class` execs its JVM), within bounded waits."""
+"""Spark away from the tests' own session, as users run it: a standalone cluster on this
+machine started with pyspark's own `spark-class` (`StandaloneCluster`: a master and one
+worker, each a JVM of its own; the worker starts executors in further JVMs, with their own
+Python workers), a Spark Connect server (`ConnectServer`), and driver processes of
+`spark_steps.py` against either (`steps_in_a_driver`). Everything listens on 127.0.0.1 and
+free ports, is stopped by the pids it started (`spark-class` and `spark-submit` exec their
+JVM), and waits a bounded time."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 import time
-from typing import List, Optional
+from typing import Callable, List, Optional
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def free_port() -> int:
@@ -93,3 +102,75 @@ class StandaloneCluster:
     def __exit__(self, *exc) -> Optional[bool]:
         self.stop()
         return None
+
+
+class ConnectServer:
+    """`with ConnectServer() as s: ... s.url ...` (sc://127.0.0.1:<port>): a Spark Connect
+    server in `local[2]` with lance_core's JVM reader, started as the README says
+    (`lance_core.spark.connect_server_command`); its Python workers run this interpreter."""
+
+    def __init__(self, start_timeout: float = 120):
+        import lance_core.spark
+
+        self.dir = tempfile.mkdtemp(prefix="lance-core-connect-")
+        self.port = free_port()
+        self.url = f"sc://127.0.0.1:{self.port}"
+        command = lance_core.spark.connect_server_command(self.port, "127.0.0.1", "local[2]",
+                                                          {"spark.ui.enabled": "false"})
+        env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1")
+        self._log = os.path.join(self.dir, "server.log")
+        self._proc = subprocess.Popen(command, env=env, stdout=open(self._log, "w"), stderr=subprocess.STDOUT,
+                                      stdin=subprocess.DEVNULL)
+        end = time.monotonic() + start_timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                if self._proc.poll() is not None or time.monotonic() > end:
+                    self.stop()
+                    raise RuntimeError("the Spark Connect server did not start: " + self.log()[-3000:]) from None
+                time.sleep(0.3)
+
+    def log(self) -> str:
+        with open(self._log, errors="replace") as f:
+            return f.read()
+
+    def stop(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(timeout=30)
+
+    def __enter__(self) -> "ConnectServer":
+        return self
+
+    def __exit__(self, *exc) -> Optional[bool]:
+        self.stop()
+        return None
+
+
+def drive(args: List[str], env: Optional[dict] = None, cwd=None, logs: Callable[[], str] = str,
+          timeout: float = 600) -> str:
+    """Run a driver process (this interpreter, `args`; in `cwd`); its output, or a test
+    failure with its output and what `logs()` tells (the executors' logs)."""
+    # The driver binds to and tells executors 127.0.0.1 (SPARK_LOCAL_IP), as the cluster does.
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
+    run = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
+    if run.returncode != 0:
+        pytest.fail(f"the driver failed:\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}\nlogs:\n{logs()[-6000:]}")
+    return run.stdout
+
+
+def steps_in_a_driver(where: List[str], work, env: Optional[dict] = None, cwd=None,
+                      logs: Callable[[], str] = str) -> dict:
+    """`spark_steps.py`'s answers from a driver process run with `where` (`--master url`,
+    `--remote url`, `--archives ...`), working in `work`."""
+    os.makedirs(work, exist_ok=True)
+    out = os.path.join(work, "answers.json")
+    drive([os.path.join(HERE, "spark_steps.py"), *where, "--work", str(work), "--out", out], env, cwd, logs)
+    with open(out) as f:
+        return json.load(f)

@@ -1,9 +1,11 @@
 """One run of everything lance_core does on Spark, as a user would call it: reads of
 `format("lance")` (count, filter, groupBy, a nested column, a version and a tag), writes
 (`format("lance")` append and overwrite, `lance_python`), `read_fragments`, `aggregate`,
-`add_columns`, `compact`, `update`, `merge_insert`, `create_scalar_index`, `create_index`,
-`nearest`, and the streaming source and sink. `run(spark, work)` returns each step's answer,
-so that a run on a cluster can be compared with one in `local[*]`.
+`add_columns`, `compact`, `update`, `merge_insert`, `create_scalar_index`,
+`optimize_indices`, `count`, `create_index`, `nearest`, the streaming source and sink, and
+`foreachBatch(LanceBatchWriter(...))`. `run(spark, work)` returns each step's answer,
+so that a run on a cluster can be compared with one in `local[*]` (or only the reads, writes
+and `read_fragments`, with `only_reads_and_writes`).
 
     python tests/spark_steps.py --master spark://127.0.0.1:7077 --work /tmp/w --out answers.json
 """
@@ -32,10 +34,10 @@ def table(start: int, n: int) -> pa.Table:
     })
 
 
-def run(spark, work: str) -> Dict[str, Any]:
+def run(spark, work: str, only_reads_and_writes: bool = False) -> Dict[str, Any]:
     import lance_core
-    from lance_core.spark import (add_columns, aggregate, compact, create_index, create_scalar_index,
-                                  merge_insert, nearest, read_fragments, update)
+    from lance_core.spark import (add_columns, aggregate, compact, count, create_index, create_scalar_index,
+                                  merge_insert, nearest, optimize_indices, read_fragments, update)
 
     def tripled(batch: pa.RecordBatch) -> pa.RecordBatch:
         # Defined here, so that it is pickled by value: executors cannot import this module.
@@ -66,8 +68,11 @@ def run(spark, work: str) -> Dict[str, Any]:
     spark.read.format("lance_python").load(uri).filter("g = 1").write.format("lance_python").mode("append").save(py_copy)
     out["written"] = [lance_core.dataset(copy).count_rows(), lance_core.dataset(py_copy).count_rows()]
 
-    # The pipeline functions.
     out["read_fragments"] = read_fragments(spark, uri, columns=["id"], filter="id > 10").count()
+    if only_reads_and_writes:
+        return out
+
+    # The pipeline functions.
     agg = aggregate(spark, uri, {"total": ("sum", "id"), "n": ("count", "*")}, by="g")
     out["aggregate"] = sorted(tuple(r) for r in agg.collect())
     add_columns(spark, copy, tripled, pa.schema([("tripled", pa.int64())]), input_columns=["id"])
@@ -79,6 +84,11 @@ def run(spark, work: str) -> Dict[str, Any]:
     out["merge_insert"] = merge_insert(changes, copy, "id").when_matched_update_all().execute()
     create_scalar_index(spark, copy, "id", "BTREE")
     out["create_scalar_index"] = sorted({(i["name"], i["type"]) for i in lance_core.dataset(copy).list_indices()})
+    spark.read.format("lance").load(copy).filter("id < 50") \
+        .selectExpr("id + 9000 as id", "g", "s", "vec", "tripled").write.format("lance").mode("append").save(copy)
+    optimize_indices(spark, copy)
+    out["optimize_indices"] = lance_core.dataset(copy).stats.index_stats("id_idx")["num_unindexed_rows"]
+    out["lance_core.spark.count"] = [count(spark, copy), count(spark, copy, filter="g >= 100")]
     create_index(spark, uri, "vec", "IVF_FLAT", num_partitions=2)
     queries = spark.createDataFrame([(1, [7.0, 7.1, 7.2, 7.3]), (2, [2000.0, 2000.1, 2000.2, 2000.3])],
                                     "query_id int, vec array<float>")
@@ -93,30 +103,54 @@ def run(spark, work: str) -> Dict[str, Any]:
          .trigger(availableNow=True).start(stream_copy))
     q.awaitTermination(300)
     out["streaming"] = [lance_core.dataset(stream_copy).count_rows(), lance_core.dataset(stream_copy).version]
+    out["LanceBatchWriter"] = batch_writer(spark, uri, work)
     return out
+
+
+def batch_writer(spark, uri: str, work: str) -> Any:
+    """A stream written by `foreachBatch(LanceBatchWriter(...))`: the rows it wrote, or,
+    where it cannot run (Spark Connect), the error it stopped the query with."""
+    import lance_core
+    from lance_core.spark import LanceBatchWriter
+
+    target = os.path.join(work, "batch-writer.lance")
+    q = (spark.readStream.format("lance").load(uri).select("id").writeStream
+         .foreachBatch(LanceBatchWriter(target)).option("checkpointLocation", os.path.join(work, "checkpoint-bw"))
+         .trigger(availableNow=True).start())
+    try:
+        q.awaitTermination(300)
+    except Exception as e:  # the query's error, as Spark raises it
+        return "refused: " + ("Spark Connect" if "Spark Connect" in str(e) else str(e)[:500])
+    return lance_core.dataset(target).count_rows()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--master", required=True)
+    where = ap.add_mutually_exclusive_group(required=True)
+    where.add_argument("--master", help="Spark's master URL")
+    where.add_argument("--remote", help="a Spark Connect server's URL (sc://host:port)")
     ap.add_argument("--work", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--archives", help="spark.archives: a packed Python environment for the executors")
+    ap.add_argument("--only-reads-and-writes", action="store_true", help="the reads, writes and read_fragments")
     args = ap.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     import lance_core.spark
 
-    builder = (SparkSession.builder.master(args.master).appName("lance_core-steps")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC").config("spark.executor.memory", "1g"))
-    if args.archives:
-        builder = builder.config("spark.archives", args.archives)
+    if args.remote:
+        builder = SparkSession.builder.remote(args.remote)
+    else:
+        builder = (SparkSession.builder.master(args.master).appName("lance_core-steps")
+                   .config("spark.ui.enabled", "false").config("spark.executor.memory", "1g"))
+        if args.archives:
+            builder = builder.config("spark.archives", args.archives)
     spark = lance_core.spark.session(builder)
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
     try:
-        answers = run(spark, args.work)
+        answers = run(spark, args.work, args.only_reads_and_writes)
     finally:
         spark.stop()
     with open(args.out, "w") as f:

@@ -1,13 +1,12 @@
 """lance_core on a Spark standalone cluster (`spark_cluster.StandaloneCluster`: a master
 and a worker on 127.0.0.1, executors in JVMs of their own), driven as a user would: the
 session built with `lance_core.spark.session(builder)` and nothing else. Every step of
-`spark_steps.run` gives the same answers as in `local[*]`, with the workers sharing this
-Python environment and with the environment shipped as an archive (`spark.archives`, as
-on YARN and Kubernetes); the main job runs there too."""
+`spark_steps.run` gives the same answers as in `local[*]` with the workers sharing this
+Python environment; the reads and writes do with the environment shipped as an archive
+(`spark.archives`, as on YARN and Kubernetes); the main job runs there too."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,11 +15,9 @@ import tarfile
 
 import pytest
 
-import spark_steps
-from spark_cluster import StandaloneCluster
+from spark_cluster import StandaloneCluster, drive, steps_in_a_driver
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")
@@ -29,35 +26,8 @@ def cluster():
         yield c
 
 
-@pytest.fixture(scope="module")
-def local_answers(spark, tmp_path_factory):
-    """The steps' answers in the tests' `local[2]` session."""
-    return json.loads(json.dumps(spark_steps.run(spark, str(tmp_path_factory.mktemp("local")))))
-
-
-def _drive(cluster, args, env=None, timeout=600, cwd=None):
-    """Run a driver process against the cluster (in `cwd`); its output, or a failure with
-    the executors' logs."""
-    # The driver binds to and tells executors 127.0.0.1 (SPARK_LOCAL_IP), as the cluster does.
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
-    run = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
-    if run.returncode != 0:
-        pytest.fail(f"the driver failed:\n{run.stdout[-3000:]}\n{run.stderr[-6000:]}\n"
-                    f"executors:\n{cluster.executor_logs()[-6000:]}")
-    return run.stdout
-
-
-def _steps_on(cluster, work, env=None, extra=(), cwd=None):
-    os.makedirs(work, exist_ok=True)
-    out = os.path.join(work, "answers.json")
-    _drive(cluster, [os.path.join(HERE, "spark_steps.py"), "--master", cluster.url, "--work", str(work),
-                     "--out", out, *extra], env, cwd=cwd)
-    with open(out) as f:
-        return json.load(f)
-
-
 def test_every_step_answers_as_in_local_mode(cluster, local_answers, tmp_path):
-    assert _steps_on(cluster, tmp_path) == local_answers
+    assert steps_in_a_driver(["--master", cluster.url], tmp_path, logs=cluster.executor_logs) == local_answers
 
 
 def test_with_the_environment_shipped_as_an_archive(cluster, local_answers, tmp_path):
@@ -70,10 +40,11 @@ def test_with_the_environment_shipped_as_an_archive(cluster, local_answers, tmp_
     driver = tmp_path / "driver"
     driver.mkdir()
     with tarfile.open(archive) as tar:
-        tar.extractall(driver / "env")
+        tar.extractall(driver / "env", filter="tar")
     env = {"PYSPARK_PYTHON": "./env/bin/python"}
-    answers = _steps_on(cluster, tmp_path / "work", env, ["--archives", f"{archive}#env"], cwd=driver)
-    assert answers == local_answers
+    answers = steps_in_a_driver(["--master", cluster.url, "--archives", f"{archive}#env", "--only-reads-and-writes"],
+                                tmp_path / "work", env, driver, cluster.executor_logs)
+    assert answers == {k: local_answers[k] for k in answers} and "read_fragments" in answers
     # Each executor unpacked the archive in its own directory (and ran ./env/bin/python).
     unpacked = [root for root, dirs, _ in os.walk(os.path.join(cluster.dir, "work")) if "env" in dirs
                 and os.path.exists(os.path.join(root, "env", "bin", "python"))]
@@ -81,15 +52,17 @@ def test_with_the_environment_shipped_as_an_archive(cluster, local_answers, tmp_
 
 
 def test_the_main_job_runs_on_the_cluster(cluster, tmp_path):
-    out = _drive(cluster, [os.path.join(ROOT, "examples", "main_job.py"), "--master", cluster.url,
-                           "--rows", "20000", "--rows-per-fragment", "5000", "--stream-batches", "2",
-                           "--stream-rows-per-batch", "1000", "--dir", str(tmp_path)])
+    out = drive([os.path.join(ROOT, "examples", "main_job.py"), "--master", cluster.url,
+                 "--rows", "20000", "--rows-per-fragment", "5000", "--stream-batches", "2",
+                 "--stream-rows-per-batch", "1000", "--dir", str(tmp_path)], logs=cluster.executor_logs)
     assert f"starting Spark ({cluster.url})" in out and "done in" in out, out
 
 
 def _slim_venv(tmp_path) -> str:
-    """A venv holding lance_core and what it imports, packed as `env.tar.gz`: its python is
-    a link to this interpreter's base (the same machine), its packages copied."""
+    """A venv holding lance_core and what it imports, packed as `env.tar.gz` (which Spark
+    unpacks with `tar`, keeping links and modes; a plain `.tar` it unpacks itself, without
+    either): its python a link to this interpreter's base (the same machine), its packages
+    copied."""
     import lance_core
     import numpy
     import pandas
@@ -105,7 +78,8 @@ def _slim_venv(tmp_path) -> str:
              if os.path.exists(os.path.join(here, n))]
     archive = str(tmp_path / "env.tar.gz")
     with tarfile.open(archive, "w:gz", compresslevel=1) as tar:
-        tar.add(str(env), arcname=".", filter=lambda t: t)
+        for child in os.listdir(env):  # no "./" entry: Spark refuses to unpack one
+            tar.add(str(env / child), arcname=child)
         for path in packages + [os.path.join(here, n) for n in extra]:
             name = os.path.basename(path)
             tar.add(path, arcname=os.path.join(os.path.relpath(str(site), str(env)), name),

@@ -23,8 +23,7 @@ from ..dataset import dataset
 from ..errors import InvalidInputError
 from . import types as _types
 from .datasource import default_rows_per_partition, plan_partitions
-from .jobs import dataset_at
-from .pipeline import _work_frame
+from .jobs import dataset_at, work_frame
 
 FUNCTIONS = ("sum", "count", "min", "max", "mean")
 
@@ -204,7 +203,7 @@ def aggregate(
                 arrays = [a.cast(f.type) for a, f in zip(arrays, partial_target)]
                 yield from pa.Table.from_arrays(arrays, schema=partial_target).to_batches()
 
-    work = _work_frame(spark, [(p.fragment_id, p.start, p.end) for p in parts],
+    work = work_frame(spark, [(p.fragment_id, p.start, p.end) for p in parts],
                        "fragment_id long, start long, end long")
     grouped = work.mapInArrow(partial, partial_schema)
     combined = [_combine(fn, [f"_p{i}" for i in idx]).alias(name) for name, fn, idx in finals]

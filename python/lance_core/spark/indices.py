@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from ..dataset import LanceDataset, dataset, scalar_index_params
 from ..errors import InvalidInputError
-from .jobs import JobFiles, run_tasks
+from .jobs import JobFiles, parallelism, run_tasks
 
 # One segment per task: (index name, its fragment ids, the segment's uuid).
 _Task = Tuple[str, List[int], str]
@@ -40,7 +40,7 @@ def balanced_groups(fragments: List[Tuple[int, int]], n: int) -> List[List[int]]
 def _tasks_of(spark: SparkSession, ds: LanceDataset, name: str, fragment_ids: List[int],
               files: JobFiles) -> List[_Task]:
     rows = {f.fragment_id: f.physical_rows for f in ds.get_fragments()}
-    groups = balanced_groups([(f, rows[f]) for f in fragment_ids], spark.sparkContext.defaultParallelism)
+    groups = balanced_groups([(f, rows[f]) for f in fragment_ids], parallelism(spark))
     return [(name, g, files.new_index_uuid()) for g in groups]
 
 

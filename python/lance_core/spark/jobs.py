@@ -1,13 +1,15 @@
 """What every distributed job shares: the dataset a worker opens (`dataset_at`), its files
 (`JobFiles`, the Spark form of the core's staged-files guard: a job that does not commit
 leaves none behind), its errors (a lance_core error raised in a task reaches the driver as
-its own class, carried as data, not rebuilt from Spark's traceback text), and the way a
-job of a few known tasks runs (`run_tasks`)."""
+its own class, carried as data, not rebuilt from Spark's traceback text), the way a job of
+a few known tasks runs (`run_tasks`, `work_frame`), and what differs on a Spark Connect
+session, which has no SparkContext (`is_connect`, `parallelism`)."""
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import uuid
 from contextlib import contextmanager
 from typing import Callable, Dict, Hashable, Iterator, List, Optional, Tuple, TypeVar
@@ -162,6 +164,37 @@ def _rebuilt(class_name: str, message: str) -> LanceError:
     return (cls if isinstance(cls, type) and issubclass(cls, LanceError) else LanceError)(message)
 
 
+def is_connect(spark) -> bool:
+    """Whether `spark` is a Spark Connect client session (no SparkContext, no JVM here)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def parallelism(spark) -> int:
+    """The cores a job can use at once: the SparkContext's `defaultParallelism`; through
+    Spark Connect, `spark.default.parallelism` when set, else what the master says
+    (`local[N]`, `local[*]`: the server's cores, taken as this machine's), else 2."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    given = spark.conf.get("spark.default.parallelism", None)
+    if given:
+        return int(given)
+    master = spark.conf.get("spark.master", "") or ""
+    if master.startswith("local"):
+        n = master[len("local["):-1] if master.startswith("local[") else "1"
+        n = n.split(",")[0]
+        return os.cpu_count() or 1 if n == "*" else max(1, int(n))
+    return 2
+
+
+def work_frame(spark, rows: List[tuple], ddl: str):
+    """A DataFrame with one row per partition, so each task gets one piece of work."""
+    n = max(1, len(rows))
+    if is_connect(spark):
+        # No RDDs through Connect: rows spread round-robin, one to each partition.
+        return spark.createDataFrame(rows, ddl).repartition(n)
+    return spark.createDataFrame(spark.sparkContext.parallelize(rows, n), ddl)
+
+
 def run_tasks(spark: SparkSession, ds: LanceDataset, storage_options: Optional[Dict[str, str]], keys: List[K],
               task: Callable[[LanceDataset, K], Optional[V]], what: str) -> Dict[K, V]:
     """Run `task(dataset, key)` for every key, one Spark task each, on the executors, with
@@ -169,7 +202,8 @@ def run_tasks(spark: SparkSession, ds: LanceDataset, storage_options: Optional[D
     was aborted meanwhile (`JobFiles.keep`); a lance_core error a task raises is raised
     here with its class (the first one, in key order), and a key without a result is an
     error naming `what` the tasks make. A plain RDD job: it costs Spark about 100 ms less
-    than a `mapInArrow` over a DataFrame of the keys, which matters for jobs of seconds."""
+    than a `mapInArrow` over a DataFrame of the keys, which matters for jobs of seconds;
+    through Spark Connect, which has no RDDs, that `mapInArrow`."""
     uri, version = ds.uri, ds.version
 
     def run(keys_here: Iterator[K]) -> Iterator[tuple]:
@@ -183,7 +217,10 @@ def run_tasks(spark: SparkSession, ds: LanceDataset, storage_options: Optional[D
             if out is not None:
                 yield key, out, None
 
-    rows = spark.sparkContext.parallelize(keys, max(1, len(keys))).mapPartitions(run).collect()
+    if is_connect(spark):
+        rows = _run_as_dataframe(spark, keys, run)
+    else:
+        rows = spark.sparkContext.parallelize(keys, max(1, len(keys))).mapPartitions(run).collect()
     position = {k: i for i, k in enumerate(keys)}
     done: Dict[K, V] = {}
     for key, out, error in sorted(rows, key=lambda r: position[r[0]]):
@@ -193,3 +230,17 @@ def run_tasks(spark: SparkSession, ds: LanceDataset, storage_options: Optional[D
     if len(done) != len(keys):
         raise InvalidInputError(f"{uri}: {what} {sorted(done)} were made, expected {sorted(keys)}")
     return done
+
+
+def _run_as_dataframe(spark, keys: List[K], run: Callable[[Iterator[K]], Iterator[tuple]]) -> List[tuple]:
+    """`run` over `keys`, a task per key, as a `mapInArrow` over a DataFrame of their
+    positions; what it yields, pickled through a binary column and back."""
+    out = pa.schema([("result", pa.binary())])
+
+    def tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        mine = [keys[i] for b in batches for i in b.column(0).to_pylist()]
+        results = [pickle.dumps(r) for r in run(iter(mine))]
+        yield pa.RecordBatch.from_arrays([pa.array(results, pa.binary())], schema=out)
+
+    frame = work_frame(spark, [(i,) for i in range(len(keys))], "position long")
+    return [pickle.loads(r[0]) for r in frame.mapInArrow(tasks, "result binary").collect()]

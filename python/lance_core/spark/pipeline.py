@@ -19,12 +19,7 @@ from ..fragment_metadata import FragmentMetadata, LanceOperation, file_paths
 from ..write import commit
 from . import types as _types
 from .datasource import default_rows_per_partition, plan_partitions
-from .jobs import JobFiles, dataset_at, run_tasks
-
-
-def _work_frame(spark: SparkSession, rows: List[tuple], ddl: str) -> DataFrame:
-    """A DataFrame with one row per partition, so each task gets one piece of work."""
-    return spark.createDataFrame(spark.sparkContext.parallelize(rows, max(1, len(rows))), ddl)
+from .jobs import JobFiles, dataset_at, run_tasks, work_frame
 
 
 def read_fragments(
@@ -63,7 +58,7 @@ def read_fragments(
                 for b in frag.to_batches(names, batch_size=batch_size, filter=filter, row_range=(start, end)):
                     yield _types.to_spark(b, target, exact)
 
-    work = _work_frame(spark, [(p.fragment_id, p.start, p.end) for p in parts],
+    work = work_frame(spark, [(p.fragment_id, p.start, p.end) for p in parts],
                        "fragment_id long, start long, end long")
     return work.mapInArrow(read, spark_schema)
 

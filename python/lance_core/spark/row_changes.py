@@ -27,8 +27,7 @@ from ..errors import CommitConflictError, InvalidInputError
 from ..fragment_metadata import file_paths
 from ..merge import MergeClauses
 from . import types as _types
-from .jobs import JobFiles, carrying_errors, dataset_at, raise_carried, run_tasks, with_error_column
-from .pipeline import _work_frame
+from .jobs import JobFiles, carrying_errors, dataset_at, raise_carried, run_tasks, with_error_column, work_frame
 
 # The columns tasks add to the joined rows, named as lance_core's merge expects them.
 ADDRESS = _lance_core.MERGE_JOINED_ADDRESS
@@ -168,7 +167,7 @@ class SparkMergeInsert(MergeClauses):
                         yield pa.RecordBatch.from_arrays(arrays, names=names)
 
         spark = self._df.sparkSession
-        work = _work_frame(spark, [(f.fragment_id,) for f in ds.get_fragments()], "fragment_id long")
+        work = work_frame(spark, [(f.fragment_id,) for f in ds.get_fragments()], "fragment_id long")
         return work.mapInArrow(read, ddl)
 
     def _attempt(self, ds: LanceDataset) -> Dict[str, int]:

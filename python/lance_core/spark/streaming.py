@@ -41,6 +41,7 @@ from ..errors import CommitConflictError, DatasetNotFoundError, InvalidInputErro
 from ..fragment_metadata import FragmentMetadata, LanceOperation, file_paths
 from ..write import commit
 from . import types as _types
+from .jobs import is_connect
 from .datasource import (ColumnReading, JobFiles, WriteSettings, _check_append, _flag, default_rows_per_partition, write_task)
 
 # Transaction properties of a version a streaming query committed.
@@ -183,6 +184,10 @@ class LanceBatchWriter:
         self.settings = WriteSettings(max_rows_per_file, data_storage_version, storage_options)
 
     def __call__(self, df, batch_id: int) -> None:
+        if is_connect(df.sparkSession):
+            raise InvalidInputError(f"{self.uri}: LanceBatchWriter needs a classic Spark session (it reads the "
+                                    "streaming query's id from the SparkContext), and this one is Spark Connect's: "
+                                    "use writeStream.format(\"lance\") instead")
         query_id = df.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
         if not query_id:
             raise InvalidInputError(f"{self.uri}: LanceBatchWriter is for writeStream.foreachBatch, and no "

@@ -31,8 +31,7 @@ from ..errors import InvalidInputError
 from . import types as _types
 from .datasource import plan_partitions
 from .indices import _run_segments, balanced_groups, create_scalar_index
-from .jobs import JobFiles, dataset_at
-from .pipeline import _work_frame
+from .jobs import JobFiles, dataset_at, parallelism, work_frame
 
 _SCALAR = ("BTREE", "BITMAP", "LABEL_LIST", "ZONEMAP", "BLOOMFILTER", "NGRAM")
 
@@ -45,7 +44,7 @@ def create_index(spark: SparkSession, uri: str, column: str, index_type: str, na
     `LanceDataset.create_index` would (same arguments: `num_bits`, `sample_rate`,
     `max_iters`, `target_partition_size`, `seed`). Scalar index types go to
     `create_scalar_index`. The driver trains the model; tasks of about equal rows (whole fragments, row ranges of large
-    ones; twice `spark.sparkContext.defaultParallelism` of them) encode the vectors; one
+    ones; twice `parallelism(spark)` of them) encode the vectors; one
     commit. A failed
     job leaves no index file and no new version. Returns the dataset at the new version."""
     kind = str(index_type).upper()
@@ -66,7 +65,7 @@ def create_index(spark: SparkSession, uri: str, column: str, index_type: str, na
         # Tasks of about equal rows (twice the cores, for balance): whole fragments, and
         # row ranges of large ones.
         frags = [(f.fragment_id, f.physical_rows) for f in ds.get_fragments()]
-        per_task = -(-sum(r for _, r in frags) // (2 * spark.sparkContext.defaultParallelism))
+        per_task = -(-sum(r for _, r in frags) // (2 * parallelism(spark)))
         parts = plan_partitions(frags, per_task)
         tasks = [(name, [p.fragment_id], model) for p in parts]
 
@@ -142,7 +141,7 @@ def nearest(spark: SparkSession, uri: str, queries: DataFrame, column: str, k: i
     wanted = queries.select(query_id, query_vector).collect()
     ids, vectors = [r[0] for r in wanted], [list(r[1]) for r in wanted]
     groups = balanced_groups([(f.fragment_id, f.physical_rows) for f in ds.get_fragments()],
-                             spark.sparkContext.defaultParallelism)
+                             parallelism(spark))
 
     def by_fragments(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         local = dataset_at(uri, pinned, storage_options)
@@ -151,7 +150,7 @@ def nearest(spark: SparkSession, uri: str, queries: DataFrame, column: str, k: i
                 frags = [local.get_fragment(f) for f in groups[i]]
                 yield from answer(local, ids, vectors, frags)
 
-    work = _work_frame(spark, [(i,) for i in range(len(groups))], "task long")
+    work = work_frame(spark, [(i,) for i in range(len(groups))], "task long")
     found = work.mapInArrow(by_fragments, out_schema)
     rank = Window.partitionBy(query_id).orderBy(F.col("_distance").asc_nulls_last(), F.col("_rowid"))
     return found.withColumn("_rank", F.row_number().over(rank)).where(F.col("_rank") <= k).drop("_rank")
