@@ -5,53 +5,67 @@
 #   make test    builds lance_core into .venv, checks formatting and lints (rustfmt, clippy,
 #                ruff), then runs every test (cargo test, then pytest; a skipped test fails)
 #
-# `make wheel` builds a wheel (into dist/) that carries the JVM reader.
+# `make wheel` builds a wheel (into dist/) that carries the JVM reader (release profile).
 #
-# `make bench` runs the benchmarks in benches/.
+# `make bench` runs the benchmarks in benches/ on a release build. Each stage prints its time.
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# The cargo profile of the extension, the JNI library and the Rust tests: `ci` (optimized,
+# no LTO) for the tests and the main job; `release` (thin LTO) for wheels and benchmarks.
+# Without LTO the JNI library and the test binaries link the core and the dependencies the
+# extension compiled, where LTO redoes a whole-program pass for each of them; and with one
+# profile for all three (and the same features: .ci/same_features.py) nothing is compiled twice.
+PROFILE ?= ci
+STAMP := $(VENV)/.installed-$(PROFILE)
+TIMED := .ci/timed
 SOURCES := $(shell find rust python protos java -type f -not -path '*/__pycache__/*' -not -name '*.so' -not -name '*.jar') Cargo.toml Cargo.lock pyproject.toml
 
 .PHONY: setup main test lint test-rust test-python bench clean wheel
 
-setup: $(VENV)/.installed
+setup: $(STAMP)
 
-# maturin builds the Rust extension (release profile, cargo's progress shown) and installs
-# it in editable mode with the test extras; `cargo test --release` then reuses the same
-# compiled dependencies, so the workspace's dependencies are compiled once. java/build.sh
-# then builds the JVM reader (the jar, against pyspark's jars, carrying the JNI library) into
+# maturin builds the Rust extension (cargo's progress shown) and installs it in editable mode
+# with the test extras; java/build.sh then builds the JVM reader (the jar, against pyspark's
+# jars, carrying the JNI library, which reuses the extension's compiled core) into
 # python/lance_core/jars/, where the editable install sees it and a wheel picks it up.
-$(VENV)/.installed: $(SOURCES)
+$(STAMP): $(SOURCES)
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip 'maturin>=1.5,<2'
-	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --extras tests
-	java/build.sh $(PY) release
+	$(TIMED) "pip (maturin)" $(PY) -m pip install --quiet --upgrade pip 'maturin>=1.5,<2'
+	VIRTUAL_ENV=$(abspath $(VENV)) $(TIMED) "python extension ($(PROFILE)) and test extras" \
+		$(VENV)/bin/maturin develop --profile $(PROFILE) --extras tests
+	$(TIMED) "jvm reader ($(PROFILE))" java/build.sh $(PY) $(PROFILE)
+	rm -f $(VENV)/.installed-*
 	touch $@
 
 main: setup
-	$(PY) examples/main_job.py
+	$(TIMED) "main job" $(PY) examples/main_job.py
 
 test: lint test-rust test-python
 
 # Warnings are errors: the tree stays clean for rustfmt, clippy and ruff.
 lint: setup
 	cargo fmt --all --check
-	cargo clippy --release --all-targets -- -D warnings
+	$(TIMED) "features (one build of the core)" python3 .ci/same_features.py
+	$(TIMED) clippy cargo clippy --profile $(PROFILE) --all-targets -- -D warnings
 	$(VENV)/bin/ruff check python tests benches examples
 
 test-rust: setup
-	cargo test --release -p lance-core -p lance-core-jni
+	$(TIMED) "cargo test" cargo test --profile $(PROFILE) -p lance-core -p lance-core-jni
 
+# Two pytest workers (the machines have two cores; many tests wait on a JVM or a server);
+# tests that share an expensive fixture are grouped onto one worker (xdist_group).
 test-python: setup
-	$(PY) -m pytest tests -q
+	$(TIMED) pytest $(PY) -m pytest tests -q -n 2 --dist loadgroup
 
-bench: setup
+bench:
+	$(MAKE) setup PROFILE=release
 	$(PY) benches/scan_bench.py
 	$(PY) benches/write_bench.py
 	$(PY) benches/spark_bench.py
 
-wheel: setup
+wheel:
+	$(MAKE) setup PROFILE=release
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin build --release --out dist
 
 clean:

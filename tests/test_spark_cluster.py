@@ -17,6 +17,10 @@ import pytest
 
 from spark_cluster import StandaloneCluster, drive, steps_in_a_driver
 
+# With pytest -n, one worker runs both modules that compare with `local_answers`, which then
+# is computed once.
+pytestmark = pytest.mark.xdist_group("local_answers")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

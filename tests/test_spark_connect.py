@@ -13,6 +13,10 @@ import pytest
 from spark_cluster import ConnectServer, steps_in_a_driver
 
 
+# With pytest -n, one worker runs both modules that compare with `local_answers`, which then
+# is computed once.
+pytestmark = pytest.mark.xdist_group("local_answers")
+
 @pytest.fixture(scope="module")
 def server():
     with ConnectServer() as s:

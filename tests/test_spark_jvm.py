@@ -370,12 +370,12 @@ def test_long_scans_release_their_batches(spark, tmp_path):
     assert after - before < 300, f"JVM RSS grew from {before:.0f} MB to {after:.0f} MB over 50 scans"
 
 
-def test_data_source_suite_on_the_python_reader():
+@pytest.mark.parametrize("module", ["test_spark.py", "test_spark_s3.py", "test_spark_streaming.py"])
+def test_data_source_suite_on_the_python_reader(module):
     """The data source's test modules pass on the Python data source too (a session
-    without the jar, where it is `lance`)."""
-    modules = ["test_spark.py", "test_spark_s3.py", "test_spark_streaming.py"]
+    without the jar, where it is `lance`); one module per test, so parallel runs spread them."""
     env = {**os.environ, "LANCE_CORE_SPARK_READER": "python"}
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *modules],
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", module],
                          cwd=HERE, env=env, capture_output=True, text=True, timeout=1800)
     tail = run.stdout[-3000:]
     assert run.returncode == 0, tail
