@@ -1,4 +1,4 @@
-"""Write small datasets with pylance, for `write_corpus` (rust/core/tests/fuzz_smoke.rs) to
+"""Write small datasets with pylance, for `write_corpus` (rust/core/src/fuzzing/smoke.rs) to
 cut into seed inputs: every file version (legacy 0.1, 2.0, 2.1, 2.2), the encodings pylance
 picks for common types and the ones field metadata asks for, deletion files of both
 kinds and stable row ids. Usage: python fuzz/make_datasets.py OUT_DIR"""

@@ -1,8 +1,8 @@
 //! Entry points for fuzzing: each runs decoders on arbitrary bytes and drops what they
 //! return. Whatever the bytes, a decoder must return (an error is fine): no panic, no
 //! abort, no hang, no allocation out of proportion to what it was given. The cargo-fuzz
-//! targets in `fuzz/` and the bounded test `tests/fuzz_smoke.rs` call `run`; `seeds`
-//! builds valid inputs for every target with this crate's own writers.
+//! targets in `fuzz/` and the bounded smoke test (`fuzzing/smoke.rs`) call `run`; `seeds`
+//! (test-only) builds valid inputs for every target with this crate's own writers.
 //!
 //! Whole-file targets take the file's bytes. The others take a frame (`Frame`): the leaf
 //! type as a logical type string (or `struct:` and a comma-separated list of them), small
@@ -434,7 +434,9 @@ fn row_ids(data: &[u8]) -> Option<()> {
 }
 
 /// Valid inputs for target `name`, written by this crate's writers (or by hand where
-/// it writes nothing of the kind).
+/// it writes nothing of the kind). Test-only: the smoke test decodes them and writes the
+/// fuzzers' corpus from them.
+#[cfg(test)]
 pub fn seeds(name: &str) -> Vec<Vec<u8>> {
     match name {
         "manifest" => seeds::manifests(),
@@ -451,4 +453,7 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
     }
 }
 
+#[cfg(test)]
 mod seeds;
+#[cfg(test)]
+mod smoke;

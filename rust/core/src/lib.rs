@@ -10,7 +10,7 @@ pub mod error;
 pub mod expr;
 pub mod file;
 pub mod file_table;
-/// Entry points and seed inputs for the fuzz targets (`fuzz/`) and `tests/fuzz_smoke.rs`.
+/// Entry points for the fuzz targets (`fuzz/`); their seeds and smoke test are test-only.
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod index;

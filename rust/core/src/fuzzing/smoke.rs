@@ -3,7 +3,7 @@
 //! prints the target and the input in hex; `fuzz/README.md` says how to replay it.
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use lance_core::fuzzing::{run, seeds, TARGETS};
+use super::{run, seeds, TARGETS};
 
 /// Mutated inputs per target.
 const ROUNDS: usize = 30000;
@@ -210,13 +210,13 @@ mod cut {
     use std::collections::HashMap;
     use std::path::Path;
 
+    use crate::file::{FileReader, PageEncoding};
+    use crate::fuzzing::Frame;
+    use crate::proto::encodings21::page_layout::Layout;
+    use crate::proto::table::data_fragment::RowIdSequence;
+    use crate::table::schema::{logical_type_of, LanceField};
+    use crate::Dataset;
     use arrow_schema::DataType;
-    use lance_core::file::{FileReader, PageEncoding};
-    use lance_core::fuzzing::Frame;
-    use lance_core::proto::encodings21::page_layout::Layout;
-    use lance_core::proto::table::data_fragment::RowIdSequence;
-    use lance_core::table::schema::{logical_type_of, LanceField};
-    use lance_core::Dataset;
     use prost::Message;
 
     use super::Corpus;
@@ -376,7 +376,7 @@ mod cut {
     /// or string positions and bytes (op 2).
     async fn legacy_page(
         reader: &FileReader,
-        page: &lance_core::file::legacy::LegacyPage,
+        page: &crate::file::legacy::LegacyPage,
         name: &str,
         dt: &DataType,
         corpus: &mut Corpus,
@@ -420,7 +420,7 @@ mod cut {
                 corpus.put("legacy", &frame(op, n + 1, &b, &[]));
             }
             dt => {
-                let Ok(bits) = lance_core::encoding::legacy::value_bits(dt) else {
+                let Ok(bits) = crate::encoding::legacy::value_bits(dt) else {
                     return;
                 };
                 let Ok(b) = reader.read_range(at..at + (n * bits).div_ceil(8)).await else {
@@ -450,13 +450,13 @@ fn scan_datasets() {
     for d in dirs {
         let uri = d.to_string_lossy().to_string();
         let outcome = rt.block_on(async {
-            let ds = lance_core::Dataset::open(&uri, None, Default::default()).await?;
-            let mut scan = lance_core::scan(std::sync::Arc::new(ds), Default::default())?;
+            let ds = crate::Dataset::open(&uri, None, Default::default()).await?;
+            let mut scan = crate::scan(std::sync::Arc::new(ds), Default::default())?;
             let mut rows = 0;
             while let Some(batch) = scan.batches.next().await {
                 rows += batch?.num_rows();
             }
-            Ok::<_, lance_core::Error>(rows)
+            Ok::<_, crate::Error>(rows)
         });
         match outcome {
             Ok(rows) => eprintln!("{uri}: {rows} rows"),
