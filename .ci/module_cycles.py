@@ -32,8 +32,28 @@ def strip_comments(text: str) -> str:
     return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
 
 
+def strip_test_modules(text: str) -> str:
+    """Drops inline `#[cfg(test)] mod x { ... }` blocks: tests may use any module."""
+    while True:
+        m = re.search(r"#\[cfg\(test\)\]\s*(pub(\([^)]*\))?\s+)?mod\s+\w+\s*\{", text)
+        if not m:
+            return text
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        text = text[: m.start()] + text[i:]
+
+
+def is_test_only(path: Path) -> bool:
+    """A file its parent module declares after `#[cfg(test)]` (tests.rs, test_util.rs, ...)."""
+    declared = re.compile(r"#\[cfg\(test\)\]\s*(pub(\([^)]*\))?\s+)?mod\s+" + path.stem + r"\s*;")
+    parents = [path.parent / "mod.rs", path.parent / "lib.rs", path.parent.with_suffix(".rs")]
+    return any(p.exists() and p != path and declared.search(p.read_text()) for p in parents)
+
+
 def graph(src: Path):
-    modules = {module_of(src, p): p for p in src.rglob("*.rs")}
+    modules = {module_of(src, p): p for p in src.rglob("*.rs") if not is_test_only(p)}
     edges = {m: set() for m in modules}
 
     def resolve(base: tuple, names: list):
@@ -46,7 +66,7 @@ def graph(src: Path):
         return tuple(target)
 
     for module, path in modules.items():
-        text = strip_comments(path.read_text())
+        text = strip_test_modules(strip_comments(path.read_text()))
         # A file's own module for `super`: mod.rs/lib.rs is its directory.
         parent = module[:-1]
         refs = []
