@@ -182,7 +182,7 @@ def parallelism(spark) -> int:
     if master.startswith("local"):
         n = master[len("local["):-1] if master.startswith("local[") else "1"
         n = n.split(",")[0]
-        return os.cpu_count() or 1 if n == "*" else max(1, int(n))
+        return (os.cpu_count() or 1) if n == "*" else max(1, int(n))
     return 2
 
 
