@@ -12,10 +12,10 @@ VERSION=$(cargo pkgid -p lance-core-jni | sed 's/.*[#@]//')
 
 cargo build --profile "$PROFILE" -p lance-core-jni
 mkdir -p "$OUT"
-TARGET=target/$PROFILE
-[ "$PROFILE" = dev ] && TARGET=target/debug
+TARGET=${CARGO_TARGET_DIR:-target}/$PROFILE
+[ "$PROFILE" = dev ] && TARGET=${CARGO_TARGET_DIR:-target}/debug
 
-CLASSES=target/java-classes
+CLASSES=${CARGO_TARGET_DIR:-target}/java-classes
 rm -rf "$CLASSES"
 mkdir -p "$CLASSES/lance_core/spark/native"
 javac -Xlint:deprecation -encoding UTF-8 --release 17 -cp "$SPARK_JARS/*" -d "$CLASSES" java/src/lance_core/spark/*.java

@@ -339,18 +339,31 @@ pub async fn read_ranges(
         .collect())
 }
 
-/// A scan per `options` whose blob columns hold their bytes (`BlobRead::Bytes`, as
-/// large_binary) or the values they were written from (`BlobRead::Values`) instead of
-/// their descriptors: the rows' addresses locate them, batch by batch.
-pub fn scan_with_values(
+/// What a read returns for blob columns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BlobRead {
+    /// Where each blob is (pylance's default).
+    #[default]
+    Descriptors,
+    /// The bytes, large_binary (pylance's `blob_handling="all_binary"`).
+    Bytes,
+    /// What the blobs were written from: bytes for v1 columns, and for v2 columns the
+    /// blob struct `{data, uri, position, size}` (an external blob keeps its URI), so that
+    /// rows can be written again as they were (update, compaction).
+    Values,
+}
+
+/// `inner` (a read whose batches end with `_rowaddr`) with its blob columns' descriptors
+/// replaced by their bytes (`BlobRead::Bytes`, as large_binary) or the values they were
+/// written from (`BlobRead::Values`): the rows' addresses locate them, batch by batch.
+/// `_rowaddr` stays only when `keep_address`.
+pub fn with_values(
     ds: Arc<Dataset>,
-    mut options: crate::scan::ScanOptions,
-    read: crate::scan::BlobRead,
+    inner: Scan,
+    read: BlobRead,
+    keep_address: bool,
 ) -> Result<Scan> {
     use futures::StreamExt;
-    let keep_address = options.with_row_address;
-    options.with_row_address = true;
-    let inner = crate::scan::scan(ds.clone(), options)?;
     // (column, the blob struct type when v2 values are wanted as blob structs)
     let mut blobs: Vec<(usize, Option<arrow_schema::FieldRef>)> = Vec::new();
     let mut fields: Vec<arrow_schema::FieldRef> = inner.schema.fields().iter().cloned().collect();
@@ -358,7 +371,7 @@ pub fn scan_with_values(
         let Ok((_, v2)) = blob_field(&ds, f.name()) else {
             continue;
         };
-        let as_struct = match v2 && read == crate::scan::BlobRead::Values {
+        let as_struct = match v2 && read == BlobRead::Values {
             true => Some(Arc::new(ds.arrow_schema.field_with_name(f.name())?.clone())),
             false => None,
         };

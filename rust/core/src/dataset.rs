@@ -69,7 +69,7 @@ struct VersionCache {
     /// The row-id index, built on first use.
     row_index: tokio::sync::OnceCell<Arc<RowIdIndex>>,
     /// The manifest's index section, read on first use.
-    index_segments: std::sync::OnceLock<Arc<Vec<crate::index::IndexSegment>>>,
+    index_segments: std::sync::OnceLock<Arc<Vec<crate::table::index_segments::IndexSegment>>>,
 }
 
 /// The session key of an open data file (`legacy_ids`: the field ids its columns were
@@ -386,12 +386,13 @@ impl Dataset {
     }
 
     /// The index segments the manifest lists (read from it once).
-    pub fn index_segments(&self) -> Result<Arc<Vec<crate::index::IndexSegment>>> {
+    pub fn index_segments(&self) -> Result<Arc<Vec<crate::table::index_segments::IndexSegment>>> {
         if let Some(s) = self.version_cache.index_segments.get() {
             return Ok(s.clone());
         }
         let name = self.storage.display(&self.location.path);
-        let all = crate::index::segments(&self.manifest, &self.manifest_bytes, &name)?;
+        let all =
+            crate::table::index_segments::segments(&self.manifest, &self.manifest_bytes, &name)?;
         Ok(self
             .version_cache
             .index_segments

@@ -2,8 +2,10 @@
 //!
 //! Layers, bottom up (see ARCHITECTURE.md): `storage` (object stores and byte ranges), `file`
 //! (the v2 file container), `encoding` (page layouts and compression → Arrow), `table`
-//! (manifests, versions, schemas, fragments, deletions, row ids) and `scan` (streaming
-//! reads of a dataset). `dataset` is the entry point that ties them together.
+//! (manifests, versions, schemas, fragments, deletions, row ids, index segments),
+//! `dataset` (a version of a table, opened), `scan` (streaming reads and takes of its
+//! rows), `index` / `vector` / `blob` (what indices answer, vectors, blob bytes), `query`
+//! (a read as a user asks for it, planned over those) and `write` (every change, committed).
 pub mod blob;
 pub mod dataset;
 pub mod error;
@@ -15,6 +17,7 @@ pub mod file_table;
 pub mod fuzzing;
 pub mod index;
 pub mod proto;
+pub mod query;
 pub mod storage;
 
 pub use error::{Error, Result};
@@ -30,4 +33,5 @@ pub mod vector;
 pub mod write;
 
 pub use dataset::{Dataset, VersionRef};
+pub use query::{run as query, Query};
 pub use scan::{scan, Scan, ScanOptions};

@@ -23,7 +23,8 @@ pub struct PartitionReader {
 impl PartitionReader {
     pub fn open(request: &Request) -> Outcome<Self> {
         let ds = request.open()?;
-        let mut options = request.scan_options()?;
+        let mut query = request.query()?;
+        let options = &mut query.scan;
         // One fragment (a task's), or several (a read while planning).
         options.fragment_ids = match (request.u64("fragment_id"), request.get("fragment_ids")) {
             (Some(id), _) => Some(vec![id]),
@@ -45,7 +46,7 @@ impl PartitionReader {
         let nanos = request.nanos()?;
         let uri = ds.uri().to_string();
         let _enter = lance_core::threads::io_runtime().enter();
-        let scan = lance_core::scan(ds, options).map_err(|e| e.to_string())?;
+        let scan = lance_core::query(ds, query).map_err(|e| e.to_string())?;
         Ok(PartitionReader {
             uri,
             batches: scan.batches,

@@ -8,9 +8,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use lance_core::scan::{BlobRead, ROW_ID};
+use lance_core::blob::BlobRead;
+use lance_core::scan::ROW_ID;
 use lance_core::spark::types::Nanos;
-use lance_core::{Dataset, ScanOptions, VersionRef};
+use lance_core::{Dataset, Query, ScanOptions, VersionRef};
 use serde_json::{json, Map, Value};
 
 pub type Outcome<T> = std::result::Result<T, String>;
@@ -100,8 +101,8 @@ impl Request {
         )
     }
 
-    /// Scan options for this request's columns and blobs (no filter, rows or limit yet).
-    pub fn scan_options(&self) -> Outcome<ScanOptions> {
+    /// The query for this request's columns and blobs (no filter, rows or limit yet).
+    pub fn query(&self) -> Outcome<Query> {
         let (columns, with_row_id) = self.columns();
         let blobs = match self.str("blob_handling") {
             None | Some("blobs_descriptions") | Some("all_descriptions") => BlobRead::Descriptors,
@@ -112,11 +113,14 @@ impl Request {
                 ))
             }
         };
-        Ok(ScanOptions {
-            columns,
-            // Dotted columns are Spark's pruned structs: kept inside their struct.
-            keep_structs: self.flag("keep_structs"),
-            with_row_id,
+        Ok(Query {
+            scan: ScanOptions {
+                columns,
+                // Dotted columns are Spark's pruned structs: kept inside their struct.
+                keep_structs: self.flag("keep_structs"),
+                with_row_id,
+                ..Default::default()
+            },
             blobs,
             ..Default::default()
         })
@@ -170,11 +174,11 @@ fn opened() -> &'static Mutex<HashMap<String, Arc<Dataset>>> {
 /// and the `extremes` asked for that indices answer.
 pub fn describe(request: &Request) -> Outcome<Value> {
     let ds = request.open()?;
-    let mut options = request.scan_options()?;
-    options.limit = Some(0);
+    let mut query = request.query()?;
+    query.scan.limit = Some(0);
     let schema = {
         let _enter = lance_core::threads::io_runtime().enter();
-        lance_core::scan(ds.clone(), options)
+        lance_core::query(ds.clone(), query)
             .map_err(|e| e.to_string())?
             .schema
     };
@@ -242,14 +246,14 @@ pub fn count_rows(request: &Request) -> Outcome<u64> {
         None => None,
     };
     lance_core::threads::io_runtime()
-        .block_on(lance_core::scan::count_rows(ds, filter, None))
+        .block_on(lance_core::query::count_rows(ds, filter, None))
         .map_err(|e| e.to_string())
 }
 
 /// For each `{"fn": "min" | "max", "column": name}` asked for, `{"value": v}` in Spark's
-/// terms when the column's index answers it (see `lance_core::index::extremes`), else null.
+/// terms when the column's index answers it (see `lance_core::query::extremes`), else null.
 fn extremes(request: &Request, ds: &Arc<Dataset>, asked: &[Value]) -> Outcome<Vec<Value>> {
-    use lance_core::index::extremes::{extreme, Extreme};
+    use lance_core::query::extremes::{extreme, Extreme};
     let nanos = request.nanos()?;
     let mut out = Vec::with_capacity(asked.len());
     for a in asked {

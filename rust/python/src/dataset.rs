@@ -5,8 +5,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::RecordBatchReader;
+use lance_core::blob::BlobRead;
 use lance_core::dataset::{Dataset, VersionRef};
-use lance_core::scan::{scan, ScanOptions};
+use lance_core::scan::ScanOptions;
+use lance_core::Query;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -422,12 +424,17 @@ impl PyDataset {
         })
     }
 
-    /// The index segments the manifest lists, one dict each (see `index::IndexSegment`).
+    /// The index segments the manifest lists, one dict each (see `table::index_segments::IndexSegment`).
     fn index_segments<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         guard(|| {
             let ds = &self.inner;
             let name = ds.storage().display(&ds.location.path);
-            let all = lance_core::index::segments(&ds.manifest, &ds.manifest_bytes, &name).py()?;
+            let all = lance_core::table::index_segments::segments(
+                &ds.manifest,
+                &ds.manifest_bytes,
+                &name,
+            )
+            .py()?;
             all.iter()
                 .map(|s| {
                     let d = PyDict::new(py);
@@ -499,7 +506,7 @@ impl PyDataset {
                 .map(|f| lance_core::expr::parse(&f))
                 .transpose()
                 .py()?;
-            block_on(py, lance_core::scan::count_rows(ds, filter, fragment_id)).py()
+            block_on(py, lance_core::query::count_rows(ds, filter, fragment_id)).py()
         })
     }
 
@@ -1515,7 +1522,6 @@ impl PyDataset {
         guard(|| {
             let nearest = nearest.map(|n| n.into_query()).transpose()?;
             let mut options = ScanOptions {
-                nearest,
                 columns,
                 limit,
                 offset,
@@ -1524,12 +1530,6 @@ impl PyDataset {
                 fragment_ids,
                 row_range,
                 include_deleted,
-                late_materialization,
-                use_scalar_index,
-                blobs: match blob_bytes {
-                    true => lance_core::scan::BlobRead::Bytes,
-                    false => lance_core::scan::BlobRead::Descriptors,
-                },
                 strict_batch_size,
                 count_rows_scanned: true,
                 ..Default::default()
@@ -1544,8 +1544,18 @@ impl PyDataset {
                 options.filter = Some(lance_core::expr::parse(&f).py()?);
             }
             options.projection = parse_projection(projection)?;
+            let query = Query {
+                scan: options,
+                late_materialization,
+                use_scalar_index,
+                nearest,
+                blobs: match blob_bytes {
+                    true => BlobRead::Bytes,
+                    false => BlobRead::Descriptors,
+                },
+            };
             let _enter = runtime().enter();
-            let s = scan(self.inner.clone(), options).py()?;
+            let s = lance_core::query(self.inner.clone(), query).py()?;
             Ok(PyBatchIterator::new(s.schema, s.batches))
         })
     }

@@ -15,7 +15,7 @@ use bytes::Bytes;
 
 use super::compression::fsst::SymbolTable;
 use super::compression::general::Scheme;
-use super::layout::with_nulls;
+use super::values::with_nulls;
 use super::values::{variable_array, ValuesBuilder, VariableBuilder};
 pub use crate::encoding::values::{fixed_array, fixed_width};
 use crate::error::{corrupt, unsupported, Result};

@@ -571,3 +571,19 @@ pub fn fixed_array(dt: &DataType, n: usize, data: Buffer) -> Result<ArrayRef> {
     };
     Ok(make_array(built.align_buffers(true).build()?))
 }
+
+/// Replace an array's validity (the array came without one).
+pub fn with_nulls(a: ArrayRef, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
+    let Some(nulls) = nulls.filter(|n| n.null_count() > 0) else {
+        return Ok(a);
+    };
+    if nulls.len() != a.len() {
+        return Err(corrupt(format!(
+            "{} validity bits for {} values",
+            nulls.len(),
+            a.len()
+        )));
+    }
+    let data = a.to_data().into_builder().nulls(Some(nulls)).build()?;
+    Ok(arrow_array::make_array(data))
+}

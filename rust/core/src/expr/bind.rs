@@ -1241,7 +1241,7 @@ pub(super) fn arith_type(
         return Err(format!("arithmetic needs numbers, not {a} and {b}"));
     }
     let (x, y) = (new_empty_array(a), new_empty_array(b));
-    super::eval::arith_kernel(op, &x, &y)
+    op.apply(&x, &y)
         .map(|r| r.data_type().clone())
         .map_err(|e| e.to_string())
 }

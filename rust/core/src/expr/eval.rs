@@ -241,7 +241,7 @@ fn eval(b: &Bound, batch: &RecordBatch) -> std::result::Result<Val, ArrowError> 
         Node::Arith { op, left, right } => {
             let (l, r) = (eval(left, batch)?, eval(right, batch)?);
             let both_scalar = matches!((&l, &r), (Val::Scalar(_), Val::Scalar(_)));
-            let out = arith_kernel(*op, l.datum().as_ref(), r.datum().as_ref())?;
+            let out = op.apply(l.datum().as_ref(), r.datum().as_ref())?;
             if both_scalar {
                 Val::Scalar(out)
             } else {
@@ -342,10 +342,15 @@ fn eval(b: &Bound, batch: &RecordBatch) -> std::result::Result<Val, ArrowError> 
                 })
                 .collect::<std::result::Result<Vec<_>, ArrowError>>()?;
             // Constants in, a constant out.
-            if args.iter().all(|a| a.scalar) {
-                Val::Scalar(functions::call(*function, &args, 1, &b.data_type)?)
-            } else {
-                Val::Array(functions::call(*function, &args, rows, &b.data_type)?)
+            let scalar = args.iter().all(|a| a.scalar);
+            let n = if scalar { 1 } else { rows };
+            let out = match *function {
+                Function::Json(f) => super::json::call(f, &args, n)?,
+                f => functions::call(f, &args, n, &b.data_type)?,
+            };
+            match scalar {
+                true => Val::Scalar(out),
+                false => Val::Array(out),
             }
         }
     })
@@ -457,22 +462,6 @@ fn may_fail(b: &Bound) -> bool {
             .chain(otherwise.as_deref())
             .any(may_fail),
         Node::Call { args, .. } => args.iter().any(may_fail),
-    }
-}
-
-/// Integer overflow wraps (as in pylance); division by zero is an error.
-pub(super) fn arith_kernel(
-    op: ArithOp,
-    l: &dyn Datum,
-    r: &dyn Datum,
-) -> std::result::Result<ArrayRef, ArrowError> {
-    use arrow_arith::numeric;
-    match op {
-        ArithOp::Add => numeric::add_wrapping(l, r),
-        ArithOp::Sub => numeric::sub_wrapping(l, r),
-        ArithOp::Mul => numeric::mul_wrapping(l, r),
-        ArithOp::Div => numeric::div(l, r),
-        ArithOp::Rem => numeric::rem(l, r),
     }
 }
 

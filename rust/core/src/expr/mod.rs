@@ -99,6 +99,25 @@ pub enum ArithOp {
     Rem,
 }
 
+impl ArithOp {
+    /// The operation on two arrays or scalars (arrow's kernels). Integer overflow wraps
+    /// (as in pylance); division by zero is an error.
+    pub(crate) fn apply(
+        self,
+        l: &dyn arrow_array::Datum,
+        r: &dyn arrow_array::Datum,
+    ) -> std::result::Result<arrow_array::ArrayRef, arrow_schema::ArrowError> {
+        use arrow_arith::numeric;
+        match self {
+            ArithOp::Add => numeric::add_wrapping(l, r),
+            ArithOp::Sub => numeric::sub_wrapping(l, r),
+            ArithOp::Mul => numeric::mul_wrapping(l, r),
+            ArithOp::Div => numeric::div(l, r),
+            ArithOp::Rem => numeric::rem(l, r),
+        }
+    }
+}
+
 /// How `ListHas` searches a list for its values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ListSearch {

@@ -16,10 +16,10 @@ use arrow_schema::{DataType, Field, Schema};
 use roaring::RoaringBitmap;
 
 use super::selection::{Found, IdSet};
-use super::IndexSegment;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::expr::Expr;
+use crate::table::index_segments::IndexSegment;
 
 pub const FILE: &str = "bitmap_page_lookup.lance";
 

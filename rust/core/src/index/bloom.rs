@@ -22,11 +22,11 @@ use twox_hash::XxHash64;
 use super::bitmap::{id_set_in_buffer, write_id_set};
 use super::selection::{Found, IdSet};
 use super::zonemap::NULL_BITMAP_KEY;
-use super::IndexSegment;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::expr::ranges::{compare, value_ranges};
 use crate::expr::Expr;
+use crate::table::index_segments::IndexSegment;
 
 pub const FILE: &str = "bloomfilter.lance";
 pub const DEFAULT_ITEMS: u64 = 8192;

@@ -19,12 +19,12 @@ use arrow_schema::{DataType, Field, Schema, SortOptions};
 use futures::StreamExt;
 
 use super::selection::Found;
-use super::IndexSegment;
 use crate::dataset::Dataset;
 use crate::error::{corrupt, Error, Result};
 use crate::expr::ranges::{value_ranges, ValueRanges};
 use crate::expr::Expr;
 use crate::session::IndexCacheRef;
+use crate::table::index_segments::IndexSegment;
 
 pub const LOOKUP_FILE: &str = "page_lookup.lance";
 pub const PAGES_FILE: &str = "page_data.lance";

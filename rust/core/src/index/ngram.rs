@@ -17,10 +17,10 @@ use arrow_schema::{DataType, Field, Schema};
 use roaring::RoaringTreemap;
 
 use super::selection::{Found, IdSet};
-use super::IndexSegment;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::expr::Expr;
+use crate::table::index_segments::IndexSegment;
 
 pub const FILE: &str = "ngram_postings.lance";
 

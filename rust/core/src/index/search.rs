@@ -5,10 +5,11 @@
 use std::sync::Arc;
 
 use super::selection::{Found, IdSet, Rows, Selection};
-use super::{IndexSegment, Kind};
+use super::Kind;
 use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::expr::{CmpOp, Expr};
+use crate::table::index_segments::IndexSegment;
 
 /// The fragments of `ds` where its indices prove no row passes `filter`: a distributed
 /// scan gives them no task.

@@ -7,9 +7,10 @@ use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
 use serde_json::{json, Map, Value};
 
-use super::{IndexSegment, Kind};
+use super::Kind;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::table::index_segments::IndexSegment;
 
 /// The live rows of the fragments `segment` covers in `ds`.
 pub async fn rows_covered(ds: &Dataset, segment: &IndexSegment) -> Result<u64> {

@@ -17,11 +17,11 @@ use arrow_schema::{DataType, Field, Schema};
 
 use super::bitmap::{id_set_in_buffer, write_id_set};
 use super::selection::{Found, IdSet};
-use super::IndexSegment;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::expr::ranges::{compare, value_ranges, Interval};
 use crate::expr::Expr;
+use crate::table::index_segments::IndexSegment;
 
 pub const FILE: &str = "zonemap.lance";
 /// Live rows per zone when the user names none, as pylance.

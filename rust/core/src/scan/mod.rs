@@ -1,14 +1,17 @@
-//! Scans: stream a dataset (or some of its fragments) as Arrow record batches, with a
-//! projection, an offset and limit, and the row id / row address columns.
+//! Scans: stream the rows of a dataset's fragments (or some of them) as Arrow record
+//! batches through the read pipeline, with a projection, a filter evaluated row by row,
+//! an offset and limit, and the row id / row address columns; and takes of rows by
+//! address. Indices, vector search, blob bytes and the choice between scanning and
+//! taking are the query layer's (`crate::query`), above this one.
 pub mod cpu;
 mod fragment;
+pub(crate) use fragment::WholeFiles;
 pub mod json;
-mod late;
 mod legacy;
 mod lists20;
 mod output;
 pub mod plan;
-mod rebatch;
+pub(crate) mod rebatch;
 mod stream;
 pub mod system;
 pub mod take;
@@ -58,36 +61,12 @@ pub struct ScanOptions {
     /// Return deleted rows too: every physical row, as new data files for a fragment must
     /// hold.
     pub include_deleted: bool,
-    /// Read a filter's columns first and take the others for the rows that pass, when
-    /// few do (and take the rows of a small limit): see `late`.
-    pub late_materialization: bool,
-    /// Answer the filter from the table's scalar indices where they cover it.
-    pub use_scalar_index: bool,
-    /// A nearest-neighbour search instead of a scan (see `crate::vector`): the k nearest
-    /// rows with `_distance`, the filter applied before or after as it says.
-    pub nearest: Option<crate::vector::Nearest>,
-    /// What blob columns hold (see `BlobRead`).
-    pub blobs: BlobRead,
     /// Batches of exactly `batch_size` rows (the last excepted), across fragment ends and
     /// after the filter (otherwise a batch holds what passed of one read, as in pylance).
     pub strict_batch_size: bool,
     /// Add the rows read before the filter to the process's `rows_scanned` counter (the
     /// scans users ask for; not the reads of index files).
     pub count_rows_scanned: bool,
-}
-
-/// What a scan returns for blob columns.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum BlobRead {
-    /// Where each blob is (pylance's default).
-    #[default]
-    Descriptors,
-    /// The bytes, large_binary (pylance's `blob_handling="all_binary"`).
-    Bytes,
-    /// What the blobs were written from: bytes for v1 columns, and for v2 columns the
-    /// blob struct `{data, uri, position, size}` (an external blob keeps its URI), so that
-    /// rows can be written again as they were (update, compaction).
-    Values,
 }
 
 impl Default for ScanOptions {
@@ -106,10 +85,6 @@ impl Default for ScanOptions {
             projection: None,
             row_range: None,
             include_deleted: false,
-            late_materialization: true,
-            use_scalar_index: true,
-            nearest: None,
-            blobs: BlobRead::Descriptors,
             strict_batch_size: false,
             count_rows_scanned: false,
         }
@@ -332,79 +307,13 @@ pub(crate) fn prepare(
     })
 }
 
-/// The live rows of `dataset` (of fragment `fragment_id` only, when given) for which
-/// `filter` holds (all of them when None). A filter reads only its own columns; without
-/// one, nothing is read but deletion files.
-pub async fn count_rows(
-    dataset: Arc<Dataset>,
-    filter: Option<crate::expr::Expr>,
-    fragment_id: Option<u64>,
-) -> Result<u64> {
-    let Some(filter) = filter else {
-        return match fragment_id {
-            None => dataset.count_rows().await,
-            Some(id) => {
-                let f = dataset.fragment_or_err(id)?;
-                dataset.fragment_rows(f).await
-            }
-        };
-    };
-    let mut fragment_ids = fragment_id.map(|id| vec![id]);
-    let mut counted = 0u64;
-    // Rows an index finds are counted from it (checked with the filter first where it
-    // only finds candidates); the other fragments are scanned.
-    if let Some(selection) = crate::index::search::select(&dataset, &filter).await? {
-        let ids = fragment_ids
-            .take()
-            .unwrap_or_else(|| dataset.fragments().iter().map(|f| f.id).collect());
-        let mut rest = Vec::new();
-        for id in ids {
-            match selection.part(id) {
-                Some(p) if p.exact => counted += p.yes.len(),
-                Some(p) => {
-                    let found = p.addresses(id, 0..u64::MAX);
-                    counted += late::recheck(&dataset, &found, &filter).await?.len() as u64;
-                }
-                None => rest.push(id),
-            }
-        }
-        if rest.is_empty() {
-            return Ok(counted);
-        }
-        fragment_ids = Some(rest);
-    }
-    let options = ScanOptions {
-        columns: Some(vec![]),
-        filter: Some(filter),
-        fragment_ids,
-        batch_size: 64 * 1024,
-        use_scalar_index: false,
-        ..Default::default()
-    };
-    let s = scan(dataset, options)?;
-    futures::TryStreamExt::try_fold(s.batches, counted, |n, b| async move {
-        Ok(n + b.num_rows() as u64)
-    })
-    .await
-}
-
-/// Start scanning `dataset`. Must be called within a tokio runtime.
+/// Start reading `dataset` through the pipeline. Must be called within a tokio runtime.
 pub fn scan(dataset: Arc<Dataset>, mut options: ScanOptions) -> Result<Scan> {
-    if options.blobs != BlobRead::Descriptors {
-        let read = std::mem::take(&mut options.blobs);
-        return crate::blob::scan_with_values(dataset, options, read);
-    }
     options.batch_size = options.batch_size.max(1);
-    if options.nearest.is_some() {
-        return crate::vector::search::start(dataset, options);
-    }
     let p = prepare(&dataset, &options.projection(), options.filter.as_ref())?;
     let schema = p.output.schema.clone();
     let exact = options.strict_batch_size.then_some(options.batch_size);
-    let batches = match late::applies(&dataset, &options) {
-        true => late::start(dataset, options),
-        false => stream::start(dataset, p.plan, options, p.read_schema, p.output),
-    };
+    let batches = stream::start(dataset, p.plan, options, p.read_schema, p.output);
     let batches = match exact {
         Some(size) => rebatch::rebatch(batches, schema.clone(), size),
         None => batches,

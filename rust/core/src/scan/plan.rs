@@ -485,7 +485,7 @@ pub fn assemble(plan: &FieldPlan, arrays: Vec<(usize, ArrayRef)>, len: usize) ->
                 let s = as_struct(&array)?;
                 let child = s.column(0).clone();
                 let nulls = arrow_buffer::NullBuffer::union(s.nulls(), child.nulls());
-                array = crate::encoding::layout::with_nulls(child, nulls)?;
+                array = crate::encoding::values::with_nulls(child, nulls)?;
             }
             Ok(array)
         }

@@ -242,7 +242,7 @@ async fn take_returns_rows_in_the_order_asked() {
 
 #[tokio::test]
 async fn counting_rows_with_and_without_a_filter() {
-    use super::count_rows;
+    use crate::query::count_rows;
     let ds = Arc::new(table().await);
     assert_eq!(count_rows(ds.clone(), None, None).await.unwrap(), 8);
     // Fragment 1 holds 4..8, 5 deleted.

@@ -12,6 +12,7 @@ pub mod deletion;
 pub mod features;
 pub mod fragment_json;
 pub mod history;
+pub mod index_segments;
 pub mod manifest;
 pub mod primary_key;
 pub mod row_index;

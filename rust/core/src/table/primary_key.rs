@@ -3,7 +3,8 @@
 //! key), stored in the manifest's Field messages, used by `merge_insert` when it is given
 //! no key columns. It is not enforced on the data; what the reference does enforce is
 //! checked here: where a key column may be, and that once a table has a key, no config
-//! change touches it.
+//! change touches it (where a key column may be is a rule of the schema itself:
+//! `schema::check_primary_key`).
 use crate::error::{Error, Result};
 use crate::proto::table::transaction::UpdateConfig;
 use crate::proto::table::Manifest;
@@ -32,46 +33,6 @@ pub fn key_paths(schema: &LanceSchema) -> Vec<String> {
         (*unordered, if *unordered { *id as u32 } else { *pos }, *id)
     });
     found.into_iter().map(|(_, _, _, path)| path).collect()
-}
-
-/// Where a key column may be, as the reference requires: a leaf (no children), not inside
-/// a list, and neither it nor any of its ancestors nullable (a key has a value in every row).
-pub fn validate(schema: &LanceSchema) -> Result<()> {
-    fn walk(fields: &[LanceField], ancestors: &[&LanceField]) -> Result<()> {
-        for f in fields {
-            let mut chain = ancestors.to_vec();
-            chain.push(f);
-            if f.primary_key_position().is_some() {
-                let path = chain
-                    .iter()
-                    .map(|a| a.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(".");
-                if !f.children.is_empty() {
-                    return Err(Error::invalid(format!(
-                        "primary key column '{path}' must be a leaf, not a {}",
-                        f.logical_type
-                    )));
-                }
-                if ancestors
-                    .iter()
-                    .any(|a| a.logical_type.contains("list") || a.logical_type == "map")
-                {
-                    return Err(Error::invalid(format!(
-                        "primary key column '{path}' must not be inside a list"
-                    )));
-                }
-                if chain.iter().any(|a| a.nullable) {
-                    return Err(Error::invalid(format!(
-                        "primary key column '{path}' and all its ancestors must not be nullable"
-                    )));
-                }
-            }
-            walk(&f.children, &chain)?;
-        }
-        Ok(())
-    }
-    walk(&schema.fields, &[])
 }
 
 /// Whether a field metadata key is one of the key's.
@@ -164,7 +125,7 @@ pub fn refresh(m: &mut Manifest, uri: &str) -> Result<()> {
         f.unenforced_primary_key = pos.is_some();
         f.unenforced_primary_key_position = pos.unwrap_or(0);
     }
-    validate(&schema).map_err(|e| Error::invalid(format!("{uri}: {e}")))
+    super::schema::check_primary_key(&schema).map_err(|e| Error::invalid(format!("{uri}: {e}")))
 }
 
 #[cfg(test)]

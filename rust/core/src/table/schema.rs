@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, FieldRef, Fields, IntervalUnit, Schema, TimeUnit};
 
-use crate::error::{corrupt, unsupported, Result};
+use crate::error::{corrupt, unsupported, Error, Result};
 use crate::proto::file::Field as PbField;
 
 pub const EXTENSION_NAME: &str = "ARROW:extension:name";
@@ -455,7 +455,7 @@ impl LanceSchema {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let schema = LanceSchema { fields, metadata };
-        super::primary_key::validate(&schema)?;
+        check_primary_key(&schema)?;
         Ok(schema)
     }
 
@@ -592,6 +592,46 @@ impl LanceField {
             children,
         })
     }
+}
+
+/// Where a key column may be, as the reference requires: a leaf (no children), not inside
+/// a list, and neither it nor any of its ancestors nullable (a key has a value in every row).
+pub fn check_primary_key(schema: &LanceSchema) -> Result<()> {
+    fn walk(fields: &[LanceField], ancestors: &[&LanceField]) -> Result<()> {
+        for f in fields {
+            let mut chain = ancestors.to_vec();
+            chain.push(f);
+            if f.primary_key_position().is_some() {
+                let path = chain
+                    .iter()
+                    .map(|a| a.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(".");
+                if !f.children.is_empty() {
+                    return Err(Error::invalid(format!(
+                        "primary key column '{path}' must be a leaf, not a {}",
+                        f.logical_type
+                    )));
+                }
+                if ancestors
+                    .iter()
+                    .any(|a| a.logical_type.contains("list") || a.logical_type == "map")
+                {
+                    return Err(Error::invalid(format!(
+                        "primary key column '{path}' must not be inside a list"
+                    )));
+                }
+                if chain.iter().any(|a| a.nullable) {
+                    return Err(Error::invalid(format!(
+                        "primary key column '{path}' and all its ancestors must not be nullable"
+                    )));
+                }
+            }
+            walk(&f.children, &chain)?;
+        }
+        Ok(())
+    }
+    walk(&schema.fields, &[])
 }
 
 #[cfg(test)]

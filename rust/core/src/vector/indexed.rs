@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_array::{Array, FixedSizeListArray, UInt64Array};
+use arrow_array::{Array, FixedSizeListArray};
 use roaring::{RoaringBitmap, RoaringTreemap};
 
 use super::distance::{self, Metric, Query};
@@ -20,8 +20,8 @@ use super::topk::{Neighbour, TopK};
 use super::Nearest;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::index::IndexSegment;
-use crate::scan::{scan, Projection, ScanOptions};
+use crate::scan::Projection;
+use crate::table::index_segments::IndexSegment;
 use crate::table::row_index::RowIdIndex;
 
 /// The column's IVF segments this search can use (manifest entry and model), with the
@@ -75,8 +75,7 @@ struct Live {
 impl Live {
     async fn of(
         ds: &Arc<Dataset>,
-        options: &ScanOptions,
-        nearest: &Nearest,
+        passing: Option<RoaringTreemap>,
         covered: RoaringBitmap,
     ) -> Result<Live> {
         let ids = match ds.has_stable_row_ids() {
@@ -87,28 +86,6 @@ impl Live {
         for f in ds.fragments() {
             fragments.insert(f.id, (ds.physical_rows(f).await?, ds.deletions(f).await?));
         }
-        let passing = match (&options.filter, nearest.prefilter) {
-            (Some(filter), true) => {
-                let read = ScanOptions {
-                    columns: Some(vec![]),
-                    with_row_id: true,
-                    filter: Some(filter.clone()),
-                    use_scalar_index: options.use_scalar_index,
-                    batch_size: 64 * 1024,
-                    ..Default::default()
-                };
-                let s = scan(ds.clone(), read)?;
-                let batches: Vec<_> = futures::TryStreamExt::try_collect(s.batches).await?;
-                let mut set = RoaringTreemap::new();
-                for b in batches {
-                    if let Some(ids) = b.column(0).as_any().downcast_ref::<UInt64Array>() {
-                        set.extend(ids.values().iter().copied());
-                    }
-                }
-                Some(set)
-            }
-            _ => None,
-        };
         Ok(Live {
             ids,
             fragments,
@@ -136,12 +113,12 @@ impl Live {
     }
 }
 
-/// The k nearest rows for each query, through `segments` (of one index)
-/// and an exhaustive search of the fragments they do not cover (`flat`, given the
-/// fragments to search and the k to find).
+/// The k nearest rows for each query (among the rows whose ids are in `passing`, when a
+/// pre-filter gives it), through `segments` (of one index) and an exhaustive search of
+/// the fragments they do not cover (`flat`, given the fragments to search).
 pub async fn search<F, Fut>(
     ds: &Arc<Dataset>,
-    options: &ScanOptions,
+    passing: Option<RoaringTreemap>,
     nearest: &Nearest,
     segments: &[(IndexSegment, Arc<Ivf>)],
     queries: &[Query],
@@ -162,7 +139,7 @@ where
         .map(|f| f.id)
         .filter(|&id| !covered.contains(id as u32))
         .collect();
-    let live = Live::of(ds, options, nearest, covered).await?;
+    let live = Live::of(ds, passing, covered).await?;
     let refine = nearest.refine_factor.map(|r| r.max(1));
     let wanted = nearest.k.saturating_mul(refine.unwrap_or(1));
     let probes = Probes {

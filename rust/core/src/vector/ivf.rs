@@ -21,9 +21,9 @@ use super::distance::{self, Metric, Query};
 use super::topk::{Neighbour, TopK};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::index::IndexSegment;
 use crate::proto::index::{tensor, Ivf as IvfProto, Tensor};
 use crate::session::IndexCacheRef;
+use crate::table::index_segments::IndexSegment;
 
 const INDEX_FILE: &str = "index.idx";
 const AUX_FILE: &str = "auxiliary.idx";

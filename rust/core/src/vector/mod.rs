@@ -5,17 +5,16 @@
 //! - `distance`: the metrics and their SIMD kernels;
 //! - `indexed`: a search through the column's IVF index, merged with the unindexed rest;
 //! - `ivf`: reading pylance's IVF indices and searching their nearest partitions;
-//! - `topk`: keeping the k nearest of many candidates, in pylance's order;
-//! - `search`: the search itself, run as a scan: candidates are read (the vector column and
-//!   row ids, pre-filtered when asked), measured on the CPU pool, and the winners' columns
-//!   taken.
+//! - `topk`: keeping the k nearest of many candidates, in pylance's order.
+//!
+//! The search itself (candidates read, pre-filtered, measured on the CPU pool, the
+//! winners' columns taken) is a query: `crate::query::nearest`.
 pub mod build;
 pub mod distance;
 pub mod indexed;
 pub mod ivf;
 pub mod kmeans;
 pub mod reuse;
-pub mod search;
 pub mod topk;
 
 pub use distance::Metric;

@@ -261,7 +261,6 @@ async fn write_cast(
             columns: Some(vec![cast.chain[0].name.clone()]),
             fragment_ids: Some(vec![frag.id]),
             include_deleted: true,
-            late_materialization: false,
             ..Default::default()
         };
         let s = scan(ds_arc.clone(), options)?;

@@ -222,7 +222,6 @@ pub async fn update_columns(
         columns: Some(columns),
         fragment_ids: Some(vec![fragment_id]),
         include_deleted: true,
-        late_materialization: false,
         ..Default::default()
     };
     ds.fragment_or_err(fragment_id)?;

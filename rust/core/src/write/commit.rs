@@ -330,7 +330,7 @@ pub async fn commit_external(
         External::Restore { version } => {
             let old =
                 Dataset::open(uri, Some(VersionRef::Number(version)), options.clone()).await?;
-            super::restore::restore_operation(&old)
+            restore_operation(&old)
         }
         External::Update {
             updated,
@@ -379,4 +379,13 @@ pub async fn commit_external(
         None => ReadFrom::Latest { uri, options },
     };
     commit(read_from, op, Staged::new(&storage), properties).await
+}
+
+/// The operation that makes `ds`'s version the newest.
+pub(super) fn restore_operation(ds: &Dataset) -> Operation {
+    Operation::Restore {
+        version: ds.version(),
+        manifest: Box::new((*ds.manifest).clone()),
+        bytes: ds.manifest_bytes.clone(),
+    }
 }

@@ -9,10 +9,12 @@ use arrow_array::types::UInt64Type;
 use futures::StreamExt;
 
 use super::{commit, writable_version, write_fragments, ReadFrom, WriteOptions};
+use crate::blob::BlobRead;
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::proto::table::DataFragment;
-use crate::scan::{scan, ScanOptions};
+use crate::query::Query;
+use crate::scan::ScanOptions;
 use crate::table::transaction::{Operation, Staged};
 
 #[derive(Clone, Debug)]
@@ -160,16 +162,19 @@ async fn rewrite(
     opts: &CompactionOptions,
 ) -> Result<Vec<DataFragment>> {
     let stable = ds.has_stable_row_ids();
-    let options = ScanOptions {
-        blobs: crate::scan::BlobRead::Values,
-        fragment_ids: Some(group.iter().map(|f| f.id).collect()),
-        with_row_id: stable,
-        with_row_address: stable,
-        batch_size: opts.batch_size.max(1),
+    let query = Query {
+        scan: ScanOptions {
+            fragment_ids: Some(group.iter().map(|f| f.id).collect()),
+            with_row_id: stable,
+            with_row_address: stable,
+            batch_size: opts.batch_size.max(1),
+            ..Default::default()
+        },
+        blobs: BlobRead::Values,
         late_materialization: false,
         ..Default::default()
     };
-    let s = scan(ds.clone(), options)?;
+    let s = crate::query::run(ds.clone(), query)?;
     let moved = Arc::new(std::sync::Mutex::new((
         Vec::<u64>::new(),
         Vec::<u64>::new(),
@@ -360,7 +365,7 @@ async fn move_indices(
     let metadata = super::index::index_metadata(ds)?;
     let mut to_remap = Vec::new();
     for meta in &metadata {
-        let segment = crate::index::segment(meta)?;
+        let segment = crate::table::index_segments::segment(meta)?;
         let covered = segment.live_fragments(ds.fragments());
         let touched = groups
             .iter()

@@ -12,7 +12,7 @@ use super::{commit, ReadFrom};
 use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::proto::table::DataFragment;
-use crate::scan::{scan, ScanOptions};
+use crate::scan::ScanOptions;
 use crate::table::transaction::{Operation, Staged};
 
 /// Row offsets, by fragment, of the rows of `ds` (of `fragment_ids` when given) matching
@@ -30,7 +30,7 @@ pub async fn matching_rows(
         fragment_ids,
         ..Default::default()
     };
-    let s = scan(ds.clone(), options)?;
+    let s = crate::query::run(ds.clone(), options.into())?;
     let mut rows = RowsByFragment::new();
     let mut batches = s.batches;
     while let Some(b) = batches.try_next().await? {

@@ -284,7 +284,10 @@ pub(crate) enum OnRewrite {
 
 /// How a compaction treats `segment` (pylance remaps the same kinds; zones of rows
 /// cannot be, and an HNSW graph would need rebuilding).
-pub(crate) fn on_rewrite(segment: &crate::index::IndexSegment, stable_row_ids: bool) -> OnRewrite {
+pub(crate) fn on_rewrite(
+    segment: &crate::table::index_segments::IndexSegment,
+    stable_row_ids: bool,
+) -> OnRewrite {
     let vector = segment.kind.starts_with("IVF_");
     let holds_row_ids = match Kind::of(segment) {
         Some(kind) => kind.holds_row_ids(segment.index_version),
@@ -315,7 +318,7 @@ pub(crate) async fn remap_segment(
     map: &crate::index::remap::AddressMap,
 ) -> Result<Option<crate::proto::table::transaction::rewrite::RewrittenIndex>> {
     use crate::index::{bitmap, btree, label_list, ngram};
-    let segment = crate::index::segment(meta)?;
+    let segment = crate::table::index_segments::segment(meta)?;
     let uuid = uuid::Uuid::new_v4();
     let files = match Kind::of(&segment) {
         Some(Kind::BTree) => {
@@ -523,8 +526,6 @@ pub(super) fn column_batches_in(
         with_row_address: !by_row_id,
         with_row_id: by_row_id,
         batch_size,
-        late_materialization: false,
-        use_scalar_index: false,
         ..Default::default()
     };
     let s = scan(ds.clone(), options)?;

@@ -1,11 +1,12 @@
 //! Restore: an earlier version committed again as the newest (a `Restore` transaction),
 //! as pylance's `restore()` does. Nothing is copied: the old manifest's fragments point at
 //! files that are still there (cleanup keeps what a kept version references).
+use super::commit::restore_operation;
 use super::{commit, ReadFrom};
 use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::storage::Storage;
-use crate::table::transaction::{Operation, Staged};
+use crate::table::transaction::Staged;
 use crate::table::versions::latest_version;
 
 /// Commit `ds`'s version as the newest; checked against the latest version (a commit
@@ -20,13 +21,4 @@ pub async fn restore(ds: &Dataset) -> Result<Dataset> {
         version: Some(latest),
     };
     commit(read_from, op, Staged::new(&storage), Default::default()).await
-}
-
-/// The operation that makes `ds`'s version the newest.
-pub(super) fn restore_operation(ds: &Dataset) -> Operation {
-    Operation::Restore {
-        version: ds.version(),
-        manifest: Box::new((*ds.manifest).clone()),
-        bytes: ds.manifest_bytes.clone(),
-    }
 }

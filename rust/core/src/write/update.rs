@@ -17,7 +17,7 @@ use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::expr::{bind, evaluate, parse, parse_expression, Expr};
 use crate::proto::table::DataFragment;
-use crate::scan::{scan, ScanOptions, ROW_ADDRESS, ROW_ID};
+use crate::scan::{ScanOptions, ROW_ADDRESS, ROW_ID};
 use crate::table::schema::LanceField;
 use crate::table::transaction::Staged;
 
@@ -312,16 +312,19 @@ async fn rewrite(
     staged: &Staged,
 ) -> Result<Rewritten> {
     let stable = ds.has_stable_row_ids();
-    let options = ScanOptions {
-        blobs: crate::scan::BlobRead::Values,
-        filter: filter.cloned(),
-        with_row_address: true,
-        with_row_id: stable,
-        fragment_ids,
-        batch_size: 16 * 1024,
+    let query = crate::query::Query {
+        scan: ScanOptions {
+            filter: filter.cloned(),
+            with_row_address: true,
+            with_row_id: stable,
+            fragment_ids,
+            batch_size: 16 * 1024,
+            ..Default::default()
+        },
+        blobs: crate::blob::BlobRead::Values,
         ..Default::default()
     };
-    let s = scan(Arc::new(ds.clone()), options)?;
+    let s = crate::query::run(Arc::new(ds.clone()), query)?;
     let target: SchemaRef = Arc::new(Schema::new(ds.arrow_schema.fields().clone()));
     let seen = Arc::new(Mutex::new(Seen::default()));
     let (assignments_owned, seen_in) = (assignments.to_vec(), seen.clone());

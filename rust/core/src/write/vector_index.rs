@@ -253,7 +253,7 @@ async fn write_model(
 /// The model of segment `meta` when lance_core can encode rows as it did (IVF_FLAT,
 /// IVF_PQ or IVF_SQ, not hamming); None for the others (a graph would need rebuilding).
 async fn reusable(ds: &Dataset, meta: &IndexMetadata) -> Result<Option<Arc<Ivf>>> {
-    let segment = crate::index::segment(meta)?;
+    let segment = crate::table::index_segments::segment(meta)?;
     if reuse::storage_of(&segment.kind).is_none() {
         return Ok(None);
     }
@@ -321,7 +321,7 @@ pub(super) async fn optimize(
                 continue;
             }
             encoded.append(reuse::rows(&other).await?);
-            if let Some(f) = crate::index::segment(m)?.fragments {
+            if let Some(f) = crate::table::index_segments::segment(m)?.fragments {
                 covered |= f;
             }
             replaced.push((*m).clone());

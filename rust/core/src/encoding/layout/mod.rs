@@ -502,7 +502,7 @@ impl PageValues {
     pub fn into_array(self, data_type: &DataType, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
         match self {
             PageValues::Built(b) => b.finish(data_type, nulls),
-            PageValues::Array(a) => with_nulls(a, nulls),
+            PageValues::Array(a) => super::values::with_nulls(a, nulls),
             PageValues::AllNull(n) => Ok(arrow_array::new_null_array(data_type, n)),
             PageValues::Dictionary {
                 indices,
@@ -613,22 +613,6 @@ impl DecodedPage {
             values: PageValues::Array(values),
         })
     }
-}
-
-/// Replace an array's validity (the array came without one).
-pub fn with_nulls(a: ArrayRef, nulls: Option<NullBuffer>) -> Result<ArrayRef> {
-    let Some(nulls) = nulls.filter(|n| n.null_count() > 0) else {
-        return Ok(a);
-    };
-    if nulls.len() != a.len() {
-        return Err(corrupt(format!(
-            "{} validity bits for {} values",
-            nulls.len(),
-            a.len()
-        )));
-    }
-    let data = a.to_data().into_builder().nulls(Some(nulls)).build()?;
-    Ok(arrow_array::make_array(data))
 }
 
 /// Look dictionary indices up: a dictionary array when the column is dictionary-typed,

@@ -16,10 +16,10 @@ use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use tokio::sync::mpsc;
 
-use super::take::take;
-use super::{scan, Projection, ScanOptions};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::scan::take::take;
+use crate::scan::{scan, Projection, ScanOptions};
 
 /// Below this share of a fragment's rows passing, the other columns are taken for the
 /// rows that passed; above it, the fragment is scanned whole. A take of 1% of the rows
@@ -30,14 +30,15 @@ pub const TAKE_LIMIT: u64 = 64 * 1024;
 /// Rows taken at once, so that memory stays bounded when many rows pass.
 const TAKE_BATCH: usize = 64 * 1024;
 
-/// Whether a scan is better served here than by the pipeline.
-pub fn applies(ds: &Dataset, options: &ScanOptions) -> bool {
-    if !options.late_materialization || options.include_deleted {
+/// Whether a query is better served here than by the pipeline.
+pub fn applies(ds: &Dataset, query: &super::Query) -> bool {
+    let options = &query.scan;
+    if !query.late_materialization || options.include_deleted {
         return false;
     }
     match &options.filter {
         // Rows an index finds are taken (also within a range of rows: a Spark task's).
-        Some(f) if options.use_scalar_index && crate::index::search::may_help(ds, f) => true,
+        Some(f) if query.use_scalar_index && crate::index::search::may_help(ds, f) => true,
         _ if options.row_range.is_some() => false,
         // Filter-first pays only when the filter does not read every column asked for.
         Some(f) => {
@@ -62,10 +63,16 @@ pub fn applies(ds: &Dataset, options: &ScanOptions) -> bool {
 /// query is a fraction of a millisecond), and handing one to a runtime thread and waking
 /// the consumer for its result costs about as much again. Fragments read ahead
 /// (`Ahead`) still run as tasks.
-pub fn start(ds: Arc<Dataset>, options: ScanOptions) -> BoxStream<'static, Result<RecordBatch>> {
+/// `use_scalar_index`: whether indices may answer the filter.
+pub fn start(
+    ds: Arc<Dataset>,
+    options: ScanOptions,
+    use_scalar_index: bool,
+) -> BoxStream<'static, Result<RecordBatch>> {
     let (tx, rx) = mpsc::channel::<Result<Option<RecordBatch>>>(2);
     let producer = async move {
-        let run = std::panic::AssertUnwindSafe(run(ds, options, tx.clone())).catch_unwind();
+        let run = std::panic::AssertUnwindSafe(run(ds, options, use_scalar_index, tx.clone()))
+            .catch_unwind();
         let end = match run.await {
             Ok(Ok(())) => Ok(None),
             Ok(Err(e)) => Err(e),
@@ -73,7 +80,7 @@ pub fn start(ds: Arc<Dataset>, options: ScanOptions) -> BoxStream<'static, Resul
                 "",
                 format!(
                     "internal error while reading: {}",
-                    super::cpu::panic_message(panic.as_ref())
+                    crate::scan::cpu::panic_message(panic.as_ref())
                 ),
             )),
         };
@@ -134,7 +141,12 @@ async fn send(tx: &Sender, batch: RecordBatch, batch_size: usize) -> bool {
     true
 }
 
-async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
+async fn run(
+    ds: Arc<Dataset>,
+    options: ScanOptions,
+    use_scalar_index: bool,
+    tx: Sender,
+) -> Result<()> {
     let projection = options.projection();
     let Some(filter) = options.filter.clone() else {
         // A small limit: take the rows it covers.
@@ -160,9 +172,9 @@ async fn run(ds: Arc<Dataset>, options: ScanOptions, tx: Sender) -> Result<()> {
     let filter_columns = filter
         .columns()
         .iter()
-        .map(|c| super::resolve_column(&ds, c, "filter"))
+        .map(|c| crate::scan::resolve_column(&ds, c, "filter"))
         .collect::<Result<Vec<_>>>()?;
-    let selection = match options.use_scalar_index {
+    let selection = match use_scalar_index {
         true => crate::index::search::select(&ds, &filter)
             .await?
             .map(Arc::new),
@@ -306,7 +318,7 @@ fn small_files_first(
         return 0;
     }
     // As much as the pipeline reads whole (`WholeFiles`), so that these files are.
-    let mut room = super::fragment::WholeFiles::share(options.memory_budget);
+    let mut room = crate::scan::WholeFiles::share(options.memory_budget);
     let mut n = 0;
     for &id in fragments.iter().take(cap) {
         let Some(frag) = ds.fragment(id).filter(|_| !indexed_few(id)) else {
@@ -549,7 +561,6 @@ fn whole_scan(
         row_range: span.or(options.row_range),
         offset: Some(skip).filter(|&s| s > 0),
         limit: Some(left).filter(|&l| l != u64::MAX),
-        late_materialization: false,
         ..options.clone()
     };
     Ok(scan(ds.clone(), inner)?.batches)
@@ -612,7 +623,6 @@ async fn ds_count(
         fragment_ids: Some(ids.to_vec()),
         row_range,
         batch_size: 64 * 1024,
-        late_materialization: false,
         ..Default::default()
     };
     let batches: Vec<RecordBatch> = scan(ds.clone(), inner)?.batches.try_collect().await?;
@@ -638,7 +648,6 @@ async fn matching(
         offset: None,
         limit: None,
         batch_size: 64 * 1024,
-        late_materialization: false,
         ..options.clone()
     };
     let batches: Vec<RecordBatch> = scan(ds.clone(), inner)?.batches.try_collect().await?;
@@ -663,7 +672,7 @@ pub(super) async fn recheck(
     };
     let mut out = Vec::new();
     for part in addresses.chunks(TAKE_BATCH) {
-        let b = super::take::take_where(ds.clone(), part, &projection, Some(filter)).await?;
+        let b = crate::scan::take::take_where(ds.clone(), part, &projection, Some(filter)).await?;
         out.extend_from_slice(addresses_of(&b)?);
     }
     Ok(out)
@@ -671,7 +680,7 @@ pub(super) async fn recheck(
 
 /// The `_rowaddr` column of a batch read with it.
 fn addresses_of(b: &RecordBatch) -> Result<&[u64]> {
-    b.column_by_name(super::ROW_ADDRESS)
+    b.column_by_name(crate::scan::ROW_ADDRESS)
         .and_then(|a| a.as_any().downcast_ref::<arrow_array::UInt64Array>())
         .map(|a| a.values().as_ref())
         .ok_or_else(|| Error::corrupt("", "internal: no u64 row addresses were read"))

@@ -12,10 +12,11 @@ use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType, SortOptions};
 use futures::TryStreamExt;
 
-use super::{IndexSegment, Kind};
 use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::expr::{CmpOp, Expr};
+use crate::index::Kind;
+use crate::table::index_segments::IndexSegment;
 
 /// Which end of a column's values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,12 +67,12 @@ pub async fn extreme(ds: &Arc<Dataset>, column: &str, which: Extreme) -> Result<
 async fn bound(ds: &Dataset, segment: &IndexSegment, which: Extreme) -> Result<Option<ArrayRef>> {
     let (mins, maxs) = match Kind::of(segment) {
         Some(Kind::BTree) if segment.index_version <= 1 => {
-            let tree = super::btree::BTree::load(ds, segment).await?;
+            let tree = crate::index::btree::BTree::load(ds, segment).await?;
             let (mins, maxs) = tree.bounds();
             (mins.clone(), maxs.clone())
         }
         Some(Kind::ZoneMap) if segment.index_version == 0 => {
-            let zones = super::zonemap::ZoneMap::load(ds, segment).await?;
+            let zones = crate::index::zonemap::ZoneMap::load(ds, segment).await?;
             let (mins, maxs) = zones.bounds();
             (mins.clone(), maxs.clone())
         }
@@ -127,7 +128,7 @@ async fn within(
         filter: Some(filter),
         ..Default::default()
     };
-    let scan = crate::scan::scan(ds.clone(), options)?;
+    let scan = super::run(ds.clone(), options.into())?;
     let batches: Vec<_> = scan.batches.try_collect().await?;
     let columns: Vec<&dyn Array> = batches.iter().map(|b| b.column(0).as_ref()).collect();
     if columns.is_empty() {

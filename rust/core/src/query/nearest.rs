@@ -1,4 +1,4 @@
-//! A nearest-neighbour search, run as a scan (`ScanOptions::nearest`):
+//! A nearest-neighbour search, run as a query (`Query::nearest`):
 //!
 //! 1. candidates: the vector column with row ids and addresses is scanned (with the filter
 //!    when it pre-filters), and each batch is measured against every query on the CPU
@@ -18,13 +18,15 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use futures::{StreamExt, TryStreamExt};
 
-use super::distance::{self, Metric, Query};
-use super::topk::{Neighbour, TopK};
-use super::{Nearest, DISTANCE, QUERY_INDEX};
+use roaring::RoaringTreemap;
+
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::scan::take::{take, take_where};
-use crate::scan::{prepare, scan, Projection, Scan, ScanOptions, ROW_ADDRESS};
+use crate::scan::{prepare, Projection, Scan, ScanOptions, ROW_ADDRESS};
+use crate::vector::distance::{self, Metric, Query};
+use crate::vector::topk::{Neighbour, TopK};
+use crate::vector::{Nearest, DISTANCE, QUERY_INDEX};
 
 /// What a search compares: the queries in the column's element type, and the metric.
 struct Target {
@@ -131,38 +133,43 @@ fn shape(ds: &Dataset, options: &ScanOptions, nearest: &Nearest) -> Result<Shape
     })
 }
 
-/// Start the search `options.nearest` asks for. Must be called within a tokio runtime.
-pub fn start(ds: Arc<Dataset>, options: ScanOptions) -> Result<Scan> {
-    let nearest = options
+/// Start the search `query.nearest` asks for. Must be called within a tokio runtime.
+pub fn start(ds: Arc<Dataset>, query: super::Query) -> Result<Scan> {
+    let nearest = query
         .nearest
         .clone()
         .ok_or_else(|| Error::invalid("internal: a vector search without a query"))?;
     let target = target(&ds, &nearest)?;
-    let shape = shape(&ds, &options, &nearest)?;
+    let shape = shape(&ds, &query.scan, &nearest)?;
     let schema = shape.schema.clone();
     let run = async move {
-        let found = match super::indexed::usable(&ds, &nearest).await? {
+        let options = &query.scan;
+        let found = match crate::vector::indexed::usable(&ds, &nearest).await? {
             Some((segments, metric)) if options.fragment_ids.is_none() => {
                 let target = Target {
                     queries: target.queries,
                     metric,
                 };
                 let flat = |fragments: Vec<u64>| {
-                    let options = ScanOptions {
-                        fragment_ids: Some(fragments),
-                        ..options.clone()
-                    };
+                    let mut query = query.clone();
+                    query.scan.fragment_ids = Some(fragments);
                     let (ds, nearest, target) = (&ds, &nearest, &target);
-                    async move { candidates(ds, &options, nearest, target).await }
+                    async move { candidates(ds, &query, nearest, target).await }
                 };
                 let queries = target.queries.clone();
-                super::indexed::search(&ds, &options, &nearest, &segments, &queries, metric, flat)
-                    .await?
+                let passing = match (&options.filter, nearest.prefilter) {
+                    (Some(filter), true) => Some(passing(&ds, filter, &query).await?),
+                    _ => None,
+                };
+                crate::vector::indexed::search(
+                    &ds, passing, &nearest, &segments, &queries, metric, flat,
+                )
+                .await?
             }
-            _ => candidates(&ds, &options, &nearest, &target).await?,
+            _ => candidates(&ds, &query, &nearest, &target).await?,
         };
-        let found = post_filter(&ds, &options, &nearest, found).await?;
-        output(&ds, &options, &shape, found).await
+        let found = post_filter(&ds, options, &nearest, found).await?;
+        output(&ds, options, &shape, found).await
     };
     Ok(Scan {
         schema,
@@ -170,27 +177,56 @@ pub fn start(ds: Arc<Dataset>, options: ScanOptions) -> Result<Scan> {
     })
 }
 
+/// The ids of the rows that pass `filter` (a pre-filter), answered as `query` allows.
+async fn passing(
+    ds: &Arc<Dataset>,
+    filter: &crate::expr::Expr,
+    query: &super::Query,
+) -> Result<RoaringTreemap> {
+    let read = super::Query {
+        scan: ScanOptions {
+            columns: Some(vec![]),
+            with_row_id: true,
+            filter: Some(filter.clone()),
+            batch_size: 64 * 1024,
+            ..Default::default()
+        },
+        use_scalar_index: query.use_scalar_index,
+        ..Default::default()
+    };
+    let s = super::run(ds.clone(), read)?;
+    let batches: Vec<RecordBatch> = s.batches.try_collect().await?;
+    let mut set = RoaringTreemap::new();
+    for b in batches {
+        set.extend(u64s(&b, 0)?.iter().copied());
+    }
+    Ok(set)
+}
+
 /// The k nearest rows for each query (sorted), from a scan of the vector column.
 async fn candidates(
     ds: &Arc<Dataset>,
-    options: &ScanOptions,
+    query: &super::Query,
     nearest: &Nearest,
     target: &Target,
 ) -> Result<Vec<Vec<Neighbour>>> {
-    let read = ScanOptions {
-        columns: Some(vec![nearest.column.clone()]),
-        with_row_id: true,
-        with_row_address: true,
-        fragment_ids: options.fragment_ids.clone(),
-        memory_budget: options.memory_budget,
-        filter: options.filter.clone().filter(|_| nearest.prefilter),
-        late_materialization: options.late_materialization,
-        use_scalar_index: options.use_scalar_index,
-        batch_size: options.batch_size.max(8192),
-        nearest: None,
+    let options = &query.scan;
+    let read = super::Query {
+        scan: ScanOptions {
+            columns: Some(vec![nearest.column.clone()]),
+            with_row_id: true,
+            with_row_address: true,
+            fragment_ids: options.fragment_ids.clone(),
+            memory_budget: options.memory_budget,
+            filter: options.filter.clone().filter(|_| nearest.prefilter),
+            batch_size: options.batch_size.max(8192),
+            ..Default::default()
+        },
+        late_materialization: query.late_materialization,
+        use_scalar_index: query.use_scalar_index,
         ..Default::default()
     };
-    let s = scan(ds.clone(), read)?;
+    let s = super::run(ds.clone(), read)?;
     let shared = Arc::new((
         target.queries.clone(),
         target.metric,
