@@ -112,6 +112,13 @@ class _Dataset:
         filter: Optional[str] = None,
         row_range: Optional[Tuple[int, int]] = None,
         include_deleted: bool = False,
+        projection: Optional[List[Tuple[str, str]]] = None,
+        late_materialization: bool = True,
+        use_scalar_index: bool = True,
+        nearest: Optional[Any] = None,
+        blob_bytes: bool = False,
+        strict_batch_size: bool = False,
+        order_by: Optional[List[Tuple[str, bool, bool]]] = None,
     ) -> _BatchIterator: ...
 
 def _write_dataset(data: Any, uri: str, mode: str = "create", max_rows_per_file: int = 1048576,

@@ -77,7 +77,6 @@ class LanceScanner(pa_ds.Scanner):
         if batch_size_bytes is not None and (not isinstance(batch_size_bytes, int) or batch_size_bytes < 1):
             raise InvalidInputError(f"batch_size_bytes must be a positive integer, got {batch_size_bytes!r}")
         self._batch_bytes = batch_size_bytes
-        self._order = _orderings(order_by)
         filter = _filter_text(filter)
         if isinstance(columns, str):
             raise InvalidInputError("columns must be a list of column names, not a string")
@@ -127,6 +126,9 @@ class LanceScanner(pa_ds.Scanner):
             blob_bytes=blob_handling == "all_binary",
             # Batches of exactly batch_size rows, across fragment ends and after the filter.
             strict_batch_size=bool(strict_batch_size),
+            # Sorted in the core (a top-N when there is a limit), as (column, ascending,
+            # nulls first) per key.
+            order_by=[(o.column_name, o.ascending, o.nulls_first) for o in _orderings(order_by)] or None,
         )
 
     def _native(self) -> "_lance_core._BatchIterator":
@@ -143,61 +145,19 @@ class LanceScanner(pa_ds.Scanner):
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """Stream the result; memory stays bounded whatever the dataset's size (unless it
-        is sorted: `order_by` reads every matching row first)."""
-        if self._order:
-            yield from self._sorted().to_batches()
-            return
+        is sorted without a limit: `order_by` then holds every matching row)."""
         for batch in self._native():
             yield from _cut_by_bytes(pa.record_batch(batch), self._batch_bytes)
 
     def to_reader(self) -> pa.RecordBatchReader:
-        if self._order:
-            return self._sorted().to_reader()
         if self._batch_bytes is not None:
             return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
         return pa.RecordBatchReader.from_stream(self._native())
 
     def to_table(self) -> pa.Table:
-        if self._order:
-            return self._sorted()
         it = self._native()
         schema = pa.schema(it.schema)
         return pa.Table.from_batches([pa.record_batch(b) for b in it], schema=schema)
-
-    def _sorted(self) -> pa.Table:
-        """The result sorted by `order_by`, then cut by the offset and limit: the sort keys
-        are read along (and dropped after) when the projection leaves them out."""
-        a = self._args
-        keys = [o.column_name for o in self._order]
-        if a["projection"] is not None:
-            names = [n for n, _ in a["projection"]]
-            missing = [k for k in keys if k not in names]
-            if missing:
-                raise InvalidInputError(f"order_by columns {missing} are not among the projected columns {names}")
-            extra: List[str] = []
-        else:
-            names = a["columns"] if a["columns"] is not None else self._dataset.schema.names
-            extra = [k for k in keys if k not in names]
-        unsorted = self._with(limit=None, offset=None,
-                              columns=None if a["columns"] is None else list(a["columns"]) + extra)
-        unsorted._order = []
-        table = unsorted.to_table()
-        for k in keys:
-            if k not in table.column_names:
-                raise InvalidInputError(f"cannot order by '{k}': no such column")
-        # Each key sorts its nulls apart first (a key of its own), so that every key has
-        # its own null placement.
-        sort_table = {}
-        sort_keys = []
-        for i, o in enumerate(self._order):
-            sort_table[f"n{i}"] = pc.is_null(table[o.column_name])
-            sort_table[f"v{i}"] = table[o.column_name]
-            sort_keys.append((f"n{i}", "descending" if o.nulls_first else "ascending"))
-            sort_keys.append((f"v{i}", "ascending" if o.ascending else "descending"))
-        order = pc.sort_indices(pa.table(sort_table), sort_keys=sort_keys)
-        start = a["offset"] or 0
-        stop = len(order) if a["limit"] is None else min(len(order), start + a["limit"])
-        return table.take(order[start:stop]).drop_columns(extra)
 
     def analyze_plan(self) -> str:
         """Run the scan and say what it did, as pylance's `analyze_plan`: the plan
@@ -297,7 +257,7 @@ class LanceScanner(pa_ds.Scanner):
         other = LanceScanner.__new__(LanceScanner)
         other._dataset = self._dataset
         other._args = {**self._args, **args}
-        other._order = self._order
+        other._batch_bytes = self._batch_bytes
         return other
 
     @staticmethod
@@ -337,7 +297,7 @@ class LanceScanner(pa_ds.Scanner):
         nearest-neighbour or deleted-rows scan is read whole first)."""
         positions = pa.array(_indices(indices, "indices"), pa.uint64())
         a = self._args
-        if self._order or a["nearest"] is not None or a["include_deleted"] or a["blob_bytes"]:
+        if a["order_by"] or a["nearest"] is not None or a["include_deleted"] or a["blob_bytes"]:
             return self.to_table().take(positions)
         found = self._with(columns=[], projection=None, with_row_id=False, with_row_address=True,
                            limit=a["limit"], offset=a["offset"]).to_table()["_rowaddr"]

@@ -1,7 +1,7 @@
 //! lance-core: a pure-Rust implementation of the Lance table format.
 //!
-//! Layers, bottom up (see ARCHITECTURE.md): `storage` (object stores and byte ranges), `file`
-//! (the v2 file container), `encoding` (page layouts and compression → Arrow), `table`
+//! Layers, bottom up (see ARCHITECTURE.md): `storage` (object stores and byte ranges),
+//! `encoding` (page layouts and compression ↔ Arrow), `file` (the v2 file container), `table`
 //! (manifests, versions, schemas, fragments, deletions, row ids, index segments),
 //! `dataset` (a version of a table, opened), `scan` (streaming reads and takes of its
 //! rows), `index` / `vector` / `blob` (what indices answer, vectors, blob bytes), `query`

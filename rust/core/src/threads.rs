@@ -5,6 +5,8 @@
 use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use std::sync::Mutex;
 
+pub mod cpu;
+
 /// A value made once per process: `get` makes it again when the process id changed. The
 /// parent's value is leaked in the child (its threads are gone; dropping it could wait on
 /// them).

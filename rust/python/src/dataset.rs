@@ -7,6 +7,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatchReader;
 use lance_core::blob::BlobRead;
 use lance_core::dataset::{Dataset, VersionRef};
+use lance_core::query::order::ColumnOrdering;
 use lance_core::scan::ScanOptions;
 use lance_core::Query;
 use pyo3::prelude::*;
@@ -1302,7 +1303,13 @@ impl PyDataset {
 
     /// (top-level field id, bytes its columns take in the data files), in schema order.
     fn field_bytes_on_disk(&self, py: Python<'_>) -> PyResult<Vec<(i32, u64)>> {
-        guard(|| block_on(py, lance_core::table::data_stats::field_bytes(&self.inner)).py())
+        guard(|| {
+            block_on(
+                py,
+                lance_core::dataset::data_stats::field_bytes(&self.inner),
+            )
+            .py()
+        })
     }
 
     /// The table's base paths by id, as `lance_core.DatasetBasePath` objects (pylance's
@@ -1497,7 +1504,7 @@ impl PyDataset {
         })
     }
 
-    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false, projection=None, late_materialization=true, use_scalar_index=true, nearest=None, blob_bytes=false, strict_batch_size=false))]
+    #[pyo3(signature = (columns=None, batch_size=None, limit=None, offset=None, with_row_id=false, with_row_address=false, fragment_ids=None, io_buffer_size=None, filter=None, row_range=None, include_deleted=false, projection=None, late_materialization=true, use_scalar_index=true, nearest=None, blob_bytes=false, strict_batch_size=false, order_by=None))]
     #[allow(clippy::too_many_arguments)]
     fn scan(
         &self,
@@ -1518,6 +1525,7 @@ impl PyDataset {
         nearest: Option<crate::nearest::PyNearest>,
         blob_bytes: bool,
         strict_batch_size: bool,
+        order_by: Option<Vec<(String, bool, bool)>>,
     ) -> PyResult<PyBatchIterator> {
         guard(|| {
             let nearest = nearest.map(|n| n.into_query()).transpose()?;
@@ -1553,6 +1561,16 @@ impl PyDataset {
                     true => BlobRead::Bytes,
                     false => BlobRead::Descriptors,
                 },
+                // (column, ascending, nulls first) per key, as `ColumnOrdering` holds them.
+                order_by: order_by
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(column, ascending, nulls_first)| ColumnOrdering {
+                        column,
+                        ascending,
+                        nulls_first,
+                    })
+                    .collect(),
             };
             let _enter = runtime().enter();
             let s = lance_core::query(self.inner.clone(), query).py()?;
@@ -1699,17 +1717,22 @@ impl PyDataset {
     }
 }
 
-/// The kind of scalar index a user names (any case), to build on `ds`.
 /// Keys of a string map set (Some) or removed (None).
 type Entries = Vec<(String, Option<String>)>;
 /// A map's entries, and whether they replace it.
 type MapValues = (Entries, bool);
 
+/// The kind of scalar index a user names (any case), to build on `ds`.
 fn index_kind(ds: &Dataset, index_type: &str) -> lance_core::Result<lance_core::index::Kind> {
-    lance_core::index::Kind::from_user(index_type).ok_or_else(|| {
+    lance_core::index::kind_from_user(index_type).ok_or_else(|| {
+        let built: Vec<&str> = lance_core::index::KINDS
+            .iter()
+            .map(|k| k.user_names()[0])
+            .collect();
         lance_core::Error::invalid(format!(
-            "{}: index type '{index_type}' is not built by lance_core (it builds BTREE, BITMAP, LABEL_LIST, ZONEMAP, BLOOMFILTER and NGRAM)",
-            ds.uri()
+            "{}: index type '{index_type}' is not built by lance_core (it builds {})",
+            ds.uri(),
+            built.join(", ")
         ))
     })
 }

@@ -53,7 +53,7 @@ pub fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(panic) => {
-            let msg = lance_core::scan::cpu::panic_message(panic.as_ref());
+            let msg = lance_core::threads::cpu::panic_message(panic.as_ref());
             let message = format!("internal error in lance_core (please report): {msg}");
             Err(Python::attach(|py| raise(py, "LanceError", message)))
         }

@@ -8,9 +8,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::collections::HashMap;
 
+use lance_core::dataset::history::{self, RowChange};
 use lance_core::proto::table::transaction::{Operation as PbOp, UpdateMap};
 use lance_core::proto::table::{DataFragment, Transaction};
-use lance_core::table::history::{self, RowChange};
 use lance_core::table::schema::LanceSchema;
 
 use crate::arrow_export::{PyArrowSchema, PyBatchIterator};

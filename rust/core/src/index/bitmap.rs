@@ -15,6 +15,11 @@ use arrow_array::{Array, ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use roaring::RoaringBitmap;
 
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::kind::{BuildParams, IndexFileData, ScalarIndexKind};
+use super::remap::AddressMap;
 use super::selection::{Found, IdSet};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
@@ -239,6 +244,72 @@ pub fn build(values: &ArrayRef, ids: &arrow_array::UInt64Array) -> Result<Record
         )),
         vec![keys, Arc::new(sets.finish())],
     )?)
+}
+
+/// BITMAP, as the registry lists it (`super::registry`).
+#[derive(Debug)]
+pub struct BitmapKind;
+
+impl ScalarIndexKind for BitmapKind {
+    fn name(&self) -> &'static str {
+        "Bitmap"
+    }
+
+    fn user_names(&self) -> &'static [&'static str] {
+        &["BITMAP"]
+    }
+
+    fn type_url(&self) -> &'static str {
+        "/lance.table.BitmapIndexDetails"
+    }
+
+    fn holds_row_ids(&self, _index_version: i32) -> bool {
+        true
+    }
+
+    fn build(
+        &self,
+        values: &ArrayRef,
+        ids: &arrow_array::UInt64Array,
+        _params: &BuildParams,
+    ) -> Result<Vec<IndexFileData>> {
+        Ok(vec![IndexFileData::new(FILE, build(values, ids)?)])
+    }
+
+    fn search<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+        column: &'a str,
+        e: &'a Expr,
+        _nulls: bool,
+    ) -> BoxFuture<'a, Result<Option<Found>>> {
+        Box::pin(async move { Bitmap::load(ds, segment).await?.search(column, e) })
+    }
+
+    fn remap<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+        map: &'a AddressMap,
+    ) -> BoxFuture<'a, Result<Option<Vec<IndexFileData>>>> {
+        Box::pin(async move {
+            let (keys, ids) = Bitmap::load(ds, segment).await?.entries()?;
+            let (keys, ids) = map.apply(&keys, &ids)?;
+            Ok(Some(vec![IndexFileData::new(FILE, build(&keys, &ids)?)]))
+        })
+    }
+
+    fn statistics<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+    ) -> BoxFuture<'a, Result<Value>> {
+        Box::pin(async move {
+            let bitmap = Bitmap::load(ds, segment).await?;
+            Ok(serde_json::json!({ "num_bitmaps": bitmap.len() }))
+        })
+    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,11 @@ use arrow_schema::{DataType, Field, Schema};
 use twox_hash::XxHash64;
 
 use super::bitmap::{id_set_in_buffer, write_id_set};
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::kind::{BuildParams, IndexFileData, ScalarIndexKind};
+use super::remap::AddressMap;
 use super::selection::{Found, IdSet};
 use super::zonemap::NULL_BITMAP_KEY;
 use crate::dataset::Dataset;
@@ -405,6 +410,121 @@ pub fn build(
         RecordBatch::try_new(Arc::new(schema), columns)?,
         write_id_set(&nulls),
     ))
+}
+
+/// BLOOMFILTER, as the registry lists it (`super::registry`).
+#[derive(Debug)]
+pub struct BloomFilterKind;
+
+impl ScalarIndexKind for BloomFilterKind {
+    fn name(&self) -> &'static str {
+        "BloomFilter"
+    }
+
+    fn user_names(&self) -> &'static [&'static str] {
+        &["BLOOMFILTER"]
+    }
+
+    fn type_url(&self) -> &'static str {
+        "/lance.index.pb.BloomFilterIndexDetails"
+    }
+
+    /// Zones are ranges of row addresses, whatever the table's row ids.
+    fn holds_row_ids(&self, _index_version: i32) -> bool {
+        false
+    }
+
+    fn keyed_type<'a>(
+        &self,
+        column: &str,
+        data_type: &'a DataType,
+    ) -> std::result::Result<&'a DataType, String> {
+        match supports(data_type) {
+            true => Ok(data_type),
+            false => Err(format!(
+                "a BLOOMFILTER index cannot be built on column '{column}' of type {data_type}"
+            )),
+        }
+    }
+
+    fn default_params(&self) -> BuildParams {
+        BuildParams {
+            page_rows: DEFAULT_ITEMS,
+            probability: DEFAULT_PROBABILITY,
+        }
+    }
+
+    fn params_of<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+    ) -> BoxFuture<'a, Result<BuildParams>> {
+        Box::pin(async move {
+            let b = BloomFilter::load(ds, segment).await?;
+            Ok(BuildParams {
+                page_rows: b.items(),
+                probability: b.probability(),
+            })
+        })
+    }
+
+    fn build(
+        &self,
+        values: &ArrayRef,
+        ids: &UInt64Array,
+        params: &BuildParams,
+    ) -> Result<Vec<IndexFileData>> {
+        let (batch, nulls) = build(values, ids, params.page_rows, params.probability)?;
+        Ok(vec![IndexFileData::with_buffer(FILE, batch, nulls)])
+    }
+
+    fn search<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+        column: &'a str,
+        e: &'a Expr,
+        nulls: bool,
+    ) -> BoxFuture<'a, Result<Option<Found>>> {
+        Box::pin(async move {
+            let Some(value_type) = super::column_type(ds, column) else {
+                return Ok(None);
+            };
+            BloomFilter::load(ds, segment)
+                .await?
+                .search(column, &value_type, e, nulls)
+        })
+    }
+
+    /// Zones of rows cannot follow rows that move.
+    fn remaps(&self) -> bool {
+        false
+    }
+
+    fn remap<'a>(
+        &'a self,
+        _ds: &'a Dataset,
+        _segment: &'a IndexSegment,
+        _map: &'a AddressMap,
+    ) -> BoxFuture<'a, Result<Option<Vec<IndexFileData>>>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    fn statistics<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+    ) -> BoxFuture<'a, Result<Value>> {
+        Box::pin(async move {
+            let bloom = BloomFilter::load(ds, segment).await?;
+            Ok(serde_json::json!({
+                "type": "BloomFilter",
+                "num_blocks": bloom.num_zones(),
+                "number_of_items": bloom.items(),
+                "probability": bloom.probability(),
+            }))
+        })
+    }
 }
 
 #[cfg(test)]

@@ -13,11 +13,16 @@ use std::ops::Bound as Edge;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array};
+use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array, UInt64Array};
 use arrow_ord::ord::make_comparator;
 use arrow_schema::{DataType, Field, Schema, SortOptions};
 use futures::StreamExt;
 
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::kind::{BuildParams, IndexFileData, ScalarIndexKind};
+use super::remap::AddressMap;
 use super::selection::Found;
 use crate::dataset::Dataset;
 use crate::error::{corrupt, Error, Result};
@@ -512,4 +517,183 @@ pub fn build(
         vec![mins, maxs, Arc::new(null_counts), Arc::new(page_ids)],
     )?;
     Ok((pages, lookup))
+}
+
+/// BTREE, as the registry lists it (`super::registry`).
+#[derive(Debug)]
+pub struct BTreeKind;
+
+impl ScalarIndexKind for BTreeKind {
+    fn name(&self) -> &'static str {
+        "BTree"
+    }
+
+    fn user_names(&self) -> &'static [&'static str] {
+        &["BTREE"]
+    }
+
+    fn type_url(&self) -> &'static str {
+        "/lance.table.BTreeIndexDetails"
+    }
+
+    fn reads(&self, index_version: i32) -> bool {
+        index_version <= 1
+    }
+
+    /// Version 1 holds row addresses where version 0 held stable row ids: pylance 14
+    /// writes 1 on tables with stable row ids.
+    fn version_written(&self, stable_row_ids: bool) -> i32 {
+        i32::from(stable_row_ids)
+    }
+
+    fn holds_row_ids(&self, index_version: i32) -> bool {
+        index_version < 1
+    }
+
+    fn default_params(&self) -> BuildParams {
+        BuildParams {
+            page_rows: DEFAULT_BATCH_SIZE,
+            probability: 0.0,
+        }
+    }
+
+    fn params_of<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+    ) -> BoxFuture<'a, Result<BuildParams>> {
+        Box::pin(async move {
+            Ok(BuildParams {
+                page_rows: BTree::load(ds, segment).await?.page_rows(),
+                ..self.default_params()
+            })
+        })
+    }
+
+    fn build(
+        &self,
+        values: &ArrayRef,
+        ids: &UInt64Array,
+        params: &BuildParams,
+    ) -> Result<Vec<IndexFileData>> {
+        let (pages, lookup) = build(values, ids, params.page_rows as usize)?;
+        Ok(vec![
+            IndexFileData::new(PAGES_FILE, pages),
+            IndexFileData::new(LOOKUP_FILE, lookup),
+        ])
+    }
+
+    fn search<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+        column: &'a str,
+        e: &'a Expr,
+        nulls: bool,
+    ) -> BoxFuture<'a, Result<Option<Found>>> {
+        Box::pin(async move {
+            BTree::load(ds, segment)
+                .await?
+                .search(column, e, nulls)
+                .await
+        })
+    }
+
+    fn remap<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+        map: &'a AddressMap,
+    ) -> BoxFuture<'a, Result<Option<Vec<IndexFileData>>>> {
+        Box::pin(async move {
+            let tree = BTree::load(ds, segment).await?;
+            let (values, ids) = tree.entries().await?;
+            let (values, ids) = map.apply(&values, &ids)?;
+            let params = BuildParams {
+                page_rows: tree.page_rows(),
+                ..self.default_params()
+            };
+            self.build(&values, &ids, &params).map(Some)
+        })
+    }
+
+    fn value_bounds<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+    ) -> BoxFuture<'a, Result<Option<(ArrayRef, ArrayRef)>>> {
+        Box::pin(async move {
+            let tree = BTree::load(ds, segment).await?;
+            let (mins, maxs) = tree.bounds();
+            Ok(Some((mins.clone(), maxs.clone())))
+        })
+    }
+
+    fn statistics<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+    ) -> BoxFuture<'a, Result<Value>> {
+        Box::pin(async move {
+            let tree = BTree::load(ds, segment).await?;
+            let (mins, maxs) = tree.bounds();
+            let n = mins.len();
+            let first = (0..n).find(|&p| maxs.is_valid(p));
+            let mut m = serde_json::Map::new();
+            m.insert(
+                "min".into(),
+                Value::String(first.map_or("NULL".into(), |p| shown(mins, p))),
+            );
+            m.insert(
+                "max".into(),
+                Value::String(if n == 0 {
+                    "NULL".into()
+                } else {
+                    shown(maxs, n - 1)
+                }),
+            );
+            m.insert("num_pages".into(), serde_json::json!(n));
+            Ok(Value::Object(m))
+        })
+    }
+}
+
+/// A value as pylance prints index statistics (DataFusion's scalar display).
+fn shown(a: &ArrayRef, i: usize) -> String {
+    if a.is_null(i) {
+        return "NULL".into();
+    }
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    match a.data_type() {
+        DataType::Timestamp(..) => arrow_cast::cast(&a.slice(i, 1), &DataType::Int64)
+            .map(|c| {
+                c.as_primitive::<arrow_array::types::Int64Type>()
+                    .value(0)
+                    .to_string()
+            })
+            .unwrap_or_default(),
+        DataType::Decimal128(p, s) => format!(
+            "Some({}),{p},{s}",
+            a.as_primitive::<arrow_array::types::Decimal128Type>()
+                .value(i)
+        ),
+        DataType::Float64 => a
+            .as_primitive::<arrow_array::types::Float64Type>()
+            .value(i)
+            .to_string(),
+        DataType::Float32 => a
+            .as_primitive::<arrow_array::types::Float32Type>()
+            .value(i)
+            .to_string(),
+        DataType::Float16 => a
+            .as_primitive::<arrow_array::types::Float16Type>()
+            .value(i)
+            .to_string(),
+        DataType::Binary => hex(a.as_binary::<i32>().value(i)),
+        DataType::LargeBinary => hex(a.as_binary::<i64>().value(i)),
+        DataType::FixedSizeBinary(_) => hex(a.as_fixed_size_binary().value(i)),
+        _ => arrow_cast::display::ArrayFormatter::try_new(a.as_ref(), &Default::default())
+            .map(|f| f.value(i).to_string())
+            .unwrap_or_default(),
+    }
 }

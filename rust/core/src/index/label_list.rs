@@ -16,9 +16,16 @@ use arrow_buffer::OffsetBuffer;
 use arrow_schema::{DataType, Field, Schema};
 
 use super::bitmap::{read_id_set, write_id_set, Bitmap, LIST_NULLS_KEY};
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::kind::{BuildParams, IndexFileData, ScalarIndexKind};
+use super::remap::AddressMap;
 use super::selection::{Found, IdSet};
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::expr::{Expr, ListSearch};
+use crate::table::index_segments::IndexSegment;
 
 /// The index version whose files keep the NULL lists.
 pub const INDEX_VERSION: i32 = 1;
@@ -173,4 +180,109 @@ pub fn build_from_items(
         metadata,
     ));
     Ok((batch.with_schema(schema)?, write_id_set(nulls)))
+}
+
+/// LABEL_LIST, as the registry lists it (`super::registry`): a BITMAP over the items of a
+/// list column, with the rows whose list is NULL.
+#[derive(Debug)]
+pub struct LabelListKind;
+
+impl ScalarIndexKind for LabelListKind {
+    fn name(&self) -> &'static str {
+        "LabelList"
+    }
+
+    /// pylance's names for it: the index type and the plug-in.
+    fn user_names(&self) -> &'static [&'static str] {
+        &["LABEL_LIST", "LABELLIST"]
+    }
+
+    fn type_url(&self) -> &'static str {
+        "/lance.table.LabelListIndexDetails"
+    }
+
+    fn reads(&self, index_version: i32) -> bool {
+        index_version <= INDEX_VERSION
+    }
+
+    fn version_written(&self, _stable_row_ids: bool) -> i32 {
+        INDEX_VERSION
+    }
+
+    fn holds_row_ids(&self, _index_version: i32) -> bool {
+        true
+    }
+
+    fn keyed_type<'a>(
+        &self,
+        column: &str,
+        data_type: &'a DataType,
+    ) -> std::result::Result<&'a DataType, String> {
+        match data_type {
+            DataType::List(item) | DataType::LargeList(item) => Ok(item.data_type()),
+            _ => Err(format!(
+                "a LABEL_LIST index needs a list column, and '{column}' is {data_type}"
+            )),
+        }
+    }
+
+    fn build(
+        &self,
+        values: &ArrayRef,
+        ids: &UInt64Array,
+        _params: &BuildParams,
+    ) -> Result<Vec<IndexFileData>> {
+        let (batch, list_nulls) = build(values, ids)?;
+        Ok(vec![IndexFileData::with_buffer(
+            super::bitmap::FILE,
+            batch,
+            list_nulls,
+        )])
+    }
+
+    fn search<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+        column: &'a str,
+        e: &'a Expr,
+        nulls: bool,
+    ) -> BoxFuture<'a, Result<Option<Found>>> {
+        Box::pin(async move {
+            Bitmap::load(ds, segment)
+                .await?
+                .search_lists(column, e, nulls)
+        })
+    }
+
+    fn remap<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+        map: &'a AddressMap,
+    ) -> BoxFuture<'a, Result<Option<Vec<IndexFileData>>>> {
+        Box::pin(async move {
+            let index = Bitmap::load(ds, segment).await?;
+            let (items, ids) = index.entries()?;
+            let (items, ids) = map.apply(&items, &ids)?;
+            let nulls = map.map_set(&index.list_nulls().cloned().unwrap_or_default());
+            let (batch, nulls) = build_from_items(&items, &ids, &nulls)?;
+            Ok(Some(vec![IndexFileData::with_buffer(
+                super::bitmap::FILE,
+                batch,
+                nulls,
+            )]))
+        })
+    }
+
+    fn statistics<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+    ) -> BoxFuture<'a, Result<Value>> {
+        Box::pin(async move {
+            let bitmap = Bitmap::load(ds, segment).await?;
+            Ok(serde_json::json!({ "num_bitmaps": bitmap.len() }))
+        })
+    }
 }

@@ -3,8 +3,10 @@
 pub mod bitmap;
 pub mod bloom;
 pub mod btree;
+pub mod kind;
 pub mod label_list;
 pub mod ngram;
+pub mod registry;
 pub mod remap;
 pub mod search;
 pub mod selection;
@@ -12,84 +14,12 @@ pub mod stats;
 pub mod zonemap;
 mod zones;
 
+pub use kind::{BuildParams, IndexFileData, ScalarIndexKind};
+pub use registry::{kind_from_user, kind_of, kind_of_metadata, Kind, KINDS};
+
+use crate::dataset::Dataset;
 use crate::error::Result;
-use crate::proto::table::IndexMetadata;
-use crate::table::index_segments::kind_of;
 use crate::table::index_segments::IndexSegment;
-
-/// The kinds of index lance_core reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    BTree,
-    Bitmap,
-    /// A BITMAP over the items of a list column (`array_has_any` and kin).
-    LabelList,
-    /// Value ranges per zone of rows.
-    ZoneMap,
-    /// A Bloom filter of the values per zone of rows.
-    BloomFilter,
-    /// The rows holding each trigram of a string column (LIKE, `contains`).
-    NGram,
-}
-
-impl Kind {
-    pub fn of(segment: &IndexSegment) -> Option<Kind> {
-        Self::named(&segment.kind)
-    }
-
-    pub fn of_metadata(m: &IndexMetadata) -> Option<Kind> {
-        Self::named(&kind_of(m.index_details.as_ref()?))
-    }
-
-    fn named(kind: &str) -> Option<Kind> {
-        match kind {
-            "BTree" => Some(Kind::BTree),
-            "Bitmap" => Some(Kind::Bitmap),
-            "LabelList" => Some(Kind::LabelList),
-            "ZoneMap" => Some(Kind::ZoneMap),
-            "BloomFilter" => Some(Kind::BloomFilter),
-            "NGram" => Some(Kind::NGram),
-            _ => None,
-        }
-    }
-
-    /// The type URL of its details, as pylance writes them (no fields).
-    pub fn type_url(self) -> &'static str {
-        match self {
-            Kind::BTree => "/lance.table.BTreeIndexDetails",
-            Kind::Bitmap => "/lance.table.BitmapIndexDetails",
-            Kind::LabelList => "/lance.table.LabelListIndexDetails",
-            Kind::ZoneMap => "/lance.table.ZoneMapIndexDetails",
-            Kind::BloomFilter => "/lance.index.pb.BloomFilterIndexDetails",
-            Kind::NGram => "/lance.table.NGramIndexDetails",
-        }
-    }
-
-    /// Whether a segment of this kind on a table with stable row ids holds row ids (else
-    /// row addresses): BITMAP, LABEL_LIST and NGRAM do, BTREE before its version 1,
-    /// zones (ZONEMAP, BLOOMFILTER) never.
-    pub fn holds_row_ids(self, index_version: i32) -> bool {
-        match self {
-            Kind::Bitmap | Kind::LabelList | Kind::NGram => true,
-            Kind::BTree => index_version < 1,
-            Kind::ZoneMap | Kind::BloomFilter => false,
-        }
-    }
-
-    /// The kind a user names (`create_scalar_index(col, "BTREE")`), any case.
-    pub fn from_user(name: &str) -> Option<Kind> {
-        match name.to_ascii_uppercase().as_str() {
-            "BTREE" => Some(Kind::BTree),
-            "BITMAP" => Some(Kind::Bitmap),
-            // pylance's names for it: the index type and the plug-in.
-            "LABEL_LIST" | "LABELLIST" => Some(Kind::LabelList),
-            "ZONEMAP" => Some(Kind::ZoneMap),
-            "BLOOMFILTER" => Some(Kind::BloomFilter),
-            "NGRAM" => Some(Kind::NGram),
-            _ => None,
-        }
-    }
-}
 
 /// The columns of an index file's rows, each checked for its type; errors name the file
 /// (`shown`).
@@ -184,4 +114,9 @@ where
 /// The directory holding a segment's files.
 pub(crate) fn segment_dir(ds: &crate::dataset::Dataset, segment: &IndexSegment) -> Result<String> {
     ds.index_dir(&segment.uuid, segment.base_id)
+}
+
+/// The type of top-level column `column` of `ds`, when it has one.
+pub(crate) fn column_type(ds: &Dataset, column: &str) -> Option<arrow_schema::DataType> {
+    ds.schema.field(column).and_then(|f| f.data_type().ok())
 }

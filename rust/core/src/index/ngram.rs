@@ -16,6 +16,11 @@ use arrow_array::{Array, ArrayRef, BinaryArray, RecordBatch, UInt32Array, UInt64
 use arrow_schema::{DataType, Field, Schema};
 use roaring::RoaringTreemap;
 
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::kind::{BuildParams, IndexFileData, ScalarIndexKind};
+use super::remap::AddressMap;
 use super::selection::{Found, IdSet};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
@@ -401,6 +406,92 @@ fn spelled(c: char) -> Option<&'static str> {
         'ſ' => "s",
         _ => return None,
     })
+}
+
+/// NGRAM, as the registry lists it (`super::registry`).
+#[derive(Debug)]
+pub struct NGramKind;
+
+impl ScalarIndexKind for NGramKind {
+    fn name(&self) -> &'static str {
+        "NGram"
+    }
+
+    fn user_names(&self) -> &'static [&'static str] {
+        &["NGRAM"]
+    }
+
+    fn type_url(&self) -> &'static str {
+        "/lance.table.NGramIndexDetails"
+    }
+
+    fn holds_row_ids(&self, _index_version: i32) -> bool {
+        true
+    }
+
+    fn keyed_type<'a>(
+        &self,
+        column: &str,
+        data_type: &'a DataType,
+    ) -> std::result::Result<&'a DataType, String> {
+        match data_type {
+            DataType::Utf8 | DataType::LargeUtf8 => Ok(data_type),
+            _ => Err(format!(
+                "an NGRAM index needs a string column, and '{column}' is {data_type}"
+            )),
+        }
+    }
+
+    fn build(
+        &self,
+        values: &ArrayRef,
+        ids: &UInt64Array,
+        _params: &BuildParams,
+    ) -> Result<Vec<IndexFileData>> {
+        Ok(vec![IndexFileData::new(FILE, build(values, ids)?)])
+    }
+
+    fn search<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+        column: &'a str,
+        e: &'a Expr,
+        nulls: bool,
+    ) -> BoxFuture<'a, Result<Option<Found>>> {
+        Box::pin(async move {
+            let Some(value_type) = super::column_type(ds, column) else {
+                return Ok(None);
+            };
+            NGram::load(ds, segment)
+                .await?
+                .search(column, &value_type, e, nulls)
+        })
+    }
+
+    fn remap<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+        map: &'a AddressMap,
+    ) -> BoxFuture<'a, Result<Option<Vec<IndexFileData>>>> {
+        Box::pin(async move {
+            let index = NGram::load(ds, segment).await?;
+            let batch = index.remapped(|id| map.map(id))?;
+            Ok(Some(vec![IndexFileData::new(FILE, batch)]))
+        })
+    }
+
+    fn statistics<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+    ) -> BoxFuture<'a, Result<Value>> {
+        Box::pin(async move {
+            let ngram = NGram::load(ds, segment).await?;
+            Ok(serde_json::json!({ "num_ngrams": ngram.len() }))
+        })
+    }
 }
 
 #[cfg(test)]

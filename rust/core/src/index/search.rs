@@ -4,8 +4,8 @@
 //! What no index answers stays unknown, and its fragments are scanned.
 use std::sync::Arc;
 
+use super::registry::{kind_of, readable};
 use super::selection::{Found, IdSet, Rows, Selection};
-use super::Kind;
 use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::expr::{CmpOp, Expr};
@@ -89,17 +89,6 @@ pub fn may_help(ds: &Dataset, filter: &Expr) -> bool {
                 .path_of(s.fields[0])
                 .is_some_and(|p| columns.iter().any(|c| c.eq_ignore_ascii_case(&p)))
     })
-}
-
-/// Whether lance_core reads this kind of index, in this version of its format.
-fn readable(s: &IndexSegment) -> bool {
-    match Kind::of(s) {
-        Some(Kind::BTree) => s.index_version <= 1,
-        Some(Kind::Bitmap) => s.index_version == 0,
-        Some(Kind::LabelList) => s.index_version <= super::label_list::INDEX_VERSION,
-        Some(Kind::ZoneMap | Kind::BloomFilter | Kind::NGram) => s.index_version == 0,
-        _ => false,
-    }
 }
 
 struct Search<'a> {
@@ -200,7 +189,7 @@ impl Search<'_> {
                     if found.exact { "" } else { ", rechecked" }
                 ));
             let ids_are_row_ids = self.ds.has_stable_row_ids()
-                && Kind::of(segment).is_some_and(|k| k.holds_row_ids(segment.index_version));
+                && kind_of(segment).is_some_and(|k| k.holds_row_ids(segment.index_version));
             let (yes, no_value) = match ids_are_row_ids {
                 true => (
                     self.addresses(&found.yes).await?,
@@ -230,43 +219,9 @@ impl Search<'_> {
         e: &Expr,
         nulls: bool,
     ) -> Result<Option<Found>> {
-        let ds = self.ds.as_ref();
-        match Kind::of(segment) {
-            Some(Kind::BTree) => {
-                super::btree::BTree::load(ds, segment)
-                    .await?
-                    .search(column, e, nulls)
-                    .await
-            }
-            Some(Kind::Bitmap) => super::bitmap::Bitmap::load(ds, segment)
-                .await?
-                .search(column, e),
-            Some(Kind::LabelList) => super::bitmap::Bitmap::load(ds, segment)
-                .await?
-                .search_lists(column, e, nulls),
-            Some(Kind::ZoneMap) => super::zonemap::ZoneMap::load(ds, segment)
-                .await?
-                .search(column, e, nulls),
-            Some(Kind::BloomFilter) => {
-                let Some(value_type) = column_type(ds, column) else {
-                    return Ok(None);
-                };
-                super::bloom::BloomFilter::load(ds, segment).await?.search(
-                    column,
-                    &value_type,
-                    e,
-                    nulls,
-                )
-            }
-            Some(Kind::NGram) => {
-                let Some(value_type) = column_type(ds, column) else {
-                    return Ok(None);
-                };
-                super::ngram::NGram::load(ds, segment)
-                    .await?
-                    .search(column, &value_type, e, nulls)
-            }
-            _ => Ok(None),
+        match kind_of(segment) {
+            Some(kind) => kind.search(self.ds, segment, column, e, nulls).await,
+            None => Ok(None),
         }
     }
 
@@ -285,10 +240,6 @@ impl Search<'_> {
         }
         Ok(out)
     }
-}
-
-fn column_type(ds: &Dataset, column: &str) -> Option<arrow_schema::DataType> {
-    ds.schema.field(column).and_then(|f| f.data_type().ok())
 }
 
 /// `e` as NOT of a condition an index can look up: `x <> 1` is NOT `x = 1`, `x NOT IN`,

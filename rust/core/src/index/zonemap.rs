@@ -16,6 +16,11 @@ use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array, UInt64Array};
 use arrow_schema::{DataType, Field, Schema};
 
 use super::bitmap::{id_set_in_buffer, write_id_set};
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::kind::{BuildParams, IndexFileData, ScalarIndexKind};
+use super::remap::AddressMap;
 use super::selection::{Found, IdSet};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
@@ -336,4 +341,118 @@ pub fn seeds_by_default(dt: &DataType) -> bool {
             | DataType::Decimal128(..)
             | DataType::Decimal256(..)
     ) || matches!(dt, DataType::FixedSizeBinary(n) if *n > 8)
+}
+
+/// ZONEMAP, as the registry lists it (`super::registry`).
+#[derive(Debug)]
+pub struct ZoneMapKind;
+
+impl ScalarIndexKind for ZoneMapKind {
+    fn name(&self) -> &'static str {
+        "ZoneMap"
+    }
+
+    fn user_names(&self) -> &'static [&'static str] {
+        &["ZONEMAP"]
+    }
+
+    fn type_url(&self) -> &'static str {
+        "/lance.table.ZoneMapIndexDetails"
+    }
+
+    /// Zones are ranges of row addresses, whatever the table's row ids.
+    fn holds_row_ids(&self, _index_version: i32) -> bool {
+        false
+    }
+
+    fn default_params(&self) -> BuildParams {
+        BuildParams {
+            page_rows: DEFAULT_ROWS_PER_ZONE,
+            probability: 0.0,
+        }
+    }
+
+    fn params_of<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+    ) -> BoxFuture<'a, Result<BuildParams>> {
+        Box::pin(async move {
+            Ok(BuildParams {
+                page_rows: ZoneMap::load(ds, segment).await?.rows_per_zone(),
+                ..self.default_params()
+            })
+        })
+    }
+
+    fn details(&self, data_type: &DataType, params: &BuildParams) -> Vec<u8> {
+        use prost::Message;
+        crate::proto::table::ZoneMapIndexDetails {
+            rows_per_zone: Some(params.page_rows),
+            use_seeds: Some(seeds_by_default(data_type)),
+            has_null_bitmap: Some(true),
+        }
+        .encode_to_vec()
+    }
+
+    fn build(
+        &self,
+        values: &ArrayRef,
+        ids: &UInt64Array,
+        params: &BuildParams,
+    ) -> Result<Vec<IndexFileData>> {
+        let (batch, nulls) = build(values, ids, params.page_rows)?;
+        Ok(vec![IndexFileData::with_buffer(FILE, batch, nulls)])
+    }
+
+    fn search<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+        column: &'a str,
+        e: &'a Expr,
+        nulls: bool,
+    ) -> BoxFuture<'a, Result<Option<Found>>> {
+        Box::pin(async move { ZoneMap::load(ds, segment).await?.search(column, e, nulls) })
+    }
+
+    /// Zones of rows cannot follow rows that move.
+    fn remaps(&self) -> bool {
+        false
+    }
+
+    fn remap<'a>(
+        &'a self,
+        _ds: &'a Dataset,
+        _segment: &'a IndexSegment,
+        _map: &'a AddressMap,
+    ) -> BoxFuture<'a, Result<Option<Vec<IndexFileData>>>> {
+        Box::pin(async { Ok(None) })
+    }
+
+    fn value_bounds<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+    ) -> BoxFuture<'a, Result<Option<(ArrayRef, ArrayRef)>>> {
+        Box::pin(async move {
+            let zones = ZoneMap::load(ds, segment).await?;
+            let (mins, maxs) = zones.bounds();
+            Ok(Some((mins.clone(), maxs.clone())))
+        })
+    }
+
+    fn statistics<'a>(
+        &'a self,
+        ds: &'a Dataset,
+        segment: &'a IndexSegment,
+    ) -> BoxFuture<'a, Result<Value>> {
+        Box::pin(async move {
+            let zones = ZoneMap::load(ds, segment).await?;
+            Ok(serde_json::json!({
+                "num_zones": zones.num_zones(),
+                "rows_per_zone": zones.rows_per_zone(),
+            }))
+        })
+    }
 }

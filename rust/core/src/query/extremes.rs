@@ -15,7 +15,7 @@ use futures::TryStreamExt;
 use crate::dataset::Dataset;
 use crate::error::Result;
 use crate::expr::{CmpOp, Expr};
-use crate::index::Kind;
+use crate::index::kind_of;
 use crate::table::index_segments::IndexSegment;
 
 /// Which end of a column's values.
@@ -65,18 +65,11 @@ pub async fn extreme(ds: &Arc<Dataset>, column: &str, which: Extreme) -> Result<
 /// The segment's bound for `which`: the smallest of its pages' largest values (for Min),
 /// the largest of their smallest (for Max).
 async fn bound(ds: &Dataset, segment: &IndexSegment, which: Extreme) -> Result<Option<ArrayRef>> {
-    let (mins, maxs) = match Kind::of(segment) {
-        Some(Kind::BTree) if segment.index_version <= 1 => {
-            let tree = crate::index::btree::BTree::load(ds, segment).await?;
-            let (mins, maxs) = tree.bounds();
-            (mins.clone(), maxs.clone())
-        }
-        Some(Kind::ZoneMap) if segment.index_version == 0 => {
-            let zones = crate::index::zonemap::ZoneMap::load(ds, segment).await?;
-            let (mins, maxs) = zones.bounds();
-            (mins.clone(), maxs.clone())
-        }
-        _ => return Ok(None),
+    let Some(kind) = kind_of(segment).filter(|k| k.reads(segment.index_version)) else {
+        return Ok(None);
+    };
+    let Some((mins, maxs)) = kind.value_bounds(ds, segment).await? else {
+        return Ok(None);
     };
     Ok(match which {
         Extreme::Min => end_of(&maxs, false)?,
@@ -148,7 +141,7 @@ mod tests {
     use arrow_schema::{DataType, Field, Schema};
 
     use super::{extreme, Extreme};
-    use crate::index::Kind;
+    use crate::index::{kind_from_user, Kind};
     use crate::test_util::{uri, write};
     use crate::write::index::{create_scalar_index, ScalarIndexParams};
     use crate::write::{delete, WriteMode};
@@ -194,7 +187,7 @@ mod tests {
 
     #[tokio::test]
     async fn extremes_follow_deletes_and_appends() {
-        for kind in [Kind::BTree, Kind::ZoneMap] {
+        for kind in ["BTREE", "ZONEMAP"].map(|k| kind_from_user(k).unwrap()) {
             // v = 3 * id, null on every tenth row.
             let v = |i: i64| (i % 10 != 0).then_some(3 * i);
             let ds = write(&uri(), batch(0..1000, v), WriteMode::Create, 400).await;
@@ -226,7 +219,7 @@ mod tests {
     #[tokio::test]
     async fn strings_and_unindexed_columns() {
         let ds = write(&uri(), batch(0..500, Some), WriteMode::Create, 200).await;
-        let ds = create_scalar_index(&ds, "s", &params(Kind::BTree), 0)
+        let ds = create_scalar_index(&ds, "s", &params(kind_from_user("BTREE").unwrap()), 0)
             .await
             .unwrap();
         let ds = Arc::new(ds);

@@ -80,7 +80,7 @@ pub fn start(
                 "",
                 format!(
                     "internal error while reading: {}",
-                    crate::scan::cpu::panic_message(panic.as_ref())
+                    crate::threads::cpu::panic_message(panic.as_ref())
                 ),
             )),
         };

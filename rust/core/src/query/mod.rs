@@ -2,11 +2,14 @@
 //! A query is a scan's options (`ScanOptions`: columns, filter, offset and limit, ...)
 //! and what only a planner decides: whether scalar indices answer the filter and rows
 //! are taken instead of scanned (`late`), a nearest-neighbour search (`nearest`), blob
-//! bytes in place of their descriptors (`crate::blob`), and answers read from an index's
-//! pages (`extremes`). `scan`, `index`, `vector` and `blob` never import this module.
+//! bytes in place of their descriptors (`crate::blob`), sorting (`order`), and answers read
+//! from an index's pages (`extremes`). `scan`, `index`, `vector` and `blob` never import this module.
 pub mod extremes;
 mod late;
 mod nearest;
+pub mod order;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 
@@ -30,6 +33,8 @@ pub struct Query {
     pub nearest: Option<crate::vector::Nearest>,
     /// What blob columns hold.
     pub blobs: BlobRead,
+    /// Sort the rows by these keys, then apply the offset and limit (see `order`).
+    pub order_by: Vec<order::ColumnOrdering>,
 }
 
 impl Default for Query {
@@ -40,6 +45,7 @@ impl Default for Query {
             use_scalar_index: true,
             nearest: None,
             blobs: BlobRead::Descriptors,
+            order_by: Vec::new(),
         }
     }
 }
@@ -55,6 +61,9 @@ impl From<ScanOptions> for Query {
 
 /// Start answering `query` over `dataset`. Must be called within a tokio runtime.
 pub fn run(dataset: Arc<Dataset>, mut query: Query) -> Result<Scan> {
+    if !query.order_by.is_empty() {
+        return order::start(dataset, query);
+    }
     if query.blobs != BlobRead::Descriptors {
         // The rows' addresses locate their blobs: read them, then the blobs.
         let read = std::mem::take(&mut query.blobs);

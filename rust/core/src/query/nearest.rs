@@ -239,7 +239,7 @@ async fn candidates(
         let (shared, name) = (shared.clone(), name.clone());
         async move {
             let batch = batch?;
-            crate::scan::cpu::spawn_cpu(name, move || {
+            crate::threads::cpu::spawn_cpu(name, move || {
                 let (queries, metric, k, range) = &*shared;
                 measure(&batch, queries, *metric, *k, *range)
             })

@@ -383,7 +383,7 @@ pub async fn read_page(
     let (column, path) = (source.column, leaf.path.clone());
     let name = format!("{} (column {column}, page {page})", file.name());
     let stored_bytes = data.buffers.iter().map(|b| b.len() as u64).sum();
-    super::cpu::run_cpu(name.clone(), stored_bytes, move || {
+    crate::threads::cpu::run_cpu(name.clone(), stored_bytes, move || {
         let info = &file.metadata.columns[column].pages[page];
         let Some(PathStep::Leaf(f)) = path.last() else {
             unreachable!("paths end at a leaf")

@@ -129,7 +129,7 @@ pub async fn read_rows(
     let leaf = chain.leaf;
     let name = format!("{} (column {leaf})", file.name());
     let bytes_as_list = chain.bytes_as_list;
-    crate::scan::cpu::spawn_cpu(name, move || {
+    crate::threads::cpu::spawn_cpu(name, move || {
         if !bytes_as_list {
             let values = leaf_values(&file, leaf, &pages, data, &range, &path)?;
             return shape(values, &path, levels, rows.end - rows.start);

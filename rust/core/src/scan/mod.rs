@@ -3,7 +3,6 @@
 //! an offset and limit, and the row id / row address columns; and takes of rows by
 //! address. Indices, vector search, blob bytes and the choice between scanning and
 //! taking are the query layer's (`crate::query`), above this one.
-pub mod cpu;
 mod fragment;
 pub(crate) use fragment::WholeFiles;
 pub mod json;

@@ -94,9 +94,9 @@ impl LoadedPage {
     }
 
     /// Start decoding units `from..from + n` that have not started (a small page's are
-    /// decoded when wanted, on the consumer's thread: see `cpu::INLINE_CPU_BYTES`).
+    /// decoded when wanted, on the consumer's thread: see `crate::threads::cpu::INLINE_CPU_BYTES`).
     fn start_units(&mut self, from: usize, n: usize) {
-        if self.work.stored_bytes < super::cpu::INLINE_CPU_BYTES {
+        if self.work.stored_bytes < crate::threads::cpu::INLINE_CPU_BYTES {
             return;
         }
         for u in from..(from + n).min(self.units.len()) {
@@ -108,7 +108,7 @@ impl LoadedPage {
                         decode_unit(&work, u)
                     }))
                     .unwrap_or_else(|panic| {
-                        let message = super::cpu::panic_message(panic.as_ref());
+                        let message = crate::threads::cpu::panic_message(panic.as_ref());
                         Err(Error::corrupt(
                             &work.name,
                             format!("internal error while decoding: {message}"),
@@ -133,7 +133,7 @@ impl LoadedPage {
         self.start_units(u, LOOKAHEAD + 1);
         if let Unit::NotStarted = self.units[u] {
             let work = &self.work;
-            let array = super::cpu::catch_panic(&work.name, || decode_unit(work, u))?;
+            let array = crate::threads::cpu::catch_panic(&work.name, || decode_unit(work, u))?;
             self.units[u] = Unit::Ready(array);
         }
         if let Unit::Decoding(rx) = &mut self.units[u] {
@@ -273,7 +273,7 @@ pub fn start(
             // A panic while opening fragments must end the stream with an error, never
             // look like its end.
             if let Err(panic) = std::panic::AssertUnwindSafe(work).catch_unwind().await {
-                let message = super::cpu::panic_message(panic.as_ref());
+                let message = crate::threads::cpu::panic_message(panic.as_ref());
                 let _ = tx
                     .send(Err(Error::corrupt(
                         "",
@@ -353,7 +353,7 @@ fn filter_on_workers(
         let output = output.clone();
         async move {
             let (batch, keep) = r?;
-            super::cpu::spawn_cpu("filtering a batch".into(), move || {
+            crate::threads::cpu::spawn_cpu("filtering a batch".into(), move || {
                 let mask = output.mask(&batch, keep)?;
                 let batch = match mask {
                     Some(m) => arrow_select::filter::filter_record_batch(&batch, &m)?,
@@ -496,7 +496,7 @@ async fn drive(
                                 format!(
                                     "internal error while reading column {} page {page}: {}",
                                     source.column,
-                                    super::cpu::panic_message(panic.as_ref())
+                                    crate::threads::cpu::panic_message(panic.as_ref())
                                 ),
                             )),
                         };

@@ -266,7 +266,7 @@ async fn page_rows(
     };
     // A few units (a take of some rows) decode here: the pool's wake-up would cost more.
     let (name, bytes) = (work.name.clone(), work.stored_bytes);
-    super::cpu::run_cpu(name, bytes, move || rows_of_units(&work, &rel)).await
+    crate::threads::cpu::run_cpu(name, bytes, move || rows_of_units(&work, &rel)).await
 }
 
 /// Rows `rel` of a 2.0 page of plain fixed-width values of a top-level leaf, read value
@@ -373,7 +373,7 @@ async fn read_units(
             let bulk_len = bulk_range.end - bulk_range.start;
             // Planning from a page's small buffers is quick: done here unless they are large.
             let small_bytes = buffers.iter().map(|b| b.len() as u64).sum();
-            let plan = super::cpu::run_cpu(name.clone(), small_bytes, move || {
+            let plan = crate::threads::cpu::run_cpu(name.clone(), small_bytes, move || {
                 let sizing = take_sizing(&layout);
                 plan_page_without_bulk(&layout, buffers, bulk_len, num_rows, &dt, &sizing)
             })

@@ -257,7 +257,7 @@ async fn read_manifest(
 ) -> Result<(ManifestLocation, Manifest, Bytes)> {
     let bytes = storage.get(&loc.path).await?;
     let name = storage.display(&loc.path);
-    crate::scan::cpu::spawn_cpu(name.clone(), move || {
+    crate::threads::cpu::spawn_cpu(name.clone(), move || {
         let m = decode_manifest(&bytes, &name)?;
         Ok((loc, m, bytes))
     })

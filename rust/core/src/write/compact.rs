@@ -362,7 +362,7 @@ async fn move_indices(
 ) -> Result<(crate::table::transaction::IndicesMoved, Dataset)> {
     use super::index::{on_rewrite, OnRewrite};
     let mut moved = crate::table::transaction::IndicesMoved::default();
-    let metadata = super::index::index_metadata(ds)?;
+    let metadata = super::index_files::index_metadata(ds)?;
     let mut to_remap = Vec::new();
     for meta in &metadata {
         let segment = crate::table::index_segments::segment(meta)?;

@@ -16,9 +16,9 @@ use crate::encoding::encode::{encode_page, EncodedPage};
 use crate::error::{Error, Result};
 use crate::file::{FileVersion, FileWriter};
 use crate::proto::table::DataFile;
-use crate::scan::cpu::start_cpu;
 use crate::storage::Storage;
 use crate::table::schema::LanceSchema;
+use crate::threads::cpu::start_cpu;
 
 /// Bytes of values a page holds before it is encoded.
 const PAGE_BYTES: usize = 8 << 20;

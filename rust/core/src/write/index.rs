@@ -1,28 +1,20 @@
-//! Building scalar indices and dropping them: the indexed column is read with each row's
-//! address (or stable row id, where the kind of index keeps those), the index's files are
-//! written under `_indices/<uuid>/` as pylance 14 lays them out (`index::btree::build`,
-//! `index::bitmap::build`), and a `CreateIndex` transaction adds the segment (and removes
-//! the one it replaces).
+//! Building scalar indices, keeping them up to date and dropping them: the indexed column
+//! is read with each row's address (or stable row id, where the kind keeps those), the
+//! kind builds the files (`index::ScalarIndexKind`), they are written under
+//! `_indices/<uuid>/` (`index_files`), and a `CreateIndex` transaction adds the segment
+//! (and removes the ones it replaces). Nothing here depends on the kind.
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::{ArrayRef, RecordBatch, UInt64Array};
 use arrow_schema::DataType;
-use futures::{StreamExt, TryStreamExt};
 
 use super::commit::{commit, ReadFrom};
-use super::file::DataFileWriter;
+pub use super::index_files::replaced_segments;
+use super::index_files::{index_metadata, read_column, segment_entry, segments_named, write_files};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::file::FileVersion;
-use crate::index::Kind;
-use crate::proto::table::{IndexFile, IndexMetadata, Uuid};
-use crate::scan::{scan, ScanOptions, ROW_ADDRESS, ROW_ID};
-use crate::table::schema::LanceSchema;
+use crate::index::{kind_of, kind_of_metadata, BuildParams, Kind};
+use crate::proto::table::{IndexMetadata, Uuid};
 use crate::table::transaction::{Operation, Staged};
-
-/// Rows per BTREE page, as pylance writes them.
-pub const BTREE_PAGE_ROWS: u64 = 4096;
 
 #[derive(Clone, Debug)]
 pub struct ScalarIndexParams {
@@ -79,22 +71,9 @@ async fn build_segment(
         field_id,
         data_type,
         kind,
-        page_rows,
-        probability,
+        params,
     } = spec;
-    let (kind, page_rows, probability) = (*kind, *page_rows, *probability);
-    if page_rows == 0 {
-        return Err(Error::invalid(format!(
-            "a {kind:?} page or zone must hold at least one row"
-        )));
-    }
-    // What the segment's ids are on a table with stable row ids: BTREE's format version 1
-    // holds addresses there.
-    let index_version = match kind {
-        Kind::BTree => i32::from(ds.has_stable_row_ids()),
-        Kind::LabelList => crate::index::label_list::INDEX_VERSION,
-        Kind::Bitmap | Kind::ZoneMap | Kind::BloomFilter | Kind::NGram => 0,
-    };
+    let index_version = kind.version_written(ds.has_stable_row_ids());
     let by_row_id = ds.has_stable_row_ids() && kind.holds_row_ids(index_version);
     let covered: Vec<u64> =
         fragments.unwrap_or_else(|| ds.fragments().iter().map(|f| f.id).collect());
@@ -108,52 +87,12 @@ async fn build_segment(
             ),
         ));
     }
-    let files: Vec<IndexFileData> = match kind {
-        Kind::BTree => {
-            let (pages, lookup) = crate::index::btree::build(&values, &ids, page_rows as usize)?;
-            vec![
-                IndexFileData::new(crate::index::btree::PAGES_FILE, pages),
-                IndexFileData::new(crate::index::btree::LOOKUP_FILE, lookup),
-            ]
-        }
-        Kind::Bitmap => vec![IndexFileData::new(
-            crate::index::bitmap::FILE,
-            crate::index::bitmap::build(&values, &ids)?,
-        )],
-        Kind::BloomFilter => {
-            let (batch, nulls) = crate::index::bloom::build(&values, &ids, page_rows, probability)?;
-            vec![IndexFileData {
-                name: crate::index::bloom::FILE.to_string(),
-                batch,
-                global_buffers: vec![nulls],
-            }]
-        }
-        Kind::ZoneMap => {
-            let (batch, nulls) = crate::index::zonemap::build(&values, &ids, page_rows)?;
-            vec![IndexFileData {
-                name: crate::index::zonemap::FILE.to_string(),
-                batch,
-                global_buffers: vec![nulls],
-            }]
-        }
-        Kind::NGram => vec![IndexFileData::new(
-            crate::index::ngram::FILE,
-            crate::index::ngram::build(&values, &ids)?,
-        )],
-        Kind::LabelList => {
-            let (batch, list_nulls) = crate::index::label_list::build(&values, &ids)?;
-            vec![IndexFileData {
-                name: crate::index::bitmap::FILE.to_string(),
-                batch,
-                global_buffers: vec![list_nulls],
-            }]
-        }
-    };
+    let files = kind.build(&values, &ids, params)?;
     let uuid = uuid.unwrap_or_else(uuid::Uuid::new_v4);
     let written = write_files(ds, staged, &uuid, files).await?;
     let details = prost_types::Any {
         type_url: kind.type_url().to_string(),
-        value: details(kind, data_type, page_rows),
+        value: kind.details(data_type, params),
     };
     segment_entry(
         ds,
@@ -165,58 +104,6 @@ async fn build_segment(
         index_version,
         written,
     )
-}
-
-/// The manifest entry of a segment written under `_indices/<uuid>/`.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn segment_entry(
-    ds: &Dataset,
-    uuid: uuid::Uuid,
-    field_id: i32,
-    name: &str,
-    covered: &[u64],
-    details: prost_types::Any,
-    index_version: i32,
-    files: Vec<IndexFile>,
-) -> Result<IndexMetadata> {
-    let mut bitmap = roaring::RoaringBitmap::new();
-    bitmap.extend(covered.iter().map(|&f| f as u32));
-    let mut fragment_bitmap = Vec::with_capacity(bitmap.serialized_size());
-    bitmap
-        .serialize_into(&mut fragment_bitmap)
-        .map_err(|e| Error::io(ds.uri(), e.to_string()))?;
-    let created_at = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_millis() as u64;
-    Ok(IndexMetadata {
-        uuid: Some(Uuid {
-            uuid: uuid.as_bytes().to_vec(),
-        }),
-        fields: vec![field_id],
-        name: name.to_string(),
-        dataset_version: ds.version(),
-        fragment_bitmap,
-        index_details: Some(details),
-        index_version: Some(index_version),
-        created_at: Some(created_at),
-        base_id: None,
-        files,
-    })
-}
-
-/// The serialized details of a segment of `kind` (only ZONEMAP has any).
-fn details(kind: Kind, data_type: &DataType, rows_per_zone: u64) -> Vec<u8> {
-    use prost::Message;
-    match kind {
-        Kind::ZoneMap => crate::proto::table::ZoneMapIndexDetails {
-            rows_per_zone: Some(rows_per_zone),
-            use_seeds: Some(crate::index::zonemap::seeds_by_default(data_type)),
-            has_null_bitmap: Some(true),
-        }
-        .encode_to_vec(),
-        _ => vec![],
-    }
 }
 
 /// Bring indices up to date with the fragments added since they were built, as pylance's
@@ -288,17 +175,12 @@ pub(crate) fn on_rewrite(
     segment: &crate::table::index_segments::IndexSegment,
     stable_row_ids: bool,
 ) -> OnRewrite {
-    let vector = segment.kind.starts_with("IVF_");
-    let holds_row_ids = match Kind::of(segment) {
-        Some(kind) => kind.holds_row_ids(segment.index_version),
-        None => vector,
-    };
-    let remappable = match Kind::of(segment) {
-        Some(kind) => matches!(
-            kind,
-            Kind::BTree | Kind::Bitmap | Kind::LabelList | Kind::NGram
+    let (holds_row_ids, remappable) = match kind_of(segment) {
+        Some(kind) => (kind.holds_row_ids(segment.index_version), kind.remaps()),
+        None => (
+            segment.kind.starts_with("IVF_"),
+            crate::vector::reuse::storage_of(&segment.kind).is_some(),
         ),
-        None => crate::vector::reuse::storage_of(&segment.kind).is_some(),
     };
     match () {
         _ if stable_row_ids && holds_row_ids => OnRewrite::FollowRows,
@@ -317,52 +199,13 @@ pub(crate) async fn remap_segment(
     meta: &IndexMetadata,
     map: &crate::index::remap::AddressMap,
 ) -> Result<Option<crate::proto::table::transaction::rewrite::RewrittenIndex>> {
-    use crate::index::{bitmap, btree, label_list, ngram};
     let segment = crate::table::index_segments::segment(meta)?;
     let uuid = uuid::Uuid::new_v4();
-    let files = match Kind::of(&segment) {
-        Some(Kind::BTree) => {
-            let tree = btree::BTree::load(ds, &segment).await?;
-            let (values, ids) = tree.entries().await?;
-            let (values, ids) = map.apply(&values, &ids)?;
-            let (pages, lookup) = btree::build(&values, &ids, tree.page_rows() as usize)?;
-            vec![
-                IndexFileData::new(btree::PAGES_FILE, pages),
-                IndexFileData::new(btree::LOOKUP_FILE, lookup),
-            ]
-        }
-        Some(Kind::Bitmap) => {
-            let (keys, ids) = bitmap::Bitmap::load(ds, &segment).await?.entries()?;
-            let (keys, ids) = map.apply(&keys, &ids)?;
-            vec![IndexFileData::new(
-                bitmap::FILE,
-                bitmap::build(&keys, &ids)?,
-            )]
-        }
-        Some(Kind::LabelList) => {
-            let index = bitmap::Bitmap::load(ds, &segment).await?;
-            let (items, ids) = index.entries()?;
-            let (items, ids) = map.apply(&items, &ids)?;
-            let nulls = map.map_set(&index.list_nulls().cloned().unwrap_or_default());
-            let (batch, nulls) = label_list::build_from_items(&items, &ids, &nulls)?;
-            vec![IndexFileData {
-                name: bitmap::FILE.to_string(),
-                batch,
-                global_buffers: vec![nulls],
-            }]
-        }
-        Some(Kind::NGram) => {
-            let index = ngram::NGram::load(ds, &segment).await?;
-            vec![IndexFileData::new(
-                ngram::FILE,
-                index.remapped(|id| map.map(id))?,
-            )]
-        }
-        Some(Kind::ZoneMap | Kind::BloomFilter) => return Ok(None),
-        None => vec![],
-    };
-    let new_index_files = match Kind::of(&segment) {
-        Some(_) => write_files(ds, staged, &uuid, files).await?,
+    let new_index_files = match kind_of(&segment) {
+        Some(kind) => match kind.remap(ds, &segment, map).await? {
+            Some(files) => write_files(ds, staged, &uuid, files).await?,
+            None => return Ok(None),
+        },
         None => match super::vector_index::remapped_files(ds, staged, &uuid, meta, map).await? {
             Some(files) => files,
             None => return Ok(None),
@@ -413,37 +256,18 @@ fn indexable(ds: &Dataset, column: &str, kind: Kind) -> Result<(i32, DataType)> 
         ))
     })?;
     let dt = field.data_type()?;
-    let values = match (kind, &dt) {
-        (Kind::LabelList, DataType::List(item) | DataType::LargeList(item)) => item.data_type(),
-        (Kind::BloomFilter, t) if !crate::index::bloom::supports(t) => {
-            return Err(Error::invalid(format!(
-                "{}: a BLOOMFILTER index cannot be built on column '{column}' of type {dt}",
-                ds.uri()
-            )))
-        }
-        (Kind::NGram, DataType::Utf8 | DataType::LargeUtf8) => &dt,
-        (Kind::NGram, _) => {
-            return Err(Error::invalid(format!(
-                "{}: an NGRAM index needs a string column, and '{column}' is {dt}",
-                ds.uri()
-            )))
-        }
-        (Kind::LabelList, _) => {
-            return Err(Error::invalid(format!(
-                "{}: a LABEL_LIST index needs a list column, and '{column}' is {dt}",
-                ds.uri()
-            )))
-        }
-        _ => &dt,
-    };
+    let values = kind
+        .keyed_type(column, &dt)
+        .map_err(|reason| Error::invalid(format!("{}: {reason}", ds.uri())))?;
     if !is_scalar(values)
         || field.logical_type == "json"
         || field.is_blob_v1()
         || field.is_blob_v2()
     {
         return Err(Error::invalid(format!(
-            "{}: a {kind:?} index cannot be built on column '{column}' of type {dt}",
-            ds.uri()
+            "{}: a {} index cannot be built on column '{column}' of type {dt}",
+            ds.uri(),
+            kind.name()
         )));
     }
     Ok((field.id, dt))
@@ -481,163 +305,6 @@ fn is_scalar(dt: &DataType) -> bool {
     )
 }
 
-/// The manifest's index entries.
-pub(crate) fn index_metadata(ds: &Dataset) -> Result<Vec<IndexMetadata>> {
-    let name = ds.storage().display(&ds.location.path);
-    Ok(
-        crate::table::manifest::index_section(&ds.manifest, &ds.manifest_bytes, &name)?
-            .map(|s| s.indices)
-            .unwrap_or_default(),
-    )
-}
-
-fn segments_named(ds: &Dataset, name: &str) -> Result<Vec<IndexMetadata>> {
-    Ok(index_metadata(ds)?
-        .into_iter()
-        .filter(|i| i.name == name)
-        .collect())
-}
-
-/// The live values of `column` in `fragments`, batch by batch, each with its rows'
-/// addresses (or stable row ids).
-pub(super) fn column_batches(
-    ds: &Arc<Dataset>,
-    column: &str,
-    by_row_id: bool,
-    fragments: &[u64],
-) -> Result<futures::stream::BoxStream<'static, Result<(ArrayRef, UInt64Array)>>> {
-    column_batches_in(ds, column, by_row_id, fragments, None, 64 * 1024)
-}
-
-/// `column_batches` in batches of `batch_size` rows, only physical rows `start..end` of
-/// each fragment when `row_range` is given (several workers sharing a large fragment).
-pub(super) fn column_batches_in(
-    ds: &Arc<Dataset>,
-    column: &str,
-    by_row_id: bool,
-    fragments: &[u64],
-    row_range: Option<(u64, u64)>,
-    batch_size: usize,
-) -> Result<futures::stream::BoxStream<'static, Result<(ArrayRef, UInt64Array)>>> {
-    let options = ScanOptions {
-        columns: Some(vec![column.to_string()]),
-        fragment_ids: Some(fragments.to_vec()),
-        row_range,
-        with_row_address: !by_row_id,
-        with_row_id: by_row_id,
-        batch_size,
-        ..Default::default()
-    };
-    let s = scan(ds.clone(), options)?;
-    let id_column = if by_row_id { ROW_ID } else { ROW_ADDRESS };
-    let uri = ds.uri().to_string();
-    Ok(Box::pin(s.batches.map(move |b| {
-        let b = b?;
-        let ids = b
-            .column_by_name(id_column)
-            .map(|a| a.as_primitive::<arrow_array::types::UInt64Type>().clone())
-            .ok_or_else(|| Error::corrupt(&uri, "internal: the scan returned no row ids"))?;
-        Ok((b.column(0).clone(), ids))
-    })))
-}
-
-/// Every live value of `column` in `fragments`, with its row's address (or stable row
-/// id).
-async fn read_column(
-    ds: &Arc<Dataset>,
-    column: &str,
-    by_row_id: bool,
-    fragments: &[u64],
-) -> Result<(ArrayRef, UInt64Array)> {
-    let parts: Vec<(ArrayRef, UInt64Array)> = column_batches(ds, column, by_row_id, fragments)?
-        .try_collect()
-        .await?;
-    let values: Vec<&dyn arrow_array::Array> = parts.iter().map(|(v, _)| v.as_ref()).collect();
-    let ids: Vec<&dyn arrow_array::Array> = parts
-        .iter()
-        .map(|(_, i)| i as &dyn arrow_array::Array)
-        .collect();
-    match parts.is_empty() {
-        true => {
-            let field = ds.arrow_schema.field_with_name(column)?;
-            Ok((
-                arrow_array::new_empty_array(field.data_type()),
-                UInt64Array::from(Vec::<u64>::new()),
-            ))
-        }
-        false => Ok((
-            arrow_select::concat::concat(&values)?,
-            arrow_select::concat::concat(&ids)?
-                .as_primitive::<arrow_array::types::UInt64Type>()
-                .clone(),
-        )),
-    }
-}
-
-/// One file of an index: its name, its rows and the global buffers it keeps beside
-/// them (numbered from 1).
-pub(super) struct IndexFileData {
-    pub name: String,
-    pub batch: RecordBatch,
-    pub global_buffers: Vec<Vec<u8>>,
-}
-
-impl IndexFileData {
-    fn new(name: &str, batch: RecordBatch) -> Self {
-        IndexFileData {
-            name: name.to_string(),
-            batch,
-            global_buffers: vec![],
-        }
-    }
-}
-
-/// Write each file of an index in its directory; their names and sizes.
-pub(super) async fn write_files(
-    ds: &Dataset,
-    staged: &Staged,
-    uuid: &uuid::Uuid,
-    files: Vec<IndexFileData>,
-) -> Result<Vec<IndexFile>> {
-    // Index files follow the table's format; older tables get 2.1 files (lance_core
-    // writes no older format, and pylance reads these whatever the table's).
-    let version = match ds.data_storage_version().as_str() {
-        "0.1" | "2.0" | "2.1" => FileVersion { major: 2, minor: 1 },
-        _ => FileVersion { major: 2, minor: 2 },
-    };
-    let mut out = Vec::with_capacity(files.len());
-    for IndexFileData {
-        name,
-        batch,
-        global_buffers,
-    } in files
-    {
-        let schema = LanceSchema::from_arrow(&batch.schema(), 0)?;
-        let leaves = super::leaves::leaves(&schema, version.minor >= 2)?;
-        let path = ds
-            .storage()
-            .path(&format!("_indices/{}/{name}", uuid.hyphenated()));
-        staged.add(path.clone());
-        let mut w =
-            DataFileWriter::create_at(ds.storage(), path, name.to_string(), version, &leaves);
-        for buffer in global_buffers {
-            w.add_global_buffer(buffer).await?;
-        }
-        let mut at = 0;
-        while at < batch.num_rows() {
-            let n = (batch.num_rows() - at).min(64 * 1024);
-            w.write(&batch.slice(at, n)).await?;
-            at += n;
-        }
-        let file = w.finish(&schema).await?;
-        out.push(IndexFile {
-            path: name.to_string(),
-            size_bytes: file.file_size_bytes,
-        });
-    }
-    Ok(out)
-}
-
 // Builds spread over many workers (Spark): the driver checks and plans, each worker
 // builds one segment over its fragments (`build_index_segment`), the driver commits them
 // all at once (`commit_index_segments`).
@@ -651,10 +318,8 @@ pub struct SegmentSpec {
     pub field_id: i32,
     pub data_type: DataType,
     pub kind: Kind,
-    /// BTREE: rows per page; ZONEMAP, BLOOMFILTER: rows per zone.
-    pub page_rows: u64,
-    /// BLOOMFILTER: the chance of a false match per zone filter.
-    pub probability: f64,
+    /// Rows per page or zone, and a Bloom filter's chance of a false match.
+    pub params: BuildParams,
 }
 
 impl SegmentSpec {
@@ -663,11 +328,18 @@ impl SegmentSpec {
     /// (`replaced_segments` does).
     pub fn new(ds: &Dataset, column: &str, params: &ScalarIndexParams) -> Result<SegmentSpec> {
         let (field_id, data_type) = indexable(ds, column, params.kind)?;
-        let page_rows = params.page_rows.unwrap_or(match params.kind {
-            Kind::ZoneMap => crate::index::zonemap::DEFAULT_ROWS_PER_ZONE,
-            Kind::BloomFilter => crate::index::bloom::DEFAULT_ITEMS,
-            _ => BTREE_PAGE_ROWS,
-        });
+        if params.page_rows == Some(0) {
+            return Err(Error::invalid(format!(
+                "{}: a {} page or zone must hold at least one row",
+                ds.uri(),
+                params.kind.name()
+            )));
+        }
+        let defaults = params.kind.default_params();
+        let build = BuildParams {
+            page_rows: params.page_rows.unwrap_or(defaults.page_rows),
+            probability: params.probability.unwrap_or(defaults.probability),
+        };
         Ok(SegmentSpec {
             name: params
                 .name
@@ -677,10 +349,7 @@ impl SegmentSpec {
             field_id,
             data_type,
             kind: params.kind,
-            page_rows,
-            probability: params
-                .probability
-                .unwrap_or(crate::index::bloom::DEFAULT_PROBABILITY),
+            params: build,
         })
     }
 
@@ -706,7 +375,7 @@ impl SegmentSpec {
 /// kind or its column is gone.
 async fn existing_spec(ds: &Dataset, first: &IndexMetadata) -> Result<Option<SegmentSpec>> {
     let name = first.name.as_str();
-    let (Some(kind), [field_id]) = (Kind::of_metadata(first), first.fields.as_slice()) else {
+    let (Some(kind), [field_id]) = (kind_of_metadata(first), first.fields.as_slice()) else {
         return Ok(None);
     };
     let Some(column) = ds
@@ -719,20 +388,9 @@ async fn existing_spec(ds: &Dataset, first: &IndexMetadata) -> Result<Option<Seg
     let data_type = ds.schema.field(&column).expect("checked").data_type()?;
     let listed = ds.index_segments()?;
     let segment = listed.iter().find(|s| s.name == name);
-    let mut probability = crate::index::bloom::DEFAULT_PROBABILITY;
-    let page_rows = match (kind, segment) {
-        (Kind::BTree, Some(s)) => crate::index::btree::BTree::load(ds, s).await?.page_rows(),
-        (Kind::ZoneMap, Some(s)) => crate::index::zonemap::ZoneMap::load(ds, s)
-            .await?
-            .rows_per_zone(),
-        (Kind::BloomFilter, Some(s)) => {
-            let b = crate::index::bloom::BloomFilter::load(ds, s).await?;
-            probability = b.probability();
-            b.items()
-        }
-        (Kind::ZoneMap, None) => crate::index::zonemap::DEFAULT_ROWS_PER_ZONE,
-        (Kind::BloomFilter, None) => crate::index::bloom::DEFAULT_ITEMS,
-        _ => BTREE_PAGE_ROWS,
+    let params = match segment {
+        Some(s) => kind.params_of(ds, s).await?,
+        None => kind.default_params(),
     };
     Ok(Some(SegmentSpec {
         name: name.to_string(),
@@ -740,8 +398,7 @@ async fn existing_spec(ds: &Dataset, first: &IndexMetadata) -> Result<Option<Seg
         field_id: *field_id,
         data_type,
         kind,
-        page_rows,
-        probability,
+        params,
     }))
 }
 
@@ -801,19 +458,6 @@ fn uncovered(
         }
     }
     Ok(out)
-}
-
-/// The segments a new build of index `name` replaces: none when there is no such index;
-/// when there is one, all of its segments if `replace`, else an error naming it.
-pub fn replaced_segments(ds: &Dataset, name: &str, replace: bool) -> Result<Vec<IndexMetadata>> {
-    let removed = segments_named(ds, name)?;
-    if !removed.is_empty() && !replace {
-        return Err(Error::invalid(format!(
-            "{}: an index named '{name}' already exists (replace=True replaces it)",
-            ds.uri()
-        )));
-    }
-    Ok(removed)
 }
 
 /// Build one segment of an index per `spec` over `fragments` of `ds` (at its version),
@@ -927,7 +571,7 @@ pub async fn commit_index_segments(
                         "{uri}: cannot add a segment to index '{name}': there is no such index"
                     )))
                 }
-                Some(m) if m.fields != s.fields || Kind::of_metadata(m) != Kind::of_metadata(s) => {
+                Some(m) if m.fields != s.fields || kind_name(m) != kind_name(s) => {
                     return Err(Error::invalid(format!(
                         "{uri}: a new segment of index '{name}' indexes other fields or another kind than its segments"
                     )))
@@ -984,4 +628,9 @@ pub async fn commit_index_segments(
         )),
         e => e,
     })
+}
+
+/// The name of a manifest entry's kind, when lance_core knows it.
+fn kind_name(m: &IndexMetadata) -> Option<&'static str> {
+    kind_of_metadata(m).map(|k| k.name())
 }

@@ -13,6 +13,7 @@ pub mod config;
 mod delete;
 mod file;
 pub mod index;
+mod index_files;
 pub mod leaves;
 pub mod merge_insert;
 mod project;

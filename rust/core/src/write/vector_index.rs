@@ -16,15 +16,14 @@ use arrow_schema::DataType;
 use futures::TryStreamExt;
 
 use super::commit::{commit, ReadFrom};
-use super::index::{
-    column_batches_in, replaced_segments, segment_entry, write_files, IndexFileData,
-};
+use super::index_files::{column_batches_in, replaced_segments, segment_entry, write_files};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 use crate::index::remap::AddressMap;
+use crate::index::IndexFileData;
 use crate::proto::table::IndexMetadata;
-use crate::scan::cpu::spawn_cpu;
 use crate::table::transaction::{Operation, Staged};
+use crate::threads::cpu::spawn_cpu;
 use crate::vector::build::{train, Encoded, IvfParams, Model, Sampler};
 use crate::vector::ivf::Ivf;
 use crate::vector::reuse;

@@ -1,20 +1,45 @@
 #!/usr/bin/env python3
-"""Lists the import circles among the core crate's modules (files under rust/core/src).
+"""Checks how the core crate's modules (files under rust/core/src) import each other:
+no import circles, and the top-level modules in the layers ARCHITECTURE.md lists (each
+uses only the ones below it).
 
 A module refers to another through `crate::a::b` (in a `use` or inline) or `super::`; each
 reference is resolved to the deepest module file it names (paths relative to the module
 itself, such as a parent's `take::x` for its child `take`, are not followed). Files that reach each other
 through such references form a circle (a strongly connected component of the graph).
-Exit status 1 when there is a circle with more files than --allow (0 by default). Issue 55's
-query layer is to bring it to none, and CI then runs it with the default.
+Exit status 1 when there is a circle with more files than --allow (0 by default), or a
+top-level module that uses one above it in LAYERS.
 
-Usage: .ci/module_cycles.py [--allow N] [src dir]
+Usage: .ci/module_layers.py [--allow N] [src dir]
 """
 
 import argparse
 import re
 import sys
 from pathlib import Path
+
+# The top-level modules, bottom up, as ARCHITECTURE.md's table of layers lists them.
+LAYERS = [
+    "error",
+    "proto",
+    "storage",
+    "session",
+    "threads",
+    "encoding",
+    "file",
+    "table",
+    "expr",
+    "dataset",
+    "scan",
+    "file_table",
+    "blob",
+    "index",
+    "vector",
+    "query",
+    "write",
+    "spark",
+    "fuzzing",
+]
 
 PATH = re.compile(r"\b(crate|super)((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
 USE_GROUP = re.compile(r"\buse\s+(crate|super)((?:::[A-Za-z_][A-Za-z0-9_]*)*)::\{([^;]*)\}", re.S)
@@ -133,12 +158,31 @@ def main():
     found = sorted(circles(edges), key=len, reverse=True)
     for component in found:
         print(f"circle of {len(component)}: " + ", ".join("::".join(m) for m in component))
+    upward = layer_violations(edges)
+    for line in upward:
+        print(line)
     largest = len(found[0]) if found else 0
     if largest > args.allow:
         print(f"{len(found)} circle(s); the largest has {largest} modules (allowed: {args.allow})")
+    if largest > args.allow or upward:
         return 1
-    print(f"no circle larger than {args.allow} among the modules of {args.src}")
+    print(f"no circle larger than {args.allow} and no upward use among the modules of {args.src}")
     return 0
+
+
+def layer_violations(edges):
+    """A line per use of a top-level module by one below it in LAYERS (or not in it)."""
+    out = []
+    for module, targets in sorted(edges.items()):
+        for target in sorted(targets):
+            a, b = module[0] if module else "lib", target[0]
+            if a == b or a == "lib":
+                continue
+            if a not in LAYERS or b not in LAYERS:
+                out.append(f"{'::'.join(module)} uses {'::'.join(target)}: add '{a if a not in LAYERS else b}' to LAYERS")
+            elif LAYERS.index(b) > LAYERS.index(a):
+                out.append(f"{'::'.join(module)} uses {'::'.join(target)}, a layer above it")
+    return out
 
 
 if __name__ == "__main__":

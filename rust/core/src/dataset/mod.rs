@@ -1,4 +1,7 @@
 //! A dataset at one version: the entry point tying storage, manifests and scans together.
+pub mod data_stats;
+pub mod history;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -13,9 +13,9 @@ use crate::error::{Error, Result};
 use crate::proto::table::transaction::Operation as PbOp;
 use crate::proto::table::{DataFragment, Transaction};
 
-use super::transaction::op_name;
-use super::transaction::read::{read_transaction, transaction_in};
-use super::versions::{list_manifests, ManifestLocation};
+use crate::table::transaction::op_name;
+use crate::table::transaction::read::{read_transaction, transaction_in};
+use crate::table::versions::{list_manifests, ManifestLocation};
 use futures::StreamExt;
 
 /// The transaction `ds`'s version committed, if its writer recorded one.
