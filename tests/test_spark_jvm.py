@@ -131,6 +131,40 @@ def test_columns_pruned_and_count_and_limit_pushed(spark, filter_table):
     assert len(df.filter("id > 100").limit(3).collect()) == 3
 
 
+@pytest.mark.parametrize("order", [["id"], ["s", "id"], ["-d", "id"], ["s nulls first", "-id"]])
+@pytest.mark.parametrize("where", [None, "id > 100 AND s IS NOT NULL"])
+def test_sort_under_a_limit_pushed_as_a_top_n(spark, filter_table, order, where):
+    """Each task returns its partition's first rows in order (the core's order_by under a
+    limit); Spark sorts those again. The rows are the Python source's (where Spark sorts
+    every row itself), and the plan shows the top-N pushed."""
+    from pyspark.sql import functions as F
+
+    def keys(df):
+        out = []
+        for o in order:
+            name, _, nulls = o.lstrip("-").partition(" ")
+            c = F.col(name)
+            if o.startswith("-"):
+                out.append(c.desc_nulls_first() if nulls else c.desc_nulls_last())
+            else:
+                out.append(c.asc_nulls_first() if nulls else c.asc_nulls_last())
+        return out
+
+    # Several partitions per fragment, then (under a filter) the rows read while planning.
+    for rows_per_partition, local in (("300", "0"), ("1000", "16384")):
+        jvm, py = both(spark, filter_table, rows_per_partition=rows_per_partition, local_result_rows=local)
+        if where:
+            jvm, py = jvm.filter(where), py.filter(where)
+        got = jvm.orderBy(*keys(jvm)).limit(17)
+        want = py.orderBy(*keys(py)).limit(17)
+        assert got.collect() == want.collect(), (order, where, rows_per_partition)
+        if local == "0" or not where:
+            assert "top 17 by" in plan(got), plan(got)
+    # Floats are sorted by Spark alone (NaN and -0.0 order differently there).
+    df = spark.read.format("lance").load(filter_table)
+    assert "top " not in plan(df.orderBy("x").limit(3))
+
+
 def read_schema(df) -> str:
     """The ReadSchema of the plan's lance scan."""
     text = plan(df)

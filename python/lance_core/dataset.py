@@ -6,12 +6,10 @@ import contextlib
 import inspect
 import json
 import itertools
-from dataclasses import dataclass, field
 import os
 import time
-import uuid as uuid_module
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,13 +18,20 @@ import pyarrow.dataset as pa_ds
 from . import _lance_core, _nearest
 from .udf import BatchUDF, ProducerErrors, RowRuns, as_batch, is_row_stream, row_runs
 from .bases import DatasetBasePath
-from .table_config import TableConfig
+from .table_config import AutoCleanupConfig, TableConfig, auto_cleanup_keys  # noqa: F401
 from .table_target import check_target, table_location
 from .errors import (ColumnNotFoundError, CommitConflictError, DatasetNotFoundError, InvalidInputError,
                      LanceError)
 from .fragment_metadata import (LANCE_COMMIT_MESSAGE_KEY, DataFile, FragmentMetadata, LanceOperation,  # noqa: F401
                                 _commit_native, _operation_from, _properties)
 from .merge import MergeInsertBuilder
+from .optimize import DatasetOptimizer
+from .refs import Branches, Tags
+from .scanner import (_HINTS, ColumnOrdering, LanceScanner, _blob_columns, _check_hints,  # noqa: F401
+                      _cut_by_bytes, _filter_text, _indices, _orderings)
+from .results import (CleanupCandidateFile, CleanupExplanation, CleanupReferencedBranch,  # noqa: F401
+                      CleanupStats, CompactionMetrics, DataStatistics, FieldStatistics, IndexDescription,
+                      IndexSegmentDescription, IOStats, Transaction)
 
 if TYPE_CHECKING:
     from .blob import BlobFile
@@ -39,299 +44,14 @@ def _uri(uri: Union[str, os.PathLike]) -> str:
     return os.fspath(uri)
 
 
-class LanceScanner(pa_ds.Scanner):
-    """A configured scan of a dataset (or of some of its fragments). A
-    `pyarrow.dataset.Scanner`, as pylance's is; every method of pyarrow's is answered here
-    (the inherited ones would reach into a C++ scanner there is none of)."""
-
-    def __init__(
-        self,
-        dataset: "LanceDataset",
-        columns: Optional[Union[List[str], Dict[str, str]]] = None,
-        limit: Optional[int] = None,
-        offset: Optional[int] = None,
-        batch_size: Optional[int] = None,
-        with_row_id: bool = False,
-        with_row_address: bool = False,
-        fragment_ids: Optional[List[int]] = None,
-        io_buffer_size: Optional[int] = None,
-        filter: Optional[str] = None,
-        row_range: Optional[Tuple[int, int]] = None,
-        include_deleted: bool = False,
-        late_materialization: bool = True,
-        use_scalar_index: bool = True,
-        nearest: Optional[Dict[str, Any]] = None,
-        blob_handling: Optional[str] = None,
-        order_by: Optional[List[Union["ColumnOrdering", str]]] = None,
-        strict_batch_size: bool = False,
-        batch_size_bytes: Optional[int] = None,
-    ):
-        """`columns` is a list of column names (dotted for fields of structs), or a dict of
-        output names to SQL expressions (`{"total": "price * qty", "x": "l[1].x"}`).
-        `row_range=(start, end)` reads only physical rows start..end of each fragment
-        (so several tasks can share a large fragment); `include_deleted=True` returns
-        deleted rows too (every physical row, in order). `order_by` sorts the result
-        (a list of `ColumnOrdering` or column names, ascending with nulls last); the
-        offset and limit then apply to the sorted rows. `batch_size_bytes` cuts a batch
-        larger than that in memory into slices of about that size (no copy)."""
-        if batch_size_bytes is not None and (not isinstance(batch_size_bytes, int) or batch_size_bytes < 1):
-            raise InvalidInputError(f"batch_size_bytes must be a positive integer, got {batch_size_bytes!r}")
-        self._batch_bytes = batch_size_bytes
-        filter = _filter_text(filter)
-        if isinstance(columns, str):
-            raise InvalidInputError("columns must be a list of column names, not a string")
-        projection = None
-        if isinstance(columns, dict):
-            for name, expr in columns.items():
-                if not isinstance(name, str) or not isinstance(expr, str):
-                    raise InvalidInputError(f"columns given as a dict map output names to SQL expressions "
-                                            f"(str → str), got {name!r}: {expr!r}")
-            projection, columns = list(columns.items()), None
-        for name, value in (("limit", limit), ("offset", offset), ("batch_size", batch_size), ("io_buffer_size", io_buffer_size)):
-            if value is not None and (not isinstance(value, int) or value < 0):
-                # pylance's wording ("Offset must be non-negative"), then what was given.
-                raise InvalidInputError(f"{name.capitalize()} must be non-negative: {name} must be a non-negative "
-                                        f"integer, got {value!r}")
-        if batch_size == 0:
-            raise InvalidInputError("batch_size must be positive")
-        if batch_size is None and os.environ.get("LANCE_DEFAULT_BATCH_SIZE"):
-            # pylance's environment default.
-            batch_size = int(os.environ["LANCE_DEFAULT_BATCH_SIZE"])
-        if row_range is not None:
-            start, end = row_range
-            if not (isinstance(start, int) and isinstance(end, int)) or start < 0 or end < start:
-                raise InvalidInputError(f"row_range must be (start, end) with 0 <= start <= end, got {row_range!r}")
-            row_range = (start, end)
-        if blob_handling not in (None, "all_binary", "blobs_descriptions", "all_descriptions"):
-            raise InvalidInputError(f"blob_handling must be 'all_binary', 'blobs_descriptions' or "
-                                    f"'all_descriptions', got {blob_handling!r}")
-        self._dataset = dataset
-        self._args = dict(
-            columns=list(columns) if columns is not None else None,
-            limit=limit,
-            offset=offset,
-            batch_size=batch_size,
-            with_row_id=bool(with_row_id),
-            with_row_address=bool(with_row_address),
-            fragment_ids=fragment_ids,
-            io_buffer_size=io_buffer_size,
-            filter=filter,
-            row_range=row_range,
-            include_deleted=bool(include_deleted),
-            projection=projection,
-            late_materialization=bool(late_materialization),
-            use_scalar_index=bool(use_scalar_index),
-            nearest=nearest,
-            # Blob columns returned as their bytes rather than descriptors.
-            blob_bytes=blob_handling == "all_binary",
-            # Batches of exactly batch_size rows, across fragment ends and after the filter.
-            strict_batch_size=bool(strict_batch_size),
-            # Sorted in the core (a top-N when there is a limit), as (column, ascending,
-            # nulls first) per key.
-            order_by=[(o.column_name, o.ascending, o.nulls_first) for o in _orderings(order_by)] or None,
-        )
-
-    def _native(self) -> "_lance_core._BatchIterator":
-        return self._dataset._ds.scan(**self._args)
-
-    @property
-    def projected_schema(self) -> pa.Schema:
-        return pa.schema(self._native().schema)
-
-    @property
-    def dataset_schema(self) -> pa.Schema:
-        """The schema of the dataset scanned (before projection)."""
-        return self._dataset.schema
-
-    def to_batches(self) -> Iterator[pa.RecordBatch]:
-        """Stream the result; memory stays bounded whatever the dataset's size (unless it
-        is sorted without a limit: `order_by` then holds every matching row)."""
-        for batch in self._native():
-            yield from _cut_by_bytes(pa.record_batch(batch), self._batch_bytes)
-
-    def to_reader(self) -> pa.RecordBatchReader:
-        if self._batch_bytes is not None:
-            return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
-        return pa.RecordBatchReader.from_stream(self._native())
-
-    def to_table(self) -> pa.Table:
-        it = self._native()
-        schema = pa.schema(it.schema)
-        return pa.Table.from_batches([pa.record_batch(b) for b in it], schema=schema)
-
-    def analyze_plan(self) -> str:
-        """Run the scan and say what it did, as pylance's `analyze_plan`: the plan
-        (`explain_plan`) under a `LanceRead` line with the run's metrics: `output_rows`,
-        `output_batches`, `rows_scanned` (rows read before the filter: all rows of the
-        fragments scanned, or those an index found), `bytes_read`, `iops` and `requests`.
-        The counts are the process's storage and scan counters over the run: other reads
-        running at the same time are counted too."""
-        a = self._args
-        counters = (_lance_core.iops_counter, _lance_core.bytes_read_counter, _lance_core._rows_scanned_counter)
-        before = [c() for c in counters]
-        started = time.perf_counter()
-        rows = batches = 0
-        for batch in self.to_batches():
-            rows += batch.num_rows
-            batches += 1
-        elapsed = time.perf_counter() - started
-        iops, bytes_read, scanned = (c() - b for c, b in zip(counters, before))
-        plan = self.explain_plan(verbose=True).splitlines()
-        read = (f"LanceRead: elapsed={elapsed * 1000:.3f}ms, uri={self._dataset.uri}, "
-                f"projection=[{plan[0].split('columns [', 1)[1].split(']', 1)[0]}], "
-                f"row_id={str(bool(a['with_row_id'])).lower()}, row_addr={str(bool(a['with_row_address'])).lower()}, "
-                f"full_filter={a['filter'] if a['filter'] is not None else '--'}, "
-                f"metrics=[output_rows={rows}, output_batches={batches}, rows_scanned={scanned}, "
-                f"bytes_read={bytes_read}, iops={iops}, requests={iops}]")
-        return "\n".join([f"AnalyzeExec verbose=true, elapsed={elapsed * 1000:.3f}ms, "
-                          f"metrics=[output_rows={rows}]", "  " + read] + ["    " + line for line in plan])
-
-    def explain_plan(self, verbose: bool = False) -> str:
-        """How the scan runs: the columns it returns, the filter, each condition a
-        scalar index answers (``ScalarIndexQuery``, as in pylance's plans) and the
-        fragments read with the filter."""
-        a = self._args
-        ds = self._dataset
-        ids = a["fragment_ids"] if a["fragment_ids"] is not None else [f.fragment_id for f in ds.get_fragments()]
-        names = [n for n, _ in a["projection"]] if a["projection"] is not None else (
-            a["columns"] if a["columns"] is not None else ds.schema.names)
-        lines = [f"Scan: {len(ids)} fragments, columns [{', '.join(names)}]"
-                 + (f", limit {a['limit']}" if a["limit"] is not None else "")
-                 + (f", offset {a['offset']}" if a["offset"] is not None else "")]
-        n = a["nearest"]
-        if n is not None:
-            # pylance's node names: ANNSubIndex / ANNIvfPartition through an index,
-            # KNNVectorDistance for an exhaustive search.
-            index = ds._ds.vector_index_for(n) if a["fragment_ids"] is None else None
-            how = (", prefilter" if n["prefilter"] else ", postfilter" if a["filter"] else "") + (
-                f", queries={n['num_queries']}" if n["batch"] else "")
-            if index is not None:
-                name, kind, metric, uuids = index
-                lines.append(f"  ANNSubIndex: name={name}, type={kind}, k={n['k']}, deltas={len(uuids)}, "
-                             f"metric={metric}{how}")
-                lines.append(f"    ANNIvfPartition: uuid={uuids[0]}, minimum_nprobes={n['nprobes'] or n['minimum_nprobes']}, "
-                             f"maximum_nprobes={n['nprobes'] or n['maximum_nprobes']}, deltas={len(uuids)}"
-                             + (f", refine_factor={n['refine_factor']}" if n["refine_factor"] else ""))
-            else:
-                lines.append(f"  KNNVectorDistance: column={n['column']}, metric={n['metric'] or 'default'}, "
-                             f"k={n['k']}{how}")
-        if a["filter"] is None:
-            return "\n".join(lines)
-        lines.append(f"  Filter: {a['filter']}")
-        scanned = ids
-        if a["use_scalar_index"] and a["row_range"] is None and not a["include_deleted"]:
-            answered, rest = ds._ds.explain_filter(a["filter"])
-            lines += ["  " + line for line in answered]
-            scanned = [i for i in ids if i in set(rest)]
-        lines.append(f"  Filtered scan of {len(scanned)} fragments"
-                     + (f": {scanned}" if verbose else ""))
-        return "\n".join(lines)
-
-    def to_pandas(self, blob_mode: str = "lazy", **kwargs) -> "Any":
-        """The result as a pandas DataFrame (`pyarrow.Table.to_pandas(**kwargs)`); an index
-        written from pandas comes back as the index. Blob columns hold, as pylance's
-        `blob_mode` says: "lazy" a `BlobFile` per row (read when asked), "bytes" the
-        bytes, "descriptions" the descriptors `to_table` returns (None for NULL)."""
-        if blob_mode not in ("lazy", "bytes", "descriptions"):
-            raise ValueError("blob_mode must be one of: 'lazy', 'bytes', 'descriptions'")
-        a = self._args
-        wanted = a["columns"] if a["columns"] is not None else self._dataset.schema.names
-        blobs = [] if blob_mode == "descriptions" or a["projection"] is not None or a["blob_bytes"] else \
-            [c for c in _blob_columns(self._dataset.schema) if c in wanted]
-        if not blobs:
-            return self.to_table().to_pandas(**kwargs)
-        if blob_mode == "bytes":
-            return self._with(blob_bytes=True).to_table().to_pandas(**kwargs)
-        table = self._with(with_row_address=True).to_table()
-        addresses = table["_rowaddr"].to_pylist()
-        files = {c: self._dataset.take_blobs(c, addresses=addresses) for c in blobs}
-        positions = {c: table.schema.get_field_index(c) for c in blobs}
-        drop = blobs + ([] if a["with_row_address"] else ["_rowaddr"])
-        df = table.drop_columns(drop).to_pandas(**kwargs)
-        for c in sorted(blobs, key=positions.get):
-            df.insert(min(positions[c], len(df.columns)), c, files[c])
-        return df
-
-    def _with(self, **args: Any) -> "LanceScanner":
-        """This scan with some of its arguments changed."""
-        other = LanceScanner.__new__(LanceScanner)
-        other._dataset = self._dataset
-        other._args = {**self._args, **args}
-        other._batch_bytes = self._batch_bytes
-        return other
-
-    @staticmethod
-    def from_dataset(dataset: Any, **kwargs: Any) -> Any:
-        """`dataset.scanner(**kwargs)`: a `LanceScanner` for a Lance dataset, pyarrow's
-        scanner for any other pyarrow dataset."""
-        if isinstance(dataset, LanceDataset):
-            return dataset.scanner(**kwargs)
-        return pa_ds.Scanner.from_dataset(dataset, **kwargs)
-
-    @staticmethod
-    def from_fragment(fragment: Any, **kwargs: Any) -> Any:
-        """`fragment.scanner(**kwargs)` for a `LanceFragment`; pyarrow's for others."""
-        if isinstance(fragment, LanceFragment):
-            return fragment.scanner(**kwargs)
-        return pa_ds.Scanner.from_fragment(fragment, **kwargs)
-
-    @staticmethod
-    def from_batches(*args: Any, **kwargs: Any) -> pa_ds.Scanner:
-        """pyarrow's scanner over batches (nothing Lance is involved)."""
-        return pa_ds.Scanner.from_batches(*args, **kwargs)
-
-    def scan_batches(self) -> List[pa.RecordBatch]:
-        """The result's batches, as a list (as pylance's `scan_batches`)."""
-        return list(self.to_batches())
-
-    def head(self, num_rows: int) -> pa.Table:
-        """The first `num_rows` rows of the result (read as a limit: no more is read)."""
-        if not isinstance(num_rows, int) or num_rows < 0:
-            raise InvalidInputError(f"head() takes a non-negative number of rows, got {num_rows!r}")
-        limit = self._args["limit"]
-        return self._with(limit=num_rows if limit is None else min(limit, num_rows)).to_table()
-
-    def take(self, indices: Any) -> pa.Table:
-        """Rows at positions `indices` of the result, in the order given: the positions are
-        found from a scan of row addresses alone, then only those rows are read (a sorted,
-        nearest-neighbour or deleted-rows scan is read whole first)."""
-        positions = pa.array(_indices(indices, "indices"), pa.uint64())
-        a = self._args
-        if a["order_by"] or a["nearest"] is not None or a["include_deleted"] or a["blob_bytes"]:
-            return self.to_table().take(positions)
-        found = self._with(columns=[], projection=None, with_row_id=False, with_row_address=True,
-                           limit=a["limit"], offset=a["offset"]).to_table()["_rowaddr"]
-        if len(positions) and pc.max(positions).as_py() >= len(found):
-            raise IndexError(f"take: index {pc.max(positions).as_py()} is out of bounds for a scan of "
-                             f"{len(found)} rows")
-        columns: Any = dict(a["projection"]) if a["projection"] is not None else a["columns"]
-        return self._dataset._take_addresses(found.take(positions).to_pylist(), columns, a["with_row_id"],
-                                             a["with_row_address"])
-
-    def count_rows(self) -> int:
-        """Rows the scan returns; without a limit or offset no data page is read."""
-        a = self._args
-        if a["row_range"] is not None or a["include_deleted"] or a["projection"] is not None \
-                or (a["filter"] is not None and not a["use_scalar_index"]):
-            return sum(b.num_rows for b in self.to_batches())
-        if a["filter"] is not None and a["limit"] is None and a["offset"] is None:
-            ids = a["fragment_ids"]
-            if ids is None:
-                return self._dataset._ds.count_rows(None, a["filter"])
-            return sum(self._dataset._ds.count_rows(i, a["filter"]) for i in ids)
-        if a["limit"] is None and a["offset"] is None:
-            ids = a["fragment_ids"]
-            if ids is None:
-                return self._dataset._ds.count_rows()
-            return sum(self._dataset._ds.count_rows(i) for i in ids)
-        return sum(b.num_rows for b in self.to_batches())
-
-
 class LanceFragment(pa_ds.Fragment):
     """One fragment of a dataset: a set of rows stored in one or more data files.
     `LanceFragment(dataset, fragment_id)` as in pylance; picklable. A
     `pyarrow.dataset.Fragment`, as pylance's is, with every method of pyarrow's answered
     here."""
+
+    # `LanceScanner.from_fragment` asks it for its own scanner.
+    _builds_lance_scanners = True
 
     def __init__(self, dataset: "LanceDataset", fragment_id: Optional[int] = None, *,
                  fragment: Optional[Dict[str, Any]] = None):
@@ -593,11 +313,6 @@ class LanceFragment(pa_ds.Fragment):
 
 
 # pylance's scan arguments that only tune how it runs: taken and ignored.
-_HINTS = {"batch_readahead", "fragment_readahead", "scan_in_order", "prefilter", "use_stats", "fast_search",
-          "late_materialization", "use_scalar_index", "blob_handling", "strict_batch_size",
-          "disable_scoring_autoprojection", "scan_stats_callback", "index_segments"}
-
-
 def _with_blob_bytes(dataset: "LanceDataset", batch: pa.RecordBatch, names: List[str],
                      keep_address: bool) -> pa.RecordBatch:
     """`batch` with blob columns `names` holding the blobs' bytes instead of their
@@ -622,74 +337,6 @@ def _blob_rows(what: str, ids: Any, addresses: Any, indices: Any) -> Tuple[List[
         raise InvalidInputError(f"{what} needs exactly one of ids, addresses or indices")
     name, values = given[0]
     return _indices(values, name), {"ids": "row_id", "addresses": "address", "indices": "index"}[name]
-
-
-def _blob_columns(schema: pa.Schema) -> List[str]:
-    """The top-level columns of `schema` that hold blobs (v1 field metadata, or v2)."""
-    out = []
-    for f in schema:
-        meta = f.metadata or {}
-        if meta.get(b"lance-encoding:blob", b"").lower() == b"true" or "lance.blob" in str(f.type):
-            out.append(f.name)
-    return out
-
-
-def _filter_text(f: Any) -> Any:
-    """A filter as SQL text: a pyarrow compute expression (`pc.field("a") > 5`) is read
-    by the core from the form pyarrow pickles it in; anything else is left as it is."""
-    if isinstance(f, pc.Expression):
-        serialized = f.__reduce__()[1][0]
-        return _lance_core._pyarrow_filter(serialized.to_pybytes())
-    return f
-
-
-@dataclass
-class ColumnOrdering:
-    """A sort key of `scanner(order_by=[...])`, as pylance's: a column, its direction and
-    where its nulls go."""
-
-    column_name: str
-    ascending: bool = True
-    nulls_first: bool = False
-
-
-def _orderings(order_by: Any) -> List[ColumnOrdering]:
-    """`order_by` as a list of `ColumnOrdering` (a name: ascending, nulls last)."""
-    if order_by is None:
-        return []
-    out = []
-    for o in order_by:
-        if isinstance(o, str):
-            out.append(ColumnOrdering(o))
-        elif isinstance(o, ColumnOrdering):
-            out.append(o)
-        else:
-            raise InvalidInputError(f"order_by takes ColumnOrdering objects or column names, got {o!r}")
-    return out
-
-
-def _check_hints(hints: Dict[str, Any]) -> None:
-    for name, value in hints.items():
-        if name in ("full_text_query", "row_addr_allowlist", "row_addr_blocklist") and value is not None:
-            raise InvalidInputError(f"{name}= is not supported by lance_core")
-        if name not in _HINTS and name not in ("full_text_query", "order_by", "row_addr_allowlist",
-                                               "row_addr_blocklist"):
-            raise TypeError(f"scanner() got an unexpected keyword argument '{name}'")
-
-
-def _indices(values: Any, what: str) -> List[int]:
-    """Indices or row ids from a list, a numpy array or a pyarrow array, as Python ints."""
-    if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        values = values.to_pylist()
-    elif hasattr(values, "tolist"):
-        values = values.tolist()
-    out = list(values)
-    for v in out:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise InvalidInputError(f"{what} must be integers, got {v!r}")
-        if v < 0:
-            raise InvalidInputError(f"{what} must not be negative, got {v}")
-    return out
 
 
 def _take_columns(columns: Any) -> Tuple[Optional[List[str]], Optional[List[Tuple[str, str]]]]:
@@ -763,20 +410,6 @@ def ivf_params(index_type: str, metric: str = "L2", num_partitions: Optional[int
             "num_bits": num_bits, "sample_rate": sample_rate, "max_iters": max_iters, "seed": seed}
 
 
-class AutoCleanupConfig(TypedDict):
-    """When commits clean up old versions by themselves: every `interval`-th version,
-    those older than `older_than_seconds`."""
-
-    interval: int
-    older_than_seconds: int
-
-
-def auto_cleanup_keys(options: AutoCleanupConfig) -> Dict[str, str]:
-    """The table config keys (pylance's) that ask for `options`."""
-    return {"lance.auto_cleanup.interval": str(int(options["interval"])),
-            "lance.auto_cleanup.older_than": f"{int(options['older_than_seconds'])}s"}
-
-
 class LanceDataset(TableConfig, pa_ds.Dataset):
     """A Lance dataset at one version: `LanceDataset(uri, version=None,
     storage_options=None)` opens one, as pylance's (`lance_core.dataset(...)` does the
@@ -786,6 +419,9 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
     datasets (duckdb, polars' `scan_pyarrow_dataset`) query it, pushing their column
     selections and filters into `scanner()`. Every method pyarrow's class defines is
     answered here: pyarrow's own would reach a C++ dataset this object does not have."""
+
+    # `LanceScanner.from_dataset` asks it for its own scanner.
+    _builds_lance_scanners = True
 
     # Set by `dataset(default_scan_options=..., commit_lock=...)` (pylance's attribute names).
     _default_scan_options: Optional[Dict[str, Any]] = None
@@ -1780,17 +1416,6 @@ def _version_row(version: int, nanos: int, metadata: Dict[str, str]) -> Dict[str
     return {"version": version, "timestamp": ts, "metadata": metadata}
 
 
-def _cut_by_bytes(batch: pa.RecordBatch, target: Optional[int]) -> Iterator[pa.RecordBatch]:
-    """`batch`, or slices of it of about `target` bytes each (at least a row) when it is
-    larger in memory."""
-    if target is None or batch.num_rows <= 1 or batch.nbytes <= target:
-        yield batch
-        return
-    rows = max(1, batch.num_rows * target // batch.nbytes)
-    for start in range(0, batch.num_rows, rows):
-        yield batch.slice(start, rows)
-
-
 def _sql_columns(ds: "LanceDataset", exprs: Dict[Any, Any], read_columns: Any,
                  output_schema: Optional[pa.Schema]) -> Tuple[Callable, Dict[str, str], pa.Schema]:
     """New columns given as SQL (`{"total": "price * qty"}`), as a column function: the
@@ -1860,149 +1485,12 @@ for _name in ("delete", "update", "insert", "add_columns", "drop_columns", "alte
         setattr(LanceDataset, _name, _under_dataset_lock(getattr(LanceDataset, _name)))
 
 
-@dataclass
-class Transaction:
-    """What a version committed, as pylance's `Transaction`: the version it was based on,
-    the operation (a `LanceOperation`), its uuid and the free-form properties its writer
-    recorded. Also what `LanceDataset.commit` takes instead of an operation."""
-
-    read_version: int
-    operation: Any
-    uuid: str = field(default_factory=lambda: str(uuid_module.uuid4()))
-    transaction_properties: Optional[Dict[str, str]] = field(default_factory=dict)
-
-
-
-
 def _transaction_from(row: Any) -> Optional[Transaction]:
     """A transaction as the core reads it, as a `Transaction`."""
     if row is None:
         return None
     read_version, uuid, kind, properties, fields = row
     return Transaction(read_version, _operation_from(kind, fields), uuid, properties)
-
-
-@dataclass
-class IOStats:
-    """Requests made through a dataset's store (`io_stats_snapshot`): a read is one
-    request for an object or ranges of one; a write is one object put or one part of an
-    object uploaded in parts. `num_hops` is pylance's count of network hops (0 here)."""
-    read_iops: int
-    read_bytes: int
-    write_iops: int
-    write_bytes: int
-    num_hops: int = 0
-
-
-class CompactionMetrics:
-    """What `compact_files` changed (pylance's names)."""
-
-    def __init__(self, fragments_removed: int, fragments_added: int, files_removed: int, files_added: int) -> None:
-        self.fragments_removed = fragments_removed
-        self.fragments_added = fragments_added
-        self.files_removed = files_removed
-        self.files_added = files_added
-
-    def __repr__(self) -> str:
-        return "CompactionMetrics(" + ", ".join(f"{k}={v}" for k, v in vars(self).items()) + ")"
-
-
-class DatasetOptimizer:
-    """`ds.optimize`: compaction, and bringing indices up to date."""
-
-    def __init__(self, ds: "LanceDataset") -> None:
-        self._dataset = ds
-
-    def optimize_indices(self, *, index_names: Optional[List[str]] = None, num_indices_to_merge: int = 1,
-                         retrain: bool = False, **kwargs: Any) -> None:
-        """Index the fragments added since each index was built, as pylance does: by
-        default (`num_indices_to_merge` > 0, or `retrain`) each index becomes one segment
-        over every fragment; with `num_indices_to_merge=0` a new segment over just the new
-        fragments joins the old ones (a delta). Vector indices keep their trained model
-        (new vectors encoded with its centroids and codebook; `retrain` does not retrain
-        them); IVF_HNSW indices are left as they are (their new fragments are searched
-        exhaustively). `index_names` limits it to those indices. One new version, or none
-        when every index is up to date."""
-        merge = bool(retrain) or int(num_indices_to_merge) > 0
-        names = list(index_names) if index_names is not None else None
-        self._dataset._ds = self._dataset._ds.optimize_indices(names, merge)
-
-    def compact_files(self, *, target_rows_per_fragment: int = 1024 * 1024, max_rows_per_group: int = 1024,
-                      max_bytes_per_file: Optional[int] = None, materialize_deletions: bool = True,
-                      materialize_deletions_threshold: float = 0.1, num_threads: Optional[int] = None,
-                      batch_size: Optional[int] = None, **kwargs: Any) -> CompactionMetrics:
-        """Merge runs of neighbouring fragments smaller than `target_rows_per_fragment`
-        and rewrite fragments with more than `materialize_deletions_threshold` of their
-        rows deleted, in one new version (a `Rewrite`); rows keep their order and their
-        stable row ids. A new file is cut once `max_bytes_per_file` of it are written (as
-        in pylance, pages go out about 8 MiB at a time). `max_rows_per_group` and
-        `num_threads` are accepted for pylance's sake (2.x files have no row groups).
-        Appends committed meanwhile are kept; a delete of the same fragments makes this
-        fail, to retry."""
-        from .optimize import _options
-        options = _options({"target_rows_per_fragment": target_rows_per_fragment,
-                            "materialize_deletions": materialize_deletions,
-                            "materialize_deletions_threshold": materialize_deletions_threshold,
-                            "batch_size": batch_size, "max_bytes_per_file": max_bytes_per_file})
-        ds = self._dataset
-        new, m = ds._ds.compact_files(options)
-        ds._ds = new
-        return CompactionMetrics(*m)
-
-    def enable_auto_cleanup(self, auto_cleanup_config: AutoCleanupConfig, **kwargs: Any) -> None:
-        """From now on, every `interval`-th commit removes the versions older than
-        `older_than_seconds` (a config change: one new version)."""
-        self._dataset.update_config(auto_cleanup_keys(auto_cleanup_config))
-
-    def disable_auto_cleanup(self, **kwargs: Any) -> None:
-        """Stop cleaning up on commit (a config change: one new version)."""
-        self._dataset.delete_config_keys(["lance.auto_cleanup.interval", "lance.auto_cleanup.older_than"])
-
-
-@dataclass
-class IndexSegmentDescription:
-    """One segment of an index (pylance's `IndexSegmentDescription`)."""
-    uuid: str
-    fragment_ids: set
-    index_version: int
-    created_at: Optional[datetime]
-    dataset_version_at_last_update: int
-    size_bytes: int
-    base_id: Optional[int]
-    covering_fields: list
-
-
-@dataclass
-class IndexDescription:
-    """An index and its segments (pylance's `IndexDescription`)."""
-    name: str
-    type_url: str
-    index_type: str
-    num_rows_indexed: int
-    fields: List[int]
-    field_names: List[str]
-    segments: List[IndexSegmentDescription]
-    total_size_bytes: int
-    details: Dict[str, Any]
-
-    @property
-    def num_segments(self) -> int:
-        return len(self.segments)
-
-
-@dataclass
-class FieldStatistics:
-    """One field's size in the data files (pylance's `FieldStatistics`)."""
-
-    id: int
-    bytes_on_disk: int
-
-
-@dataclass
-class DataStatistics:
-    """`ds.stats.data_stats()`: the fields' sizes, in schema order."""
-
-    fields: List[FieldStatistics]
 
 
 class DatasetStats:
@@ -2029,54 +1517,6 @@ class DatasetStats:
                 "num_small_files": sum(f["physical_rows"] < max_rows_per_group for f in fragments)}
 
 
-class CleanupStats:
-    """What `cleanup_old_versions` removed (pylance's names)."""
-
-    def __init__(self, bytes_removed: int, old_versions: int, data_files_removed: int = 0,
-                 transaction_files_removed: int = 0, index_files_removed: int = 0,
-                 deletion_files_removed: int = 0, failed_deletes: int = 0) -> None:
-        self.bytes_removed = bytes_removed
-        self.old_versions = old_versions
-        self.data_files_removed = data_files_removed
-        self.transaction_files_removed = transaction_files_removed
-        self.index_files_removed = index_files_removed
-        self.deletion_files_removed = deletion_files_removed
-        self.failed_deletes = failed_deletes
-
-    def __repr__(self) -> str:
-        return "CleanupStats(" + ", ".join(f"{k}={v}" for k, v in vars(self).items()) + ")"
-
-
-@dataclass
-class CleanupCandidateFile:
-    """A file a cleanup would remove (`path` in the store; `kind`: "manifest", "data",
-    "deletion", "transaction" or "index"; `unverified`: no version references it)."""
-    path: str
-    kind: str
-    unverified: bool
-    size_bytes: int
-
-
-@dataclass
-class CleanupReferencedBranch:
-    """A branch starting from a version of the cleaned line (the version stays)."""
-    name: str
-    referenced_version: int
-    cleanup_candidate: bool
-
-
-@dataclass
-class CleanupExplanation:
-    """What `cleanup_old_versions` would do (`explain_cleanup_old_versions`)."""
-    read_version: int
-    stats: CleanupStats
-    candidate_files: List[CleanupCandidateFile]
-    candidate_files_truncated: bool
-    candidate_file_limit: int
-    referenced_branches: List[CleanupReferencedBranch]
-    warnings: List[str]
-
-
 def _cleanup_args(older_than: Optional[timedelta], retain_versions: Optional[int], versions: Optional[List[int]],
                   delete_unverified: bool, error_if_tagged_old_versions: bool,
                   delete_rate_limit: Optional[int] = None) -> Tuple[Any, ...]:
@@ -2094,118 +1534,6 @@ def _cleanup_args(older_than: Optional[timedelta], retain_versions: Optional[int
     return (before, retain_versions, bool(delete_unverified), bool(error_if_tagged_old_versions),
             None if versions is None else [int(v) for v in versions],
             None if delete_rate_limit is None else int(delete_rate_limit))
-
-
-def _rfc3339(text: Optional[str]) -> Optional[datetime]:
-    """A tag file's time (RFC 3339, nanoseconds, UTC) as a datetime in UTC."""
-    if not text:
-        return None
-    from datetime import timezone
-
-    head, _, frac = text.rstrip("Z").partition(".")
-    micros = int((frac + "000000")[:6]) if frac else 0
-    return datetime.strptime(head, "%Y-%m-%dT%H:%M:%S").replace(microsecond=micros, tzinfo=timezone.utc)
-
-
-class Tags:
-    """Names for versions, stored as pylance stores them (`_refs/tags/{name}.json`), so
-    either library reads the other's tags; tagged versions are kept by cleanup."""
-
-    def __init__(self, ds: "LanceDataset") -> None:
-        self._dataset = ds
-
-    def _target(self, reference: Any) -> Tuple[Optional[str], int]:
-        """(branch, version) of a reference: None (the latest version of this dataset's
-        branch), a number (on this dataset's branch), a tag, or (branch, version or None)."""
-        ds = self._dataset
-        if reference is None:
-            return ds.branch, ds.latest_version
-        if isinstance(reference, tuple):
-            if len(reference) != 2:
-                raise InvalidInputError(f"a (branch, version) reference has two parts, got {reference!r}")
-            branch, version = reference
-            branch = None if branch in (None, "main") else branch
-            line = ds.checkout_version((branch, version))
-            return branch, line.version
-        if isinstance(reference, str):
-            tag = self.list().get(reference)
-            if tag is None:
-                raise InvalidInputError(f"{ds.uri}: tag '{reference}' does not exist")
-            return tag["branch"], tag["version"]
-        if isinstance(reference, bool) or not isinstance(reference, int) or reference < 0:
-            raise InvalidInputError(f"a tag names a version number, a tag, (branch, version) or None, got {reference!r}")
-        return ds.branch, reference
-
-    def list(self) -> Dict[str, Dict[str, Any]]:
-        """Every tag: name → branch, version, created_at, updated_at, manifest_size, metadata."""
-        out = {}
-        for name, branch, version, created, updated, size, metadata in self._dataset._ds.tag_list():
-            out[name] = {"branch": branch, "version": version, "created_at": _rfc3339(created),
-                         "updated_at": _rfc3339(updated), "manifest_size": size, "metadata": dict(metadata)}
-        return out
-
-    def get_version(self, tag: str) -> int:
-        tags = self.list()
-        if tag not in tags:
-            raise InvalidInputError(f"{self._dataset.uri}: tag '{tag}' does not exist")
-        return tags[tag]["version"]
-
-    def create(self, tag: str, reference: Any = None) -> None:
-        """Tag version `reference` (a number, another tag, or None for the latest)."""
-        self._dataset._ds.tag_set(tag, *self._target(reference), False)
-
-    def update(self, tag: str, reference: Any = None) -> None:
-        """Point an existing tag at another version."""
-        self._dataset._ds.tag_set(tag, *self._target(reference), True)
-
-    def delete(self, tag: str) -> None:
-        self._dataset._ds.tag_delete(tag)
-
-    def list_ordered(self, order: str = "desc") -> List[Tuple[str, Dict[str, Any]]]:
-        """Every tag as (name, contents), by the version it names ("desc": newest first)."""
-        if order not in ("asc", "desc"):
-            raise InvalidInputError(f"order must be 'asc' or 'desc', got {order!r}")
-        return sorted(self.list().items(), key=lambda kv: (kv[1]["version"], kv[0]), reverse=order == "desc")
-
-    def __repr__(self) -> str:
-        return f"Tags({self.list()!r})"
-
-
-class Branches:
-    """The table's branches, stored as pylance stores them (`_refs/branches/{name}.json`
-    and the branch's versions in `tree/{name}/`), so either library reads and changes the
-    other's branches."""
-
-    def __init__(self, ds: "LanceDataset") -> None:
-        self._dataset = ds
-
-    def list(self) -> Dict[str, Dict[str, Any]]:
-        """Every branch: name → parent_branch (None: main), branch_identifier (the lineage:
-        (version, id) per branch point), parent_version, create_at (unix seconds),
-        manifest_size, metadata."""
-        out = {}
-        for name, parent, lineage, version, created, size, metadata in self._dataset._ds.branch_list():
-            out[name] = {"parent_branch": parent, "branch_identifier": [tuple(p) for p in lineage],
-                         "parent_version": version, "create_at": created, "manifest_size": size,
-                         "metadata": dict(metadata)}
-        return out
-
-    def list_ordered(self, order: Optional[str] = None) -> List[Tuple[str, Dict[str, Any]]]:
-        """Every branch as (name, contents), by the parent version it starts from
-        ("desc", the default: newest first; ties by name)."""
-        order = order or "desc"
-        if order not in ("asc", "desc"):
-            raise InvalidInputError(f"order must be 'asc' or 'desc', got {order!r}")
-        items = sorted(self.list().items(), key=lambda kv: kv[0])
-        return sorted(items, key=lambda kv: kv[1]["parent_version"], reverse=order == "desc")
-
-    def delete(self, branch: str) -> None:
-        """Delete a branch: its description and its directory (refused while branches
-        made from it exist)."""
-        self._dataset._ds.branch_delete(branch)
-
-    def __repr__(self) -> str:
-        return f"Branches({self.list()!r})"
 
 
 def dataset(

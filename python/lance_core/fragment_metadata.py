@@ -15,6 +15,7 @@ from . import _lance_core
 from .errors import DatasetNotFoundError, InvalidInputError, UnsupportedFeatureError
 from ._inputs import as_stream
 from .bases import DatasetBasePath, bases_arg, targets_arg
+from .results import Transaction
 
 
 class _CallablePath(str):
@@ -484,8 +485,6 @@ def write_fragments(
     fragments = [FragmentMetadata._from_bytes(b) for b in raw]
     if not return_transaction:
         return fragments
-    from .dataset import Transaction
-
     try:
         current = dataset if dataset is not None else _lance_core._Dataset.open(uri, None, storage_options)
         read_version = current.version

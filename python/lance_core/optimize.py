@@ -9,11 +9,15 @@ anywhere (they pickle), commit the results once.
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
-from .dataset import CompactionMetrics, LanceDataset
 from .errors import InvalidInputError
 from .fragment_metadata import FragmentMetadata
+from .results import CompactionMetrics
+from .table_config import AutoCleanupConfig, auto_cleanup_keys
+
+if TYPE_CHECKING:
+    from .dataset import LanceDataset
 
 _KNOWN = {"target_rows_per_fragment", "max_rows_per_group", "max_bytes_per_file", "materialize_deletions",
           "materialize_deletions_threshold", "num_threads", "batch_size", "defer_index_remap"}
@@ -169,3 +173,54 @@ class Compaction:
         new, m = base._ds.commit_compaction([(r.fragment_ids, [f.data for f in r.new_fragments]) for r in rewrites])
         dataset._ds = new
         return CompactionMetrics(*m)
+
+
+class DatasetOptimizer:
+    """`ds.optimize`: compaction, and bringing indices up to date."""
+
+    def __init__(self, ds: "LanceDataset") -> None:
+        self._dataset = ds
+
+    def optimize_indices(self, *, index_names: Optional[List[str]] = None, num_indices_to_merge: int = 1,
+                         retrain: bool = False, **kwargs: Any) -> None:
+        """Index the fragments added since each index was built, as pylance does: by
+        default (`num_indices_to_merge` > 0, or `retrain`) each index becomes one segment
+        over every fragment; with `num_indices_to_merge=0` a new segment over just the new
+        fragments joins the old ones (a delta). Vector indices keep their trained model
+        (new vectors encoded with its centroids and codebook; `retrain` does not retrain
+        them); IVF_HNSW indices are left as they are (their new fragments are searched
+        exhaustively). `index_names` limits it to those indices. One new version, or none
+        when every index is up to date."""
+        merge = bool(retrain) or int(num_indices_to_merge) > 0
+        names = list(index_names) if index_names is not None else None
+        self._dataset._ds = self._dataset._ds.optimize_indices(names, merge)
+
+    def compact_files(self, *, target_rows_per_fragment: int = 1024 * 1024, max_rows_per_group: int = 1024,
+                      max_bytes_per_file: Optional[int] = None, materialize_deletions: bool = True,
+                      materialize_deletions_threshold: float = 0.1, num_threads: Optional[int] = None,
+                      batch_size: Optional[int] = None, **kwargs: Any) -> CompactionMetrics:
+        """Merge runs of neighbouring fragments smaller than `target_rows_per_fragment`
+        and rewrite fragments with more than `materialize_deletions_threshold` of their
+        rows deleted, in one new version (a `Rewrite`); rows keep their order and their
+        stable row ids. A new file is cut once `max_bytes_per_file` of it are written (as
+        in pylance, pages go out about 8 MiB at a time). `max_rows_per_group` and
+        `num_threads` are accepted for pylance's sake (2.x files have no row groups).
+        Appends committed meanwhile are kept; a delete of the same fragments makes this
+        fail, to retry."""
+        options = _options({"target_rows_per_fragment": target_rows_per_fragment,
+                            "materialize_deletions": materialize_deletions,
+                            "materialize_deletions_threshold": materialize_deletions_threshold,
+                            "batch_size": batch_size, "max_bytes_per_file": max_bytes_per_file})
+        ds = self._dataset
+        new, m = ds._ds.compact_files(options)
+        ds._ds = new
+        return CompactionMetrics(*m)
+
+    def enable_auto_cleanup(self, auto_cleanup_config: AutoCleanupConfig, **kwargs: Any) -> None:
+        """From now on, every `interval`-th commit removes the versions older than
+        `older_than_seconds` (a config change: one new version)."""
+        self._dataset.update_config(auto_cleanup_keys(auto_cleanup_config))
+
+    def disable_auto_cleanup(self, **kwargs: Any) -> None:
+        """Stop cleaning up on commit (a config change: one new version)."""
+        self._dataset.delete_config_keys(["lance.auto_cleanup.interval", "lance.auto_cleanup.older_than"])

@@ -6,7 +6,7 @@ new version (an `UpdateConfig` transaction); a value of None removes its key, an
 from __future__ import annotations
 
 import warnings
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, TypedDict
 
 import pyarrow as pa
 
@@ -88,3 +88,17 @@ class TableConfig:
         warnings.warn("replace_field_metadata is deprecated; use update_field_metadata with "
                       "replace=True", DeprecationWarning, stacklevel=2)
         self.update_field_metadata({field_name: new_metadata}, replace=True)
+
+
+class AutoCleanupConfig(TypedDict):
+    """When commits clean up old versions by themselves: every `interval`-th version,
+    those older than `older_than_seconds`."""
+
+    interval: int
+    older_than_seconds: int
+
+
+def auto_cleanup_keys(options: AutoCleanupConfig) -> Dict[str, str]:
+    """The table config keys (pylance's) that ask for `options`."""
+    return {"lance.auto_cleanup.interval": str(int(options["interval"])),
+            "lance.auto_cleanup.older_than": f"{int(options['older_than_seconds'])}s"}

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use lance_core::blob::BlobRead;
+use lance_core::query::order::ColumnOrdering;
 use lance_core::scan::ROW_ID;
 use lance_core::spark::types::Nanos;
 use lance_core::{Dataset, Query, ScanOptions, VersionRef};
@@ -101,7 +102,35 @@ impl Request {
         )
     }
 
-    /// The query for this request's columns and blobs (no filter, rows or limit yet).
+    /// A top-N's sort keys (`order_by`: `{column, ascending, nulls_first}` each), none
+    /// when the request has no order.
+    pub fn order_by(&self) -> Outcome<Vec<ColumnOrdering>> {
+        let Some(keys) = self.get("order_by") else {
+            return Ok(vec![]);
+        };
+        let keys = keys
+            .as_array()
+            .ok_or_else(|| format!("order_by is a list of sort keys, not {keys}"))?;
+        keys.iter()
+            .map(|k| {
+                let column = k.get("column").and_then(Value::as_str);
+                let flag = |name: &str| k.get(name).and_then(Value::as_bool);
+                match (column, flag("ascending"), flag("nulls_first")) {
+                    (Some(column), Some(ascending), Some(nulls_first)) => Ok(ColumnOrdering {
+                        column: column.to_string(),
+                        ascending,
+                        nulls_first,
+                    }),
+                    _ => Err(format!(
+                        "a sort key is {{column, ascending, nulls_first}}, not {k}"
+                    )),
+                }
+            })
+            .collect()
+    }
+
+    /// The query for this request's columns, blobs and sort keys (no filter, rows or limit
+    /// yet).
     pub fn query(&self) -> Outcome<Query> {
         let (columns, with_row_id) = self.columns();
         let blobs = match self.str("blob_handling") {
@@ -122,6 +151,7 @@ impl Request {
                 ..Default::default()
             },
             blobs,
+            order_by: self.order_by()?,
             ..Default::default()
         })
     }

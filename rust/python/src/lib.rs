@@ -1,9 +1,11 @@
 //! Python bindings of lance-core (`lance_core._lance_core`). Each file holds one concern:
-//! `dataset` the dataset class (scans, deletes, new columns), `write` new data files,
-//! `commit` new versions, `file_api` single Lance files, `blobs` blob columns read as files, `nearest` vector-search queries, `session` the caches datasets share, `files` job files beside the table, `row_changes` the
-//! pieces of distributed updates and merges, `arrow_export` and
-//! `arrow_import` the zero-copy hand-over of Arrow data each way, `errors` the mapping of
-//! errors and panics to exceptions, `runtime` the async runtime.
+//! `dataset/` the dataset class (one file per concern: reads, changes, indices, versions,
+//! maintenance), `write` new data files, `commit` new versions, `file_api` single Lance
+//! files, `blobs` blob columns read as files, `nearest` vector-search queries, `session` the
+//! caches datasets share, `files` job files beside the table, `row_changes` the pieces of
+//! distributed updates and merges, `arrow_export` and `arrow_import` the zero-copy hand-over
+//! of Arrow data each way, `errors` the mapping of errors and panics to exceptions,
+//! `runtime` the async runtime.
 mod arrow_export;
 mod arrow_import;
 mod bases;

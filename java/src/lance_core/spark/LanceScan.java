@@ -42,18 +42,21 @@ class LanceScan implements Scan, Batch, SupportsReportStatistics {
   private final List<String> predicates;
   private final Filter[] pushed;
   private final Integer limit;
+  /** A top-N's sort keys (with {@code limit}), or null. */
+  private final ArrayNode order;
   private final boolean countStar;
   private final TableRequest.Description description;
   private final TableRequest request;
 
   LanceScan(LanceTable table, CaseInsensitiveStringMap options, TableRequest base, TableRequest.Description pinned,
       StructType required, List<String> columns, boolean nestedPruned, List<String> predicates, Filter[] pushed,
-      Integer limit, boolean countStar) {
+      Integer limit, ArrayNode order, boolean countStar) {
     this.table = table;
     this.options = options;
     this.predicates = predicates;
     this.pushed = pushed;
     this.limit = limit;
+    this.order = order;
     this.countStar = countStar;
     // `base` names the version the query was planned on (`pinned`): every task reads it.
     TableRequest planned = base.copy();
@@ -75,6 +78,9 @@ class LanceScan implements Scan, Batch, SupportsReportStatistics {
     if (limit != null) {
       request.body.put("limit", limit);
     }
+    if (order != null) {
+      request.body.set("order_by", order);
+    }
   }
 
   @Override
@@ -92,7 +98,10 @@ class LanceScan implements Scan, Batch, SupportsReportStatistics {
       out.append(", pushed filters ").append(java.util.Arrays.toString(pushed));
     }
     if (limit != null) {
-      out.append(", limit ").append(limit);
+      out.append(order != null ? ", top " : ", limit ").append(limit);
+    }
+    if (order != null) {
+      out.append(" by ").append(order);
     }
     if (countStar) {
       out.append(", count(*)");
@@ -133,7 +142,8 @@ class LanceScan implements Scan, Batch, SupportsReportStatistics {
         long start = p * step;
         long end = Math.min(f.physicalRows, (p + 1) * step);
         if (end > start || f.physicalRows == 0) {
-          if (limit != null && predicates.isEmpty() && rows >= limit && !out.isEmpty()) {
+          // (A top-N needs every partition: the first rows read are not the first in order.)
+          if (limit != null && order == null && predicates.isEmpty() && rows >= limit && !out.isEmpty()) {
             return out.toArray(new InputPartition[0]);
           }
           out.add(LancePartition.rows(request, f.id, start, end));

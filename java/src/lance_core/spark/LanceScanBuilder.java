@@ -17,6 +17,10 @@ import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
 import org.apache.spark.sql.connector.read.SupportsPushDownFilters;
 import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.connector.read.SupportsPushDownTopN;
+import org.apache.spark.sql.connector.expressions.NullOrdering;
+import org.apache.spark.sql.connector.expressions.SortDirection;
+import org.apache.spark.sql.connector.expressions.SortOrder;
 import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -25,10 +29,10 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /** What Spark pushes into a scan: the columns it needs (struct fields too), the filters
- *  lance_core evaluates exactly, a limit, {@code count(*)}, and {@code min} / {@code max}
- *  where an index answers them. */
+ *  lance_core evaluates exactly, a limit or a top-N (a sort under a limit), {@code count(*)},
+ *  and {@code min} / {@code max} where an index answers them. */
 class LanceScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, SupportsPushDownFilters,
-    SupportsPushDownLimit, SupportsPushDownAggregates {
+    SupportsPushDownLimit, SupportsPushDownTopN, SupportsPushDownAggregates {
   private final LanceTable table;
   private final CaseInsensitiveStringMap options;
   private final TableRequest request;
@@ -41,6 +45,8 @@ class LanceScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, 
   private Filter[] pushed = new Filter[0];
   private final List<String> predicates = new ArrayList<>();
   private Integer limit;
+  /** A top-N's sort keys ({column, ascending, nulls_first} each, the core's order_by), or null. */
+  private ArrayNode order;
   private boolean countStar;
   private boolean aggregateAbove;
   /** The aggregates' values when min or max were answered from indices (else null). */
@@ -154,6 +160,44 @@ class LanceScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, 
     return true;
   }
 
+  /** Each task returns the first {@code limit} rows of its partition in this order (the
+   *  core sorts them, keeping only that many), and Spark sorts those few again across
+   *  partitions ({@link #isPartiallyPushed}). Only top-level columns whose order the core
+   *  and Spark agree on: not floats, where Spark orders NaN and -0.0 its own way. */
+  @Override
+  public boolean pushTopN(SortOrder[] orders, int limit) {
+    ArrayNode keys = TableRequest.JSON.createArrayNode();
+    for (SortOrder o : orders) {
+      if (!(o.expression() instanceof NamedReference)) {
+        return false;
+      }
+      String[] names = ((NamedReference) o.expression()).fieldNames();
+      if (names.length != 1 || table.schema().getFieldIndex(names[0]).isEmpty()) {
+        return false;
+      }
+      DataType t = table.schema().apply(names[0]).dataType();
+      boolean ordered = t instanceof org.apache.spark.sql.types.IntegralType || t instanceof org.apache.spark.sql.types.StringType
+          || t instanceof org.apache.spark.sql.types.DecimalType || t instanceof org.apache.spark.sql.types.DateType
+          || t instanceof org.apache.spark.sql.types.TimestampType || t instanceof org.apache.spark.sql.types.TimestampNTZType
+          || t instanceof org.apache.spark.sql.types.BooleanType || t instanceof org.apache.spark.sql.types.BinaryType;
+      if (!ordered) {
+        return false;
+      }
+      keys.addObject()
+          .put("column", names[0])
+          .put("ascending", o.direction() == SortDirection.ASCENDING)
+          .put("nulls_first", o.nullOrdering() == NullOrdering.NULLS_FIRST);
+    }
+    this.order = keys;
+    this.limit = Math.max(0, limit);
+    return true;
+  }
+
+  @Override
+  public boolean isPartiallyPushed() {
+    return true;
+  }
+
   @Override
   public boolean pushAggregation(Aggregation aggregation) {
     // An aggregate Spark computes runs a job anyway: reading the rows while planning
@@ -237,7 +281,7 @@ class LanceScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, 
           + ", " + answerSchema.fieldNames().length + " aggregates from metadata and indices "
           + java.util.Arrays.toString(answerSchema.fieldNames()), answerSchema, answers);
     }
-    LanceScan scan = new LanceScan(table, options, request, latest, required, paths, nestedPruned, predicates, pushed, limit, countStar);
+    LanceScan scan = new LanceScan(table, options, request, latest, required, paths, nestedPruned, predicates, pushed, limit, order, countStar);
     // Without a predicate, count(*) is known when planning: no task is needed at all.
     if (countStar && predicates.isEmpty()) {
       return new LanceScan.Answered(scan.description(), scan.readSchema(), new Object[] {scan.liveRows()});
