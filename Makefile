@@ -44,13 +44,15 @@ main: setup
 test: lint test-rust test-python
 
 # Warnings are errors: the tree stays clean for rustfmt, clippy and ruff; the core's modules
-# import in the layers ARCHITECTURE.md lists, without circles (.ci/module_layers.py).
+# import in the layers ARCHITECTURE.md lists, without circles (.ci/module_layers.py), and
+# the Python package's modules too (import-linter's contract in pyproject.toml).
 lint: setup
 	cargo fmt --all --check
 	python3 .ci/module_layers.py
 	$(TIMED) "features (one build of the core)" python3 .ci/same_features.py
 	$(TIMED) clippy cargo clippy --profile $(PROFILE) --all-targets -- -D warnings
 	$(VENV)/bin/ruff check python tests benches examples
+	$(VENV)/bin/lint-imports
 
 test-rust: setup
 	$(TIMED) "cargo test" cargo test --profile $(PROFILE) -p lance-core -p lance-core-jni

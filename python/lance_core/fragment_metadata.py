@@ -16,6 +16,7 @@ from .errors import DatasetNotFoundError, InvalidInputError, UnsupportedFeatureE
 from ._inputs import as_stream
 from .bases import DatasetBasePath, bases_arg, targets_arg
 from .results import Transaction
+from .schema import LanceSchema
 
 
 class _CallablePath(str):
@@ -544,7 +545,6 @@ def _commit_native(
         native = native_commit(uri, "update_config", [], read_version=read_version,
                                      storage_options=storage_options, transaction_properties=props, config=config)
     elif isinstance(operation, LanceOperation.Project):
-        from .schema import LanceSchema
         schema = operation.schema
         if isinstance(schema, pa.Schema):
             schema = LanceSchema.from_pyarrow(schema)

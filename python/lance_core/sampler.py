@@ -27,16 +27,14 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from heapq import heappush, heappushpop
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Generic, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union
+from typing import Dict, Generic, Iterable, Iterator, List, Optional, Tuple, TypeVar, Union
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .dataset import LanceDataset, LanceFragment, dataset
 from .log import LOGGER
-
-if TYPE_CHECKING:
-    from .dataset import LanceDataset, LanceFragment
 
 __all__ = [
     "maybe_sample",
@@ -56,7 +54,6 @@ T = TypeVar("T")
 
 def _open(data: Union[str, Path, "LanceDataset"]) -> "LanceDataset":
     if isinstance(data, (str, Path)):
-        from .dataset import dataset
         return dataset(os.fspath(data))
     return data
 

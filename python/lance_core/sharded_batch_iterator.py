@@ -10,6 +10,8 @@ from typing import Dict, Iterator, List, Literal, Optional, Union
 
 import pyarrow as pa
 
+from .dataset import LanceDataset, dataset
+
 __all__ = ["ShardedBatchIterator"]
 
 
@@ -23,7 +25,6 @@ class ShardedBatchIterator:
                  granularity: Literal["fragment", "batch"] = "fragment", batch_readahead: int = 8,
                  with_row_id: bool = False):
         warnings.warn("ShardedBatchIterator is deprecated, use :class:`Sampler` instead", stacklevel=2)
-        from .dataset import LanceDataset, dataset
         self._ds = data if isinstance(data, LanceDataset) else dataset(os.fspath(data))
         self._rank, self._world_size = rank, world_size
         self._columns, self._batch_size = columns, batch_size

@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from . import _lance_core
 from .errors import InvalidInputError
+from .scanner import ColumnOrdering
 
 if TYPE_CHECKING:
     from .dataset import LanceDataset
@@ -21,7 +22,6 @@ class SqlQuery:
 
     def __init__(self, dataset: "LanceDataset", sql: str, table_name: Optional[str], with_row_id: bool,
                  with_row_addr: bool, blob_handling: Optional[str]):
-        from .dataset import ColumnOrdering
         outputs, table, where, order, limit, offset = _lance_core._parse_select(sql)
         expected = table_name or "dataset"
         if table != expected:

@@ -11,9 +11,11 @@ import pyarrow as pa
 from . import _lance_core
 from ._inputs import as_stream
 from .bases import DatasetBasePath, bases_arg, targets_arg
-from .dataset import LanceDataset, auto_cleanup_keys, run_under_lock
+from .commit_lock import run_under_lock, under_commit_lock  # noqa: F401
+from .dataset import LanceDataset
+from .table_config import auto_cleanup_keys
 from .fragment_metadata import _properties
-from .errors import DatasetNotFoundError, InvalidInputError
+from .errors import InvalidInputError
 from .table_target import check_target, table_location
 from .fragment_metadata import _commit_native
 
@@ -98,18 +100,6 @@ def write_dataset(
         bases_arg(initial_bases), targets_arg(target_bases),
     )))
     return written if session is None else LanceDataset(written._ds.with_session(session))
-
-
-def under_commit_lock(lock: Any, uri: Any, storage_options: Optional[Dict[str, str]], run: Any) -> Any:
-    """`run()` (a write that commits one version) inside `lock(version)`, pylance's
-    `commit_lock`, given the version about to be committed (see `run_under_lock`)."""
-    if lock is None:
-        return run()
-    try:
-        version = _lance_core._Dataset.open(os.fspath(uri), None, storage_options).version + 1
-    except DatasetNotFoundError:
-        version = 1
-    return run_under_lock(lock, version, os.fspath(uri), run)
 
 
 def commit(
