@@ -287,6 +287,10 @@ impl ScalarIndexKind for BitmapKind {
         Box::pin(async move { Bitmap::load(ds, segment).await?.search(column, e) })
     }
 
+    fn remaps(&self) -> bool {
+        true
+    }
+
     fn remap<'a>(
         &'a self,
         ds: &'a Dataset,

@@ -24,7 +24,6 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::kind::{BuildParams, IndexFileData, ScalarIndexKind};
-use super::remap::AddressMap;
 use super::selection::{Found, IdSet};
 use super::zonemap::NULL_BITMAP_KEY;
 use crate::dataset::Dataset;
@@ -494,20 +493,6 @@ impl ScalarIndexKind for BloomFilterKind {
                 .await?
                 .search(column, &value_type, e, nulls)
         })
-    }
-
-    /// Zones of rows cannot follow rows that move.
-    fn remaps(&self) -> bool {
-        false
-    }
-
-    fn remap<'a>(
-        &'a self,
-        _ds: &'a Dataset,
-        _segment: &'a IndexSegment,
-        _map: &'a AddressMap,
-    ) -> BoxFuture<'a, Result<Option<Vec<IndexFileData>>>> {
-        Box::pin(async { Ok(None) })
     }
 
     fn statistics<'a>(

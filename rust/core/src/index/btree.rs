@@ -599,6 +599,10 @@ impl ScalarIndexKind for BTreeKind {
         })
     }
 
+    fn remaps(&self) -> bool {
+        true
+    }
+
     fn remap<'a>(
         &'a self,
         ds: &'a Dataset,

@@ -131,19 +131,22 @@ pub trait ScalarIndexKind: Send + Sync + Debug {
     ) -> BoxFuture<'a, Result<Option<Found>>>;
 
     /// Whether a compaction can map the row addresses of a segment to the rows' new
-    /// ones (`remap`); else the segment stops covering the fragments it rewrites.
+    /// ones (`remap`); else (zones of rows, by default) the segment stops covering the
+    /// fragments it rewrites.
     fn remaps(&self) -> bool {
-        true
+        false
     }
 
     /// The files of `segment` with every row address mapped by `map` (rows gone left
     /// out), after a compaction; None when the kind cannot be remapped (`remaps`).
     fn remap<'a>(
         &'a self,
-        ds: &'a Dataset,
-        segment: &'a IndexSegment,
-        map: &'a AddressMap,
-    ) -> BoxFuture<'a, Result<Option<Vec<IndexFileData>>>>;
+        _ds: &'a Dataset,
+        _segment: &'a IndexSegment,
+        _map: &'a AddressMap,
+    ) -> BoxFuture<'a, Result<Option<Vec<IndexFileData>>>> {
+        Box::pin(async { Ok(None) })
+    }
 
     /// The smallest and the largest value of each page or zone of `segment`, where the
     /// kind keeps them (what `min(x)` and `max(x)` are bounded by: `crate::query::extremes`).

@@ -255,6 +255,10 @@ impl ScalarIndexKind for LabelListKind {
         })
     }
 
+    fn remaps(&self) -> bool {
+        true
+    }
+
     fn remap<'a>(
         &'a self,
         ds: &'a Dataset,
@@ -280,9 +284,7 @@ impl ScalarIndexKind for LabelListKind {
         ds: &'a Dataset,
         segment: &'a IndexSegment,
     ) -> BoxFuture<'a, Result<Value>> {
-        Box::pin(async move {
-            let bitmap = Bitmap::load(ds, segment).await?;
-            Ok(serde_json::json!({ "num_bitmaps": bitmap.len() }))
-        })
+        // The same file as a BITMAP's, described alike.
+        super::bitmap::BitmapKind.statistics(ds, segment)
     }
 }

@@ -469,6 +469,10 @@ impl ScalarIndexKind for NGramKind {
         })
     }
 
+    fn remaps(&self) -> bool {
+        true
+    }
+
     fn remap<'a>(
         &'a self,
         ds: &'a Dataset,

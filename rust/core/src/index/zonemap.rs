@@ -20,7 +20,6 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::kind::{BuildParams, IndexFileData, ScalarIndexKind};
-use super::remap::AddressMap;
 use super::selection::{Found, IdSet};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
@@ -414,20 +413,6 @@ impl ScalarIndexKind for ZoneMapKind {
         nulls: bool,
     ) -> BoxFuture<'a, Result<Option<Found>>> {
         Box::pin(async move { ZoneMap::load(ds, segment).await?.search(column, e, nulls) })
-    }
-
-    /// Zones of rows cannot follow rows that move.
-    fn remaps(&self) -> bool {
-        false
-    }
-
-    fn remap<'a>(
-        &'a self,
-        _ds: &'a Dataset,
-        _segment: &'a IndexSegment,
-        _map: &'a AddressMap,
-    ) -> BoxFuture<'a, Result<Option<Vec<IndexFileData>>>> {
-        Box::pin(async { Ok(None) })
     }
 
     fn value_bounds<'a>(
