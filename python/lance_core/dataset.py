@@ -2,43 +2,46 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
-import json
 import os
-import time
-from datetime import datetime, timedelta, timezone
+import random
+from datetime import datetime
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import pyarrow as pa
 import pyarrow.dataset as pa_ds
 
 from . import _lance_core, _nearest
-from .udf import BatchUDF, RowRuns, is_row_stream, row_runs
-from .bases import DatasetBasePath
+from ._inputs import as_stream
+from .bases import DatasetBasePath, bases_arg, targets_arg
+from .columns import TableColumns
+from .indices import TableIndices, ivf_params, scalar_index_params  # noqa: F401
 from .table_config import AutoCleanupConfig, TableConfig, auto_cleanup_keys  # noqa: F401
 from .table_target import check_target, table_location
-from .errors import (ColumnNotFoundError, DatasetNotFoundError, InvalidInputError)
+from .errors import DatasetNotFoundError, InvalidInputError
 from .fragment_metadata import (LANCE_COMMIT_MESSAGE_KEY, DataFile, FragmentMetadata, LanceOperation,  # noqa: F401
                                 UpdateBases, _commit_native, _operation_from, _properties)
 from .merge import MergeInsertBuilder
 from .optimize import DatasetOptimizer
 from .fragment import (_ROW_KEYS, FragmentSession, LanceFragment, _conform, _merge_matcher,  # noqa: F401
                        _sql_columns, _uri)
-from .refs import Branches, Tags
 from .scanner import (_HINTS, ColumnOrdering, LanceScanner, _blob_columns, _check_hints,  # noqa: F401
                       _cut_by_bytes, _filter_text, _indices, _orderings)
 from .results import (CleanupCandidateFile, CleanupExplanation, CleanupReferencedBranch,  # noqa: F401
                       CleanupStats, CompactionMetrics, DataStatistics, FieldStatistics, IndexDescription,
                       IndexSegmentDescription, IOStats, Transaction)
+from .refs import Branches, Tags  # noqa: F401
+from .udf import BatchUDF  # noqa: F401
+from .versions import TableVersions
 
 from .blob import BlobFile
-from .commit_lock import run_under_lock, under_commit_lock  # noqa: F401
+from .commit_lock import run_under_lock, under_commit_lock
 from .delta import DatasetDelta, delta
 from .schema import LanceSchema
 from .sql import SqlQueryBuilder
 
 
-# pylance's scan arguments that only tune how it runs: taken and ignored.
 def _with_blob_bytes(dataset: "LanceDataset", batch: pa.RecordBatch, names: List[str],
                      keep_address: bool) -> pa.RecordBatch:
     """`batch` with blob columns `names` holding the blobs' bytes instead of their
@@ -80,55 +83,7 @@ def _take_columns(columns: Any) -> Tuple[Optional[List[str]], Optional[List[Tupl
     return list(columns), None
 
 
-def scalar_index_params(uri: str, index_type: Any, kwargs: Dict[str, Any]) -> Tuple[str, Optional[int], Optional[float]]:
-    """The index type named by `index_type` (a string or pylance's `IndexConfig`) and the
-    rows per page or zone and false-match probability that it and `kwargs` (as
-    `create_scalar_index` takes them) ask for, checked (errors name the table `uri`)."""
-    params = dict(kwargs)
-    if not isinstance(index_type, str):
-        # pylance's IndexConfig(index_type, parameters)
-        params.update(getattr(index_type, "parameters", None) or {})
-        index_type = getattr(index_type, "index_type", None)
-        if not isinstance(index_type, str):
-            raise InvalidInputError(f"{uri}: index_type must be a string such as 'BTREE' or an IndexConfig")
-    # Rows per BTREE page, ZONEMAP zone or BLOOMFILTER zone.
-    size_name = {"ZONEMAP": "rows_per_zone", "BLOOMFILTER": "number_of_items"}.get(index_type.upper(), "zone_size")
-    probability = params.pop("probability", None)
-    if probability is not None and not (isinstance(probability, (int, float)) and 0 <= probability < 1):
-        raise InvalidInputError(f"{uri}: probability must be a number in [0, 1), got {probability!r}")
-    zone_size = params.pop(size_name, None)
-    if zone_size is not None and (not isinstance(zone_size, int) or zone_size <= 0):
-        raise InvalidInputError(f"{uri}: {size_name} must be a positive integer, got {zone_size!r}")
-    for ignored in ("train", "index_uuid", "use_seeds"):
-        params.pop(ignored, None)
-    if params.get("fragment_ids") is not None:
-        raise InvalidInputError(f"{uri}: create_scalar_index builds over every fragment; fragment_ids is not supported")
-    params.pop("fragment_ids", None)
-    return index_type, zone_size, probability
-
-
-def ivf_params(index_type: str, metric: str = "L2", num_partitions: Optional[int] = None,
-               num_sub_vectors: Optional[int] = None, *, num_bits: int = 8, sample_rate: int = 256,
-               max_iters: int = 50, target_partition_size: Optional[int] = None,
-               seed: Optional[int] = None) -> Dict[str, Any]:
-    """pylance's `create_index` arguments for an IVF build, checked, as the core takes them
-    (shared by `LanceDataset.create_index` and the Spark build)."""
-    kind = str(index_type).upper()
-    if kind == "IVF_PQ" and num_sub_vectors is None:
-        raise InvalidInputError("num_partitions and num_sub_vectors are required for IVF_PQ")
-    for arg, value in (("num_partitions", num_partitions), ("num_sub_vectors", num_sub_vectors),
-                       ("target_partition_size", target_partition_size)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-            raise InvalidInputError(f"{arg} must be a positive integer, got {value!r}")
-    for arg, value in (("num_bits", num_bits), ("sample_rate", sample_rate), ("max_iters", max_iters)):
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise InvalidInputError(f"{arg} must be a positive integer, got {value!r}")
-    return {"index_type": kind, "metric": str(metric), "num_partitions": num_partitions,
-            "target_partition_size": target_partition_size, "num_sub_vectors": num_sub_vectors,
-            "num_bits": num_bits, "sample_rate": sample_rate, "max_iters": max_iters, "seed": seed}
-
-
-class LanceDataset(TableConfig, pa_ds.Dataset):
+class LanceDataset(TableConfig, TableIndices, TableColumns, TableVersions, pa_ds.Dataset):
     """A Lance dataset at one version: `LanceDataset(uri, version=None,
     storage_options=None)` opens one, as pylance's (`lance_core.dataset(...)` does the
     same). Picklable: a pickle reopens the same version with the same storage options.
@@ -136,7 +91,11 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
     A `pyarrow.dataset.Dataset`, as pylance's is, so that engines that query pyarrow
     datasets (duckdb, polars' `scan_pyarrow_dataset`) query it, pushing their column
     selections and filters into `scanner()`. Every method pyarrow's class defines is
-    answered here: pyarrow's own would reach a C++ dataset this object does not have."""
+    answered here: pyarrow's own would reach a C++ dataset this object does not have.
+
+    The methods of whole concerns come from their modules, as the binding's `dataset/`
+    files split them: config and metadata (`table_config`), indices (`indices`), column
+    changes (`columns`), versions, tags, branches and cleanup (`versions`)."""
 
     # `LanceScanner.from_dataset` asks it for its own scanner.
     _builds_lance_scanners = True
@@ -263,101 +222,8 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
         return dict(self._ds.field_ids())
 
     @property
-    def has_index(self) -> bool:
-        """Whether this version has any index (pylance's property)."""
-        return bool(self._ds.index_segments())
-
-    def list_indices(self) -> List[Dict[str, Any]]:
-        """The index segments of this version, as pylance lists them, sorted by name: name,
-        type ("BTree", "Bitmap", "LabelList", "NGram", "ZoneMap", "BloomFilter", "Inverted",
-        "IVF_PQ", ...), uuid, fields (column names), version (the dataset version the
-        segment was built from), fragment_ids (the fragments it was built over, as
-        recorded) and base_id. Several segments with one name make up one index."""
-        out = [{"name": s["name"], "type": s["type"], "uuid": s["uuid"], "fields": s["field_names"],
-                "version": s["dataset_version"], "fragment_ids": set(s["fragment_ids"] or ()),
-                "base_id": s["base_id"]} for s in self._ds.index_segments()]
-        return sorted(out, key=lambda d: d["name"])
-
-    def describe_indices(self) -> List["IndexDescription"]:
-        """Every index of this version, as pylance describes it: one `IndexDescription`
-        per name (its segments, the rows they cover, the files' total size)."""
-        segments = self._ds.index_segments()
-        rows = self._ds.index_rows_covered()
-        by_name: Dict[str, List[Tuple[Dict[str, Any], int]]] = {}
-        for s, n in zip(segments, rows):
-            by_name.setdefault(s["name"], []).append((s, n))
-        out = []
-        for name, parts in by_name.items():
-            first = parts[0][0]
-            segs = [IndexSegmentDescription(
-                uuid=s["uuid"], fragment_ids=set(s["fragment_ids"] or ()), index_version=s["index_version"],
-                created_at=(datetime.fromtimestamp(s["created_at_ms"] / 1000, timezone.utc)
-                            if s["created_at_ms"] is not None else None),
-                dataset_version_at_last_update=s["dataset_version"], size_bytes=sum(sz for _, sz in s["files"]),
-                base_id=s["base_id"], covering_fields=[]) for s, _ in parts]
-            out.append(IndexDescription(
-                name=name, type_url=first["type_url"], index_type=first["type"],
-                num_rows_indexed=sum(n for _, n in parts), fields=list(first["fields"]),
-                field_names=list(first["field_names"]), segments=segs,
-                total_size_bytes=sum(x.size_bytes for x in segs), details={}))
-        return sorted(out, key=lambda d: d.name)
-
-    def index_statistics(self, name: str) -> Dict[str, Any]:
-        """pylance's statistics of index `name`: its kind, segments, what each segment's
-        files say (a BTREE's value range and pages, a BITMAP's keys) and the rows and
-        fragments it covers and does not."""
-        return json.loads(self._ds.index_statistics(name))
-
-    @property
     def stats(self) -> "DatasetStats":
         return DatasetStats(self)
-
-    def create_scalar_index(self, column: str, index_type: Any, name: Optional[str] = None, *,
-                            replace: bool = True, conflict_retries: int = 10, **kwargs: Any) -> "LanceDataset":
-        """Build a scalar index on `column` and commit it, as pylance does: `index_type`
-        "BTREE", "BITMAP", "LABEL_LIST" (on a list column, for `array_has_any`,
-        `array_has_all` and `array_has`), "ZONEMAP" (value ranges per `rows_per_zone`
-        rows, 8192) or "BLOOMFILTER" (a Bloom filter per `number_of_items` rows, 8192, with
-        false-match `probability` 0.00057), "NGRAM" (the rows holding each trigram of a
-        string column, for LIKE and `contains`), or pylance's `IndexConfig`; the index is named `name`
-        (`<column>_idx` by default) and replaces one of that name unless `replace=False`.
-        A BTREE's rows per page are `zone_size` (4096), given as a keyword or in an
-        `IndexConfig`'s parameters. pylance reads and uses the index built. A concurrent
-        commit that moved the indexed rows (a compaction) or changed the same index makes
-        it build again from the new version, up to `conflict_retries` times."""
-        index_type, zone_size, probability = scalar_index_params(self.uri, index_type, kwargs)
-        self._ds = self._ds.create_scalar_index(column, index_type, name, bool(replace), zone_size,
-                                                int(conflict_retries),
-                                                None if probability is None else float(probability))
-        return self
-
-    def create_index(self, column: str, index_type: str, name: Optional[str] = None, metric: str = "L2",
-                     replace: bool = True, num_partitions: Optional[int] = None, num_sub_vectors: Optional[int] = None,
-                     *, num_bits: int = 8, sample_rate: int = 256, max_iters: int = 50,
-                     target_partition_size: Optional[int] = None, seed: Optional[int] = None,
-                     conflict_retries: int = 10, **kwargs: Any) -> "LanceDataset":
-        """Build a vector index on `column` and commit it, as pylance does: `index_type`
-        "IVF_FLAT", "IVF_PQ" (needs `num_sub_vectors` dividing the dimension; `num_bits` 8
-        or 4) or "IVF_SQ"; `metric` "l2", "cosine" or "dot"; `num_partitions` (else one per
-        4096 (FLAT) or 8192 rows); k-means on `num_partitions x sample_rate` rows for at
-        most `max_iters` rounds (`seed` makes it reproducible). Scalar index types go to
-        `create_scalar_index`. pylance reads and uses the index built."""
-        if column not in self.field_ids():
-            raise ColumnNotFoundError(f"{self.uri}: no column {column!r} to index (columns: "
-                                      f"{', '.join(self.schema.names)})")
-        kind = str(index_type).upper()
-        if kind in ("BTREE", "BITMAP", "LABEL_LIST", "ZONEMAP", "BLOOMFILTER", "NGRAM", "INVERTED", "FTS"):
-            return self.create_scalar_index(column, kind, name, replace=replace, **kwargs)
-        ignored = {"accelerator", "index_file_version", "shuffle_partition_batches", "shuffle_partition_concurrency",
-                   "one_pass_ivfpq", "storage_options", "train", "kmeans_redos"}
-        unknown = sorted(set(kwargs) - ignored)
-        if unknown:
-            raise TypeError(f"create_index() got an unexpected keyword argument '{unknown[0]}'")
-        params = ivf_params(kind, metric, num_partitions, num_sub_vectors, num_bits=num_bits,
-                            sample_rate=sample_rate, max_iters=max_iters,
-                            target_partition_size=target_partition_size, seed=seed)
-        self._ds = self._ds.create_vector_index(column, name, bool(replace), params, int(conflict_retries))
-        return self
 
     def base_paths(self) -> Dict[int, DatasetBasePath]:
         """The table's base paths by id (pylance's `base_paths`)."""
@@ -378,60 +244,6 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
                                   transaction_properties=transaction_properties)
         return self
 
-    def drop_index(self, name: str) -> None:
-        """Remove index `name` from the table (a new version; its files stay until cleanup
-        removes the versions that list it)."""
-        self._ds = self._ds.drop_index(name)
-
-    def versions(self) -> List[Dict[str, Any]]:
-        """Every version: its number, commit time (local, naive, like pylance) and summary."""
-        return [_version_row(*row) for row in self._ds.versions()]
-
-    def version_refs(self) -> List[Dict[str, int]]:
-        """`{"version": n}` for every version of this dataset's branch, oldest first, from a
-        listing of the versions directory alone (no manifest is read; `versions()` reads
-        them all)."""
-        return [{"version": v} for v in self._ds.version_numbers()]
-
-    def get_version(self) -> Dict[str, Any]:
-        """This version as `versions()` lists it (number, commit time, summary), from the
-        manifest already loaded: nothing is read."""
-        return _version_row(*self._ds.current_version())
-
-    def tracked_files(self, *, min_version: Optional[int] = None,
-                      progress: Optional[Callable[[int, Optional[int]], Any]] = None) -> pa.RecordBatchReader:
-        """The files every version of this branch references (from `min_version` on when
-        given): one row per (version, file) with `version`, `base_uri` (the table's root or
-        the base path holding the file), `path` (relative to it) and `type` ("manifest",
-        "transaction file", "data file", "deletion file", "index file"), as pylance's.
-        `progress(manifests_processed, manifests_total)` is called as each manifest is
-        read (one listing of the versions, then the manifests, many at a time). The rows
-        stream, a batch per version: a long history is never held whole."""
-        total, walk = _lance_core._tracked_files(self._ds, min_version or 0)
-        stream = pa.RecordBatchReader.from_stream(walk)
-
-        def batches() -> Iterator[pa.RecordBatch]:
-            for read, batch in enumerate(stream, 1):  # one batch per manifest
-                if progress is not None:
-                    progress(read, total)
-                yield batch
-        return pa.RecordBatchReader.from_batches(stream.schema, batches())
-
-    def all_files(self) -> pa.RecordBatchReader:
-        """Every file present under the table's root (files of other base paths are not
-        listed), as pylance's: `base_uri`, `path` (relative), `size_bytes`,
-        `last_modified` (UTC)."""
-        rows = _lance_core._all_files(self._ds)
-        schema = pa.schema([pa.field("base_uri", pa.dictionary(pa.int32(), pa.string()), nullable=False),
-                            pa.field("path", pa.string(), nullable=False),
-                            pa.field("size_bytes", pa.int64(), nullable=False),
-                            pa.field("last_modified", pa.timestamp("us", tz="UTC"), nullable=False)])
-        paths = [r[0] for r in rows]
-        base = pa.DictionaryArray.from_arrays(pa.array([0] * len(rows), pa.int32()), pa.array([self.uri]))
-        batch = pa.record_batch([base, pa.array(paths, pa.string()), pa.array([r[1] for r in rows], pa.int64()),
-                                 pa.array([r[2] for r in rows], pa.timestamp("us", tz="UTC"))], schema=schema)
-        return pa.RecordBatchReader.from_batches(schema, [batch])
-
     @property
     def initial_storage_options(self) -> Optional[Dict[str, str]]:
         """The storage options this dataset was opened with (None when none)."""
@@ -450,12 +262,6 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
         if end < start:
             raise ValueError(f"end ({end}) must be >= start ({start})")
         return self.scanner(offset=start, limit=end - start, columns=columns).to_table()
-
-    def read_transaction(self, version: Optional[int] = None) -> Optional["Transaction"]:
-        """The transaction that committed `version` (this dataset's version when None), or
-        None when its writer recorded none."""
-        ds = self if version is None or version == self.version else self.checkout_version(version)
-        return _transaction_from(_lance_core._transactions(ds._ds, 1)[0])
 
     @staticmethod
     def commit(
@@ -553,152 +359,10 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
         (`.build().to_batch_records()` / `.to_stream_reader()`)."""
         return SqlQueryBuilder(self, sql)
 
-    def get_transactions(self, recent_transactions: int = 10) -> List[Optional["Transaction"]]:
-        """The transactions of this version and the ones before it, newest first, at most
-        `recent_transactions` (None for a version whose writer recorded none or that a
-        cleanup removed)."""
-        return [_transaction_from(row) for row in _lance_core._transactions(self._ds, int(recent_transactions))]
-
-    @property
-    def tags(self) -> "Tags":
-        """The dataset's tags (names for versions), as pylance's `ds.tags`."""
-        return Tags(self)
-
-    def drop_columns(self, columns: List[str]) -> None:
-        """Drop columns (nested fields by dotted path, e.g. "s.x") without rewriting data:
-        one new version (a `Project` transaction); this object moves to it. Files that held
-        only dropped columns leave the fragments; `cleanup_old_versions` frees their space."""
-        if isinstance(columns, str):
-            raise InvalidInputError("columns must be a list of column names, not a string")
-        self._ds = self._ds.drop_columns(list(columns))
-
-    def alter_columns(self, *alterations: Dict[str, Any]) -> None:
-        """Change columns, as pylance's `alter_columns`: each alteration is a dict with
-        `path` (nested with dots, through lists by their child's name: `tags.item.x`) and any
-        of `name` (rename), `nullable` and `data_type`. Renames and nullability rewrite no
-        data; a column is made non-nullable only if it holds no nulls. A `data_type` casts
-        (within a type family, as pylance allows) and rewrites only that column's data."""
-        changes = []
-        for a in alterations:
-            if not isinstance(a, dict) or not isinstance(a.get("path"), str):
-                raise InvalidInputError(f"an alteration is a dict with a 'path', got {a!r}")
-            unknown = set(a) - {"path", "name", "nullable", "data_type"}
-            if unknown:
-                raise InvalidInputError(f"Unknown key: {', '.join(sorted(unknown))} (an alteration takes path, "
-                                        "name, nullable and data_type)")
-            if all(a.get(k) is None for k in ("name", "nullable", "data_type")):
-                raise InvalidInputError(f"At least one of name, nullable, or data_type must be specified "
-                                        f"(alteration of {a['path']!r})")
-            nullable = a.get("nullable")
-            if nullable is False and self.count_rows(filter=f"{a['path']} IS NULL") > 0:
-                raise InvalidInputError(f"{self.uri}: column {a['path']} holds nulls; it cannot be made "
-                                        "non-nullable")
-            to = a.get("data_type")
-            if to is not None and not isinstance(to, pa.DataType):
-                raise InvalidInputError(f"data_type must be a pyarrow.DataType, got {to!r}")
-            changes.append((a["path"], a.get("name"), None if nullable is None else bool(nullable),
-                            None if to is None else pa.schema([pa.field("x", to)])))
-        # One version: renames and nullability rewrite no data, a cast only its column's.
-        if any(c[1] is not None or c[2] is not None or c[3] is not None for c in changes):
-            self._ds = self._ds.alter_columns(changes)
-
-    def cleanup_old_versions(self, older_than: Optional[timedelta] = None, retain_versions: Optional[int] = None,
-                             *, delete_unverified: bool = False, error_if_tagged_old_versions: bool = True,
-                             versions: Optional[List[int]] = None, **kwargs: Any) -> "CleanupStats":
-        """Remove versions older than `older_than`, outside the newest `retain_versions`
-        and among `versions` (each when given; two weeks old when none is), and every file
-        only they reference, as pylance does. The latest version, tagged versions and the
-        versions branches start from stay (a tagged old version is an error unless
-        `error_if_tagged_old_versions=False`). Files no version references are removed
-        only when 7 days old, or with `delete_unverified=True` (only when no writer is
-        running). `delete_rate_limit` caps the deletes started per second (for stores that
-        throttle them); `delete_concurrency` (pylance's) is accepted, deletes run 64 at a
-        time."""
-        unknown = set(kwargs) - {"delete_rate_limit", "delete_concurrency"}
-        if unknown:
-            raise TypeError(f"cleanup_old_versions() got unexpected arguments {sorted(unknown)}")
-        return CleanupStats(*self._ds.cleanup_old_versions(_cleanup_args(
-            older_than, retain_versions, versions, delete_unverified, error_if_tagged_old_versions,
-            kwargs.get("delete_rate_limit"))))
-
-    def explain_cleanup_old_versions(self, older_than: Optional[timedelta] = None,
-                                     retain_versions: Optional[int] = None, *, delete_unverified: bool = False,
-                                     error_if_tagged_old_versions: bool = True,
-                                     delete_rate_limit: Optional[int] = None, versions: Optional[List[int]] = None,
-                                     include_files: bool = False, max_files: int = 1000) -> "CleanupExplanation":
-        """What `cleanup_old_versions` with these arguments would remove, without removing
-        anything: the statistics, the branches whose starting versions stay, and (with
-        `include_files`) up to `max_files` of the files."""
-        if max_files <= 0:
-            raise ValueError("max_files must be positive")
-        read_version, stats, files, branches = self._ds.explain_cleanup(_cleanup_args(
-            older_than, retain_versions, versions, delete_unverified, error_if_tagged_old_versions))
-        shown = [CleanupCandidateFile(path, kind, unverified, size)
-                 for path, kind, unverified, size in files[:max_files]] if include_files else []
-        return CleanupExplanation(
-            read_version=read_version, stats=CleanupStats(*stats), candidate_files=shown,
-            candidate_files_truncated=include_files and len(files) > max_files, candidate_file_limit=max_files,
-            referenced_branches=[CleanupReferencedBranch(name, version, False) for name, version in branches],
-            warnings=[])
-
     @property
     def optimize(self) -> "DatasetOptimizer":
         """Table maintenance, as pylance's `ds.optimize` (`compact_files`)."""
         return DatasetOptimizer(self)
-
-    def restore(self) -> None:
-        """Commit this (checked-out) version as the newest, as pylance's `restore()`; this
-        object moves to the new version. A commit made since the latest version was read is
-        a conflict, not something restore undoes silently."""
-        self._ds = self._ds.restore()
-
-    def checkout_version(self, version: Union[int, str, Tuple[Optional[str], Optional[int]]]) -> "LanceDataset":
-        """Another version of this table, opened with the same storage options: a number
-        (on this dataset's branch), a tag, or `(branch, version)` (branch None or "main":
-        the main line; version None: the branch's latest)."""
-        return LanceDataset(self._ds.checkout(version))
-
-    @property
-    def branches(self) -> "Branches":
-        """The table's branches, as pylance's `ds.branches` (`list()`, `list_ordered()`,
-        `delete(name)`)."""
-        return Branches(self)
-
-    @property
-    def branch(self) -> Optional[str]:
-        """The branch this version is on (None: the main line)."""
-        return self._ds.branch
-
-    def create_branch(self, branch: str, reference: Union[int, str, Tuple[Optional[str], Optional[int]], None] = None,
-                      storage_options: Optional[Dict[str, str]] = None) -> "LanceDataset":
-        """Create branch `branch` starting at `reference` (a version of this dataset's
-        branch, a tag, `(branch, version)`, or None for this version) and open it. As in
-        pylance, a branch is a shallow clone kept in `<root>/tree/<branch>` plus its
-        description in `_refs/branches/`; commits to the returned dataset (or to its
-        `uri`) go on the branch, and either library reads the other's branches. The branch
-        lives in the table's store, reached with this dataset's storage options
-        (`storage_options` is taken for pylance's signature)."""
-        return LanceDataset(self._ds.create_branch(branch, reference))
-
-    def shallow_clone(self, target_path: Union[str, os.PathLike], reference: Union[int, str, None] = None,
-                      storage_options: Optional[Dict[str, str]] = None, **kwargs: Any) -> "LanceDataset":
-        """A new table at `target_path` made from a version of this one (`reference`: a
-        version number, a tag, or None for this version) without copying anything: its
-        manifest refers to this table's files through a base path (pylance's
-        `shallow_clone`). Later writes to the clone go to its own directory. The source's
-        files must outlive the clone: cleaning up the versions the clone refers to breaks it."""
-        return self._clone(target_path, reference, storage_options, True)
-
-    def deep_clone(self, target_path: Union[str, os.PathLike], reference: Union[int, str, None] = None,
-                   storage_options: Optional[Dict[str, str]] = None, **kwargs: Any) -> "LanceDataset":
-        """A new table at `target_path` with copies of every file a version of this one
-        uses (data, deletion and index files), standing alone (pylance's `deep_clone`)."""
-        return self._clone(target_path, reference, storage_options, False)
-
-    def _clone(self, target: Any, reference: Union[int, str, None], storage_options: Optional[Dict[str, str]],
-               shallow: bool) -> "LanceDataset":
-        source = self if reference is None else self.checkout_version(reference)
-        return LanceDataset(source._ds.clone_to(os.fspath(target), shallow, storage_options))
 
     def count_rows(self, filter: Optional[str] = None, **kwargs: Any) -> int:
         """Rows of this version (matching `filter`). Without a filter, deleted rows are
@@ -776,16 +440,10 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
         `CorruptFileError` naming the file and what is wrong."""
         self._ds.validate()
 
-    def checkout_latest(self) -> None:
-        """Move this object to the table's latest version."""
-        self._ds = self._ds.checkout(self._ds.latest_version())
-
     def insert(self, data: Any, *, mode: str = "append", **kwargs: Any) -> None:
         """Write `data` into this table (`mode` "append" or "overwrite"), as pylance's
         `insert`: `write_dataset` with this table's storage options; this object moves to
         the new version."""
-        from .write import write_dataset
-
         if mode not in ("append", "overwrite"):
             raise InvalidInputError(f"insert's mode must be 'append' or 'overwrite', got {mode!r}")
         kwargs.setdefault("storage_options", self._ds.storage_options())
@@ -970,107 +628,11 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
                randomize_order: bool = True, **kwargs: Any) -> pa.Table:
         """`num_rows` rows picked at random without repeats (all of them when the dataset
         has fewer), in random order unless `randomize_order=False`."""
-        import random
-
         total = self.count_rows()
         picked = random.sample(range(total), min(num_rows, total))
         if not randomize_order:
             picked.sort()
         return self.take(picked, columns, **kwargs)
-
-    def merge(self, data_obj: Any, left_on: str, right_on: Optional[str] = None,
-              schema: Optional[pa.Schema] = None) -> None:
-        """Add the other columns of `data_obj` (anything `write_dataset` takes), matched to
-        this dataset's rows by `left_on` = `right_on` (the same name when None), as
-        pylance's `merge`: rows without a match get nulls; each key may appear once in
-        `data_obj`. One new version (new data files beside the old ones), which this
-        object moves to."""
-        matched, schema = _merge_matcher(self, data_obj, left_on, right_on, schema)
-        self.add_columns(matched, read_columns=[left_on], output_schema=schema)
-
-    def add_columns(
-        self,
-        value_func: Any,
-        read_columns: Optional[List[str]] = None,
-        reader_schema: Optional[pa.Schema] = None,
-        batch_size: Optional[int] = None,
-        *,
-        output_schema: Optional[pa.Schema] = None,
-    ) -> None:
-        """Add columns to every row, as pylance's `add_columns`; one new version is
-        committed and this object moves to it. `value_func` is one of:
-
-        - a function from a batch of `read_columns` to a batch (or table, or dict of
-          arrays) of the new columns, written as new data files (no file is rewritten);
-        - a dict of new column names to SQL expressions over the existing columns
-          (`{"total": "price * qty"}`), computed in Rust, also as new data files;
-        - a `pyarrow.Field`, a list of them or a `pyarrow.Schema`: all-null columns, added
-          to the schema only (no data is written);
-        - the new columns' rows: a reader, a table, or an iterator of batches with
-          `reader_schema`, one row per row of the dataset in order (a table with deleted
-          rows is refused: its physical rows have no place in such a stream).
-        """
-        if isinstance(value_func, (pa.Field, pa.Schema)) or (
-                isinstance(value_func, list) and value_func and all(isinstance(f, pa.Field) for f in value_func)):
-            fields = [value_func] if isinstance(value_func, pa.Field) else list(value_func)
-            self._ds = self._ds.add_null_columns(pa.schema(fields))
-            return
-        if isinstance(value_func, dict):
-            value_func, read_columns, output_schema = _sql_columns(self, value_func, read_columns, output_schema)
-        elif is_row_stream(value_func):
-            return self._add_column_rows(row_runs(value_func, reader_schema))
-        elif not callable(value_func):
-            raise InvalidInputError("add_columns takes a function, a dict of SQL expressions, or pyarrow "
-                                    f"fields / a schema; got {type(value_func).__name__}")
-
-        fragments, schema = [], None
-        checkpoint = value_func.cache if isinstance(value_func, BatchUDF) else None
-        if checkpoint is not None and output_schema is None:
-            # A fragment kept from an earlier run is not computed again: the new columns'
-            # schema comes from a first call, as pylance infers it.
-            output_schema = value_func.output_schema or _first_output(self, value_func, read_columns)
-        # The new files are removed unless the commit happens (the function raised, a
-        # concurrent writer won); with a checkpoint they stay, for the next run.
-        with _lance_core._StagedFiles(self.uri, self._ds.storage_options()) as staged:
-            for frag in self.get_fragments():
-                meta = None if checkpoint is None else _written_before(checkpoint, frag)
-                if meta is not None:
-                    merged = frag._merged_schema(output_schema)
-                else:
-                    meta, merged = frag.merge_columns(value_func, read_columns, batch_size, output_schema=output_schema,
-                                                      _checkpointed=checkpoint is not None)
-                    if checkpoint is None:
-                        staged.add_fragments([meta.data], last_file_only=True)
-                    else:
-                        checkpoint.insert_fragment(frag.fragment_id, json.dumps(meta.to_json()))
-                schema = merged.to_pyarrow()
-                fragments.append(meta)
-                if output_schema is None:
-                    output_schema = pa.schema(list(schema)[len(self.schema):])
-            if schema is None:
-                if output_schema is None:
-                    raise InvalidInputError("adding columns to a dataset without rows needs output_schema")
-                schema = pa.schema(list(self.schema) + list(output_schema))
-            self._ds = _commit_native(self.uri, LanceOperation.Merge(fragments, schema), read_version=self.version,
-                                      storage_options=self._ds.storage_options())
-        if checkpoint is not None:
-            checkpoint.cleanup()
-
-    def _add_column_rows(self, runs: RowRuns) -> None:
-        """`add_columns` of a stream of rows: each fragment's run as its new data file."""
-        fragments = self.get_fragments()
-        if any(f.count_rows() != f.physical_rows for f in fragments):
-            raise InvalidInputError(f"{self.uri}: new columns given as rows need a table without deleted rows "
-                                    f"(compact it first, or give a function of the existing columns)")
-        metas, schema = [], pa.schema(list(self.schema) + list(runs.schema))
-        with _lance_core._StagedFiles(self.uri, self._ds.storage_options()) as staged:
-            for frag in fragments:
-                meta, _ = frag._write_new_columns(runs, None, finish=False)
-                staged.add_fragments([meta.data], last_file_only=True)
-                metas.append(meta)
-            runs.finish(f"the table {self.uri}")
-            self._ds = _commit_native(self.uri, LanceOperation.Merge(metas, schema), read_version=self.version,
-                                      storage_options=self._ds.storage_options())
 
     def __len__(self) -> int:
         return self.count_rows()
@@ -1079,37 +641,9 @@ class LanceDataset(TableConfig, pa_ds.Dataset):
         return f"LanceDataset(uri={self.uri!r}, version={self.version})"
 
 
-def _version_row(version: int, nanos: int, metadata: Dict[str, str]) -> Dict[str, Any]:
-    """A row of `versions()`: the commit time local and naive, computed with the same
-    (float) arithmetic as pylance, so both give the very same datetime."""
-    ts = datetime.fromtimestamp(nanos // 1e9) + timedelta(microseconds=(nanos % 1e9) // 1e3)
-    return {"version": version, "timestamp": ts, "metadata": metadata}
-
-
-def _first_output(ds: "LanceDataset", udf: BatchUDF, columns: Optional[List[str]]) -> Optional[pa.Schema]:
-    """The schema of `udf`'s output for the first row of `ds` (None: no rows)."""
-    first = next(iter(ds.to_batches(columns=columns, limit=1)), None)
-    return None if first is None else udf(first).schema
-
-
-def _written_before(checkpoint: Any, frag: LanceFragment) -> Optional[FragmentMetadata]:
-    """The metadata a checkpointed add_columns run kept for `frag` (its files and one new
-    one), if it was written for the fragment as it is now."""
-    kept = checkpoint.get_fragment(frag.fragment_id)
-    if kept is None:
-        return None
-    meta = FragmentMetadata.from_json(kept)
-    now = frag.metadata
-    if meta.files[:-1] != now.files or meta.physical_rows != now.physical_rows:
-        return None
-    return meta
-
-
 def _under_dataset_lock(method: Callable) -> Callable:
     """A write method of `LanceDataset` run inside the dataset's `commit_lock` (from
     `dataset(commit_lock=...)`), given the version it is about to commit."""
-    import functools
-
     @functools.wraps(method)
     def run(self: "LanceDataset", *args: Any, **kwargs: Any) -> Any:
         if self._commit_lock is None:
@@ -1124,14 +658,6 @@ for _name in ("delete", "update", "insert", "add_columns", "drop_columns", "alte
               "update_schema_metadata", "update_field_metadata", "truncate_table"):
     if hasattr(LanceDataset, _name):
         setattr(LanceDataset, _name, _under_dataset_lock(getattr(LanceDataset, _name)))
-
-
-def _transaction_from(row: Any) -> Optional[Transaction]:
-    """A transaction as the core reads it, as a `Transaction`."""
-    if row is None:
-        return None
-    read_version, uuid, kind, properties, fields = row
-    return Transaction(read_version, _operation_from(kind, fields), uuid, properties)
 
 
 class DatasetStats:
@@ -1156,25 +682,6 @@ class DatasetStats:
         return {"num_deleted_rows": sum(f["num_deletions"] for f in fragments),
                 "num_fragments": len(fragments),
                 "num_small_files": sum(f["physical_rows"] < max_rows_per_group for f in fragments)}
-
-
-def _cleanup_args(older_than: Optional[timedelta], retain_versions: Optional[int], versions: Optional[List[int]],
-                  delete_unverified: bool, error_if_tagged_old_versions: bool,
-                  delete_rate_limit: Optional[int] = None) -> Tuple[Any, ...]:
-    """A cleanup's arguments as the binding takes them: (before, in ns since the epoch;
-    how many newest stay; delete_unverified; error_if_tagged_old_versions; the versions
-    that may go; deletes per second at most). Two weeks when no choice of versions is
-    given, as in pylance."""
-    if retain_versions is not None and retain_versions < 1:
-        raise InvalidInputError("retain_versions must be positive")
-    if delete_rate_limit is not None and int(delete_rate_limit) < 1:
-        raise InvalidInputError("delete_rate_limit must be positive (deletes per second)")
-    if older_than is None and retain_versions is None and versions is None:
-        older_than = timedelta(days=14)
-    before = None if older_than is None else time.time_ns() - int(older_than.total_seconds() * 1e9)
-    return (before, retain_versions, bool(delete_unverified), bool(error_if_tagged_old_versions),
-            None if versions is None else [int(v) for v in versions],
-            None if delete_rate_limit is None else int(delete_rate_limit))
 
 
 def dataset(
@@ -1223,3 +730,85 @@ def dataset(
     ds._default_scan_options = kwargs.get("default_scan_options") or None
     ds._commit_lock = kwargs.get("commit_lock")
     return ds
+
+
+def write_dataset(
+    data: Any,
+    uri: Optional[Union[str, os.PathLike, LanceDataset]] = None,
+    schema: Optional[pa.Schema] = None,
+    mode: str = "create",
+    *,
+    max_rows_per_file: int = 1024 * 1024,
+    max_bytes_per_file: Optional[int] = None,
+    data_storage_version: Optional[str] = None,
+    enable_stable_row_ids: bool = False,
+    storage_options: Optional[Dict[str, str]] = None,
+    external_blob_mode: str = "reference",
+    allow_external_blob_outside_bases: bool = False,
+    blob_pack_file_size_threshold: Optional[int] = None,
+    commit_message: Optional[str] = None,
+    transaction_properties: Optional[Dict[str, str]] = None,
+    progress: Any = None,
+    max_rows_per_group: Optional[int] = None,
+    auto_cleanup_options: Optional[Dict[str, int]] = None,
+    enable_v2_manifest_paths: bool = True,
+    commit_lock: Any = None,
+    namespace_client: Any = None,
+    table_id: Optional[List[str]] = None,
+    initial_bases: Optional[List[DatasetBasePath]] = None,
+    target_bases: Optional[List[str]] = None,
+    session: Optional["_lance_core.Session"] = None,
+) -> LanceDataset:
+    """Write Arrow data as a Lance dataset (mode "create", "append" or "overwrite"), at
+    `uri` or as the table `table_id` of the catalog `namespace_client` (declared there
+    on create, as pylance does).
+
+    Multi-base tables: a new table registers `initial_bases` (`DatasetBasePath`s; ids
+    are assigned from 1); `target_bases` (names or paths of registered bases, or the
+    table's own URI) are where the new data files go, in turn.
+
+    Append creates the dataset when it does not exist; its data must have the dataset's
+    columns and types. New datasets use file format 2.2 unless `data_storage_version`
+    says "2.1".
+
+    Blob columns (`lance_core.blob.blob_field`, or binary fields marked
+    `lance-encoding:blob`) keep small values in the data file and larger ones in `.blob`
+    files beside it. A blob given by URI is stored as a reference
+    (`external_blob_mode="reference"`: below one of the table's base paths, or anywhere
+    with `allow_external_blob_outside_bases`) or copied in (`"ingest"`).
+    `blob_pack_file_size_threshold` caps the shared `.blob` files (1 GiB).
+
+    `transaction_properties` (and `commit_message`, under pylance's key
+    `LANCE_COMMIT_MESSAGE_KEY`) are recorded in the version's transaction. `progress` (a
+    `lance_core.progress.FragmentWriteProgress`) hears of each fragment begun and
+    completed. `max_rows_per_group` is taken for pylance's sake: 2.x files cut pages by size.
+    `auto_cleanup_options` (an `AutoCleanupConfig`, on create and overwrite) makes every
+    `interval`-th commit remove the versions older than `older_than_seconds`.
+    `session` (a `lance_core.Session`): the caches the returned dataset uses.
+    `commit_lock` (pylance's): a context manager factory called with the version about to
+    be committed, held while the write commits (our commits need no lock: it serves
+    callers who coordinate with other writers through it).
+    """
+    if check_target(uri, namespace_client, table_id):
+        uri, storage_options = table_location(namespace_client, table_id, mode, storage_options)
+    if isinstance(uri, LanceDataset):
+        if storage_options is None:
+            storage_options = uri._ds.storage_options() or None
+        uri = uri.uri
+    if not enable_v2_manifest_paths:
+        raise InvalidInputError("lance_core names manifests the V2 way (pylance's default): "
+                                "enable_v2_manifest_paths=False is not supported")
+    if max_rows_per_file <= 0:
+        raise InvalidInputError("max_rows_per_file must be positive")
+    if blob_pack_file_size_threshold is not None and blob_pack_file_size_threshold <= 0:
+        raise InvalidInputError("blob_pack_file_size_threshold must be positive")
+    stream = as_stream(data, schema)
+    written = under_commit_lock(commit_lock, uri, storage_options, lambda: LanceDataset(_lance_core._write_dataset(
+        stream, os.fspath(uri), mode, max_rows_per_file, max_bytes_per_file,
+        data_storage_version, enable_stable_row_ids, storage_options, external_blob_mode,
+        allow_external_blob_outside_bases, blob_pack_file_size_threshold,
+        _properties(transaction_properties, commit_message), progress,
+        None if auto_cleanup_options is None else auto_cleanup_keys(auto_cleanup_options),
+        bases_arg(initial_bases), targets_arg(target_bases),
+    )))
+    return written if session is None else LanceDataset(written._ds.with_session(session))

@@ -8,10 +8,9 @@ import json
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, Literal, Optional
+from typing import Dict, Literal, Optional
 
-if TYPE_CHECKING:
-    from .fragment_metadata import FragmentMetadata
+from .fragment_metadata import FragmentMetadata
 
 
 @dataclass(frozen=True)
@@ -39,11 +38,9 @@ class FragmentWriteProgress(ABC):
 
     # The core calls these with the fragment as pylance's JSON.
     def _do_begin(self, fragment_json: str, **kwargs) -> None:
-        from .fragment_metadata import FragmentMetadata
         return self.begin(FragmentMetadata.from_json(fragment_json), **kwargs)
 
     def _do_complete(self, fragment_json: str, **kwargs) -> None:
-        from .fragment_metadata import FragmentMetadata
         return self.complete(FragmentMetadata.from_json(fragment_json), **kwargs)
 
     @abstractmethod

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 import pyarrow as pa
 
 from . import _lance_core
+from ._pretty import _schema_debug
 
 
 class LanceField:
@@ -80,7 +81,6 @@ class LanceSchema:
         return LanceSchema, (self._data,)
 
     def __repr__(self) -> str:
-        from .debug import _schema_debug
         return _schema_debug(self)
 
 

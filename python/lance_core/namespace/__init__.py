@@ -15,31 +15,18 @@ tables. The request and response models and the error classes are those of the
 
 from __future__ import annotations
 
-from typing import Dict
-
 try:
-    import lance_namespace
+    import lance_namespace  # noqa: F401  (checked here, for the error below)
 except ImportError as e:  # pragma: no cover - depends on the install
     raise ImportError("lance_core.namespace needs the lance-namespace package: "
                       "pip install 'lance_core[namespace]'") from e
 
 from lance_namespace import LanceNamespace
 
+from ._connect import connect
 from .directory import DirectoryNamespace
 from .rest import DynamicContextProvider, RestNamespace
 from .rest_adapter import RestAdapter
-
-_NATIVE = {"dir": DirectoryNamespace, "rest": RestNamespace}
-
-
-def connect(impl: str, properties: Dict[str, str]) -> LanceNamespace:
-    """A namespace: "dir" and "rest" are lance_core's; any other name goes to
-    `lance_namespace.connect` (implementations registered there, or a class path)."""
-    native = _NATIVE.get(impl)
-    if native is None:
-        return lance_namespace.connect(impl, properties)
-    return native(**{k: str(v) for k, v in (properties or {}).items()})
-
 
 __all__ = ["LanceNamespace", "DirectoryNamespace", "RestNamespace", "RestAdapter", "DynamicContextProvider",
            "connect"]

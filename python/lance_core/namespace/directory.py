@@ -41,7 +41,9 @@ from lance_namespace import (
 from lance_namespace import errors as ns_errors
 
 from .. import _lance_core
+from ..dataset import dataset
 from ..errors import DatasetNotFoundError, LanceError
+from ..write import write_dataset
 from . import _common
 from ._common import DELIMITER, OpsMetrics, error, full_uri, is_true, object_id, paginate
 from .manifest import NAMESPACE, TABLE, ManifestTable
@@ -537,8 +539,6 @@ class DirectoryNamespace(LanceNamespace):
         return not files
 
     def _open(self, location: str, version: Any = None, not_found: Any = ns_errors.TableNotFoundError) -> Any:
-        from ..dataset import dataset
-
         try:
             return dataset(location, version=None if version is None else int(version),
                            storage_options=self.storage_options)
@@ -547,8 +547,6 @@ class DirectoryNamespace(LanceNamespace):
             raise error(not_found, f"Failed to open {what}: {e}") from e
 
     def _write(self, reader: pa.RecordBatchReader, uri: str, mode: str) -> Any:
-        from ..write import write_dataset
-
         return write_dataset(reader, uri, mode=mode, storage_options=self.storage_options)
 
     def _version_files(self, location: str) -> List[TableVersion]:

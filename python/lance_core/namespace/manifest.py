@@ -15,7 +15,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 import pyarrow as pa
 
+from ..dataset import dataset
 from ..errors import CommitConflictError, DatasetNotFoundError
+from ..write import write_dataset
 
 # Wire facts of pylance's catalog: the columns and the primary-key marker on object_id.
 SCHEMA = pa.schema([
@@ -46,8 +48,6 @@ class ManifestTable:
         self._lock = threading.Lock()
 
     def _open(self) -> Any:
-        from ..dataset import dataset
-
         try:
             return dataset(self.uri, storage_options=self.storage_options)
         except DatasetNotFoundError:
@@ -79,8 +79,6 @@ class ManifestTable:
             existing = self.get(object_id)
             if existing is not None:
                 raise taken(existing)
-            from ..write import write_dataset
-
             write_dataset(row, self.uri, mode="append", storage_options=self.storage_options)
 
         self._commit(attempt)

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Pattern, Tuple
 from lance_namespace import errors as ns_errors
 
 from . import _common
+from ._connect import connect
 from .rest import ARROW_FILE, ROUTES, STATUS, Route, decode_id, model_class
 
 _PATTERNS: List[Tuple[Pattern[str], Route]] = [
@@ -31,8 +32,6 @@ class RestAdapter:
 
     def __init__(self, namespace_client_impl: str, namespace_client_properties: Optional[Dict[str, str]] = None,
                  session: Any = None, host: Optional[str] = None, port: Optional[int] = None):
-        from . import connect
-
         self.namespace_client_impl = namespace_client_impl
         self.host = host
         self._port = 2333 if port is None else int(port)

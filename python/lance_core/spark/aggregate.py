@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 from ..dataset import dataset
 from ..errors import InvalidInputError
 from . import types as _types
-from .datasource import default_rows_per_partition, plan_partitions
+from .tasks import default_rows_per_partition, plan_partitions
 from .jobs import dataset_at, work_frame
 
 FUNCTIONS = ("sum", "count", "min", "max", "mean")

@@ -16,7 +16,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from pyspark.sql import SparkSession
 
-from ..dataset import LanceDataset, dataset, scalar_index_params
+from ..dataset import LanceDataset, dataset
+from ..indices import scalar_index_params
 from ..errors import InvalidInputError
 from .jobs import JobFiles, parallelism, run_tasks
 

@@ -16,9 +16,10 @@ from pyspark.sql.types import StructType
 from ..dataset import LanceDataset, dataset
 from ..errors import InvalidInputError
 from ..fragment_metadata import FragmentMetadata, LanceOperation, file_paths
+from ..optimize import Compaction, RewriteResult
 from ..write import commit
 from . import types as _types
-from .datasource import default_rows_per_partition, plan_partitions
+from .tasks import default_rows_per_partition, plan_partitions
 from .jobs import JobFiles, dataset_at, run_tasks, work_frame
 
 
@@ -129,9 +130,6 @@ def compact(
     `optimize.compact_files` takes them), each task rewrites one group of fragments on an
     executor, and the driver commits every group in one new version. Appends committed
     meanwhile are kept. A failed or conflicting job leaves no files. Returns the metrics."""
-    from ..fragment_metadata import FragmentMetadata
-    from ..optimize import Compaction, RewriteResult
-
     ds = dataset(uri, storage_options=storage_options)
     plan = Compaction.plan(ds, options)
     if not plan.tasks:

@@ -42,7 +42,7 @@ from ..fragment_metadata import FragmentMetadata, LanceOperation, file_paths
 from ..write import commit
 from . import types as _types
 from .jobs import is_connect
-from .datasource import (ColumnReading, JobFiles, WriteSettings, _check_append, _flag, default_rows_per_partition, write_task)
+from .tasks import (ColumnReading, JobFiles, WriteSettings, _check_append, _flag, default_rows_per_partition, write_task)
 
 # Transaction properties of a version a streaming query committed.
 QUERY_ID = "spark.streaming.query_id"

@@ -26,10 +26,11 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..dataset import LanceDataset, dataset, ivf_params
+from ..dataset import LanceDataset, dataset
+from ..indices import ivf_params
 from ..errors import InvalidInputError
 from . import types as _types
-from .datasource import plan_partitions
+from .tasks import plan_partitions
 from .indices import _run_segments, balanced_groups, create_scalar_index
 from .jobs import JobFiles, dataset_at, parallelism, work_frame
 
