@@ -8,6 +8,9 @@
 # `make wheel` builds a wheel (into dist/) that carries the JVM reader (release profile).
 #
 # `make bench` runs the benchmarks in benches/ on a release build. Each stage prints its time.
+#
+# `make docs` builds the documentation site (docs/, mkdocs.yml; the API reference from the
+# docstrings) into site/, strictly: a broken link or an unreadable docstring fails it.
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -18,10 +21,25 @@ PY := $(VENV)/bin/python
 # profile for all three (and the same features: .ci/same_features.py) nothing is compiled twice.
 PROFILE ?= ci
 STAMP := $(VENV)/.installed-$(PROFILE)
+# In the `ci` profile clippy lints the workspace's crates while they are compiled: cargo runs
+# clippy-driver in place of rustc for them (as `cargo clippy` does, but generating code), with
+# warnings as errors. The extension's build lints the core and the binding, the JNI library's
+# the JNI crate, `cargo test`'s the test targets: the lints of `cargo clippy --all-targets`
+# without a second, check-only compile of every crate (which took 71 s). clippy-driver skips
+# MIR optimizations (LLVM's still run), so `release` (wheels, benchmarks) compiles with rustc.
+ifeq ($(PROFILE),ci)
+export RUSTC_WORKSPACE_WRAPPER := $(shell rustup which clippy-driver 2>/dev/null || command -v clippy-driver)
+export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
+ifeq ($(RUSTC_WORKSPACE_WRAPPER),)
+$(error clippy-driver not found: `rustup component add clippy`)
+endif
+else
+unexport RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
+endif
 TIMED := .ci/timed
 SOURCES := $(shell find rust python protos java -type f -not -path '*/__pycache__/*' -not -name '*.so' -not -name '*.jar') Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: setup main test lint test-rust test-python bench clean wheel
+.PHONY: setup main test lint test-rust test-python bench clean wheel docs
 
 setup: $(STAMP)
 
@@ -41,16 +59,17 @@ $(STAMP): $(SOURCES)
 main: setup
 	$(TIMED) "main job" $(PY) examples/main_job.py
 
-test: lint test-rust test-python
+# The site is built too, so that a docstring or link the docs cannot render fails CI.
+test: lint docs test-rust test-python
 
-# Warnings are errors: the tree stays clean for rustfmt, clippy and ruff; the core's modules
+# Warnings are errors: the tree stays clean for rustfmt, clippy (run by the builds `lint`
+# and `test-rust` depend on, see RUSTC_WORKSPACE_WRAPPER above) and ruff; the core's modules
 # import in the layers ARCHITECTURE.md lists, without circles (.ci/module_layers.py), and
 # the Python package's modules too (import-linter's contract in pyproject.toml).
 lint: setup
 	cargo fmt --all --check
 	python3 .ci/module_layers.py
 	$(TIMED) "features (one build of the core)" python3 .ci/same_features.py
-	$(TIMED) clippy cargo clippy --profile $(PROFILE) --all-targets -- -D warnings
 	$(VENV)/bin/ruff check python tests benches examples
 	$(VENV)/bin/lint-imports
 
@@ -73,9 +92,19 @@ bench:
 	$(PY) benches/write_bench.py
 	$(PY) benches/spark_bench.py
 
+# The docs extra of pyproject.toml, installed on its own: mkdocstrings reads the sources
+# statically, so the site needs neither the extension nor the JVM reader built.
+DOCS_REQUIREMENTS := import sys; t = __import__("tomllib") if sys.version_info >= (3, 11) else \
+	__import__("pip._vendor.tomli", fromlist=["loads"]); \
+	print("\n".join(t.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["docs"]))
+docs:
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -c '$(DOCS_REQUIREMENTS)' | xargs -d '\n' $(PY) -m pip install --quiet
+	$(TIMED) "mkdocs" $(VENV)/bin/mkdocs build --strict --site-dir site
+
 wheel:
 	$(MAKE) setup PROFILE=release
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin build --release --out dist
 
 clean:
-	rm -rf $(VENV) target benches/data .cache
+	rm -rf $(VENV) target benches/data .cache site

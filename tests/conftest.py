@@ -7,6 +7,9 @@ import os
 # No test may reach the instance metadata service (it is on the network, not this machine):
 # a store left without credentials then fails at once, in lance_core and in pylance.
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+# Every Spark JVM the tests start (local sessions, their subprocesses, drivers of clusters and
+# Connect servers) binds to loopback, not the address the host name resolves to.
+os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
 import pyarrow as pa  # noqa: E402
 import pytest  # noqa: E402

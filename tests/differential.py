@@ -7,7 +7,7 @@ constructs both libraries accept. Each filter runs in both libraries (rows, row 
 count_rows, limit/offset, whole rows through late materialization, and takes of the
 matching row ids). Where the rows differ, the filter runs once more in pylance, written
 out with every implicit conversion made explicit (`arrow_cast`) as lance_core's typing
-rules (README, "Expression types") give it. When pylance then returns lance_core's
+rules (docs/expressions.md, "Expression types") give it. When pylance then returns lance_core's
 rows, and the filter holds one of the places where pylance types a literal by the
 column it meets at the top of a filter (a rule it does not apply inside), the
 difference is one of those deliberate ones, counted by kind; anything else is a bug.
@@ -149,7 +149,7 @@ def build_table(n: int, seed: int) -> pa.Table:
 
 
 # ---------------------------------------------------------------------------------------
-# The typing rules (README, "Expression types"), as the model the oracle writes out.
+# The typing rules (docs/expressions.md, "Expression types"), as the model the oracle writes out.
 
 def is_int(t): return t in INT_TYPES
 def is_float(t): return t in FLOAT_TYPES
@@ -895,7 +895,7 @@ class Generator:
         else:
             v = r.choice(pool) if r.random() < 0.7 else r.randint(-300, 300)
         if v == -2 ** 63:
-            # pylance reads this one integer as a double (README: deliberate differences).
+            # pylance reads this one integer as a double (docs/expressions.md: deliberate differences).
             v += 1
         return LitNode(Lit("int", v, str(v)))
 
@@ -1140,7 +1140,7 @@ class Report:
     def summary(self) -> str:
         accepted = self.filters - self.pylance_refused - self.both_refused
         lines = [f"{self.filters} filters, {accepted} of them accepted by pylance: lance_core gave pylance's rows "
-                 f"for {self.agreed}, other rows where the README says it does for "
+                 f"for {self.agreed}, other rows where docs/expressions.md says it does for "
                  f"{sum(len(v) for v in self.typing.values())}, other rows otherwise for {len(self.bugs)}, "
                  f"and refused {len(self.we_refused)}; pylance refused {self.pylance_refused + self.both_refused} "
                  f"(lance_core too: {self.both_refused})"]
@@ -1221,7 +1221,7 @@ class FilterCheck:
             if my_err:
                 if ("Cast error" in my_err or "too large to store" in my_err) and has_strict_cast(node):
                     # SQL's answer: a CAST of a value that does not fit fails. pylance drops
-                    # a CAST compared with a constant instead (README).
+                    # a CAST compared with a constant instead (docs/expressions.md).
                     report.typing.setdefault("CAST of a value that does not fit fails", []).append(ours_text)
                     report.cast_failures += 1
                     return
@@ -1371,7 +1371,7 @@ class Sequences:
                 continue
             if their_err and not my_err:
                 # pylance failed where lance_core did not: its own differences between a
-                # filter and the same predicate in a change (README); the copies now differ.
+                # filter and the same predicate in a change (docs/expressions.md); the copies now differ.
                 report.pylance_failed.append(f"{' ; '.join(done)} -> pylance: {their_err}")
                 return
             if my_err:

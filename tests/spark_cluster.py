@@ -106,7 +106,7 @@ class StandaloneCluster:
 
 class ConnectServer:
     """`with ConnectServer() as s: ... s.url ...` (sc://127.0.0.1:<port>): a Spark Connect
-    server in `local[2]` with lance_core's JVM reader, started as the README says
+    server in `local[2]` with lance_core's JVM reader, started as docs/spark.md says
     (`lance_core.spark.connect_server_command`); its Python workers run this interpreter."""
 
     def __init__(self, start_timeout: float = 120):

@@ -1,6 +1,6 @@
 """Filters whose rows once differed from pylance's (issue 21), each against pylance, and
-the places where lance_core deliberately answers otherwise (README, "Expression types"),
-against the answer the README gives."""
+the places where lance_core deliberately answers otherwise (docs/expressions.md, "Expression types"),
+against the answer those docs give."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""lance_core through Spark Connect: a server started as the README says
+"""lance_core through Spark Connect: a server started as docs/spark.md says
 (`spark_cluster.ConnectServer`: pyspark's `spark-submit` of the Connect server with the jar
 and lance_core's session extensions, `local[2]`, loopback) and a client session built with
 `lance_core.spark.session(SparkSession.builder.remote(url))` in a driver process of its own.
