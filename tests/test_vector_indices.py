@@ -232,3 +232,22 @@ def test_our_writes_never_leave_a_stale_vector_index(tmp_path, stable):
     check("compaction")
     lance_core.write_dataset(_table(vectors[:300]), path, mode="overwrite")
     check("overwrite")
+
+
+def test_statistics_as_pylance_shows_them(base, tmp_path):
+    """Per segment: partitions, centroids, loss and the kind's sub-index (a graph's shape
+    too), for pylance's indices and lance_core's."""
+    path = _copy(base, tmp_path, "stats.lance")
+    ds = lance.dataset(path)
+    for kind, params in [("IVF_PQ", {"num_sub_vectors": 4}), ("IVF_HNSW_PQ", {"num_sub_vectors": 4}),
+                         ("IVF_FLAT", {})]:
+        ds = ds.create_index("vec", kind, num_partitions=4, name=kind.lower(), **params)
+    lance_core.dataset(path).create_index("vec", "IVF_PQ", num_partitions=4, num_sub_vectors=8, num_bits=4,
+                                          name="ours")
+    lance.write_dataset(_table(_clustered(300, 5), ROWS), path, mode="append")
+    lance.dataset(path).optimize.optimize_indices(index_names=["ivf_pq"], num_indices_to_merge=0)
+    ref, ours = lance.dataset(path), lance_core.dataset(path)
+    for name in ("ivf_pq", "ivf_hnsw_pq", "ivf_flat", "ours"):
+        want, got = ref.stats.index_stats(name), ours.index_statistics(name)
+        assert got == want, name
+    assert ours.index_statistics("ours")["indices"][0]["sub_index"]["nbits"] == 4

@@ -9,6 +9,7 @@ import json
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
+from . import _lance_core
 from .errors import ColumnNotFoundError, InvalidInputError
 from .results import IndexDescription, IndexSegmentDescription
 
@@ -41,6 +42,19 @@ def scalar_index_params(uri: str, index_type: Any, kwargs: Dict[str, Any]) -> Tu
         raise InvalidInputError(f"{uri}: create_scalar_index builds over every fragment; fragment_ids is not supported")
     params.pop("fragment_ids", None)
     return index_type, zone_size, probability
+
+
+def index_kind(index_type: str) -> Optional[Tuple[str, str, bool]]:
+    """The kind a user names (any case), by the core's registry of scalar and vector kinds:
+    its family ("scalar" or "vector"), its name, and whether lance_core builds it; None for
+    a kind lance_core does not know."""
+    return _lance_core._Dataset.index_kind(str(index_type))
+
+
+def is_vector_kind(index_type: str, built: bool = False) -> bool:
+    """Whether `index_type` names a vector index kind (one lance_core builds, when `built`)."""
+    found = index_kind(index_type)
+    return found is not None and found[0] == "vector" and (found[2] or not built)
 
 
 def ivf_params(index_type: str, metric: str = "L2", num_partitions: Optional[int] = None,
@@ -149,7 +163,7 @@ class TableIndices:
             raise ColumnNotFoundError(f"{self.uri}: no column {column!r} to index (columns: "
                                       f"{', '.join(self.schema.names)})")
         kind = str(index_type).upper()
-        if kind in ("BTREE", "BITMAP", "LABEL_LIST", "ZONEMAP", "BLOOMFILTER", "NGRAM", "INVERTED", "FTS"):
+        if not is_vector_kind(kind):
             return self.create_scalar_index(column, kind, name, replace=replace, **kwargs)
         ignored = {"accelerator", "index_file_version", "shuffle_partition_batches", "shuffle_partition_concurrency",
                    "one_pass_ivfpq", "storage_options", "train", "kmeans_redos"}

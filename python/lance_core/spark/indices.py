@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from pyspark.sql import SparkSession
 
 from ..dataset import LanceDataset, dataset
-from ..indices import scalar_index_params
+from ..indices import is_vector_kind, scalar_index_params
 from ..errors import InvalidInputError
 from .jobs import JobFiles, parallelism, run_tasks
 
@@ -103,7 +103,7 @@ def optimize_indices(spark: SparkSession, uri: str, index_names: Optional[List[s
         if unknown:
             raise InvalidInputError(f"{ds.uri}: there is no index named '{unknown[0]}'")
     deltas = ds._ds.index_deltas(index_names)
-    vector = sorted({i["name"] for i in ds.list_indices() if i["type"] in ("IVF_FLAT", "IVF_PQ", "IVF_SQ")
+    vector = sorted({i["name"] for i in ds.list_indices() if is_vector_kind(i["type"], built=True)
                      and (index_names is None or i["name"] in index_names)})
     if deltas:
         files = JobFiles(ds.uri, storage_options)

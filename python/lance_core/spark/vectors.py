@@ -27,15 +27,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from ..dataset import LanceDataset, dataset
-from ..indices import ivf_params
+from ..indices import is_vector_kind, ivf_params
 from ..errors import InvalidInputError
 from . import types as _types
 from .tasks import plan_partitions
 from .indices import _run_segments, balanced_groups, create_scalar_index
 from .jobs import JobFiles, dataset_at, parallelism, work_frame
-
-_SCALAR = ("BTREE", "BITMAP", "LABEL_LIST", "ZONEMAP", "BLOOMFILTER", "NGRAM")
-
 
 def create_index(spark: SparkSession, uri: str, column: str, index_type: str, name: Optional[str] = None,
                  metric: str = "L2", replace: bool = True, num_partitions: Optional[int] = None,
@@ -49,7 +46,7 @@ def create_index(spark: SparkSession, uri: str, column: str, index_type: str, na
     commit. A failed
     job leaves no index file and no new version. Returns the dataset at the new version."""
     kind = str(index_type).upper()
-    if kind in _SCALAR:
+    if not is_vector_kind(kind):
         return create_scalar_index(spark, uri, column, kind, name, replace, storage_options, **params)
     unknown = sorted(set(params) - {"num_bits", "sample_rate", "max_iters", "target_partition_size", "seed"})
     if unknown:

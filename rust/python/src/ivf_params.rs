@@ -1,6 +1,7 @@
 //! What an IVF index is built with, as the Python layer checks pylance's `create_index`
 //! arguments into a dict (every key present).
-use lance_core::vector::build::{IvfParams, Storage};
+use lance_core::vector::kind::IvfParams;
+use lance_core::vector::registry::vector_kind_to_build;
 use pyo3::prelude::*;
 
 use crate::errors::IntoPyResult;
@@ -23,17 +24,9 @@ impl PyIvfParams {
     /// The parameters for a build on the table at `uri` (named in errors). Without a seed,
     /// the clock's nanoseconds make one.
     pub fn into_params(self, uri: &str) -> PyResult<IvfParams> {
-        let storage = Storage::from_index_type(&self.index_type).ok_or_else(|| {
-            lance_core::Error::unsupported(
-                uri,
-                format!(
-                    "building a {} index (lance_core builds IVF_FLAT, IVF_PQ and IVF_SQ)",
-                    self.index_type
-                ),
-            )
-        });
+        let kind = vector_kind_to_build(uri, &self.index_type).py()?;
         Ok(IvfParams {
-            storage: storage.py()?,
+            kind,
             metric: lance_core::vector::Metric::parse(&self.metric).py()?,
             num_partitions: self.num_partitions,
             target_partition_size: self.target_partition_size,

@@ -1,6 +1,8 @@
 //! The registry of scalar index kinds: every kind lance_core reads and builds, and how a
 //! segment, a manifest entry or a user's name finds its kind. A new kind is a file
-//! implementing `ScalarIndexKind` and one line in `KINDS`.
+//! implementing `ScalarIndexKind` and one line in `KINDS`. A user's name for any kind,
+//! scalar or vector, is looked up by `crate::vector::registry::kind_from_user` (vector
+//! kinds are a layer above).
 use super::kind::ScalarIndexKind;
 use super::{bitmap, bloom, btree, label_list, ngram, zonemap};
 use crate::proto::table::IndexMetadata;

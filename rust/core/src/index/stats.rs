@@ -3,6 +3,7 @@
 //! value range and pages, a BITMAP's number of keys).
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
 use super::registry::kind_of;
@@ -21,8 +22,13 @@ pub async fn rows_covered(ds: &Dataset, segment: &IndexSegment) -> Result<u64> {
     Ok(rows)
 }
 
-/// pylance's statistics of index `name` (every segment of it), as JSON.
-pub async fn index_statistics(ds: &Arc<Dataset>, name: &str) -> Result<Value> {
+/// pylance's statistics of index `name` (every segment of it), as JSON; what each segment's
+/// files say comes from `describe` (for kinds this layer does not know: vector kinds are
+/// above it), else from its scalar kind (`segment_details`).
+pub async fn index_statistics<F>(ds: &Arc<Dataset>, name: &str, describe: F) -> Result<Value>
+where
+    F: for<'a> Fn(&'a Dataset, &'a IndexSegment) -> BoxFuture<'a, Result<Option<Value>>>,
+{
     let all = ds.index_segments()?;
     let segments: Vec<&IndexSegment> = all.iter().filter(|s| s.name == name).collect();
     let Some(first) = segments.first() else {
@@ -35,7 +41,11 @@ pub async fn index_statistics(ds: &Arc<Dataset>, name: &str) -> Result<Value> {
     let mut rows_per_delta = Vec::with_capacity(segments.len());
     let mut covered = roaring::RoaringBitmap::new();
     for s in &segments {
-        per_segment.push(segment_details(ds, s).await?);
+        let details = match describe(ds, s).await? {
+            Some(d) => d,
+            None => segment_details(ds, s).await?,
+        };
+        per_segment.push(details);
         rows_per_delta.push(rows_covered(ds, s).await?);
         covered |= s.live_fragments(ds.fragments());
     }

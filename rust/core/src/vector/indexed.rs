@@ -38,7 +38,7 @@ pub async fn usable(
     for s in segments.iter() {
         let on_column = s.fields.len() == 1
             && ds.schema.path_of(s.fields[0]).as_deref() == Some(nearest.column.as_str());
-        if on_column && s.kind.starts_with("IVF_") {
+        if on_column && super::registry::vector_kind_of(s).is_some() {
             let ivf = Ivf::load(ds, s).await.map_err(|e| {
                 e.context(&format!(
                     "vector index '{}' on column '{}'",

@@ -1,56 +1,40 @@
-//! IVF vector indices as pylance writes them (IVF_FLAT, IVF_PQ, IVF_SQ, and the HNSW
-//! variants, whose partitions are read here without their graphs): two Lance files under
+//! IVF vector indices as pylance writes them, whatever their kind: two Lance files under
 //! `_indices/<uuid>/`:
 //!
-//! - `index.idx`: schema metadata `lance:index` (`{"type", "distance_type"}`) and
-//!   `lance:ivf`, the global buffer holding the `IVF` message with the centroids;
-//! - `auxiliary.idx`: one row per indexed vector (`_rowid` and the stored vector: `flat`,
-//!   `__pq_code` or `__sq_code`), grouped by partition at the row offsets and counts of its
-//!   own `IVF` message; `storage_metadata` says how vectors are stored (PQ codebook in a
-//!   global buffer, SQ bounds).
+//! - `index.idx`: schema metadata `lance:index` (`{"type", "distance_type"}`: the kind,
+//!   found in the registry) and `lance:ivf`, the global buffer holding the `IVF` message
+//!   with the centroids;
+//! - `auxiliary.idx`: one row per indexed vector (`_rowid` and the stored vector in the
+//!   kind's column), grouped by partition at the row offsets and counts of its own `IVF`
+//!   message; `storage_metadata` says how the kind stores vectors (read by the kind:
+//!   `VectorIndexKind::load`).
 //!
 //! A search ranks the partitions by their centroid's distance to the query and measures
 //! every stored vector of the nearest few (exhaustively within a partition, so recall is
 //! at least a graph search's).
 use std::sync::Arc;
 
-use arrow_array::{Array, FixedSizeListArray, UInt8Array};
+use arrow_array::{Array, FixedSizeListArray};
 use prost::Message;
 
-use super::distance::{self, Metric, Query};
+use super::distance::{self, Metric};
+use super::kind::{Quantizer, StoredFile, VectorKind};
+use super::tensor::tensor_values;
 use super::topk::{Neighbour, TopK};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::proto::index::{tensor, Ivf as IvfProto, Tensor};
+use crate::proto::index::Ivf as IvfProto;
 use crate::session::IndexCacheRef;
 use crate::table::index_segments::IndexSegment;
 
 const INDEX_FILE: &str = "index.idx";
 const AUX_FILE: &str = "auxiliary.idx";
 
-/// How the auxiliary file stores each vector.
-#[derive(Debug)]
-pub(super) enum Stored {
-    /// As-is (L2-normalized for cosine).
-    Flat,
-    /// Product quantization: `m` sub-vectors, a code of `bits` bits each; the codebook is
-    /// `[m][2^bits][dim/m]`; codes of a partition are stored sub-vector by sub-vector
-    /// (`transposed`) or vector by vector.
-    Pq {
-        m: usize,
-        bits: u32,
-        codebook: Vec<f32>,
-        transposed: bool,
-    },
-    /// Scalar quantization of every element to 8 bits within one global range.
-    Sq { start: f64, end: f64 },
-}
-
 /// One IVF index segment, its model in memory; partitions read on demand (and kept).
 pub struct Ivf {
     dir: String,
     pub(super) shown: String,
-    pub kind: String,
+    pub kind: VectorKind,
     pub metric: Metric,
     pub dim: usize,
     /// Row-major, `partitions x dim`, as f32 (the element type's values).
@@ -60,7 +44,10 @@ pub struct Ivf {
     /// Row offset and count of each partition in the auxiliary file.
     offsets: Vec<u64>,
     pub(super) lengths: Vec<u64>,
-    pub(super) stored: Stored,
+    /// How the kind stores the rows, as trained for this segment.
+    pub(super) quantizer: Arc<dyn Quantizer>,
+    /// The schema metadata of `index.idx` (a graph's shape, for statistics).
+    index_metadata: arrow_schema::Metadata,
     aux: Arc<Dataset>,
     /// Where partitions read are kept: the session the model was loaded in.
     cache: IndexCacheRef,
@@ -70,40 +57,6 @@ pub struct Ivf {
 pub(super) struct Partition {
     pub(super) row_ids: Vec<u64>,
     pub(super) vectors: FixedSizeListArray,
-}
-
-fn tensor_values(t: &Tensor, shown: &str, what: &str) -> Result<Vec<f32>> {
-    let d = &t.data;
-    let bad = || {
-        Error::corrupt(
-            shown,
-            format!("{what}: {} bytes do not fit its type", d.len()),
-        )
-    };
-    Ok(match tensor::DataType::try_from(t.data_type) {
-        Ok(tensor::DataType::Float32) if d.len().is_multiple_of(4) => d
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
-            .collect(),
-        Ok(tensor::DataType::Float16) if d.len().is_multiple_of(2) => d
-            .chunks_exact(2)
-            .map(|b| half::f16::from_le_bytes(b.try_into().expect("2 bytes")).to_f32())
-            .collect(),
-        Ok(tensor::DataType::Float64) if d.len().is_multiple_of(8) => d
-            .chunks_exact(8)
-            .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")) as f32)
-            .collect(),
-        Ok(tensor::DataType::Uint8) => d.iter().map(|&b| b as f32).collect(),
-        Ok(tensor::DataType::Float32 | tensor::DataType::Float16 | tensor::DataType::Float64) => {
-            return Err(bad())
-        }
-        _ => {
-            return Err(Error::unsupported(
-                shown,
-                format!("{what} of tensor type {}", t.data_type),
-            ))
-        }
-    })
 }
 
 /// The `IVF` message in the global buffer that schema metadata `lance:ivf` names.
@@ -158,7 +111,10 @@ impl Ivf {
             .get("lance:index")
             .ok_or_else(|| Error::unsupported(&shown, "no 'lance:index' metadata: not an IVF index this reader knows (a legacy single-file index?)"))?;
         let about = json(&shown, "lance:index", about)?;
-        let kind = about["type"].as_str().unwrap_or_default().to_string();
+        let type_name = about["type"].as_str().unwrap_or_default();
+        let kind = super::registry::vector_kind_named(type_name).ok_or_else(|| {
+            Error::unsupported(&shown, format!("a vector index of type '{type_name}'"))
+        })?;
         let metric = Metric::parse(about["distance_type"].as_str().unwrap_or("l2"))
             .map_err(|e| e.in_file(&shown))?;
         let ivf = ivf_message(&index, &shown).await?;
@@ -216,70 +172,26 @@ impl Ivf {
             None => vec![],
         };
         let first = storage.first().cloned().unwrap_or_default();
-        let column_of = |name: &str| aux.arrow_schema.field_with_name(name).is_ok();
-        let stored = if column_of("__pq_code") {
-            let m = first["num_sub_vectors"].as_u64().unwrap_or(0) as usize;
-            let bits = first["nbits"].as_u64().unwrap_or(8) as u32;
-            if m == 0 || dim % m != 0 || !(bits == 8 || bits == 4) {
-                return Err(Error::corrupt(
-                    &aux_shown,
-                    format!("PQ with {m} sub-vectors of {bits} bits for {dim} dimensions"),
-                ));
-            }
-            let at = first["codebook_position"].as_u64().ok_or_else(|| {
-                Error::corrupt(&aux_shown, "PQ storage metadata without codebook_position")
-            })?;
-            let reader = aux.open_file(&aux.fragments()[0].files[0], None).await?;
-            let bytes = reader.global_buffer(at as usize).await?;
-            let t = Tensor::decode(bytes)
-                .map_err(|e| Error::corrupt(&aux_shown, format!("the PQ codebook: {e}")))?;
-            let codebook = tensor_values(&t, &aux_shown, "the PQ codebook")?;
-            if codebook.len() != (1usize << bits) * dim {
-                return Err(Error::corrupt(
-                    &aux_shown,
-                    format!(
-                        "a PQ codebook of {} values for {bits}-bit codes of {dim} dimensions",
-                        codebook.len()
-                    ),
-                ));
-            }
-            Stored::Pq {
-                m,
-                bits,
-                codebook,
-                transposed: first["transposed"].as_bool().unwrap_or(false),
-            }
-        } else if column_of("__sq_code") {
-            let b = &first["bounds"];
-            match (b["start"].as_f64(), b["end"].as_f64()) {
-                (Some(start), Some(end)) => Stored::Sq { start, end },
-                _ => {
-                    return Err(Error::corrupt(
-                        &aux_shown,
-                        "SQ storage metadata without bounds",
-                    ))
-                }
-            }
-        } else if column_of("flat") {
-            Stored::Flat
-        } else {
-            return Err(Error::unsupported(
+        let column = kind.stored_column();
+        if aux.arrow_schema.field_with_name(column).is_err() {
+            let names: Vec<&String> = aux.arrow_schema.fields().iter().map(|f| f.name()).collect();
+            return Err(Error::corrupt(
                 &aux_shown,
                 format!(
-                    "vectors stored as {:?}",
-                    aux.arrow_schema
-                        .fields()
-                        .iter()
-                        .map(|f| f.name())
-                        .collect::<Vec<_>>()
+                    "a {} index without a '{column}' column (it has {names:?})",
+                    kind.name()
                 ),
             ));
-        };
-        let bytes = centroids.len() * 4
-            + match &stored {
-                Stored::Pq { codebook, .. } => codebook.len() * 4,
-                _ => 0,
-            };
+        }
+        let quantizer = kind
+            .load(StoredFile {
+                file: &aux,
+                metadata: &first,
+                dim,
+                shown: &aux_shown,
+            })
+            .await?;
+        let bytes = centroids.len() * 4 + quantizer.bytes();
         Ok((
             Ivf {
                 dir,
@@ -291,7 +203,8 @@ impl Ivf {
                 loss: ivf.loss,
                 offsets: aux_ivf.offsets,
                 lengths,
-                stored,
+                quantizer,
+                index_metadata: meta,
                 aux: Arc::new(aux),
                 cache: IndexCacheRef::of(ds.session()),
             },
@@ -305,12 +218,9 @@ impl Ivf {
         let (start, len) = (self.offsets[p], self.lengths[p]);
         let aux = self.aux.clone();
         let shown = format!("{}/{AUX_FILE}", self.dir);
+        let column = self.kind.stored_column();
         self.cache
             .get_or_load(key, || async move {
-                let column = ["flat", "__pq_code", "__sq_code"]
-                    .into_iter()
-                    .find(|c| aux.arrow_schema.field_with_name(c).is_ok())
-                    .unwrap_or("flat");
                 let options = crate::scan::ScanOptions {
                     columns: Some(vec!["_rowid".into(), column.into()]),
                     row_range: Some((start, start + len)),
@@ -470,130 +380,49 @@ impl Ivf {
 
     /// The index's distance from `q` to every vector of partition `p`.
     fn partition_distances(&self, part: &Partition, p: usize, q: &[f32]) -> Result<Vec<f32>> {
-        let n = part.row_ids.len();
-        let mut out = Vec::with_capacity(n);
-        match &self.stored {
-            Stored::Flat => {
-                let element = match part.vectors.value_type() {
-                    dt if distance::is_vector_element(&dt) => dt,
-                    dt => {
-                        return Err(Error::corrupt(
-                            &self.shown,
-                            format!("stored vectors of {dt}"),
-                        ))
-                    }
-                };
-                let qf: Vec<f64> = q.iter().map(|&v| v as f64).collect();
-                let query = Query::new(&qf, &element)?;
-                distance::distances(self.metric, &query, &part.vectors, &mut out)?;
-            }
-            Stored::Sq { start, end } => {
-                let codes = u8_values(&part.vectors, &self.shown)?;
-                let dim = self.dim;
-                let span = end - start;
-                let qc: Vec<u8> = q
-                    .iter()
-                    .map(|&v| match span > 0.0 {
-                        true => ((v as f64 - start) * 255.0 / span)
-                            .floor()
-                            .clamp(0.0, 255.0) as u8,
-                        false => 0,
-                    })
-                    .collect();
-                let range = span as f32;
-                let scale = (range * range) / (255.0 * 255.0);
-                // Dot: 1 - x'·q, with x' the codes mapped back into the range (as pylance
-                // 14 measures it): 1 - (step·(codes·q) + start·Σq); l2 and cosine: the
-                // squared code differences, scaled.
-                let step = (span / 255.0) as f32;
-                let q_sum: f32 = q.iter().sum();
-                for x in codes[..n * dim].chunks_exact(dim) {
-                    out.push(match self.metric {
-                        Metric::Dot => {
-                            1.0 - (step * distance::dot_u8(x, q) + *start as f32 * q_sum)
-                        }
-                        _ => distance::l2_u8(x, &qc) as f32 * scale,
-                    });
-                }
-            }
-            Stored::Pq {
-                m,
-                bits,
-                codebook,
-                transposed,
-            } => {
-                let (m, codes_per) = (*m, 1usize << bits);
-                let sub = self.dim / m;
-                // The distance of each code of each sub-vector, then a sum per vector.
-                let target: Vec<f32> = match self.metric {
-                    Metric::Dot => q.to_vec(),
-                    _ => {
-                        let c = &self.centroids[p * self.dim..(p + 1) * self.dim];
-                        q.iter().zip(c).map(|(a, b)| a - b).collect()
-                    }
-                };
-                let mut table = vec![0f32; m * codes_per];
-                for j in 0..m {
-                    let t = &target[j * sub..(j + 1) * sub];
-                    for c in 0..codes_per {
-                        let word =
-                            &codebook[(j * codes_per + c) * sub..(j * codes_per + c + 1) * sub];
-                        table[j * codes_per + c] = match self.metric {
-                            Metric::Dot => 1.0 - distance::dot(t, word),
-                            _ => distance::l2(t, word),
-                        };
-                    }
-                }
-                let bytes = u8_values(&part.vectors, &self.shown)?;
-                let per_row = part.vectors.value_length() as usize;
-                if bytes.len() < n * per_row {
-                    return Err(Error::corrupt(
-                        &self.shown,
-                        format!("partition {p}'s codes are cut short"),
-                    ));
-                }
-                let base = match self.metric {
-                    Metric::Dot => -((m - 1) as f32),
-                    _ => 0.0,
-                };
-                out.resize(n, base);
-                // One sub-vector at a time over every row: the codes of a sub-vector are
-                // contiguous when transposed, and its table stays in the L1 cache.
-                for j in 0..m {
-                    let t = &table[j * codes_per..(j + 1) * codes_per];
-                    let byte_j = if *bits == 4 { j / 2 } else { j };
-                    let shift = if *bits == 4 && j % 2 == 1 { 4 } else { 0 };
-                    let mask = if *bits == 4 { 0x0f } else { 0xff };
-                    let code = |b: u8| ((b >> shift) & mask) as usize;
-                    match transposed {
-                        true => {
-                            let col = &bytes[byte_j * n..(byte_j + 1) * n];
-                            for (d, &b) in out.iter_mut().zip(col) {
-                                *d += t[code(b)];
-                            }
-                        }
-                        false => {
-                            for (r, d) in out.iter_mut().enumerate() {
-                                *d += t[code(bytes[r * per_row + byte_j])];
-                            }
-                        }
-                    }
-                }
-            }
+        let centroid = &self.centroids[p * self.dim..(p + 1) * self.dim];
+        let d = self
+            .quantizer
+            .distances(&part.vectors, q, centroid, self.metric, &self.shown)?;
+        if d.len() != part.row_ids.len() {
+            return Err(Error::corrupt(
+                &self.shown,
+                format!("partition {p}'s stored vectors are cut short"),
+            ));
         }
-        Ok(out)
+        Ok(d)
     }
-}
 
-/// The bytes of a fixed-size list of uint8 (codes).
-fn u8_values<'a>(vectors: &'a FixedSizeListArray, shown: &str) -> Result<&'a [u8]> {
-    let start = vectors.offset() * vectors.value_length() as usize;
-    vectors
-        .values()
-        .as_any()
-        .downcast_ref::<UInt8Array>()
-        .map(|a| &a.values()[start..])
-        .ok_or_else(|| Error::corrupt(shown, "codes that are not uint8"))
+    /// What pylance's statistics show of this segment (segment `uuid`).
+    pub fn statistics(&self, uuid: &str) -> serde_json::Value {
+        // As f64, as pylance shows them (an f32 written as itself reads differently).
+        let centroids: Vec<Vec<f64>> = self
+            .centroids
+            .chunks_exact(self.dim)
+            .map(|c| c.iter().map(|&v| v as f64).collect())
+            .collect();
+        let partitions: Vec<serde_json::Value> = self
+            .lengths
+            .iter()
+            .map(|&size| serde_json::json!({ "size": size }))
+            .collect();
+        serde_json::json!({
+            "index_type": self.kind.name(),
+            "uuid": uuid,
+            "uri": format!("{}/{INDEX_FILE}", self.dir),
+            "metric_type": self.metric.name(),
+            "num_partitions": self.lengths.len(),
+            "sub_index": self.kind.sub_index_statistics(
+                self.quantizer.as_ref(),
+                self.metric,
+                &self.index_metadata,
+            ),
+            "partitions": partitions,
+            "centroids": centroids,
+            "loss": self.loss,
+            "index_file_version": "V3",
+        })
+    }
 }
 
 /// How many partitions a search probes: pylance's `nprobes` (exactly that many), or its

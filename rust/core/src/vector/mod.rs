@@ -1,7 +1,14 @@
 //! Vector search: the k rows nearest to a query vector, as pylance's `nearest=` finds them.
 //!
-//! - `build`: building IVF_FLAT, IVF_PQ and IVF_SQ indices in pylance's layout, trained
-//!   by `kmeans`;
+//! - `kind`: what a vector index kind is (`VectorIndexKind`, its trained `Quantizer`);
+//!   one file per kind: `flat` (IVF_FLAT), `pq` (IVF_PQ), `sq` (IVF_SQ), `hnsw` (the
+//!   IVF_HNSW kinds, read only); `registry` lists them, and finds any index kind, scalar
+//!   or vector, by the name a user gives it; `stats` what pylance's statistics show of
+//!   an index of either family;
+//! - `build`: building IVF indices in pylance's layout, partitions trained by `kmeans`,
+//!   rows stored by their kind (`encoded`: the rows before they are laid out; `tensor`:
+//!   centroids and codebooks in files); `reuse`: an existing segment's model and rows read
+//!   back;
 //! - `distance`: the metrics and their SIMD kernels;
 //! - `indexed`: a search through the column's IVF index, merged with the unindexed rest;
 //! - `ivf`: reading pylance's IVF indices and searching their nearest partitions;
@@ -11,13 +18,24 @@
 //! winners' columns taken) is a query: `crate::query::nearest`.
 pub mod build;
 pub mod distance;
+pub mod encoded;
+pub mod flat;
+pub mod hnsw;
 pub mod indexed;
 pub mod ivf;
+pub mod kind;
 pub mod kmeans;
+pub mod pq;
+pub mod registry;
 pub mod reuse;
+pub mod sq;
+pub mod stats;
+pub mod tensor;
 pub mod topk;
 
 pub use distance::Metric;
+pub use kind::{IvfParams, Quantizer, VectorIndexKind, VectorKind};
+pub use registry::{kind_from_user, vector_kind_named, vector_kind_of, IndexKind, VECTOR_KINDS};
 
 /// The name of the distance column a search adds.
 pub const DISTANCE: &str = "_distance";

@@ -177,9 +177,10 @@ pub(crate) fn on_rewrite(
 ) -> OnRewrite {
     let (holds_row_ids, remappable) = match kind_of(segment) {
         Some(kind) => (kind.holds_row_ids(segment.index_version), kind.remaps()),
+        // Every vector index holds row ids; those lance_core builds it can rewrite.
         None => (
-            segment.kind.starts_with("IVF_"),
-            crate::vector::reuse::storage_of(&segment.kind).is_some(),
+            segment.type_url.ends_with("VectorIndexDetails"),
+            crate::vector::vector_kind_of(segment).is_some_and(|k| k.builds()),
         ),
     };
     match () {

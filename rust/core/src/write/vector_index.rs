@@ -1,4 +1,6 @@
-//! Vector indices written (IVF_FLAT, IVF_PQ, IVF_SQ; `vector::build` makes the files):
+//! Vector indices written, whatever their kind (`vector::build` trains the model and makes
+//! the files, each kind storing its rows as `vector::VectorIndexKind` says; this module
+//! reads the column, hands it over and commits):
 //!
 //! - `create_vector_index`: a model trained on a sample of the column (pass 1), every
 //!   vector encoded with it (pass 2), one segment committed;
@@ -24,8 +26,10 @@ use crate::index::IndexFileData;
 use crate::proto::table::IndexMetadata;
 use crate::table::transaction::{Operation, Staged};
 use crate::threads::cpu::spawn_cpu;
-use crate::vector::build::{train, Encoded, IvfParams, Model, Sampler};
+use crate::vector::build::{train, Model, Sampler};
+use crate::vector::encoded::Encoded;
 use crate::vector::ivf::Ivf;
+use crate::vector::kind::IvfParams;
 use crate::vector::reuse;
 
 /// Rows per batch a build reads: vectors are wide, and batches smaller than the pages
@@ -127,20 +131,24 @@ fn vector_field(ds: &Dataset, column: &str, params: &IvfParams) -> Result<(i32, 
         .field_with_name(column)
         .map_err(|_| Error::invalid(format!("{}: no column '{column}' to index", ds.uri())))?;
     match arrow.data_type() {
-        DataType::FixedSizeList(item, _)
+        DataType::FixedSizeList(item, dim)
             if matches!(
                 item.data_type(),
                 DataType::Float16 | DataType::Float32 | DataType::Float64
             ) =>
         {
             params.metric.check(item.data_type(), column)?;
+            params
+                .kind
+                .check(params, *dim as usize)
+                .map_err(|reason| Error::invalid(format!("{}: {reason}", ds.uri())))?;
             Ok((field.id, item.data_type().clone()))
         }
         other => Err(Error::invalid(format!(
             "{}: column '{column}' is {other}; a {} index needs a fixed-size list of float16, \
              float32 or float64",
             ds.uri(),
-            params.storage.index_type()
+            params.kind.name()
         ))),
     }
 }
@@ -196,10 +204,7 @@ async fn train_model(
 }
 
 fn building(params: &IvfParams, column: &str) -> String {
-    format!(
-        "building {} on column '{column}'",
-        params.storage.index_type()
-    )
+    format!("building {} on column '{column}'", params.kind.name())
 }
 
 /// Pass 2: every vector of `column` in `fragments` (physical rows `row_range` of each,
@@ -237,23 +242,17 @@ async fn write_model(
     let element = element.clone();
     let what = building(model.params(), column);
     let built = spawn_cpu(what, move || model.finish(encoded, &element)).await?;
-    let files = built
-        .files
-        .into_iter()
-        .map(|f| IndexFileData {
-            name: f.name.to_string(),
-            batch: f.batch,
-            global_buffers: f.global_buffers,
-        })
-        .collect();
-    Ok((write_files(ds, staged, uuid, files).await?, built.details))
+    Ok((
+        write_files(ds, staged, uuid, built.files).await?,
+        built.details,
+    ))
 }
 
-/// The model of segment `meta` when lance_core can encode rows as it did (IVF_FLAT,
-/// IVF_PQ or IVF_SQ, not hamming); None for the others (a graph would need rebuilding).
+/// The model of segment `meta` when lance_core can encode rows as it did (a kind it
+/// builds); None for the others (a graph would need rebuilding).
 async fn reusable(ds: &Dataset, meta: &IndexMetadata) -> Result<Option<Arc<Ivf>>> {
     let segment = crate::table::index_segments::segment(meta)?;
-    if reuse::storage_of(&segment.kind).is_none() {
+    if !crate::vector::vector_kind_of(&segment).is_some_and(|k| k.builds()) {
         return Ok(None);
     }
     let ivf = Ivf::load(ds, &segment).await?;

@@ -1,7 +1,7 @@
 //! `_Dataset`'s indices: scalar and vector builds (whole, or by segment for Spark),
 //! statistics, optimize and drop.
 
-use lance_core::dataset::Dataset;
+use lance_core::vector::registry::scalar_kind_to_build;
 use lance_core::write::vector_index;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -14,23 +14,20 @@ use crate::runtime::block_on;
 /// A vector index as a plan names it: name, kind, metric, segment uuids.
 type VectorIndexPlan = (String, String, String, Vec<String>);
 
-/// The kind of scalar index a user names (any case), to build on `ds`.
-fn index_kind(ds: &Dataset, index_type: &str) -> lance_core::Result<lance_core::index::Kind> {
-    lance_core::index::kind_from_user(index_type).ok_or_else(|| {
-        let built: Vec<&str> = lance_core::index::KINDS
-            .iter()
-            .map(|k| k.user_names()[0])
-            .collect();
-        lance_core::Error::invalid(format!(
-            "{}: index type '{index_type}' is not built by lance_core (it builds {})",
-            ds.uri(),
-            built.join(", ")
-        ))
-    })
-}
-
 #[pymethods]
 impl PyDataset {
+    /// Which family of index the kind a user names (any case) is: "scalar", "vector", or
+    /// None when lance_core knows no such kind; and whether lance_core builds it. The one
+    /// lookup `create_index` and the Spark builds route a name by.
+    #[staticmethod]
+    fn index_kind(index_type: &str) -> Option<(&'static str, &'static str, bool)> {
+        use lance_core::vector::registry::{kind_from_user, IndexKind};
+        kind_from_user(index_type).map(|k| match k {
+            IndexKind::Scalar(_) => ("scalar", k.user_name(), k.builds()),
+            IndexKind::Vector(_) => ("vector", k.user_name(), k.builds()),
+        })
+    }
+
     /// The index segments the manifest lists, one dict each (see `table::index_segments::IndexSegment`).
     fn index_segments<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
         guard(|| {
@@ -84,7 +81,7 @@ impl PyDataset {
         probability: Option<f64>,
     ) -> PyResult<Self> {
         guard(|| {
-            let kind = index_kind(&self.inner, &index_type).py()?;
+            let kind = scalar_kind_to_build(self.inner.uri(), &index_type).py()?;
             let params = lance_core::write::index::ScalarIndexParams {
                 kind,
                 name,
@@ -207,7 +204,7 @@ impl PyDataset {
         guard(|| {
             let ds = self.inner.clone();
             let v = block_on(py, async move {
-                lance_core::index::stats::index_statistics(&ds, &name).await
+                lance_core::vector::stats::index_statistics(&ds, &name).await
             })
             .py()?;
             Ok(v.to_string())
@@ -269,7 +266,7 @@ impl PyDataset {
                 let (first, ivf) = &segments[0];
                 (
                     first.name.clone(),
-                    ivf.kind.clone(),
+                    ivf.kind.name().to_string(),
                     metric.name().to_string(),
                     segments.iter().map(|(s, _)| s.uuid.clone()).collect(),
                 )
@@ -298,7 +295,7 @@ impl PyDataset {
         use prost::Message;
         guard(|| {
             let params = ScalarIndexParams {
-                kind: index_kind(&self.inner, &index_type).py()?,
+                kind: scalar_kind_to_build(self.inner.uri(), &index_type).py()?,
                 name,
                 replace: true,
                 page_rows,
@@ -327,7 +324,7 @@ impl PyDataset {
         use lance_core::write::index::{replaced_segments, ScalarIndexParams, SegmentSpec};
         guard(|| {
             let params = ScalarIndexParams {
-                kind: index_kind(&self.inner, &index_type).py()?,
+                kind: scalar_kind_to_build(self.inner.uri(), &index_type).py()?,
                 name,
                 replace,
                 page_rows: None,
