@@ -8,6 +8,8 @@ pub(crate) use fragment::WholeFiles;
 pub mod json;
 mod legacy;
 mod lists20;
+#[cfg(test)]
+mod model_tests;
 mod output;
 pub mod plan;
 pub(crate) mod rebatch;

@@ -16,6 +16,8 @@ pub mod index;
 mod index_files;
 pub mod leaves;
 pub mod merge_insert;
+#[cfg(test)]
+mod model_tests;
 mod project;
 mod restore;
 pub mod rows;
