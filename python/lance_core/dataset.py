@@ -27,7 +27,7 @@ from .optimize import DatasetOptimizer
 from .fragment import (_ROW_KEYS, FragmentSession, LanceFragment, _conform, _merge_matcher,  # noqa: F401
                        _sql_columns, _uri)
 from .scanner import (_HINTS, ColumnOrdering, LanceScanner, _blob_columns, _check_hints,  # noqa: F401
-                      _cut_by_bytes, _filter_text, _indices, _orderings)
+                      _cut_by_bytes, _filter, _indices, _orderings, _predicate)
 from .results import (CleanupCandidateFile, CleanupExplanation, CleanupReferencedBranch,  # noqa: F401
                       CleanupStats, CompactionMetrics, DataStatistics, FieldStatistics, IndexDescription,
                       IndexSegmentDescription, IOStats, Transaction)
@@ -151,13 +151,10 @@ class LanceDataset(TableConfig, TableIndices, TableColumns, TableVersions, pa_ds
         """This version seen through `expression` (SQL or a pyarrow compute expression):
         its scans keep only the matching rows, as pyarrow's `Dataset.filter`."""
         defaults = dict(self._default_scan_options or {})
-        sql = _filter_text(expression)
-        if not isinstance(sql, str):
-            raise InvalidInputError(f"filter takes SQL text or a pyarrow compute expression, got {expression!r}")
-        if defaults.get("filter") is not None:
-            sql = f"({_filter_text(defaults['filter'])}) AND ({sql})"
+        where = _predicate(expression, "filter")
+        earlier = _filter(defaults.get("filter"))
         view = LanceDataset(self._ds)
-        view._default_scan_options = {**defaults, "filter": sql}
+        view._default_scan_options = {**defaults, "filter": where if earlier is None else earlier & where}
         view._commit_lock = self._commit_lock
         return view
 
@@ -372,7 +369,7 @@ class LanceDataset(TableConfig, TableIndices, TableColumns, TableVersions, pa_ds
             return self.scanner(filter=filter, **kwargs).count_rows()
         if filter is None:
             filter = (self._default_scan_options or {}).get("filter")
-        return self._ds.count_rows(None, _filter_text(filter))
+        return self._ds.count_rows(None, _filter(filter))
 
     def delete(self, predicate: str, *, conflict_retries: int = 10, **kwargs: Any) -> Dict[str, int]:
         """Delete the rows matching `predicate` (SQL, e.g. "id > 10 AND name LIKE 'a%'"),
@@ -380,7 +377,7 @@ class LanceDataset(TableConfig, TableIndices, TableColumns, TableVersions, pa_ds
         loses to another writer's change of the same fragments is re-run against the new
         version, up to `conflict_retries` times (`CommitConflictError` after that).
         Returns `{"num_deleted_rows": n}`, as pylance does."""
-        self._ds, count = self._ds.delete(_filter_text(predicate), conflict_retries)
+        self._ds, count = self._ds.delete(_predicate(predicate, "delete"), conflict_retries)
         return {"num_deleted_rows": count}
 
     def update(self, updates: Dict[str, str], where: Optional[str] = None, *, conflict_retries: int = 10,
@@ -400,10 +397,7 @@ class LanceDataset(TableConfig, TableIndices, TableColumns, TableVersions, pa_ds
         for k, v in updates.items():
             if not isinstance(k, str) or not isinstance(v, str):
                 raise InvalidInputError(f"updates maps column names to SQL expressions (strings), got {k!r}: {v!r}")
-        where = _filter_text(where)
-        if where is not None and not isinstance(where, str):
-            raise InvalidInputError("where must be a SQL string or a pyarrow compute expression")
-        self._ds, n = self._ds.update(list(updates.items()), where, int(conflict_retries))
+        self._ds, n = self._ds.update(list(updates.items()), _filter(where), int(conflict_retries))
         return {"num_rows_updated": n}
 
     def merge_insert(self, on: Optional[Union[str, List[str]]] = None) -> "MergeInsertBuilder":

@@ -16,7 +16,7 @@ import pyarrow.dataset as pa_ds
 from ._inputs import as_stream
 from .errors import InvalidInputError, LanceError
 from .fragment_metadata import DataFile, FragmentMetadata, write_fragments
-from .scanner import LanceScanner, _filter_text, _indices
+from .scanner import LanceScanner, _filter, _indices, _predicate
 from .schema import LanceSchema
 from .udf import BatchUDF, ProducerErrors, RowRuns, as_batch, is_row_stream, row_runs
 
@@ -119,7 +119,7 @@ class LanceFragment(pa_ds.Fragment):
         """Delete this fragment's rows matching `predicate` without committing: its new
         metadata (commit it with `LanceOperation.Delete`/`Update`), or None when no row is
         left."""
-        data = self._dataset._ds.delete_in_fragment(self.fragment_id, _filter_text(predicate))
+        data = self._dataset._ds.delete_in_fragment(self.fragment_id, _predicate(predicate, "delete"))
         return None if data is None else FragmentMetadata._from_bytes(data)
 
     def head(self, num_rows: int) -> pa.Table:
@@ -167,7 +167,7 @@ class LanceFragment(pa_ds.Fragment):
         return self.to_table(columns, **kwargs).to_pandas()
 
     def count_rows(self, filter: Any = None) -> int:
-        return self._dataset._ds.count_rows(self.fragment_id, _filter_text(filter))
+        return self._dataset._ds.count_rows(self.fragment_id, _filter(filter))
 
     def scanner(self, columns: Optional[List[str]] = None, **kwargs) -> LanceScanner:
         return LanceScanner(self._dataset, columns=columns, fragment_ids=[self.fragment_id], **kwargs)

@@ -36,7 +36,7 @@ class LanceScanner(pa_ds.Scanner):
         with_row_address: bool = False,
         fragment_ids: Optional[List[int]] = None,
         io_buffer_size: Optional[int] = None,
-        filter: Optional[str] = None,
+        filter: Optional[Union[str, pc.Expression]] = None,
         row_range: Optional[Tuple[int, int]] = None,
         include_deleted: bool = False,
         late_materialization: bool = True,
@@ -58,7 +58,7 @@ class LanceScanner(pa_ds.Scanner):
         if batch_size_bytes is not None and (not isinstance(batch_size_bytes, int) or batch_size_bytes < 1):
             raise InvalidInputError(f"batch_size_bytes must be a positive integer, got {batch_size_bytes!r}")
         self._batch_bytes = batch_size_bytes
-        filter = _filter_text(filter)
+        filter = _filter(filter)
         if isinstance(columns, str):
             raise InvalidInputError("columns must be a list of column names, not a string")
         projection = None
@@ -184,7 +184,7 @@ class LanceScanner(pa_ds.Scanner):
             # pylance's node names: ANNSubIndex / ANNIvfPartition through an index,
             # KNNVectorDistance for an exhaustive search.
             index = ds._ds.vector_index_for(n) if a["fragment_ids"] is None else None
-            how = (", prefilter" if n["prefilter"] else ", postfilter" if a["filter"] else "") + (
+            how = (", prefilter" if n["prefilter"] else ", postfilter" if a["filter"] is not None else "") + (
                 f", queries={n['num_queries']}" if n["batch"] else "")
             if index is not None:
                 name, kind, metric, uuids = index
@@ -323,13 +323,26 @@ def _blob_columns(schema: pa.Schema) -> List[str]:
     return out
 
 
-def _filter_text(f: Any) -> Any:
-    """A filter as SQL text: a pyarrow compute expression (`pc.field("a") > 5`) is read
-    by the core from the form pyarrow pickles it in; anything else is left as it is."""
+def _filter(f: Any) -> Optional["_lance_core._Filter"]:
+    """A filter argument as the core's typed filter: SQL text is parsed here, once (a bad
+    one fails where it was given), a pyarrow compute expression (`pc.field("a") > 5`) is
+    read from the form pyarrow pickles it in, never printed to SQL. None or blank text is
+    no filter."""
+    if f is None or isinstance(f, _lance_core._Filter):
+        return f
     if isinstance(f, pc.Expression):
-        serialized = f.__reduce__()[1][0]
-        return _lance_core._pyarrow_filter(serialized.to_pybytes())
-    return f
+        return _lance_core._Filter.pyarrow(f.__reduce__()[1][0].to_pybytes())
+    if isinstance(f, str):
+        return _lance_core._Filter.sql(f) if f.strip() else None
+    raise InvalidInputError(f"a filter is SQL text or a pyarrow compute expression, got {f!r}")
+
+
+def _predicate(f: Any, what: str) -> "_lance_core._Filter":
+    """`_filter` where a filter must be given (`what` names the call, for the error)."""
+    where = _filter(f)
+    if where is None:
+        raise InvalidInputError(f"{what} takes a predicate (SQL text or a pyarrow compute expression), got {f!r}")
+    return where
 
 
 @dataclass

@@ -1,13 +1,90 @@
-//! `_pyarrow_filter`: a pyarrow compute expression (as pyarrow serializes it) as the SQL
-//! text of the same filter, so that every filter argument also takes `pc.field("a") > 5`;
+//! Filters as typed values: `_Filter` holds the core's `Expr`, read once from SQL text or
+//! from a pyarrow compute expression (as pyarrow serializes it), and `Filter` is the one
+//! conversion every binding entry point taking a filter uses (a `_Filter` as it is, SQL
+//! text parsed). A pyarrow expression is never printed to SQL and parsed again.
 //! `_parse_select`: a SELECT statement as the parts of a scan (`ds.sql`).
+use lance_core::expr::Expr;
 use pyo3::prelude::*;
 
-use crate::errors::{guard, IntoPyResult};
+use crate::errors::{guard, raise, IntoPyResult};
 
-#[pyfunction]
-pub fn _pyarrow_filter(data: &[u8]) -> PyResult<String> {
-    guard(|| Ok(lance_core::expr::from_pyarrow(data).py()?.to_string()))
+#[pyclass(name = "_Filter", module = "lance_core._lance_core", frozen)]
+pub struct PyFilter {
+    expr: Expr,
+}
+
+#[pymethods]
+impl PyFilter {
+    /// SQL text, parsed here: a bad filter fails where it was given, naming it.
+    #[staticmethod]
+    fn sql(text: &str) -> PyResult<Self> {
+        guard(|| {
+            Ok(PyFilter {
+                expr: lance_core::expr::parse(text).py()?,
+            })
+        })
+    }
+
+    /// A pyarrow compute expression, from the bytes pyarrow serializes it to.
+    #[staticmethod]
+    fn pyarrow(data: &[u8]) -> PyResult<Self> {
+        guard(|| {
+            Ok(PyFilter {
+                expr: lance_core::expr::from_pyarrow(data).py()?,
+            })
+        })
+    }
+
+    /// Both filters (`a & b`: SQL's AND).
+    fn __and__(&self, other: Filter) -> Self {
+        PyFilter {
+            expr: self.expr.clone().and(other.0),
+        }
+    }
+
+    /// The filter as SQL, for plans and messages.
+    fn __str__(&self) -> String {
+        self.expr.to_string()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("_Filter({:?})", self.expr.to_string())
+    }
+}
+
+/// A filter argument: a `_Filter` (its expression as it is) or SQL text (parsed).
+pub struct Filter(pub Expr);
+
+impl Filter {
+    /// The filter as SQL text, for the core's entry points that still take text (they
+    /// parse it and record it in the transaction). Printing reads back as the same
+    /// expression (`Expr`'s `Display`).
+    pub fn sql(&self) -> String {
+        self.0.to_string()
+    }
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Filter {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(f) = obj.cast::<PyFilter>() {
+            return Ok(Filter(f.get().expr.clone()));
+        }
+        if let Ok(text) = obj.extract::<String>() {
+            return guard(|| Ok(Filter(lance_core::expr::parse(&text).py()?)));
+        }
+        let kind = obj
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        Err(raise(
+            obj.py(),
+            "InvalidInputError",
+            format!("a filter is SQL text or a pyarrow compute expression, not a {kind}"),
+        ))
+    }
 }
 
 /// A SELECT's outputs (None for `*`, else (name, SQL)), table, filter, order (column,

@@ -68,7 +68,7 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema::_json_to_schema, m)?)?;
     m.add_function(wrap_pyfunction!(schema::_lance_schema_fields, m)?)?;
     m.add_function(wrap_pyfunction!(commit::_fragment_from_json, m)?)?;
-    m.add_function(wrap_pyfunction!(filters::_pyarrow_filter, m)?)?;
+    m.add_class::<filters::PyFilter>()?;
     m.add_function(wrap_pyfunction!(filters::_parse_select, m)?)?;
     m.add_function(wrap_pyfunction!(spark::_spark_predicates, m)?)?;
     m.add_function(wrap_pyfunction!(spark::_spark_schema, m)?)?;

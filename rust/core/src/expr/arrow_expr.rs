@@ -235,7 +235,9 @@ pub(crate) fn literal(a: &ArrayRef) -> Result<Literal> {
                 d.ok_or_else(|| bad("a date out of range"))?.to_string(),
             )
         }
-        DataType::Timestamp(unit, None) => {
+        // An instant (with a time zone) keeps its offset: the text then reads as that
+        // instant whatever the column's zone.
+        DataType::Timestamp(unit, tz) => {
             let t = match unit {
                 TimeUnit::Second => a.as_primitive::<TimestampSecondType>().value_as_datetime(0),
                 TimeUnit::Millisecond => a
@@ -249,9 +251,10 @@ pub(crate) fn literal(a: &ArrayRef) -> Result<Literal> {
                     .value_as_datetime(0),
             };
             let t = t.ok_or_else(|| bad("a timestamp out of range"))?;
+            let offset = if tz.is_some() { "+00:00" } else { "" };
             typed(
                 TypedKind::Timestamp(*unit),
-                t.format("%Y-%m-%d %H:%M:%S%.9f").to_string(),
+                format!("{}{offset}", t.format("%Y-%m-%d %H:%M:%S%.9f")),
             )
         }
         other => return Err(bad(format!("literals of type {other} are not supported"))),

@@ -178,7 +178,14 @@ fn natural(l: &Literal) -> Result<ArrayRef> {
         Literal::Typed { kind, text } => {
             let to = match kind {
                 TypedKind::Date => DataType::Date32,
-                TypedKind::Timestamp(unit) => DataType::Timestamp(*unit, None),
+                // Text with an offset (`...Z`, `...+02:00`) is an instant, not a wall
+                // clock reading: it keeps its meaning against a column in any time zone.
+                TypedKind::Timestamp(unit) => {
+                    let instant = text
+                        .get(10..)
+                        .is_some_and(|t| t.contains(['Z', 'z', '+', '-']));
+                    DataType::Timestamp(*unit, instant.then(|| "+00:00".into()))
+                }
                 TypedKind::Time => DataType::Time64(TimeUnit::Microsecond),
                 TypedKind::Decimal(p, s) => DataType::Decimal128(*p, *s),
             };

@@ -1102,6 +1102,27 @@ mod tests {
     }
 
     #[test]
+    fn a_timestamp_with_an_offset_is_an_instant_in_any_zone() {
+        // 2024-01-01 05:00 UTC: midnight in New York.
+        let t = arrow_array::TimestampMicrosecondArray::from(vec![1_704_085_200_000_000])
+            .with_timezone("America/New_York");
+        let b = RecordBatch::try_from_iter(vec![("t", Arc::new(t) as ArrayRef)]).unwrap();
+        for (sql, passes) in [
+            ("t = TIMESTAMP '2024-01-01 05:00:00+00:00'", true),
+            ("t = TIMESTAMP '2024-01-01 00:00:00-05:00'", true),
+            ("t = TIMESTAMP '2024-01-01 05:00:00Z'", true),
+            ("t < TIMESTAMP '2024-01-01 04:00:00+00:00'", false),
+            // Without an offset it is a wall clock reading in the column's zone.
+            ("t = TIMESTAMP '2024-01-01 00:00:00'", true),
+            ("t = TIMESTAMP '2024-01-01 05:00:00'", false),
+        ] {
+            let bound = bind_filter(&parse(sql).unwrap(), &b.schema()).unwrap();
+            let got: Vec<_> = evaluate_filter(&bound, &b).unwrap().iter().collect();
+            assert_eq!(got, vec![Some(passes)], "{sql}");
+        }
+    }
+
+    #[test]
     fn expressions_print_as_sql_that_parses_back() {
         for sql in [
             "(a + 1) > 2",

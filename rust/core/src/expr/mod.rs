@@ -505,12 +505,7 @@ impl std::fmt::Display for Expr {
                 let parts: Vec<String> = path
                     .iter()
                     .map(|p| {
-                        let plain = p
-                            .chars()
-                            .next()
-                            .is_some_and(|c| c.is_alphabetic() || c == '_')
-                            && p.chars().all(|c| c.is_alphanumeric() || c == '_');
-                        if plain {
+                        if parse::is_bare_name(p) {
                             p.clone()
                         } else {
                             format!("`{}`", p.replace('`', "``"))

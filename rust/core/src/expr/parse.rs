@@ -728,6 +728,48 @@ fn sql_type(t: &ast::DataType) -> Option<DataType> {
     })
 }
 
+/// Whether `name` reads back as that column written bare (else it is printed quoted): a
+/// word, and when it is a keyword (`id`, `date`, `not`, `all`, `select`), one read as the
+/// quoted name in each place a column can stand — some keywords mean something of their
+/// own in some of them (`not IS NULL`, `x = all`).
+pub(crate) fn is_bare_name(name: &str) -> bool {
+    const PLACES: [&str; 18] = [
+        "$",
+        "$ IS NULL",
+        "$ IS NOT TRUE",
+        "$ IN (1)",
+        "$ NOT IN (1)",
+        "$ LIKE 'a'",
+        "$ BETWEEN $ AND $",
+        "NOT ($ = $)",
+        "NOT $",
+        "($ + 1) * $",
+        "x = $",
+        "-$",
+        "$ AND $ OR $",
+        "coalesce($, $)",
+        "CASE WHEN $ THEN $ ELSE $ END",
+        "$[1]",
+        "$['x']",
+        "CAST($ AS INT)",
+    ];
+    let tokens = sqlparser::tokenizer::Tokenizer::new(&GenericDialect {}, name).tokenize();
+    let Ok([Token::Word(w)]) = tokens.as_deref() else {
+        return false;
+    };
+    if w.quote_style.is_some() || w.value != name {
+        return false;
+    }
+    if w.keyword == sqlparser::keywords::Keyword::NoKeyword {
+        return true;
+    }
+    let quoted = format!("`{name}`");
+    PLACES.iter().all(|place| {
+        let bare = parse_expression(&place.replace('$', name));
+        bare.is_ok() && bare.ok() == parse_expression(&place.replace('$', &quoted)).ok()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -764,5 +806,49 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("unsupported operator"));
+    }
+
+    #[test]
+    fn column_names_print_so_that_they_read_back() {
+        let names = [
+            "a",
+            "é",
+            "Upper",
+            "not",
+            "null",
+            "all",
+            "select",
+            "current_date",
+            "interval",
+            "a b",
+            "x`y",
+            "1a",
+        ];
+        for name in names {
+            let not_null = Expr::IsNull {
+                expr: Box::new(Expr::col(name)),
+                negated: true,
+            };
+            let one = || Box::new(Expr::Literal(Literal::Int(1)));
+            let sum = Expr::Arith {
+                op: ArithOp::Add,
+                left: Box::new(Expr::col(name)),
+                right: one(),
+            };
+            for e in [
+                Expr::cmp(CmpOp::Gt, Expr::col(name), *one()),
+                Expr::cmp(CmpOp::Eq, Expr::col("x"), sum),
+                Expr::col("x").and(not_null).negate(),
+                Expr::col(name).negate(),
+                Expr::InList {
+                    expr: Box::new(Expr::col(name)),
+                    list: vec![Literal::Int(1)],
+                    negated: true,
+                },
+                Expr::Column(vec![name.into(), name.into()]),
+            ] {
+                assert_eq!(parse(&e.to_string()).unwrap(), e, "{e}");
+            }
+        }
     }
 }

@@ -129,11 +129,13 @@ impl PyDataset {
         &self,
         py: Python<'_>,
         updates: Vec<(String, String)>,
-        predicate: Option<String>,
+        predicate: Option<crate::filters::Filter>,
         retries: u32,
     ) -> PyResult<(Self, u64)> {
         guard(|| {
             let ds = self.inner.clone();
+            // The core's update takes SQL text (it names it in errors).
+            let predicate = predicate.map(|p| p.sql());
             let (new, count) = block_on(py, async move {
                 lance_core::write::update(&ds, &updates, predicate.as_deref(), retries).await
             })
@@ -205,8 +207,15 @@ impl PyDataset {
 
     /// Delete the rows matching `predicate`: the new version and how many rows went.
     #[pyo3(signature = (predicate, retries=10))]
-    fn delete(&self, py: Python<'_>, predicate: String, retries: u32) -> PyResult<(Self, u64)> {
+    fn delete(
+        &self,
+        py: Python<'_>,
+        predicate: crate::filters::Filter,
+        retries: u32,
+    ) -> PyResult<(Self, u64)> {
         guard(|| {
+            // The core's delete takes SQL text: it records it in the transaction.
+            let predicate = predicate.sql();
             let (ds, count) = block_on(
                 py,
                 lance_core::write::delete_counted(&self.inner, &predicate, retries),
@@ -284,7 +293,7 @@ impl PyDataset {
         &self,
         py: Python<'_>,
         fragment_id: u64,
-        predicate: Option<String>,
+        predicate: Option<crate::filters::Filter>,
         offsets: Option<Vec<u64>>,
     ) -> PyResult<Option<Vec<u8>>> {
         use lance_core::write::{delete_offsets_uncommitted, delete_uncommitted};
@@ -293,7 +302,8 @@ impl PyDataset {
             let ds = self.inner.clone();
             let fragment = block_on(py, async move {
                 match (predicate, offsets) {
-                    (Some(p), None) => delete_uncommitted(&ds, fragment_id, &p).await,
+                    // The core takes SQL text, as `delete`'s.
+                    (Some(p), None) => delete_uncommitted(&ds, fragment_id, &p.sql()).await,
                     (None, Some(o)) => delete_offsets_uncommitted(&ds, fragment_id, &o).await,
                     _ => Err(lance_core::Error::invalid(
                         "delete_in_fragment takes a predicate or offsets",

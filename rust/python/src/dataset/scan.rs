@@ -12,6 +12,7 @@ use pyo3::types::{PyDict, PyList};
 use super::PyDataset;
 use crate::arrow_export::{PyArrowBatch, PyBatchIterator};
 use crate::errors::{guard, IntoPyResult};
+use crate::filters::Filter;
 use crate::runtime::{block_on, runtime};
 
 /// Named SQL expressions from Python, parsed.
@@ -33,10 +34,10 @@ fn parse_projection(
 impl PyDataset {
     /// How the indices answer `filter`: a line per condition an index answered, and the
     /// fragments left to scan.
-    fn explain_filter(&self, py: Python<'_>, filter: String) -> PyResult<(Vec<String>, Vec<u64>)> {
+    fn explain_filter(&self, py: Python<'_>, filter: Filter) -> PyResult<(Vec<String>, Vec<u64>)> {
         guard(|| {
             let ds = self.inner.clone();
-            let filter = lance_core::expr::parse(&filter).py()?;
+            let filter = filter.0;
             block_on(py, async move {
                 let (selection, lines) =
                     lance_core::index::search::select_explained(&ds, &filter).await?;
@@ -54,10 +55,10 @@ impl PyDataset {
 
     /// The fragments where the indices find, exactly, that no row passes `filter` (a
     /// distributed read plans no task for them).
-    fn fragments_without_matches(&self, py: Python<'_>, filter: String) -> PyResult<Vec<u64>> {
+    fn fragments_without_matches(&self, py: Python<'_>, filter: Filter) -> PyResult<Vec<u64>> {
         guard(|| {
             let ds = self.inner.clone();
-            let filter = lance_core::expr::parse(&filter).py()?;
+            let filter = filter.0;
             block_on(py, async move {
                 lance_core::index::search::fragments_without_matches(&ds, &filter).await
             })
@@ -70,15 +71,11 @@ impl PyDataset {
         &self,
         py: Python<'_>,
         fragment_id: Option<u64>,
-        filter: Option<String>,
+        filter: Option<Filter>,
     ) -> PyResult<u64> {
         guard(|| {
             let ds = self.inner.clone();
-            let filter = filter
-                .filter(|f| !f.trim().is_empty())
-                .map(|f| lance_core::expr::parse(&f))
-                .transpose()
-                .py()?;
+            let filter = filter.map(|f| f.0);
             block_on(py, lance_core::query::count_rows(ds, filter, fragment_id)).py()
         })
     }
@@ -222,7 +219,7 @@ impl PyDataset {
         with_row_address: bool,
         fragment_ids: Option<Vec<u64>>,
         io_buffer_size: Option<usize>,
-        filter: Option<String>,
+        filter: Option<Filter>,
         row_range: Option<(u64, u64)>,
         include_deleted: bool,
         projection: Option<Vec<(String, String)>>,
@@ -245,6 +242,7 @@ impl PyDataset {
                 row_range,
                 include_deleted,
                 strict_batch_size,
+                filter: filter.map(|f| f.0),
                 count_rows_scanned: true,
                 ..Default::default()
             };
@@ -253,9 +251,6 @@ impl PyDataset {
             }
             if let Some(b) = io_buffer_size {
                 options.memory_budget = b.max(1 << 20);
-            }
-            if let Some(f) = filter.filter(|f| !f.trim().is_empty()) {
-                options.filter = Some(lance_core::expr::parse(&f).py()?);
             }
             options.projection = parse_projection(projection)?;
             let query = Query {
