@@ -48,3 +48,18 @@ pub async fn scan_all(ds: &Dataset, options: ScanOptions) -> RecordBatch {
     let batches: Vec<RecordBatch> = s.batches.try_collect().await.unwrap();
     arrow_select::concat::concat_batches(&schema, &batches).unwrap()
 }
+
+/// Every object under the table's root but its manifests.
+pub async fn files(ds: &crate::dataset::Dataset) -> Vec<String> {
+    let mut out: Vec<String> = ds
+        .storage()
+        .list_all("")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| ds.storage().relative(&m.location).to_string())
+        .filter(|p| !p.starts_with("_versions"))
+        .collect();
+    out.sort();
+    out
+}

@@ -19,7 +19,7 @@ use crate::dataset::VersionRef;
 use crate::scan::{scan, ScanOptions};
 use crate::table::deletion::deletion_file_name;
 use crate::table::transaction::Staged;
-use crate::test_util::uri;
+use crate::test_util::{files, uri};
 
 fn rt() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -470,21 +470,6 @@ fn on_model(rows: &mut Vec<Row>, what: &str, next: &mut i64) {
         ("overwrite", _) => *rows = (100..102).map(|key| Row::new(key, 1)).collect(),
         _ => {}
     }
-}
-
-/// Every object under the table's root but its manifests.
-async fn files(ds: &Dataset) -> Vec<String> {
-    let mut out: Vec<String> = ds
-        .storage()
-        .list_all("")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| ds.storage().relative(&m.location).to_string())
-        .filter(|p| !p.starts_with("_versions"))
-        .collect();
-    out.sort();
-    out
 }
 
 async fn run_update(ds: &Dataset, pred: &str, retries: u32) -> Result<Dataset> {

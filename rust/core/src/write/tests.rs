@@ -12,7 +12,7 @@ use super::compact::{compact_files, CompactionOptions};
 use super::merge_insert::{merge_insert, MergeInsert, WhenMatched};
 use super::*;
 use crate::table::transaction::Staged;
-use crate::test_util::{read, uri, write};
+use crate::test_util::{files, read, uri, write};
 
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -52,21 +52,6 @@ fn names(b: &RecordBatch) -> Vec<Option<String>> {
         .iter()
         .map(|s| s.map(str::to_string))
         .collect()
-}
-
-/// Every object under the table's root but its manifests.
-async fn files(ds: &Dataset) -> Vec<String> {
-    let mut out: Vec<String> = ds
-        .storage()
-        .list_all("")
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| ds.storage().relative(&m.location).to_string())
-        .filter(|p| !p.starts_with("_versions"))
-        .collect();
-    out.sort();
-    out
 }
 
 #[tokio::test]
