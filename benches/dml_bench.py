@@ -13,7 +13,18 @@ Then the same merge and update through `lance_core.spark` on Spark local[2], the
 read from a Parquet copy of the same 1M rows (after one warm-up run, which starts Spark's
 Python workers), against pylance's in-process times from the same run.
 
-    python benches/dml_bench.py [--rows 4000000] [--repeat 3] [--no-spark]
+With --big, a merge whose source does not fit a small memory: a 4 GB source (4M rows of
+an int64 `id` and a 1,000-byte binary `payload`) upserted into a 4 GB table of the same
+shape (pylance-written, 1M rows per file), half of the source's ids matching (the even
+ids) and half new, both in every batch; when_matched_update_all +
+when_not_matched_insert_all, the source read from an Arrow IPC stream file (plain reads,
+not memory-mapped, so the merging process's RSS holds only what it keeps). Each library
+runs once in its own process on a fresh copy of the table; its wall time and peak RSS
+(VmHWM, reset just before the merge; the interpreter's RSS before it is shown apart) are
+reported. Needs about 20 GB of disk: the table and source under benches/data/ (built
+once), a copy of the table, the merge's new files and its source kept for retries.
+
+    python benches/dml_bench.py [--rows 4000000] [--repeat 3] [--no-spark] [--big] [--no-small]
 """
 
 from __future__ import annotations
@@ -60,6 +71,23 @@ n = lib.dataset(work).count_rows(filter="name = 'updated'")
 print(json.dumps(dict(seconds=min(times), updated_rows_read_back=n, **res)))
 """
 
+
+BIG_MERGE = CHILD_PRELUDE + """
+import resource
+import pyarrow as pa
+import {module} as lib
+work, source = {work!r}, {source!r}
+ds = lib.dataset(work)
+reader = pa.ipc.open_stream(pa.OSFile(source))
+before = reset_peak()
+t0 = time.perf_counter()
+res = ds.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(reader)
+seconds = time.perf_counter() - t0
+peak = peak_mb()
+n = lib.dataset(work).count_rows()
+print(json.dumps(dict(seconds=seconds, peak_mb=peak, before_mb=before, rows_after=n,
+                      maxrss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **res)))
+"""
 
 SPARK = CHILD_PRELUDE + """
 import os, shutil, sys
@@ -131,6 +159,80 @@ def parquet_copy(arrow_path: str) -> str:
     return path
 
 
+BIG_PAYLOAD = 1000  # bytes per row
+BIG_BATCH = 32 * 1024
+
+
+def _wide_batch(ids, rng):
+    """`id` and a random `payload` of BIG_PAYLOAD bytes per row, built from one buffer."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(ids)
+    offsets = pa.py_buffer((np.arange(n + 1, dtype=np.int32) * BIG_PAYLOAD).tobytes())
+    payload = pa.Array.from_buffers(pa.binary(), n, [None, offsets, pa.py_buffer(rng.bytes(n * BIG_PAYLOAD))])
+    return pa.record_batch([pa.array(ids, pa.int64()), payload], names=["id", "payload"])
+
+
+def big_data(rows: int) -> tuple:
+    """The --big case's table (pylance-written, ids 0..rows) and source (an Arrow IPC stream
+    file: the even ids below `rows` and as many new ids past them, half of each batch
+    each), built once under benches/data/."""
+    import numpy as np
+    import pyarrow as pa
+
+    import lance
+
+    os.makedirs(DATA, exist_ok=True)
+    table = os.path.join(DATA, f"merge_wide_table_{rows}.lance")
+    if not os.path.exists(os.path.join(table, "_versions")):
+        rng = np.random.default_rng(11)
+        batches = (_wide_batch(np.arange(o, min(o + BIG_BATCH, rows)), rng) for o in range(0, rows, BIG_BATCH))
+        schema = pa.schema([("id", pa.int64()), ("payload", pa.binary())])
+        lance.write_dataset(pa.RecordBatchReader.from_batches(schema, batches), table, max_rows_per_file=1_000_000,
+                            mode="overwrite")
+    source = os.path.join(DATA, f"merge_wide_source_{rows}.arrows")
+    if not os.path.exists(source):
+        rng = np.random.default_rng(12)
+        half = BIG_BATCH // 2
+        with pa.OSFile(source + ".tmp", "wb") as f:
+            writer = None
+            for o in range(0, rows // 2, half):
+                n = min(half, rows // 2 - o)
+                ids = np.empty(2 * n, dtype=np.int64)
+                ids[0::2] = 2 * np.arange(o, o + n)        # matching: even ids below `rows`
+                ids[1::2] = rows + np.arange(o, o + n)     # new ids
+                b = _wide_batch(ids, rng)
+                writer = writer or pa.ipc.new_stream(f, b.schema)
+                writer.write_batch(b)
+            writer.close()
+        os.rename(source + ".tmp", source)
+    return table, source
+
+
+def big_merge(rows: int) -> None:
+    table, source = big_data(rows)
+    gb = rows * (BIG_PAYLOAD + 8) / 1e9
+    results = {}
+    for module in ("lance_core", "lance"):
+        work = os.path.join(DATA, f"dml_big_work_{module}.lance")
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(table, work)
+        try:
+            results[module] = run_child(BIG_MERGE.format(module=module, work=work, source=source))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"merge_insert of a {gb:.1f} GB source ({rows:,} rows, half matching) into a {gb:.1f} GB table "
+          f"({rows:,} rows of an int64 and {BIG_PAYLOAD} bytes), one run each")
+    for name, r in results.items():
+        print(f"  {name:<11} {r['seconds']:8.1f} s  peak RSS {r['peak_mb']:7.0f} MB (interpreter before: "
+              f"{r['before_mb']:.0f} MB)  inserted {r['num_inserted_rows']}, updated {r['num_updated_rows']}, "
+              f"{r['rows_after']} rows after")
+    ours, theirs = results["lance_core"], results["lance"]
+    print(f"  speed {theirs['seconds'] / ours['seconds']:.2f}x (pylance time / lance_core time), "
+          f"peak RSS {ours['peak_mb'] / theirs['peak_mb']:.2f}x pylance's")
+
+
 def compare(title: str, code: str, extra: dict, show) -> dict:
     results = {}
     for module in ("lance_core", "lance"):
@@ -150,7 +252,14 @@ def main():
     ap.add_argument("--rows", type=int, default=4_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument("--big", action="store_true", help="also the 4 GB source into 4 GB table merge")
+    ap.add_argument("--big-rows", type=int, default=4_000_000)
+    ap.add_argument("--no-small", action="store_true", help="only the --big case")
     args = ap.parse_args()
+    if args.big:
+        big_merge(args.big_rows)
+    if args.no_small:
+        return
     src = reference_dataset(args.rows)
     source = merge_source(args.rows)
     merged = compare(f"merge_insert of 1,000,000 rows (half matching) into {args.rows:,} rows (best of {args.repeat})",

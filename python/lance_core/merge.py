@@ -85,8 +85,8 @@ class MergeInsertBuilder(MergeClauses):
         self._ds = dataset
 
     def use_index(self, use_index: bool) -> "MergeInsertBuilder":
-        """Accepted for pylance's builder: lance_core matches keys by one scan of the key
-        columns and a hash of the source's keys, with or without an index on them."""
+        """Accepted for pylance's builder: lance_core matches keys by one scan of the
+        table's key columns, hashed, with or without an index on them."""
         self._use_index = bool(use_index)
         return self
 
@@ -102,10 +102,11 @@ class MergeInsertBuilder(MergeClauses):
                  f"when_not_matched={'InsertAll' if self._insert else 'DoNothing'}, "
                  f"when_not_matched_by_source={by_source}",
                  f"  HashJoin: source rows (columns [{', '.join(source_columns)}]) to table rows by "
-                 f"[{', '.join(self._on)}], each table row matched at most once",
+                 f"[{', '.join(self._on)}], each table row changed at most once",
                  f"    Scan: {len(frags)} fragments, columns [{', '.join(scanned)}], row addresses"
-                 + (f": {[f.fragment_id for f in frags]}" if verbose else ""),
-                 "    Source: the given rows, read whole"]
+                 + (f": {[f.fragment_id for f in frags]}" if verbose else "") + " (the hashed side)",
+                 "    Source: the given rows, streamed batch by batch (kept for a retry: a table's as "
+                 "they are, a stream's 64 MiB in memory and the rest in a temporary file)"]
         if self._when_matched == "update" or self._insert:
             lines.append("  Write: updated and inserted rows as new fragments; replaced rows deleted")
         return lines
@@ -137,11 +138,15 @@ class MergeInsertBuilder(MergeClauses):
         return "\n".join(lines)
 
     def execute(self, data: Any, *, schema: Optional[pa.Schema] = None) -> Dict[str, int]:
-        """Run the merge with `data` (a pyarrow Table, RecordBatchReader, list of batches,
-        pandas DataFrame, or anything with `__arrow_c_stream__`) as the source, in one new
-        version; the dataset object moves to it. Returns the inserted, updated and deleted
-        row counts."""
+        """Run the merge with `data` (a pyarrow Table, RecordBatchReader, iterable of
+        batches, pandas DataFrame, or anything with `__arrow_c_stream__`) as the source, in
+        one new version; the dataset object moves to it. The source is read as a stream,
+        batch by batch, with the GIL released: memory is bounded by the table's keys, not
+        by the source. Returns the inserted, updated and deleted row counts."""
+        source = as_stream(data, schema)
+        # An in-memory table's batches are kept for a retry as they are; a stream's are
+        # kept up to 64 MiB in memory, then in a temporary file.
         new, (inserted, updated, deleted) = self._ds._ds.merge_insert(
-            as_stream(data, schema), self._clauses(), self._retries)
+            source, self._clauses(), self._retries, isinstance(source, pa.Table))
         self._ds._ds = new
         return {"num_inserted_rows": inserted, "num_updated_rows": updated, "num_deleted_rows": deleted}

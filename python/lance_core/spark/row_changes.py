@@ -6,7 +6,9 @@ spread over the executors, committed by the driver as one new version.
     update(spark, uri, {"price": "price * 1.1"}, where="region = 'EU'")
 
 Both read the table at one version. Tasks write the changed and inserted rows as new
-fragments and return the addresses of the table rows those replace or delete; the driver
+fragments and return the addresses of the table rows those replace or delete (a merge's
+task hands its joined rows to lance_core as a stream, written as they come, so its memory
+does not grow with its share of the source); the driver
 writes the deletion files and commits everything as one `Update`, as pylance's own update
 and merge_insert do. A job that fails, or whose commit fails, leaves no version and no
 files. When another writer committed to the same fragments meanwhile, the whole job runs

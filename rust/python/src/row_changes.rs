@@ -129,8 +129,7 @@ pub fn _merge_part(
         let batches = batch_stream(reader);
         let inner = ds.inner.clone();
         let part = block_on(py, async move {
-            use futures::TryStreamExt;
-            let joined: Vec<_> = batches.try_collect().await?;
+            let joined = Box::pin(batches);
             lance_core::write::merge_insert::merge_joined(&inner, joined, schema, &params, &prefix)
                 .await
         })

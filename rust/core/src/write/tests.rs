@@ -9,7 +9,7 @@ use arrow_array::{Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use super::compact::{compact_files, CompactionOptions};
-use super::merge_insert::{merge_insert, MergeInsert, WhenMatched};
+use super::merge_insert::{merge_insert, MergeInsert, SourceIs::InMemory, WhenMatched};
 use super::*;
 use crate::table::transaction::Staged;
 use crate::test_util::{files, read, uri, write};
@@ -138,6 +138,10 @@ async fn update_moves_changed_rows_to_new_fragments() {
     assert_eq!(files(&ds).await, before);
 }
 
+fn one_batch(b: RecordBatch) -> super::merge_insert::SourceStream {
+    Box::pin(futures::stream::iter(vec![Ok(b)]))
+}
+
 #[tokio::test]
 async fn merge_insert_updates_matches_and_inserts_the_rest() {
     let uri = uri();
@@ -158,7 +162,7 @@ async fn merge_insert_updates_matches_and_inserts_the_rest() {
         delete_not_matched_by_source: None,
         conflict_retries: 0,
     };
-    let (ds, stats) = merge_insert(&ds, vec![source.clone()], schema(), &params)
+    let (ds, stats) = merge_insert(&ds, one_batch(source.clone()), schema(), InMemory, &params)
         .await
         .unwrap();
     assert_eq!((stats.inserted, stats.updated, stats.deleted), (1, 2, 0));
@@ -178,7 +182,7 @@ async fn merge_insert_updates_matches_and_inserts_the_rest() {
     );
     // Two source rows on one table row are refused.
     let twice = arrow_select::concat::concat_batches(&schema(), &[source.clone(), source]).unwrap();
-    let r = merge_insert(&ds, vec![twice], schema(), &params).await;
+    let r = merge_insert(&ds, one_batch(twice), schema(), InMemory, &params).await;
     assert!(matches!(r, Err(Error::InvalidInput(_))), "{r:?}");
 }
 

@@ -144,27 +144,33 @@ impl PyDataset {
         })
     }
 
-    /// Merge the rows of `data` (an Arrow stream) by the merge's `clauses`. Returns the new
-    /// version and the inserted, updated and deleted counts.
-    #[pyo3(signature = (data, clauses, retries))]
+    /// Merge the rows of `data` (an Arrow stream, read batch by batch with the GIL
+    /// released) by the merge's `clauses`; `in_memory` says its batches are an in-memory
+    /// table's (kept as they are for a retry, not copied). Returns the new version and the
+    /// inserted, updated and deleted counts.
+    #[pyo3(signature = (data, clauses, retries, in_memory=false))]
     fn merge_insert(
         &self,
         py: Python<'_>,
         data: Bound<'_, PyAny>,
         clauses: crate::row_changes::MergeClauses,
         retries: u32,
+        in_memory: bool,
     ) -> PyResult<(Self, (u64, u64, u64))> {
-        use lance_core::write::merge_insert::merge_insert;
+        use lance_core::write::merge_insert::{merge_insert, SourceIs};
         guard(|| {
             let params = clauses.params(py, retries)?;
             let reader = crate::arrow_import::import_stream(&data)?;
             let schema = reader.schema();
             let batches = crate::arrow_import::batch_stream(reader);
             let ds = self.inner.clone();
+            // The source is read as the merge goes, never whole.
             let (new, stats) = block_on(py, async move {
-                use futures::TryStreamExt;
-                let source: Vec<_> = batches.try_collect().await?;
-                merge_insert(&ds, source, schema, &params).await
+                let source_is = match in_memory {
+                    true => SourceIs::InMemory,
+                    false => SourceIs::Streamed,
+                };
+                merge_insert(&ds, Box::pin(batches), schema, source_is, &params).await
             })
             .py()?;
             Ok((
@@ -190,9 +196,7 @@ impl PyDataset {
             let batches = crate::arrow_import::batch_stream(reader);
             let ds = self.inner.clone();
             let a = block_on(py, async move {
-                use futures::TryStreamExt;
-                let source: Vec<_> = batches.try_collect().await?;
-                analyze_merge(&ds, source, schema, &params).await
+                analyze_merge(&ds, Box::pin(batches), schema, &params).await
             })
             .py()?;
             let s = a.stats;
