@@ -153,3 +153,34 @@ def test_bad_filters_raise_naming_what_is_wrong(tmp_path, table):
         _lance_core._Filter.pyarrow(b"ARROW1 not an expression ARROW1")
     # Nothing was deleted by the failed calls.
     assert ds.count_rows() == N
+
+
+def test_typed_filters_and_merge_clauses_pickle_as_what_they_read(tmp_path, table):
+    """Spark ships filters and a merge's clauses to its executors pickled: each comes back
+    as the same expression (pickled as its SQL printing, which reads back the same)."""
+    import pickle
+
+    ds = _write(table, tmp_path / "t")
+    f = ds.scanner(filter=(pc.field("null") == 3) | (pc.field("a b") > 5))._args["filter"]
+    back = pickle.loads(pickle.dumps(f))
+    assert str(back) == str(f) and _ids(ds.to_table(filter=back)) == _ids(ds.to_table(filter=f))
+    by_source = ds.scanner(filter=pc.field("not").is_null())._args["filter"]
+    clauses = _lance_core._MergeClauses(["id"], "update", "source.`null` > target.`null`", True, True, by_source)
+    assert repr(pickle.loads(pickle.dumps(clauses))) == repr(clauses)
+    every = _lance_core._MergeClauses(["id"], "delete", None, False, True, None)
+    assert repr(pickle.loads(pickle.dumps(every))) == repr(every)
+
+
+def test_merge_clauses_are_read_where_they_are_built(tmp_path, table):
+    ds = _write(table, tmp_path / "t")
+    with pytest.raises(InvalidInputError, match='unknown when_matched action "upsert"'):
+        _lance_core._MergeClauses(["id"], "upsert")
+    with pytest.raises(InvalidInputError, match="goes with when_matched \"update\""):
+        _lance_core._MergeClauses(["id"], "delete", "source.id > 1")
+    with pytest.raises(InvalidInputError, match="goes with delete_by_source=True"):
+        _lance_core._MergeClauses(["id"], "nothing", None, True, False, "id > 1")
+    # A bad condition fails when the merge runs, naming it; nothing is written.
+    builder = ds.merge_insert("id").when_matched_update_all("source.id >").when_not_matched_insert_all()
+    with pytest.raises(InvalidInputError, match="source.id >"):
+        builder.execute(table.slice(0, 3))
+    assert ds.count_rows() == N and ds.version == 1

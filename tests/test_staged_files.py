@@ -111,3 +111,25 @@ def test_committed_writers_keep_their_files(tmp_uri):
         n = v["version"]
         assert_same(lance_core.dataset(tmp_uri, version=n).to_table(),
                     lance.dataset(tmp_uri, version=n).to_table(), f"version {n}")
+
+
+def test_a_failed_write_returns_after_its_source_thread_left_python(tmp_uri):
+    """The source of a write is pulled on a thread of its own. When the write fails while
+    that thread is inside the caller's generator, the failure is raised only once the
+    thread has left Python: a thread still calling into Python as the interpreter exits is
+    stopped by pthread_exit, which aborted the process ("FATAL: exception not rethrown")."""
+    import time
+
+    lance_core.write_dataset(pa.table({"id": [1, 2, 3]}), tmp_uri)
+    events = []
+
+    def source():
+        yield pa.record_batch({"id": [1]})  # a match: the merge fails on this batch
+        time.sleep(0.3)  # the puller is here when it fails
+        events.append("left the generator")
+        yield pa.record_batch({"id": [9]})
+
+    reader = pa.RecordBatchReader.from_batches(pa.schema([("id", pa.int64())]), source())
+    with pytest.raises(lance_core.InvalidInputError):
+        lance_core.dataset(tmp_uri).merge_insert("id").when_matched_fail().execute(reader)
+    assert events == ["left the generator"]

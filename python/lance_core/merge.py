@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Union
 
 import pyarrow as pa
 
+from . import _lance_core
 from ._inputs import as_stream
 from .errors import InvalidInputError
 
@@ -72,9 +73,11 @@ class MergeClauses:
         """Accepted for pylance compatibility; retries are bounded by `conflict_retries`."""
         return self
 
-    def _clauses(self) -> tuple:
-        """(on, when_matched, condition, insert, by_source) as the native calls take them."""
-        return self._on, self._when_matched, self._condition, self._insert, self._by_source
+    def _clauses(self) -> _lance_core._MergeClauses:
+        """The clauses as the native calls take them: conditions read (a bad one fails
+        here, naming it), the action checked."""
+        return _lance_core._MergeClauses(self._on, self._when_matched, self._condition, self._insert,
+                                         self._by_source is not None, self._by_source or None)
 
 
 class MergeInsertBuilder(MergeClauses):

@@ -116,7 +116,7 @@ class SparkMergeInsert(MergeClauses):
         return _with_retries(self._uri, self._storage_options, self._retries, self._attempt)
 
     def _check(self, ds: LanceDataset) -> None:
-        on, when_matched, _, insert, by_source = self._clauses()
+        on, when_matched, insert, by_source = self._on, self._when_matched, self._insert, self._by_source
         if when_matched == "nothing" and not insert and by_source is None:
             raise InvalidInputError(f"{ds.uri}: merge_insert has no clause that changes the table "
                                     "(when_matched_update_all, when_matched_delete, "
@@ -174,7 +174,8 @@ class SparkMergeInsert(MergeClauses):
 
     def _attempt(self, ds: LanceDataset) -> Dict[str, int]:
         self._check(ds)
-        on, when_matched, condition, insert, by_source = self._clauses()
+        on, when_matched, insert, by_source = self._on, self._when_matched, self._insert, self._by_source
+        clauses = self._clauses()
         uri, version, storage_options = ds.uri, ds.version, self._storage_options
         source = self._df.withColumn(FROM_SOURCE, F.lit(True))
         table = self._table_keys(ds)
@@ -197,7 +198,7 @@ class SparkMergeInsert(MergeClauses):
             converted = (_types.from_spark(b, lance_schema) for b in batches)
             reader = pa.RecordBatchReader.from_batches(lance_schema, converted)
             frags, removed, matched, keys, (i, u, d) = _lance_core._merge_part(
-                local._ds, reader, (on, when_matched, condition, insert, by_source), files.prefix)
+                local._ds, reader, clauses, files.prefix)
             if files.keep(file_paths(frags)):
                 yield pa.record_batch({
                     "fragments": pa.array([frags], pa.list_(pa.binary())),

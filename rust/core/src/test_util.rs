@@ -10,6 +10,11 @@ use crate::dataset::Dataset;
 use crate::scan::{scan, ScanOptions};
 use crate::write::{write_dataset, WriteMode, WriteOptions};
 
+/// A predicate from SQL text (the writers take expressions).
+pub fn sql(text: &str) -> crate::expr::Expr {
+    crate::expr::parse(text).unwrap()
+}
+
 /// A fresh `memory://` table URI per call (memory stores are shared by name in a process).
 pub fn uri() -> String {
     static N: AtomicUsize = AtomicUsize::new(0);

@@ -51,25 +51,60 @@ pub fn aligned(batch: RecordBatch) -> Result<RecordBatch, arrow_schema::ArrowErr
 /// producer may be Python code that itself calls lance_core (a scan feeding a write, a
 /// column function reading a fragment), and that must not run on a thread that is
 /// already driving the write's runtime.
-pub fn batch_stream(
-    reader: RecordBatchStreamReader,
-) -> impl futures::Stream<Item = lance_core::Result<RecordBatch>> + Send + Unpin {
+pub fn batch_stream(reader: RecordBatchStreamReader) -> BatchStream {
     let (tx, rx) = tokio::sync::mpsc::channel(2);
-    std::thread::spawn(move || {
+    let puller = std::thread::spawn(move || {
         for batch in reader {
             // The caller's data failed to arrive (its generator raised, say): an input error,
-            // whose message carries the source's own.
+            // whose message carries the source's own. Nothing is read after it.
             let batch = batch.and_then(aligned).map_err(|e| {
                 lance_core::Error::invalid(format!("reading the data to write failed: {e}"))
             });
-            if tx.blocking_send(batch).is_err() {
-                break; // the writer stopped (an error): stop reading
+            let failed = batch.is_err();
+            if tx.blocking_send(batch).is_err() || failed {
+                break; // the writer stopped, or the source did
             }
         }
+        // The reader is released here, by pyarrow's code, which takes the GIL.
     });
-    Box::pin(futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|b| (b, rx))
-    }))
+    BatchStream {
+        rx,
+        puller: Some(puller),
+    }
+}
+
+/// The receiving end of `batch_stream`. Dropping it waits for the pulling thread to end
+/// (it stops at its next batch), with the GIL released: a thread still calling into
+/// Python when the interpreter exits is stopped by `pthread_exit`, whose unwinding through
+/// native frames aborts the process.
+pub struct BatchStream {
+    rx: tokio::sync::mpsc::Receiver<lance_core::Result<RecordBatch>>,
+    puller: Option<std::thread::JoinHandle<()>>,
+}
+
+impl futures::Stream for BatchStream {
+    type Item = lance_core::Result<RecordBatch>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for BatchStream {
+    fn drop(&mut self) {
+        // Closing the channel stops a puller waiting to send.
+        self.rx.close();
+        while self.rx.try_recv().is_ok() {}
+        if let Some(puller) = self.puller.take() {
+            if !puller.is_finished() {
+                // The puller may need the GIL to finish its batch or release the reader.
+                Python::attach(|py| py.detach(|| puller.join().ok()));
+            }
+        }
+    }
 }
 
 /// Import an Arrow schema from an object with `__arrow_c_schema__`.

@@ -50,19 +50,17 @@ impl PyFilter {
     fn __repr__(&self) -> String {
         format!("_Filter({:?})", self.expr.to_string())
     }
+
+    /// Pickled as its SQL printing, which reads back as the same expression (how Spark
+    /// ships a filter to executors).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (String,))> {
+        let sql = slf.py().get_type::<Self>().getattr("sql")?;
+        Ok((sql, (slf.get().expr.to_string(),)))
+    }
 }
 
 /// A filter argument: a `_Filter` (its expression as it is) or SQL text (parsed).
 pub struct Filter(pub Expr);
-
-impl Filter {
-    /// The filter as SQL text, for the core's entry points that still take text (they
-    /// parse it and record it in the transaction). Printing reads back as the same
-    /// expression (`Expr`'s `Display`).
-    pub fn sql(&self) -> String {
-        self.0.to_string()
-    }
-}
 
 impl<'a, 'py> FromPyObject<'a, 'py> for Filter {
     type Error = PyErr;

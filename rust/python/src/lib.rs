@@ -19,6 +19,7 @@ mod filters;
 mod history;
 mod ivf_params;
 mod logging;
+mod merge_clauses;
 mod nearest;
 mod progress;
 mod row_changes;
@@ -69,6 +70,7 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema::_lance_schema_fields, m)?)?;
     m.add_function(wrap_pyfunction!(commit::_fragment_from_json, m)?)?;
     m.add_class::<filters::PyFilter>()?;
+    m.add_class::<merge_clauses::PyMergeClauses>()?;
     m.add_function(wrap_pyfunction!(filters::_parse_select, m)?)?;
     m.add_function(wrap_pyfunction!(spark::_spark_predicates, m)?)?;
     m.add_function(wrap_pyfunction!(spark::_spark_schema, m)?)?;

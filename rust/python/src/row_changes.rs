@@ -5,7 +5,6 @@
 //! travel as little-endian u64 bytes.
 use arrow_array::RecordBatchReader;
 use lance_core::proto::table::DataFragment;
-use lance_core::write::merge_insert::{MergeInsert, WhenMatched};
 use prost::Message;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -13,42 +12,10 @@ use pyo3::types::PyBytes;
 use crate::arrow_import::{batch_stream, import_stream};
 use crate::dataset::PyDataset;
 use crate::errors::{guard, raise, IntoPyResult};
+use crate::filters::Filter;
+use crate::merge_clauses::PyMergeClauses;
 use crate::runtime::block_on;
 use crate::write::checked_file_prefix;
-
-/// The clauses of a merge as Python's `MergeClauses._clauses()` gives them: (on,
-/// when_matched, condition, insert, by_source). `when_matched` is "nothing", "update",
-/// "delete" or "fail" (`condition` for "update"); `by_source` None keeps unmatched table
-/// rows, "" deletes them all, else those matching it.
-#[derive(FromPyObject)]
-pub struct MergeClauses(Vec<String>, String, Option<String>, bool, Option<String>);
-
-impl MergeClauses {
-    /// The core's parameters, with `retries` conflict retries.
-    pub fn params(self, py: Python<'_>, retries: u32) -> PyResult<MergeInsert> {
-        let MergeClauses(on, when_matched, condition, insert, by_source) = self;
-        let when_matched = match when_matched.as_str() {
-            "nothing" => WhenMatched::DoNothing,
-            "update" => WhenMatched::UpdateAll { condition },
-            "delete" => WhenMatched::Delete,
-            "fail" => WhenMatched::Fail,
-            other => {
-                return Err(raise(
-                    py,
-                    "InvalidInputError",
-                    format!("unknown when_matched action {other:?}"),
-                ))
-            }
-        };
-        Ok(MergeInsert {
-            on,
-            when_matched,
-            insert_not_matched: insert,
-            delete_not_matched_by_source: by_source.map(|p| (!p.trim().is_empty()).then_some(p)),
-            conflict_retries: retries,
-        })
-    }
-}
 
 fn address_bytes(addresses: &[u64]) -> Vec<u8> {
     addresses.iter().flat_map(|a| a.to_le_bytes()).collect()
@@ -67,7 +34,7 @@ pub fn _update_part(
     py: Python<'_>,
     ds: &PyDataset,
     updates: Vec<(String, String)>,
-    predicate: Option<String>,
+    predicate: Option<Filter>,
     fragment_ids: Vec<u64>,
     file_prefix: Option<String>,
 ) -> PyResult<(Vec<Vec<u8>>, Vec<u8>, u64)> {
@@ -78,7 +45,7 @@ pub fn _update_part(
             lance_core::write::update::update_fragments(
                 &inner,
                 &updates,
-                predicate.as_deref(),
+                predicate.map(|p| p.0).as_ref(),
                 fragment_ids,
                 &prefix,
             )
@@ -118,11 +85,11 @@ pub fn _merge_part(
     py: Python<'_>,
     ds: &PyDataset,
     data: Bound<'_, PyAny>,
-    clauses: MergeClauses,
+    clauses: PyRef<'_, PyMergeClauses>,
     file_prefix: Option<String>,
 ) -> PyResult<MergePart> {
     guard(|| {
-        let params = clauses.params(py, 0)?;
+        let params = clauses.params(0);
         let prefix = checked_file_prefix(py, file_prefix)?;
         let reader = import_stream(&data)?;
         let schema = reader.schema();

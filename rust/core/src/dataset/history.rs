@@ -243,7 +243,9 @@ mod tests {
         let uri = dir.join("t.lance").to_string_lossy().to_string();
         write(&uri, 0..10, WriteMode::Create).await;
         let ds = write(&uri, 10..15, WriteMode::Append).await;
-        crate::write::delete(&ds, "x < 3", 0).await.unwrap();
+        crate::write::delete(&ds, &crate::test_util::sql("x < 3"), 0)
+            .await
+            .unwrap();
         let ds = Dataset::open(&uri, None, Default::default()).await.unwrap();
         let changes = changes_since(&ds, 0, 3).await.unwrap();
         assert_eq!(changes[0].change, RowChange::Added(vec![(0, 10)]));

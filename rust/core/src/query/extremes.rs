@@ -142,7 +142,7 @@ mod tests {
 
     use super::{extreme, Extreme};
     use crate::index::{kind_from_user, Kind};
-    use crate::test_util::{uri, write};
+    use crate::test_util::{sql, uri, write};
     use crate::write::index::{create_scalar_index, ScalarIndexParams};
     use crate::write::{delete, WriteMode};
 
@@ -197,7 +197,7 @@ mod tests {
                 .unwrap();
             assert_eq!(ends(&ds, "v").await, (Some(3), Some(2997)), "{kind:?}");
             // The smallest and largest rows deleted after the index was built.
-            let ds = delete(&ds, "id = 1 OR id = 999", 0).await.unwrap();
+            let ds = delete(&ds, &sql("id = 1 OR id = 999"), 0).await.unwrap();
             assert_eq!(ends(&ds, "v").await, (Some(6), Some(2994)), "{kind:?}");
             // Rows the index does not cover count.
             let ds = write(
@@ -209,7 +209,7 @@ mod tests {
             .await;
             assert_eq!(ends(&ds, "v").await, (Some(-1000), Some(2994)), "{kind:?}");
             // Every row at or below the bound deleted: unknown here, not wrong.
-            let ds = delete(&ds, "v <= 400", 0).await.unwrap();
+            let ds = delete(&ds, &sql("v <= 400"), 0).await.unwrap();
             let (min, max) = ends(&ds, "v").await;
             assert!(min.is_none() || min == Some(402), "{kind:?}: {min:?}");
             assert_eq!(max, Some(2994));

@@ -16,7 +16,7 @@ use crate::dataset::Dataset;
 use crate::expr::parse;
 use crate::index::kind_from_user;
 use crate::scan::{scan, ScanOptions};
-use crate::test_util::{uri, write};
+use crate::test_util::{sql, uri, write};
 use crate::write::index::{create_scalar_index, ScalarIndexParams};
 use crate::write::{delete, WriteMode};
 
@@ -68,7 +68,7 @@ fn tables() -> &'static Tables {
                     }
                     None => ds,
                 };
-                let ds = delete(&ds, "id % 17 = 3", 0).await.unwrap();
+                let ds = delete(&ds, &sql("id % 17 = 3"), 0).await.unwrap();
                 out.push((kind.to_string(), Arc::new(ds.clone())));
                 let ds = write(ds.uri(), batch(ROWS..ROWS + 400), WriteMode::Append, 700).await;
                 out.push((format!("{kind} and an unindexed fragment"), Arc::new(ds)));

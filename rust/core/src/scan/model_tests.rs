@@ -14,7 +14,7 @@ use super::take::{take, take_where};
 use super::{scan, Projection, ScanOptions};
 use crate::dataset::Dataset;
 use crate::expr::parse;
-use crate::test_util::uri;
+use crate::test_util::{sql, uri};
 use crate::write::compact::{compact_files, CompactionOptions};
 use crate::write::{delete, write_dataset, WriteOptions};
 
@@ -134,7 +134,7 @@ impl Spec {
             .collect();
         match gone.is_empty() {
             true => ds,
-            false => delete(&ds, &format!("id IN ({})", gone.join(", ")), 0)
+            false => delete(&ds, &sql(&format!("id IN ({})", gone.join(", "))), 0)
                 .await
                 .unwrap(),
         }

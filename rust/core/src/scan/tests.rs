@@ -12,7 +12,7 @@ use super::take::take;
 use super::{Projection, ScanOptions};
 use crate::dataset::Dataset;
 use crate::expr::parse;
-use crate::test_util::{scan_all, uri, write};
+use crate::test_util::{scan_all, sql, uri, write};
 use crate::write::{delete, WriteMode};
 
 /// Ten rows in fragments of four (0..4, 4..8, 8..10); `s` is null on multiples of three;
@@ -34,7 +34,7 @@ async fn table() -> Dataset {
     )
     .unwrap();
     let ds = write(&uri(), batch, WriteMode::Create, 4).await;
-    delete(&ds, "id = 2 OR id = 5", 0).await.unwrap()
+    delete(&ds, &sql("id = 2 OR id = 5"), 0).await.unwrap()
 }
 
 fn int_column(b: &RecordBatch, name: &str) -> Vec<i64> {

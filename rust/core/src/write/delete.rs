@@ -11,6 +11,7 @@ use super::rows::{add_address, delete_rows, RowsByFragment};
 use super::{commit, ReadFrom};
 use crate::dataset::Dataset;
 use crate::error::Result;
+use crate::expr::Expr;
 use crate::proto::table::DataFragment;
 use crate::scan::ScanOptions;
 use crate::table::transaction::{Operation, Staged};
@@ -19,7 +20,7 @@ use crate::table::transaction::{Operation, Staged};
 /// `predicate` (deleted rows aside).
 pub async fn matching_rows(
     ds: &Arc<Dataset>,
-    predicate: &crate::expr::Expr,
+    predicate: &Expr,
     fragment_ids: Option<Vec<u64>>,
 ) -> Result<RowsByFragment> {
     let options = ScanOptions {
@@ -42,32 +43,34 @@ pub async fn matching_rows(
     Ok(rows)
 }
 
-/// Delete the rows matching `predicate` (SQL text); returns the dataset at the new version.
-/// A commit that loses to one changing the same fragments is re-run against the new
-/// version, up to `retries` times (as pylance's delete).
-pub async fn delete(ds: &Dataset, predicate: &str, retries: u32) -> Result<Dataset> {
+/// Delete the rows matching `predicate`; returns the dataset at the new version. A commit
+/// that loses to one changing the same fragments is re-run against the new version, up to
+/// `retries` times (as pylance's delete).
+pub async fn delete(ds: &Dataset, predicate: &Expr, retries: u32) -> Result<Dataset> {
     Ok(delete_counted(ds, predicate, retries).await?.0)
 }
 
 /// `delete`, also returning how many rows it deleted (pylance's `num_deleted_rows`).
-pub async fn delete_counted(ds: &Dataset, predicate: &str, retries: u32) -> Result<(Dataset, u64)> {
-    let expr = crate::expr::parse(predicate)?;
-    super::with_conflict_retries(ds, retries, |ds| {
-        let expr = expr.clone();
-        async move {
-            let ds = Arc::new(ds);
-            let rows = matching_rows(&ds, &expr, None).await?;
-            let count: u64 = rows.values().map(|r| r.len()).sum();
-            let staged = Staged::new(ds.storage());
-            let removal = staged.guard(delete_rows(&ds, &rows, &staged)).await?;
-            let op = Operation::Delete {
-                updated: removal.updated,
-                deleted_ids: removal.removed_ids,
-                predicate: predicate.to_string(),
-            };
-            let done = commit(ReadFrom::Version(&ds), op, staged, Default::default()).await?;
-            Ok((done, count))
-        }
+pub async fn delete_counted(
+    ds: &Dataset,
+    predicate: &Expr,
+    retries: u32,
+) -> Result<(Dataset, u64)> {
+    super::with_conflict_retries(ds, retries, |ds| async move {
+        let ds = Arc::new(ds);
+        let rows = matching_rows(&ds, predicate, None).await?;
+        let count: u64 = rows.values().map(|r| r.len()).sum();
+        let staged = Staged::new(ds.storage());
+        let removal = staged.guard(delete_rows(&ds, &rows, &staged)).await?;
+        let op = Operation::Delete {
+            updated: removal.updated,
+            deleted_ids: removal.removed_ids,
+            // The transaction records the predicate as SQL (printing reads back as the
+            // same expression).
+            predicate: predicate.to_string(),
+        };
+        let done = commit(ReadFrom::Version(&ds), op, staged, Default::default()).await?;
+        Ok((done, count))
     })
     .await
 }
@@ -79,12 +82,11 @@ pub async fn delete_counted(ds: &Dataset, predicate: &str, retries: u32) -> Resu
 pub async fn delete_uncommitted(
     ds: &Dataset,
     fragment_id: u64,
-    predicate: &str,
+    predicate: &Expr,
 ) -> Result<Option<DataFragment>> {
     let fragment = ds.fragment_or_err(fragment_id)?;
-    let expr = crate::expr::parse(predicate)?;
     let ds = Arc::new(ds.clone());
-    let rows = matching_rows(&ds, &expr, Some(vec![fragment_id])).await?;
+    let rows = matching_rows(&ds, predicate, Some(vec![fragment_id])).await?;
     stage_deletion(&ds, fragment, &rows).await
 }
 

@@ -19,7 +19,7 @@ use crate::dataset::VersionRef;
 use crate::scan::{scan, ScanOptions};
 use crate::table::deletion::deletion_file_name;
 use crate::table::transaction::Staged;
-use crate::test_util::{files, uri};
+use crate::test_util::{files, sql, uri};
 
 fn rt() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -260,9 +260,10 @@ async fn apply(
             write_rows(ds.uri(), rows(start..start + n), opts).await
         }
         Op::Delete(m, r) => {
-            let (new, n) = delete_counted(&ds, &format!("key % {m} = {r}"), 0)
-                .await
-                .unwrap();
+            let (new, n) =
+                delete_counted(&ds, &crate::test_util::sql(&format!("key % {m} = {r}")), 0)
+                    .await
+                    .unwrap();
             let before = now.len();
             now.retain(|row| row.key % m != r);
             assert_eq!(n, (before - now.len()) as u64, "rows deleted by {op:?}");
@@ -270,7 +271,7 @@ async fn apply(
         }
         Op::Update(m, r) => {
             let set = vec![("v".to_string(), "v + 1".to_string())];
-            let (new, n) = update(&ds, &set, Some(&format!("key % {m} = {r}")), 0)
+            let (new, n) = update(&ds, &set, Some(&sql(&format!("key % {m} = {r}"))), 0)
                 .await
                 .unwrap();
             // Changed rows leave their fragments and follow, in order, in new ones.
@@ -474,7 +475,7 @@ fn on_model(rows: &mut Vec<Row>, what: &str, next: &mut i64) {
 
 async fn run_update(ds: &Dataset, pred: &str, retries: u32) -> Result<Dataset> {
     let set = vec![("v".to_string(), "v * 10".to_string())];
-    Ok(update(ds, &set, Some(pred), retries).await?.0)
+    Ok(update(ds, &set, Some(&sql(pred)), retries).await?.0)
 }
 
 /// Two writers prepare a change from the same version; the first commits, then the
@@ -536,7 +537,7 @@ async fn two_writers(first: First, second: Second, retries: u32) {
                 _ => DELETE_IN_1,
             };
             on_model(&mut model, &format!("delete:{pred}"), &mut next);
-            delete(&stale, pred, 0).await.unwrap()
+            delete(&stale, &sql(pred), 0).await.unwrap()
         }
         First::UpdateIn0 => {
             on_model(&mut model, &format!("update:{UPDATE_IN_0}"), &mut next);
@@ -579,8 +580,8 @@ async fn two_writers(first: First, second: Second, retries: u32) {
             let op = Operation::Append { fragments };
             commit(ReadFrom::Version(&stale), op, staged, Default::default()).await
         }
-        Second::DeleteIn0 => delete(&stale, SECOND_DELETE_IN_0, retries).await,
-        Second::DeleteIn1 => delete(&stale, SECOND_DELETE_IN_1, retries).await,
+        Second::DeleteIn0 => delete(&stale, &sql(SECOND_DELETE_IN_0), retries).await,
+        Second::DeleteIn1 => delete(&stale, &sql(SECOND_DELETE_IN_1), retries).await,
         Second::UpdateIn1 => run_update(&stale, SECOND_UPDATE_IN_1, retries).await,
         Second::Compact => compact_files(&stale, &compaction).await.map(|r| r.0),
     };

@@ -12,7 +12,7 @@ use super::compact::{compact_files, CompactionOptions};
 use super::merge_insert::{merge_insert, MergeInsert, SourceIs::InMemory, WhenMatched};
 use super::*;
 use crate::table::transaction::Staged;
-use crate::test_util::{files, read, uri, write};
+use crate::test_util::{files, read, sql, uri, write};
 
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
@@ -104,15 +104,15 @@ async fn append_with_other_columns_is_refused_and_writes_nothing() {
 async fn deletes_merge_with_earlier_deletions() {
     let uri = uri();
     let ds = write(&uri, rows(0..10), WriteMode::Create, 5).await;
-    let ds = delete(&ds, "id % 3 = 0", 0).await.unwrap();
+    let ds = delete(&ds, &sql("id % 3 = 0"), 0).await.unwrap();
     assert_eq!(ids(&read(&ds).await), vec![1, 2, 4, 5, 7, 8]);
-    let ds = delete(&ds, "id = 4 OR id = 8", 0).await.unwrap();
+    let ds = delete(&ds, &sql("id = 4 OR id = 8"), 0).await.unwrap();
     assert_eq!(ids(&read(&ds).await), vec![1, 2, 5, 7]);
     // The first fragment (0..5) keeps 1, 2; its deletion file lists 0, 3, 4.
     let first = &ds.fragments()[0];
     assert_eq!(first.deletion_file.as_ref().unwrap().num_deleted_rows, 3);
     // Deleting every row of a fragment removes it from the manifest.
-    let ds = delete(&ds, "id < 5", 0).await.unwrap();
+    let ds = delete(&ds, &sql("id < 5"), 0).await.unwrap();
     assert_eq!(ds.fragments().len(), 1);
     assert_eq!(ids(&read(&ds).await), vec![5, 7]);
 }
@@ -122,7 +122,7 @@ async fn update_moves_changed_rows_to_new_fragments() {
     let uri = uri();
     let ds = write(&uri, rows(0..6), WriteMode::Create, 100).await;
     let updates = vec![("score".to_string(), "score * 10 + 1".to_string())];
-    let (ds, n) = update::update(&ds, &updates, Some("id >= 4"), 0)
+    let (ds, n) = update::update(&ds, &updates, Some(&crate::test_util::sql("id >= 4")), 0)
         .await
         .unwrap();
     assert_eq!(n, 2);
@@ -191,7 +191,7 @@ async fn compaction_merges_small_fragments_and_drops_deleted_rows() {
     let uri = uri();
     let ds = write(&uri, rows(0..12), WriteMode::Create, 3).await;
     assert_eq!(ds.fragments().len(), 4);
-    let ds = delete(&ds, "id = 1 OR id = 7", 0).await.unwrap();
+    let ds = delete(&ds, &sql("id = 1 OR id = 7"), 0).await.unwrap();
     let opts = CompactionOptions {
         target_rows_per_fragment: 100,
         ..Default::default()
@@ -215,7 +215,7 @@ async fn a_stale_writer_that_cannot_commit_leaves_no_file() {
     let latest = write(&uri, rows(50..52), WriteMode::Overwrite, 5).await;
     let before = files(&latest).await;
 
-    let r = delete(&stale, "id < 7", 3).await;
+    let r = delete(&stale, &sql("id < 7"), 3).await;
     assert!(matches!(r, Err(Error::Incompatible(_))), "{r:?}");
     let updates = vec![("name".to_string(), "'x'".to_string())];
     let r = update::update(&stale, &updates, None, 3).await;
@@ -251,7 +251,7 @@ async fn a_commit_checks_against_what_was_committed_since_its_read_version() {
     .await
     .unwrap();
     assert_eq!(staged.len(), 1);
-    let after_delete = delete(&ds, "id = 0", 0).await.unwrap();
+    let after_delete = delete(&ds, &sql("id = 0"), 0).await.unwrap();
     let props = HashMap::from([("job".to_string(), "j1".to_string())]);
     let op = Operation::Append { fragments };
     let new = commit(ReadFrom::Version(&ds), op, staged, props)

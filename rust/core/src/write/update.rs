@@ -15,7 +15,7 @@ use super::rows::{
 };
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::expr::{bind, evaluate, parse, parse_expression, Expr};
+use crate::expr::{bind, evaluate, parse_expression, Expr};
 use crate::proto::table::DataFragment;
 use crate::scan::{ScanOptions, ROW_ADDRESS, ROW_ID};
 use crate::table::schema::LanceField;
@@ -211,36 +211,22 @@ pub fn updated_field_ids(ds: &Dataset, paths: &[String]) -> Result<Vec<u32>> {
 pub async fn update(
     ds: &Dataset,
     updates: &[(String, String)],
-    predicate: Option<&str>,
+    predicate: Option<&Expr>,
     retries: u32,
 ) -> Result<(Dataset, u64)> {
     resolve(ds, updates)?;
-    let filter = predicate.map(parse).transpose()?;
-    super::with_conflict_retries(ds, retries, |ds| {
-        let filter = filter.clone();
-        async move {
-            let assignments = resolve(&ds, updates)?;
-            let fields_changed = updated_field_ids(&ds, &paths_of(updates))?;
-            let staged = Staged::new(ds.storage());
-            let written = async {
-                let done = rewrite(
-                    &ds,
-                    &assignments,
-                    filter.as_ref(),
-                    predicate,
-                    None,
-                    "",
-                    &staged,
-                )
-                .await?;
-                let removal = delete_rows(&ds, &done.rows, &staged).await?;
-                Ok((done, removal))
-            };
-            let (done, removal) = staged.guard(written).await?;
-            let new =
-                commit_update(&ds, removal, done.fragments, fields_changed, None, staged).await?;
-            Ok((new, done.count))
-        }
+    super::with_conflict_retries(ds, retries, |ds| async move {
+        let assignments = resolve(&ds, updates)?;
+        let fields_changed = updated_field_ids(&ds, &paths_of(updates))?;
+        let staged = Staged::new(ds.storage());
+        let written = async {
+            let done = rewrite(&ds, &assignments, predicate, None, "", &staged).await?;
+            let removal = delete_rows(&ds, &done.rows, &staged).await?;
+            Ok((done, removal))
+        };
+        let (done, removal) = staged.guard(written).await?;
+        let new = commit_update(&ds, removal, done.fragments, fields_changed, None, staged).await?;
+        Ok((new, done.count))
     })
     .await
 }
@@ -263,18 +249,16 @@ pub struct Rewritten {
 pub async fn update_fragments(
     ds: &Dataset,
     updates: &[(String, String)],
-    predicate: Option<&str>,
+    predicate: Option<&Expr>,
     fragment_ids: Vec<u64>,
     file_prefix: &str,
 ) -> Result<Rewritten> {
     let assignments = resolve(ds, updates)?;
-    let filter = predicate.map(parse).transpose()?;
     // A task's files are its job's once written (the job commits or aborts them).
     let staged = Staged::new(ds.storage());
     let rewritten = rewrite(
         ds,
         &assignments,
-        filter.as_ref(),
         predicate,
         Some(fragment_ids),
         file_prefix,
@@ -306,7 +290,6 @@ async fn rewrite(
     ds: &Dataset,
     assignments: &[Assignment],
     filter: Option<&Expr>,
-    predicate: Option<&str>,
     fragment_ids: Option<Vec<u64>>,
     file_prefix: &str,
     staged: &Staged,
@@ -335,7 +318,7 @@ async fn rewrite(
         .await
         .map_err(|e| {
             // Name the predicate when it is what failed.
-            match (e, predicate) {
+            match (e, filter) {
                 (Error::InvalidInput(m), Some(p)) if !m.contains(ds.uri()) => {
                     Error::invalid(format!("{}: update where '{p}': {m}", ds.uri()))
                 }

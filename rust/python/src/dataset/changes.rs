@@ -134,10 +134,9 @@ impl PyDataset {
     ) -> PyResult<(Self, u64)> {
         guard(|| {
             let ds = self.inner.clone();
-            // The core's update takes SQL text (it names it in errors).
-            let predicate = predicate.map(|p| p.sql());
+            let predicate = predicate.map(|p| p.0);
             let (new, count) = block_on(py, async move {
-                lance_core::write::update(&ds, &updates, predicate.as_deref(), retries).await
+                lance_core::write::update(&ds, &updates, predicate.as_ref(), retries).await
             })
             .py()?;
             Ok((PyDataset::from(new), count))
@@ -153,13 +152,13 @@ impl PyDataset {
         &self,
         py: Python<'_>,
         data: Bound<'_, PyAny>,
-        clauses: crate::row_changes::MergeClauses,
+        clauses: PyRef<'_, crate::merge_clauses::PyMergeClauses>,
         retries: u32,
         in_memory: bool,
     ) -> PyResult<(Self, (u64, u64, u64))> {
         use lance_core::write::merge_insert::{merge_insert, SourceIs};
         guard(|| {
-            let params = clauses.params(py, retries)?;
+            let params = clauses.params(retries);
             let reader = crate::arrow_import::import_stream(&data)?;
             let schema = reader.schema();
             let batches = crate::arrow_import::batch_stream(reader);
@@ -186,11 +185,11 @@ impl PyDataset {
         &self,
         py: Python<'_>,
         data: Bound<'_, PyAny>,
-        clauses: crate::row_changes::MergeClauses,
+        clauses: PyRef<'_, crate::merge_clauses::PyMergeClauses>,
     ) -> PyResult<MergeAnalysisRow> {
         use lance_core::write::merge_insert::analyze_merge;
         guard(|| {
-            let params = clauses.params(py, 0)?;
+            let params = clauses.params(0);
             let reader = crate::arrow_import::import_stream(&data)?;
             let schema = reader.schema();
             let batches = crate::arrow_import::batch_stream(reader);
@@ -218,11 +217,9 @@ impl PyDataset {
         retries: u32,
     ) -> PyResult<(Self, u64)> {
         guard(|| {
-            // The core's delete takes SQL text: it records it in the transaction.
-            let predicate = predicate.sql();
             let (ds, count) = block_on(
                 py,
-                lance_core::write::delete_counted(&self.inner, &predicate, retries),
+                lance_core::write::delete_counted(&self.inner, &predicate.0, retries),
             )
             .py()?;
             Ok((PyDataset::from(ds), count))
@@ -306,8 +303,7 @@ impl PyDataset {
             let ds = self.inner.clone();
             let fragment = block_on(py, async move {
                 match (predicate, offsets) {
-                    // The core takes SQL text, as `delete`'s.
-                    (Some(p), None) => delete_uncommitted(&ds, fragment_id, &p.sql()).await,
+                    (Some(p), None) => delete_uncommitted(&ds, fragment_id, &p.0).await,
                     (None, Some(o)) => delete_offsets_uncommitted(&ds, fragment_id, &o).await,
                     _ => Err(lance_core::Error::invalid(
                         "delete_in_fragment takes a predicate or offsets",

@@ -15,7 +15,7 @@ use super::keys::Pair;
 use super::{MergeInsert, MergeStats, WhenMatched};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::expr::{bind_filter, evaluate_filter, parse, Expr};
+use crate::expr::{bind_filter, evaluate_filter, Expr};
 use crate::proto::table::DataFragment;
 use crate::scan::take::take;
 use crate::scan::Projection;
@@ -60,9 +60,7 @@ impl<'a> Changes<'a> {
         missing: &[String],
     ) -> Result<(Self, Outlets)> {
         let condition = match &params.when_matched {
-            WhenMatched::UpdateAll {
-                condition: Some(sql),
-            } => Some(parse(sql)?),
+            WhenMatched::UpdateAll { condition } => condition.clone(),
             _ => None,
         };
         let (updated, updated_rx) = mpsc::channel(1);

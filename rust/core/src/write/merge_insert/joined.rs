@@ -143,7 +143,7 @@ impl JoinedColumns {
         let by_source = boolean(JOINED_BY_SOURCE)?;
         if params.delete_not_matched_by_source.is_some()
             && by_source.is_none()
-            && by_source_expr(params)?.is_some()
+            && by_source_expr(params).is_some()
         {
             return Err(Error::invalid(format!(
                 "{uri}: merge_insert: the joined rows need {JOINED_BY_SOURCE}, the value of \

@@ -32,7 +32,7 @@ use source::{SourceBatches, SourceShape, KEEP_IN_MEMORY};
 use super::rows::{commit_update, delete_rows, Removal, RowsByFragment};
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
-use crate::expr::{parse, Expr};
+use crate::expr::Expr;
 use crate::proto::table::DataFragment;
 use crate::table::transaction::{InsertedKeys, Staged};
 
@@ -41,10 +41,10 @@ use crate::table::transaction::{InsertedKeys, Staged};
 pub enum WhenMatched {
     /// Keep the table row (and do not insert the source row).
     DoNothing,
-    /// Replace the table row with the source row, where `condition` (SQL over `source.x`
-    /// and `target.x`) holds, or always.
+    /// Replace the table row with the source row, where `condition` (over `source.x` and
+    /// `target.x`) holds, or always.
     UpdateAll {
-        condition: Option<String>,
+        condition: Option<Expr>,
     },
     Delete,
     /// A match is an error.
@@ -58,8 +58,8 @@ pub struct MergeInsert {
     pub when_matched: WhenMatched,
     pub insert_not_matched: bool,
     /// Delete table rows no source row matches: None keeps them; Some(None) deletes all of
-    /// them; Some(Some(sql)) those where `sql` holds.
-    pub delete_not_matched_by_source: Option<Option<String>>,
+    /// them; Some(Some(predicate)) those where it holds.
+    pub delete_not_matched_by_source: Option<Option<Expr>>,
     pub conflict_retries: u32,
 }
 
@@ -154,12 +154,12 @@ fn check_clauses(ds: &Dataset, params: &MergeInsert) -> Result<()> {
     Ok(())
 }
 
-/// The by-source clause's predicate, parsed.
-fn by_source_expr(params: &MergeInsert) -> Result<Option<Expr>> {
-    match &params.delete_not_matched_by_source {
-        Some(Some(sql)) => Ok(Some(parse(sql)?)),
-        _ => Ok(None),
-    }
+/// The by-source clause's predicate, when it has one.
+fn by_source_expr(params: &MergeInsert) -> Option<&Expr> {
+    params
+        .delete_not_matched_by_source
+        .as_ref()
+        .and_then(|p| p.as_ref())
 }
 
 /// Every field of the table: a merge may change any column.
@@ -192,13 +192,13 @@ async fn stage_merge(
     params: &MergeInsert,
 ) -> Result<StagedMerge> {
     let shape = SourceShape::new(ds, source.schema(), &params.on)?;
-    let by_source = by_source_expr(params)?;
+    let by_source = by_source_expr(params);
     let staged = Staged::new(ds.storage());
     let work = async {
         let deleting = params
             .delete_not_matched_by_source
             .as_ref()
-            .map(|_| by_source.as_ref());
+            .map(|_| by_source);
         let table = &keys::TableKeys::read(ds, &params.on, deleting).await?;
         let shape = &shape;
         let (fragments, done) = apply::run(

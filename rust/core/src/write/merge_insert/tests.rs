@@ -77,7 +77,9 @@ async fn table(rows: &[Row], per_file: u64, stable: bool) -> Dataset {
     let ds = write_dataset(&uri(), b.schema(), futures::stream::iter([Ok(b)]), opts)
         .await
         .unwrap();
-    crate::write::delete(&ds, "v % 7 = 0", 0).await.unwrap()
+    crate::write::delete(&ds, &crate::test_util::sql("v % 7 = 0"), 0)
+        .await
+        .unwrap()
 }
 
 /// The source as a stream of batches of `sizes` rows (the rest in a last one).
@@ -101,7 +103,7 @@ fn stream(source: &[Row], with_w: bool, sizes: &[usize]) -> (SourceStream, Schem
 struct Clauses {
     when_matched: WhenMatched,
     insert: bool,
-    by_source: Option<Option<String>>,
+    by_source: Option<Option<crate::expr::Expr>>,
 }
 
 impl Clauses {
@@ -209,7 +211,7 @@ fn clauses() -> impl Strategy<Value = Clauses> {
         Just(WhenMatched::DoNothing),
         Just(WhenMatched::UpdateAll { condition: None }),
         Just(WhenMatched::UpdateAll {
-            condition: Some("source.v > target.v".into())
+            condition: Some(crate::test_util::sql("source.v > target.v"))
         }),
         Just(WhenMatched::Delete),
         Just(WhenMatched::Fail),
@@ -217,7 +219,7 @@ fn clauses() -> impl Strategy<Value = Clauses> {
     let by_source = prop_oneof![
         Just(None),
         Just(Some(None)),
-        Just(Some(Some("v < 50".to_string())))
+        Just(Some(Some(crate::test_util::sql("v < 50"))))
     ];
     (when_matched, any::<bool>(), by_source).prop_map(|(when_matched, insert, by_source)| Clauses {
         when_matched,
@@ -277,7 +279,9 @@ fn a_retry_reads_the_spilled_source_again() {
             .collect();
         let stale = table(&rows, 10, true).await;
         // Another writer deletes row 3 meanwhile (the merge's commit then conflicts).
-        crate::write::delete(&stale, "k = 3", 0).await.unwrap();
+        crate::write::delete(&stale, &crate::test_util::sql("k = 3"), 0)
+            .await
+            .unwrap();
         let source: Vec<Row> = [3, 4, 30, 31]
             .iter()
             .map(|&k| (Some(k), 1000 + k, format!("s{k}"), Some(1)))
