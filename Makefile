@@ -14,7 +14,7 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# The cargo profile of the extension, the JNI library and the Rust tests: `ci` (optimized,
+# The cargo profile of the extension, the JNI library and the Rust tests: `ci` (opt-level 1,
 # no LTO) for the tests and the main job; `release` (thin LTO) for wheels and benchmarks.
 # Without LTO the JNI library and the test binaries link the core and the dependencies the
 # extension compiled, where LTO redoes a whole-program pass for each of them; and with one
