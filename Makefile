@@ -47,11 +47,19 @@ setup: $(STAMP)
 # with the test extras; java/build.sh then builds the JVM reader (the jar, against pyspark's
 # jars, carrying the JNI library, which reuses the extension's compiled core) into
 # python/lance_core/jars/, where the editable install sees it and a wheel picks it up.
+#
+# maturin installs the test extras first (pip, on one core, about 50 s) and compiles after;
+# the JNI library, which shares the core and every dependency with the extension
+# (.ci/same_features.py), compiles meanwhile on the other core, and maturin's cargo then
+# waits for it and compiles only what the extension adds (pyo3, the binding).
 $(STAMP): $(SOURCES)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(TIMED) "pip (maturin)" $(PY) -m pip install --quiet --upgrade pip 'maturin>=1.5,<2'
+	cargo build --quiet --profile $(PROFILE) -p lance-core-jni & jni=$$!; \
 	VIRTUAL_ENV=$(abspath $(VENV)) $(TIMED) "python extension ($(PROFILE)) and test extras" \
-		$(VENV)/bin/maturin develop --profile $(PROFILE) --extras tests
+		$(VENV)/bin/maturin develop --profile $(PROFILE) --extras tests \
+		|| { kill $$jni; exit 1; }; \
+	wait $$jni
 	$(TIMED) "jvm reader ($(PROFILE))" java/build.sh $(PY) $(PROFILE)
 	rm -f $(VENV)/.installed-*
 	touch $@
