@@ -81,8 +81,15 @@ lint: setup
 	$(VENV)/bin/ruff check python tests benches examples
 	$(VENV)/bin/lint-imports
 
+# The Rust tests compile the workspace's crates unoptimized (as plain `cargo test` does)
+# against the profile's dependencies: the core is compiled again in test mode anyway, and
+# at opt-level 0 that takes 33 s (60 s of CPU) instead of 89 s (160 s), while the tests
+# run 21 s instead of 10 s. Only the workspace's crates: a dependency compiled at opt-level
+# 0 exports its generic instances (Range::next, ...), which optimized crates then link
+# instead of inlining their own (an IVF_PQ build ran 3x slower when sqlparser was at 0).
+RUST_TEST_OPT_LEVEL := $(foreach p,lance-core lance-core-jni,--config 'profile.$(PROFILE).package.$(p).opt-level=0')
 test-rust: setup
-	$(TIMED) "cargo test" cargo test --profile $(PROFILE) -p lance-core -p lance-core-jni
+	$(TIMED) "cargo test" cargo test --profile $(PROFILE) -p lance-core -p lance-core-jni $(RUST_TEST_OPT_LEVEL)
 
 # Two pytest workers (the machines have two cores; many tests wait on a JVM or a server);
 # tests that share an expensive fixture are grouped onto one worker (xdist_group). Every

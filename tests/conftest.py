@@ -17,6 +17,18 @@ import pytest  # noqa: E402
 import lance  # noqa: E402  the reference (pylance): a test dependency that must be installed
 
 
+def pytest_runtest_setup(item):
+    """Tests that share an expensive fixture (a Spark cluster, the local answers) are
+    grouped onto one worker with `xdist_group`; pytest-xdist marks a grouped test by
+    suffixing its node id with the group. When a pytest/xdist pairing loses that (as
+    pytest 9.2 with xdist 3.8 did), every group is spread over the workers and each of
+    them pays for the fixture: fail instead of running slower unnoticed."""
+    if getattr(item.config.option, "loadgroup", False) and any(item.iter_markers("xdist_group")) \
+            and "@" not in item.nodeid:
+        pytest.fail("pytest-xdist did not group this test onto one worker: this pytest and "
+                    "pytest-xdist do not work together (see pyproject.toml)", pytrace=False)
+
+
 def pytest_sessionfinish(session, exitstatus):
     """CI must not pass while testing less: a skipped test fails the run (the README says
     every test runs). LANCE_CORE_ALLOW_SKIPS=1 allows skips for a local partial setup."""
