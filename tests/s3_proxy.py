@@ -121,10 +121,12 @@ def every_kind(seed: int) -> Faults:
 
 class CountingProxy:
     """Forwards every request to `upstream` (host, port), recording (method, path, query, range),
-    sleeping `delay` seconds before answering, and failing the requests `faults` picks."""
+    sleeping `delay` seconds before answering, and failing the requests `faults` picks.
+    With `tls`, it speaks HTTPS with a self-signed certificate for 127.0.0.1."""
 
-    def __init__(self, upstream: Tuple[str, int], delay: float = 0.0, faults: Optional[Faults] = None):
-        self.upstream, self.delay, self.faults = upstream, delay, faults
+    def __init__(self, upstream: Tuple[str, int], delay: float = 0.0, faults: Optional[Faults] = None,
+                 tls: bool = False):
+        self.upstream, self.delay, self.faults, self.tls = upstream, delay, faults, tls
         self.requests: List[Tuple[str, str, str, str]] = []
         self.times: List[float] = []  # when each request arrived
         self._lock = threading.Lock()
@@ -199,17 +201,22 @@ class CountingProxy:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if tls:
+            self._server.socket = _self_signed_context().wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
     @property
     def endpoint(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
 
     def options(self) -> Dict[str, str]:
         """Storage options reaching the bucket through this proxy."""
-        return {"aws_endpoint": self.endpoint, **CREDENTIALS}
+        opts = {"aws_endpoint": self.endpoint, **CREDENTIALS}
+        if self.tls:
+            del opts["allow_http"]
+        return opts
 
     def take(self) -> List[Tuple[str, str, str, str]]:
         """The requests recorded since the last call."""
@@ -220,6 +227,40 @@ class CountingProxy:
     def close(self):
         self._server.shutdown()
         self._server.server_close()
+
+
+def _self_signed_context():
+    """A server-side TLS context with a fresh self-signed certificate for 127.0.0.1."""
+    import datetime
+    import ipaddress
+    import os
+    import ssl
+    import tempfile
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    with tempfile.TemporaryDirectory() as d:
+        cert_file, key_file = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+        with open(cert_file, "wb") as f:
+            f.write(cert.public_bytes(serialization.Encoding.PEM))
+        with open(key_file, "wb") as f:
+            f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+        ctx.load_cert_chain(cert_file, key_file)
+    return ctx
 
 
 class S3Server:
@@ -261,8 +302,8 @@ class S3Server:
             list(pool.map(put, files))
         return f"s3://bucket/{prefix}"
 
-    def proxy(self, delay: float = 0.0, faults: Optional[Faults] = None) -> CountingProxy:
-        return CountingProxy((self.host, self.port), delay, faults)
+    def proxy(self, delay: float = 0.0, faults: Optional[Faults] = None, tls: bool = False) -> CountingProxy:
+        return CountingProxy((self.host, self.port), delay, faults, tls)
 
     def stop(self):
         self._srv.stop()

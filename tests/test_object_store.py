@@ -145,6 +145,26 @@ def test_a_server_that_does_not_answer_says_timed_out():
     assert elapsed < 10, elapsed
 
 
+def test_https_checks_the_servers_certificate(server):
+    """Over HTTPS (the proxy's certificate is self-signed): refused, saying why, until the
+    user accepts invalid certificates; then written and read as over HTTP."""
+    p = server.proxy(tls=True)
+    try:
+        uri, table = "s3://bucket/over-tls.lance", _rows(0, 100)
+        opts = {**p.options(), "client_max_retries": "0"}
+        with pytest.raises(lance_core.LanceIOError, match="(?i)certificate") as err:
+            lance_core.write_dataset(table, uri, storage_options=opts)
+        assert p.endpoint.startswith("https://127.0.0.1:") and "127.0.0.1" in str(err.value), err.value
+        assert not p.take(), "no request may pass an unverified connection"
+        opts["allow_invalid_certificates"] = "true"
+        lance_core.write_dataset(table, uri, storage_options=opts)
+        assert lance_core.dataset(uri, storage_options=opts).to_table().equals(table)
+        assert any(method == "PUT" for method, *_ in p.take())
+        assert lance.dataset(uri, storage_options={**server.options()}).to_table().equals(table)
+    finally:
+        p.close()
+
+
 def test_open_and_append_make_the_same_requests_at_10_and_1200_versions(server, proxy, tmp_path):
     """Manifests named in the V2 scheme sort newest first, so one page of the listing
     finds the latest version: opening and appending at 1,200 versions (past a listing

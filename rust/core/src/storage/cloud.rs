@@ -45,6 +45,7 @@ pub fn open(
     url: &Url,
     options: &StorageOptions,
 ) -> Result<(Arc<dyn ObjectStore>, Path, Option<String>)> {
+    install_tls_provider();
     let retry = retry_config(uri, options)?;
     let built =
         |e: object_store::Error| Error::invalid(format!("{uri}: cannot open object store: {e}"));
@@ -99,6 +100,16 @@ pub fn open(
         }
     };
     Ok((store, root, endpoint))
+}
+
+/// rustls, under every cloud client, needs a process-wide cryptography provider when more
+/// than one could be compiled in; ours is ring. A provider the host process installed
+/// first (another library in the same Python or JVM) is kept.
+fn install_tls_provider() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
 
 /// The options a builder knows, by its config key (case does not matter).
@@ -179,7 +190,7 @@ fn check_s3_credentials(uri: &str, b: &AmazonS3Builder, metadata_disabled: bool)
 
 /// What went wrong on the network, in words a user can act on, when `e` is a request
 /// that never got an answer: connection refused, a name that does not resolve, a
-/// timeout, a connection cut; with the endpoint and the retries made. None for other
+/// timeout, a connection cut, a server certificate refused; with the endpoint and the retries made. None for other
 /// errors (an answer the store gave is reported as it is).
 pub fn network_failure(e: &object_store::Error, endpoint: Option<&str>) -> Option<String> {
     // object_store wraps the HTTP client's error, which wraps the socket's: look at every
@@ -195,6 +206,18 @@ pub fn network_failure(e: &object_store::Error, endpoint: Option<&str>) -> Optio
         level = err.source();
     }
     let all = texts.join(": ").to_ascii_lowercase();
+    // rustls's refusal of the server's certificate ("invalid peer certificate: UnknownIssuer").
+    if let Some(refusal) = texts
+        .iter()
+        .rev()
+        .find(|t| t.contains("invalid peer certificate"))
+    {
+        return Some(format!(
+            "the server's TLS certificate was refused ({refusal}){}; the storage option \
+             allow_invalid_certificates=true accepts it, for a server you trust",
+            failed_endpoint(&texts, endpoint)
+        ));
+    }
     let what = match kind {
         Some(std::io::ErrorKind::ConnectionRefused) => "connection refused",
         Some(std::io::ErrorKind::TimedOut) => "timed out",
@@ -212,14 +235,7 @@ pub fn network_failure(e: &object_store::Error, endpoint: Option<&str>) -> Optio
         }
         _ => return None,
     };
-    let endpoint = texts
-        .iter()
-        .find_map(|t| Some(t.split("for url (").nth(1)?.split(')').next()?.to_string()))
-        .and_then(|u| Url::parse(&u).ok())
-        .map(|u| u[..url::Position::BeforePath].to_string())
-        .or(endpoint.map(str::to_string))
-        .map(|e| format!(" at {e}"))
-        .unwrap_or_default();
+    let endpoint = failed_endpoint(&texts, endpoint);
     let retries = all
         .split("after ")
         .nth(1)
@@ -228,6 +244,19 @@ pub fn network_failure(e: &object_store::Error, endpoint: Option<&str>) -> Optio
         .map(|n| format!(" (after {n} retries; storage options client_max_retries and client_retry_timeout set how long to keep trying)"))
         .unwrap_or_default();
     Some(format!("{what}{endpoint}{retries}"))
+}
+
+/// " at <scheme://host:port>" of the request that failed (from the client's error), else
+/// of the store's `endpoint`; empty when neither is known.
+fn failed_endpoint(texts: &[String], endpoint: Option<&str>) -> String {
+    texts
+        .iter()
+        .find_map(|t| Some(t.split("for url (").nth(1)?.split(')').next()?.to_string()))
+        .and_then(|u| Url::parse(&u).ok())
+        .map(|u| u[..url::Position::BeforePath].to_string())
+        .or(endpoint.map(str::to_string))
+        .map(|e| format!(" at {e}"))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -320,5 +349,32 @@ mod tests {
             source: "no such key".into(),
         };
         assert_eq!(network_failure(&other, None), None);
+    }
+
+    #[test]
+    fn a_refused_certificate_is_named_with_the_option_that_accepts_it() {
+        let tls = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "invalid peer certificate: UnknownIssuer",
+        );
+        let e = object_store::Error::Generic {
+            store: "S3",
+            source: format!(
+                "Error after 0 retries in 3ms, max_retries:0, retry_timeout:180s, source:error \
+                 sending request for url (https://127.0.0.1:9443/bucket/t): client error \
+                 (Connect): {tls}"
+            )
+            .into(),
+        };
+        let text = network_failure(&e, None).unwrap();
+        assert!(
+            text.starts_with("the server's TLS certificate was refused"),
+            "{text}"
+        );
+        assert!(
+            text.contains("UnknownIssuer") && text.contains("at https://127.0.0.1:9443"),
+            "{text}"
+        );
+        assert!(text.contains("allow_invalid_certificates=true"), "{text}");
     }
 }
