@@ -190,8 +190,8 @@ fn check_s3_credentials(uri: &str, b: &AmazonS3Builder, metadata_disabled: bool)
 
 /// What went wrong on the network, in words a user can act on, when `e` is a request
 /// that never got an answer: connection refused, a name that does not resolve, a
-/// timeout, a connection cut, a server certificate refused; with the endpoint and the retries made. None for other
-/// errors (an answer the store gave is reported as it is).
+/// timeout, a connection cut, a server certificate refused; with the endpoint and the
+/// retries made. None for other errors (an answer the store gave is reported as it is).
 pub fn network_failure(e: &object_store::Error, endpoint: Option<&str>) -> Option<String> {
     // object_store wraps the HTTP client's error, which wraps the socket's: look at every
     // level, the innermost cause is the most precise.
