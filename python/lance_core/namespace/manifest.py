@@ -4,7 +4,8 @@ reads the catalog the other wrote).
 
 Each change is one commit of the table. Writers in other processes commit too, so every
 read opens the latest version, and a commit that lost a race is made again on top of the
-winner's (up to the namespace's `commit_retries`).
+winner's (up to the namespace's `commit_retries`). A row is added by a merge on
+`object_id`, as pylance adds it, so that two writers racing to add one id conflict.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional
 import pyarrow as pa
 
 from ..dataset import dataset
-from ..errors import CommitConflictError, DatasetNotFoundError
+from ..errors import CommitConflictError, DatasetNotFoundError, InvalidInputError
 from ..write import write_dataset
 
 # Wire facts of pylance's catalog: the columns and the primary-key marker on object_id.
@@ -76,10 +77,27 @@ class ManifestTable:
                                      "metadata": metadata, "base_objects": None}], schema=SCHEMA)
 
         def attempt() -> None:
-            existing = self.get(object_id)
-            if existing is not None:
-                raise taken(existing)
-            write_dataset(row, self.uri, mode="append", storage_options=self.storage_options)
+            ds = self._open()
+            if ds is None:
+                try:
+                    write_dataset(row, self.uri, mode="create", storage_options=self.storage_options)
+                    return
+                except (CommitConflictError, InvalidInputError):
+                    ds = self._open()  # another writer created the catalog first
+                    if ds is None:
+                        raise
+            # A merge on object_id, not a check and an append: two writers that both found
+            # the id free would both append. The merge records the key it inserts, so the
+            # later of two racing inserts conflicts (pylance's inserts too) and, read again,
+            # finds the row.
+            try:
+                ds.merge_insert("object_id").when_matched_fail().when_not_matched_insert_all() \
+                    .conflict_retries(0).execute(row)
+            except InvalidInputError:
+                existing = self.get(object_id)
+                if existing is None:
+                    raise
+                raise taken(existing) from None
 
         self._commit(attempt)
 
