@@ -37,6 +37,7 @@ LAYERS = [
     "vector",
     "query",
     "write",
+    "namespace",
     "spark",
     "fuzzing",
 ]

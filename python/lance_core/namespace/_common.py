@@ -1,12 +1,11 @@
 """What every namespace implementation here shares: requests as dicts, the errors with
-their messages' prefixes, table ids joined into object ids, pages of names, call
-counters and URIs below a root."""
+their messages' prefixes, table ids joined into object ids, call counters. (The
+directory catalog's rules, pages of names among them, are the core's.)"""
 
 from __future__ import annotations
 
-import os
 import threading
-from typing import Any, Dict, List, Optional, Tuple, Type
+from typing import Any, Dict, List, Type
 from urllib.parse import urlparse
 
 from lance_namespace import errors as ns_errors
@@ -64,26 +63,6 @@ def is_true(value: Any, default: bool) -> bool:
 
 def object_id(parts: List[str]) -> str:
     return DELIMITER.join(parts)
-
-
-def paginate(names: List[str], page_token: Optional[str], limit: Optional[int]) -> Tuple[List[str], Optional[str]]:
-    """A page of `names`, sorted: those after `page_token`, at most `limit`; the token of
-    the next page when more are left."""
-    names = sorted(names)
-    if page_token:
-        names = [n for n in names if n > page_token]
-    if limit is not None and limit >= 0 and len(names) > limit:
-        names = names[:limit]
-        return names, (names[-1] if names else None)
-    return names, None
-
-
-def full_uri(root: str, relative: str) -> str:
-    """The URI of `relative` below a namespace's root, as pylance reports table locations:
-    a local root as a `file://` URL of its absolute path."""
-    if "://" not in root:
-        root = "file://" + os.path.abspath(root)
-    return root.rstrip("/") + "/" + relative
 
 
 def is_local(root: str) -> bool:

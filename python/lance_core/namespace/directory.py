@@ -2,18 +2,17 @@
 `DirectoryNamespace`: nested namespaces and tables recorded in the `__manifest` table at
 the root, table data in directories below it.
 
-Layout (pylance's): a table at the root lives in `<name>.lance` and is also found by
-listing the root (tables pylance or anyone wrote there before a catalog existed); a table
-in a child namespace lives in `<8 random hex digits>_<object id>`; a declared table's
-directory holds an empty `.lance-reserved` file until data is written. Namespaces are
-catalog rows only.
+The catalog's rules (its rows, where a table's directory is, the layout pylance keeps)
+are the core's (`lance_core::namespace`, through `_lance_core._DirectoryNamespace`); this
+class reads the protocol's requests, makes its responses, counts calls, and serves the
+data operations (rows, versions, indices) through the dataset API at the location the
+core finds.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import random
 import re
 from typing import Any, Dict, List, Optional
 
@@ -45,11 +44,8 @@ from ..dataset import dataset
 from ..errors import DatasetNotFoundError, LanceError
 from ..write import write_dataset
 from . import _common
-from ._common import DELIMITER, OpsMetrics, error, full_uri, is_true, object_id, paginate
-from .manifest import NAMESPACE, TABLE, ManifestTable
+from ._common import OpsMetrics, error, is_true, object_id
 
-RESERVED = ".lance-reserved"
-DEREGISTERED = ".lance-deregistered"
 _U64_MAX = 2**64 - 1
 
 # Index types a namespace request may name, as pylance maps them.
@@ -72,24 +68,11 @@ class DirectoryNamespace(LanceNamespace):
 
     def __init__(self, session: Any = None, context_provider: Any = None, **properties: Any):
         props = {k: str(v) for k, v in properties.items() if not k.startswith("dynamic_context_provider.")}
-        root = props.get("root")
-        if not root:
-            raise ValueError("Failed to create DirectoryNamespace: Invalid input: "
-                             "Missing required property 'root' for directory namespace")
-        self.root = root.rstrip("/") or root
-        self.storage_options = {k[len("storage."):]: v for k, v in props.items() if k.startswith("storage.")} or None
-        self.manifest_enabled = is_true(props.get("manifest_enabled"), True)
-        self.dir_listing = is_true(props.get("dir_listing_enabled"), True)
-        self.migration = is_true(props.get("dir_listing_to_manifest_migration_enabled"), False)
-        self.version_tracking = is_true(props.get("table_version_tracking_enabled"), False)
-        self.vend_options = is_true(props.get("vend_input_storage_options"), False)
-        try:
-            retries = int(props.get("commit_retries", "20"))
-        except ValueError:
-            retries = 20
+        self._dir = _lance_core._DirectoryNamespace(props)
+        self.root = self._dir.root
+        self.storage_options = self._dir.storage_options
         self.metrics = OpsMetrics(is_true(props.get("ops_metrics_enabled"), False))
         self.context_provider = context_provider
-        self.manifest = ManifestTable(self._uri("__manifest"), self.storage_options, max(retries, 0))
 
     # -- identity ---------------------------------------------------------------------
 
@@ -110,49 +93,27 @@ class DirectoryNamespace(LanceNamespace):
     def create_namespace(self, request: Any) -> CreateNamespaceResponse:
         self.metrics.count("create_namespace")
         req = _common.as_dict(request)
-        parts = self._namespace_id(req)
-        if not parts:
-            raise error(ns_errors.NamespaceAlreadyExistsError, "root namespace")
-        self._need_manifest("Child namespaces are only supported when manifest mode is enabled")
-        self._check_parents(parts)
-        oid = object_id(parts)
-        self.manifest.insert(oid, NAMESPACE, None, req.get("properties"),
-                             lambda _row: error(ns_errors.NamespaceAlreadyExistsError, oid))
+        self._dir.create_namespace(self._namespace_id(req), req.get("properties"))
         return CreateNamespaceResponse(properties=req.get("properties"))
 
     def describe_namespace(self, request: Any) -> DescribeNamespaceResponse:
         self.metrics.count("describe_namespace")
         parts = self._namespace_id(_common.as_dict(request))
-        if not parts:
-            return DescribeNamespaceResponse(properties={})
-        row = self._namespace_row(parts)
-        return DescribeNamespaceResponse(properties=json.loads(row["metadata"]) if row["metadata"] else None)
+        return DescribeNamespaceResponse(properties=self._dir.describe_namespace(parts))
 
     def namespace_exists(self, request: Any) -> None:
         self.metrics.count("namespace_exists")
-        parts = self._namespace_id(_common.as_dict(request))
-        if parts and (not self.manifest_enabled or self.manifest.get(object_id(parts)) is None):
-            raise error(ns_errors.NamespaceNotFoundError, object_id(parts))
+        self._dir.namespace_exists(self._namespace_id(_common.as_dict(request)))
 
     def drop_namespace(self, request: Any) -> DropNamespaceResponse:
         self.metrics.count("drop_namespace")
-        parts = self._namespace_id(_common.as_dict(request))
-        if not parts:
-            raise error(ns_errors.InvalidInputError, "Root namespace cannot be dropped")
-        self._namespace_row(parts)
-        oid = object_id(parts)
-        children = [r for r in self.manifest.rows() if r["object_id"].startswith(oid + DELIMITER)]
-        if children:
-            raise error(ns_errors.NamespaceNotEmptyError, f"'{oid}' (contains {len(children)} child objects)")
-        self.manifest.delete(oid)
+        self._dir.drop_namespace(self._namespace_id(_common.as_dict(request)))
         return DropNamespaceResponse()
 
     def list_namespaces(self, request: Any) -> ListNamespacesResponse:
         self.metrics.count("list_namespaces")
         req = _common.as_dict(request)
-        parts = self._namespace_id(req)
-        names = self._children(parts, NAMESPACE) if self.manifest_enabled else []
-        page, token = paginate(names, req.get("page_token"), req.get("limit"))
+        page, token = self._dir.list_namespaces(self._namespace_id(req), req.get("page_token"), req.get("limit"))
         return ListNamespacesResponse(namespaces=page, page_token=token)
 
     # -- tables -------------------------------------------------------------------------
@@ -160,18 +121,7 @@ class DirectoryNamespace(LanceNamespace):
     def list_tables(self, request: Any) -> ListTablesResponse:
         self.metrics.count("list_tables")
         req = _common.as_dict(request)
-        parts = self._namespace_id(req)
-        if parts:
-            self._need_manifest("Directory namespace only supports root namespace operations")
-            names = self._children(parts, TABLE)
-        else:
-            names = set()
-            if self.manifest_enabled and (not self.dir_listing or self.migration):
-                names |= set(self._children([], TABLE))
-            if self.dir_listing:
-                names |= set(self._listed_root_tables())
-            names = list(names)
-        page, token = paginate(names, req.get("page_token"), req.get("limit"))
+        page, token = self._dir.list_tables(self._namespace_id(req), req.get("page_token"), req.get("limit"))
         return ListTablesResponse(tables=page, page_token=token)
 
     def create_table(self, request: Any, request_data: Optional[bytes] = None) -> CreateTableResponse:
@@ -180,50 +130,24 @@ class DirectoryNamespace(LanceNamespace):
         parts = self._table_id(req)
         if not request_data:
             raise error(ns_errors.InvalidInputError, "Request data (Arrow IPC stream) is required for create_table")
-        reader = _ipc_stream(request_data, "create_table")
-        oid = object_id(parts)
-        row = self.manifest.get(oid) if self.manifest_enabled else None
-        if row is not None and not self._only_declared(row["location"]):
-            raise error(ns_errors.TableAlreadyExistsError, parts[-1])
-        relative = row["location"] if row is not None else self._new_table_dir(parts)
-        ds = self._write(reader, self._uri(relative), "create")
-        if self.manifest_enabled and row is None:
-            self.manifest.insert(oid, TABLE, relative, None,
-                                 lambda _row: error(ns_errors.TableAlreadyExistsError, parts[-1]))
-        return CreateTableResponse(location=full_uri(self.root, relative), version=ds.version,
-                                   storage_options=self._vended())
+        location, version = self._dir.create_table(parts, _ipc_stream(request_data, "create_table"))
+        return CreateTableResponse(location=location, version=version, storage_options=self._dir.vended_storage_options)
 
     def declare_table(self, request: Any) -> DeclareTableResponse:
         self.metrics.count("declare_table")
         req = _common.as_dict(request)
-        parts = self._table_id(req)
-        oid = object_id(parts)
-        relative = self._new_table_dir(parts)
-        location = full_uri(self.root, relative)
-        asked = req.get("location")
-        if asked and asked.rstrip("/") != location:
-            raise error(ns_errors.InvalidInputError,
-                        f"Cannot declare table {parts[-1]} at location {asked}, must be at location {location}")
-        if self.manifest_enabled:
-            if self.manifest.get(oid) is not None:
-                raise error(ns_errors.TableAlreadyExistsError, parts[-1])
-        elif self._listing(relative)[1]:
-            raise error(ns_errors.TableAlreadyExistsError, parts[-1])
-        _lance_core._put_object(self._uri(relative), RESERVED, b"", self.storage_options)
-        if self.manifest_enabled:
-            self.manifest.insert(oid, TABLE, relative, None,
-                                 lambda _row: error(ns_errors.TableAlreadyExistsError, parts[-1]))
-        return DeclareTableResponse(location=location, storage_options=self._vended(),
-                                    managed_versioning=True if self.version_tracking else None)
+        location = self._dir.declare_table(self._table_id(req), req.get("location"))
+        return DeclareTableResponse(location=location, storage_options=self._dir.vended_storage_options,
+                                    managed_versioning=self._dir.managed_versioning)
 
     def describe_table(self, request: Any) -> DescribeTableResponse:
         self.metrics.count("describe_table")
         req = _common.as_dict(request)
         parts = self._table_id(req)
-        location = self._locate(parts)
+        location, only_declared = self._dir.describe_table(parts, bool(req.get("check_declared")))
         out: Dict[str, Any] = dict(table=parts[-1], namespace=parts[:-1], location=location, table_uri=location,
-                                   storage_options=self._vended(),
-                                   managed_versioning=True if self.version_tracking else None)
+                                   storage_options=self._dir.vended_storage_options,
+                                   managed_versioning=self._dir.managed_versioning)
         if req.get("load_detailed_metadata"):
             try:
                 ds = self._open(location, req.get("version"))
@@ -231,71 +155,31 @@ class DirectoryNamespace(LanceNamespace):
                 pass
             else:
                 out["version"] = ds.version
-        if req.get("check_declared"):
-            out["is_only_declared"] = self._only_declared_uri(location)
+        if only_declared is not None:
+            out["is_only_declared"] = only_declared
         return DescribeTableResponse(**out)
 
     def table_exists(self, request: Any) -> None:
         self.metrics.count("table_exists")
-        parts = self._table_id(_common.as_dict(request))
-        if self._root_by_listing(parts):
-            self._listed_root_table(parts[0])
-        elif self.manifest.get(object_id(parts)) is None:
-            raise error(ns_errors.TableNotFoundError, f"table id '{object_id(parts)}'")
+        self._dir.table_exists(self._table_id(_common.as_dict(request)))
 
     def drop_table(self, request: Any) -> DropTableResponse:
         self.metrics.count("drop_table")
         req = _common.as_dict(request)
-        parts = self._table_id(req)
-        if self.manifest_enabled:
-            row = self.manifest.get(object_id(parts))
-            if row is None or row["object_type"] != TABLE:
-                raise error(ns_errors.TableNotFoundError, parts[-1])
-            relative = row["location"]
-            self.manifest.delete(object_id(parts))
-        else:
-            relative = f"{parts[-1]}.lance"
-            self._listed_root_table(parts[-1])
-        _lance_core._drop_dataset(self._uri(relative), self.storage_options)
-        return DropTableResponse(id=req.get("id"), location=full_uri(self.root, relative))
+        location = self._dir.drop_table(self._table_id(req))
+        return DropTableResponse(id=req.get("id"), location=location)
 
     def register_table(self, request: Any) -> RegisterTableResponse:
         self.metrics.count("register_table")
         req = _common.as_dict(request)
-        parts = self._table_id(req)
-        location = req.get("location") or ""
-        rule = "Location must be a relative path within the root directory"
-        if "://" in location:
-            raise error(ns_errors.InvalidInputError,
-                        f"Absolute URIs are not allowed for register_table. {rule}: {location}")
-        if location.startswith("/"):
-            raise error(ns_errors.InvalidInputError,
-                        f"Absolute paths are not allowed for register_table. {rule}: {location}")
-        if ".." in location:
-            raise error(ns_errors.InvalidInputError, f"Path traversal is not allowed. {rule}: {location}")
-        if not self.manifest_enabled:
-            raise error(ns_errors.UnsupportedOperationError,
-                        "register_table is only supported when manifest mode is enabled")
-        self._check_parents(parts)
-        oid = object_id(parts)
-        self.manifest.insert(oid, TABLE, location, None, lambda _row: error(ns_errors.TableAlreadyExistsError, oid))
+        location = self._dir.register_table(self._table_id(req), req.get("location") or "")
         return RegisterTableResponse(location=location)
 
     def deregister_table(self, request: Any) -> DeregisterTableResponse:
         self.metrics.count("deregister_table")
         req = _common.as_dict(request)
-        parts = self._table_id(req)
-        if self.manifest_enabled:
-            oid = object_id(parts)
-            row = self.manifest.get(oid)
-            if row is None or row["object_type"] != TABLE:
-                raise error(ns_errors.TableNotFoundError, oid)
-            self.manifest.delete(oid)
-            return DeregisterTableResponse(id=req.get("id"), location=full_uri(self.root, row["location"]))
-        relative = f"{parts[-1]}.lance"
-        self._listed_root_table(parts[-1])
-        _lance_core._put_object(self._uri(relative), DEREGISTERED, b"", self.storage_options)
-        return DeregisterTableResponse(id=req.get("id"), location=full_uri(self.root, relative))
+        location = self._dir.deregister_table(self._table_id(req))
+        return DeregisterTableResponse(id=req.get("id"), location=location)
 
     # -- data -----------------------------------------------------------------------------
 
@@ -411,7 +295,7 @@ class DirectoryNamespace(LanceNamespace):
         from lance_namespace_urllib3_client.models import IndexContent
 
         described = {d.name: d for d in ds.describe_indices()}
-        names, token = paginate(list(described), req.get("page_token"), req.get("limit"))
+        names, token = _lance_core._namespace_page(list(described), req.get("page_token"), req.get("limit"))
         indexes = [IndexContent(index_name=n, index_uuid=described[n].segments[0].uuid,
                                 columns=list(described[n].field_names), status="SUCCEEDED",
                                 index_type=described[n].index_type, num_indexed_rows=described[n].num_rows_indexed,
@@ -436,16 +320,6 @@ class DirectoryNamespace(LanceNamespace):
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _uri(self, relative: str) -> str:
-        return f"{self.root}/{relative}"
-
-    def _vended(self) -> Optional[Dict[str, str]]:
-        return dict(self.storage_options) if self.vend_options and self.storage_options else None
-
-    def _need_manifest(self, what: str) -> None:
-        if not self.manifest_enabled:
-            raise error(ns_errors.UnsupportedOperationError, what)
-
     @staticmethod
     def _namespace_id(req: Dict[str, Any]) -> List[str]:
         parts = req.get("id")
@@ -454,89 +328,18 @@ class DirectoryNamespace(LanceNamespace):
         return list(parts)
 
     def _table_id(self, req: Dict[str, Any]) -> List[str]:
+        """The request's table id, checked by the catalog's rules (before anything else
+        of the request is)."""
         parts = req.get("id")
         if parts is None:
             raise error(ns_errors.InvalidInputError, "Table ID is required")
-        if not parts:
-            raise error(ns_errors.InvalidInputError, "Table ID cannot be empty")
-        if len(parts) > 1 and not self.manifest_enabled:
-            raise error(ns_errors.UnsupportedOperationError,
-                        f"Multi-level table IDs are only supported when manifest mode is enabled, but got: {parts}")
-        return list(parts)
-
-    def _namespace_row(self, parts: List[str]) -> Dict[str, Any]:
-        row = self.manifest.get(object_id(parts)) if self.manifest_enabled else None
-        if row is None or row["object_type"] != NAMESPACE:
-            raise error(ns_errors.NamespaceNotFoundError, object_id(parts))
-        return row
-
-    def _check_parents(self, parts: List[str]) -> None:
-        """Every namespace above `parts` must exist."""
-        for depth in range(1, len(parts)):
-            parent = object_id(parts[:depth])
-            row = self.manifest.get(parent)
-            if row is None or row["object_type"] != NAMESPACE:
-                raise error(ns_errors.NamespaceNotFoundError, f"parent namespace '{parent}'")
-
-    def _children(self, parts: List[str], kind: str) -> List[str]:
-        """The names of the direct children of namespace `parts` of type `kind`."""
-        prefix = object_id(parts) + DELIMITER if parts else ""
-        out = []
-        for row in self.manifest.rows(f"object_type = '{kind}'"):
-            oid = row["object_id"]
-            if oid.startswith(prefix) and DELIMITER not in oid[len(prefix):]:
-                out.append(oid[len(prefix):])
-        return out
-
-    def _new_table_dir(self, parts: List[str]) -> str:
-        if len(parts) == 1 and (self.dir_listing or not self.manifest_enabled):
-            return f"{parts[0]}.lance"
-        return f"{random.getrandbits(32):08x}_{object_id(parts)}"
-
-    def _root_by_listing(self, parts: List[str]) -> bool:
-        """Whether a root table is looked up by listing the root (pylance's default)."""
-        return len(parts) == 1 and (not self.manifest_enabled or (self.dir_listing and not self.migration))
-
-    def _listing(self, relative: str) -> tuple:
-        dirs, files = _lance_core._store_list(self.root, relative, False, self.storage_options)
-        names = [f.rstrip("/").rsplit("/", 1)[-1] for f in files]
-        return dirs, names
-
-    def _listed_root_table(self, name: str) -> str:
-        """The location of root table `name` found in its directory."""
-        dirs, files = self._listing(f"{name}.lance")
-        if not dirs and not files:
-            raise error(ns_errors.TableNotFoundError, f"table id '{name}'")
-        if DEREGISTERED in files:
-            raise error(ns_errors.InvalidTableStateError, f"Table is deregistered: table id '{name}'")
-        return f"{self.root}/{name}.lance"
-
-    def _listed_root_tables(self) -> List[str]:
-        dirs, _ = _lance_core._store_list(self.root, "", False, self.storage_options)
-        names = [d.rstrip("/").rsplit("/", 1)[-1] for d in dirs]
-        return [n[: -len(".lance")] for n in names if n.endswith(".lance") and len(n) > len(".lance")]
+        parts = list(parts)
+        self._dir.check_table_id(parts)
+        return parts
 
     def _locate(self, parts: List[str]) -> str:
         """The URI of table `parts` (described, not opened)."""
-        if self._root_by_listing(parts):
-            return self._listed_root_table(parts[0])
-        row = self.manifest.get(object_id(parts))
-        if row is None or row["object_type"] != TABLE:
-            if len(parts) == 1 and self.dir_listing and self.migration:
-                return self._listed_root_table(parts[0])
-            raise error(ns_errors.TableNotFoundError, f"table id '{object_id(parts)}'")
-        return full_uri(self.root, row["location"])
-
-    def _only_declared(self, relative: str) -> bool:
-        return self._only_declared_uri(self._uri(relative))
-
-    def _only_declared_uri(self, uri: str) -> bool:
-        """A declared table's directory: the reserved marker and no versions yet."""
-        try:
-            _, files = _lance_core._store_list(uri, "_versions", False, self.storage_options)
-        except LanceError:
-            files = []
-        return not files
+        return self._dir.table_location(parts)
 
     def _open(self, location: str, version: Any = None, not_found: Any = ns_errors.TableNotFoundError) -> Any:
         try:

@@ -45,6 +45,60 @@ pub enum Error {
     /// Arrow rejected an array we built; always a bug or a corrupt file.
     #[error("arrow error: {0}")]
     Arrow(#[from] arrow_schema::ArrowError),
+    /// A catalog's rule refused the request (`crate::namespace`): what the namespace
+    /// protocol has a class of error for, shown with its prefix as pylance shows it
+    /// ("Table not found: table id 'a$b'").
+    #[error("{kind}: {message}")]
+    Namespace {
+        kind: NamespaceErrorKind,
+        message: String,
+    },
+}
+
+/// The errors of the namespace protocol a catalog raises, each a class of its own in the
+/// bindings (`lance_namespace.errors` in Python).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NamespaceErrorKind {
+    Unsupported,
+    NamespaceNotFound,
+    NamespaceAlreadyExists,
+    NamespaceNotEmpty,
+    TableNotFound,
+    TableAlreadyExists,
+    InvalidInput,
+    InvalidTableState,
+}
+
+impl NamespaceErrorKind {
+    /// The protocol's error code (its `ErrorCode`, which REST servers send).
+    pub fn code(self) -> u32 {
+        match self {
+            NamespaceErrorKind::Unsupported => 0,
+            NamespaceErrorKind::NamespaceNotFound => 1,
+            NamespaceErrorKind::NamespaceAlreadyExists => 2,
+            NamespaceErrorKind::NamespaceNotEmpty => 3,
+            NamespaceErrorKind::TableNotFound => 4,
+            NamespaceErrorKind::TableAlreadyExists => 5,
+            NamespaceErrorKind::InvalidInput => 13,
+            NamespaceErrorKind::InvalidTableState => 19,
+        }
+    }
+}
+
+/// What pylance puts before the message of each kind (users match on the whole text).
+impl fmt::Display for NamespaceErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NamespaceErrorKind::Unsupported => "Unsupported",
+            NamespaceErrorKind::NamespaceNotFound => "Namespace not found",
+            NamespaceErrorKind::NamespaceAlreadyExists => "Namespace already exists",
+            NamespaceErrorKind::NamespaceNotEmpty => "Namespace not empty",
+            NamespaceErrorKind::TableNotFound => "Table not found",
+            NamespaceErrorKind::TableAlreadyExists => "Table already exists",
+            NamespaceErrorKind::InvalidInput => "Invalid input",
+            NamespaceErrorKind::InvalidTableState => "Invalid table state",
+        })
+    }
 }
 
 impl Error {
@@ -75,6 +129,12 @@ impl Error {
         Error::invalid(format!(
             "{uri}: Column \"{path}\" does not exist in the dataset"
         ))
+    }
+    pub fn namespace(kind: NamespaceErrorKind, message: impl fmt::Display) -> Self {
+        Error::Namespace {
+            kind,
+            message: message.to_string(),
+        }
     }
     pub fn schema_mismatch(message: impl fmt::Display) -> Self {
         Error::SchemaMismatch(message.to_string())

@@ -5,7 +5,8 @@
 //! (manifests, versions, schemas, fragments, deletions, row ids, index segments),
 //! `dataset` (a version of a table, opened), `scan` (streaming reads and takes of its
 //! rows), `index` / `vector` / `blob` (what indices answer, vectors, blob bytes), `query`
-//! (a read as a user asks for it, planned over those) and `write` (every change, committed).
+//! (a read as a user asks for it, planned over those), `write` (every change, committed)
+//! and `namespace` (catalogs of tables named by ids, kept in Lance tables).
 pub mod blob;
 pub mod dataset;
 pub mod error;
@@ -16,6 +17,7 @@ pub mod file_table;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod index;
+pub mod namespace;
 pub mod proto;
 pub mod query;
 pub mod storage;

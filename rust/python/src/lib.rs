@@ -4,8 +4,8 @@
 //! files, `blobs` blob columns read as files, `nearest` vector-search queries, `session` the
 //! caches datasets share, `files` job files beside the table, `row_changes` the pieces of
 //! distributed updates and merges, `arrow_export` and `arrow_import` the zero-copy hand-over
-//! of Arrow data each way, `errors` the mapping of errors and panics to exceptions,
-//! `runtime` the async runtime.
+//! of Arrow data each way, `namespace` the directory catalog (`lance_core.namespace`),
+//! `errors` the mapping of errors and panics to exceptions, `runtime` the async runtime.
 mod arrow_export;
 mod arrow_import;
 mod bases;
@@ -20,6 +20,7 @@ mod history;
 mod ivf_params;
 mod logging;
 mod merge_clauses;
+mod namespace;
 mod nearest;
 mod progress;
 mod row_changes;
@@ -50,6 +51,8 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<file_api::PyFileWriter>()?;
     m.add_class::<blobs::PyBlobReader>()?;
     m.add_class::<blobs::PySidecarWriter>()?;
+    m.add_class::<namespace::PyDirectoryNamespace>()?;
+    m.add_function(wrap_pyfunction!(namespace::_namespace_page, m)?)?;
     m.add_function(wrap_pyfunction!(blobs::_take_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(blobs::_read_blobs, m)?)?;
     m.add_function(wrap_pyfunction!(blobs::_read_blob_ranges, m)?)?;
