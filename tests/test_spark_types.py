@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 import pytest
 
 import pyspark  # noqa: F401
-from lance_core.spark.types import _convert, spark_arrow_schema, spark_schema  # noqa: E402
+from lance_core.spark.types import _convert, from_spark, spark_arrow_schema, spark_schema  # noqa: E402
 
 ARRAYS = [
     pa.array([{"x": i, "y": f"s{i}"} if i % 3 else None for i in range(10)],
@@ -36,8 +36,14 @@ def test_to_spark_matches_cast(array, piece):
 def test_spark_lists_back_to_fixed_size_lists():
     fsl = pa.array([[i, i + 1] if i % 5 else None for i in range(10)], pa.list_(pa.uint16(), 2))
     spark_side = pc.cast(fsl, pa.list_(pa.int32())).slice(2, 6)
-    back = _convert(spark_side, pa.field("c", spark_side.type), fsl.type, "c", to_lance=True)
+    target = pa.schema([pa.field("c", fsl.type)])
+    back = from_spark(pa.record_batch([spark_side], names=["c"]), target).column(0)
     assert back.equals(fsl.slice(2, 6))
+    # A null list may hold any number of items; it stays null.
+    ragged = pa.ListArray.from_arrays(pa.array([0, 2, 5, 7], pa.int32()), pa.array(range(7), pa.int32()),
+                                      mask=pa.array([False, True, False]))
+    back = from_spark(pa.record_batch([ragged], names=["c"]), target).column(0)
+    assert back.to_pylist() == [[0, 1], None, [5, 6]]
     wrong = pa.array([[1, 2, 3]], pa.list_(pa.int32()))
-    with pytest.raises(ValueError, match="every list must have 2 items"):
-        _convert(wrong, pa.field("c", wrong.type), fsl.type, "c", to_lance=True)
+    with pytest.raises(ValueError, match="column 'c': every list must have 2 items"):
+        from_spark(pa.record_batch([wrong], names=["c"]), target)

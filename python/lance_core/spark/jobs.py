@@ -1,6 +1,6 @@
 """What every distributed job shares: the dataset a worker opens (`dataset_at`), its files
-(`JobFiles`, the Spark form of the core's staged-files guard: a job that does not commit
-leaves none behind), its errors (a lance_core error raised in a task reaches the driver as
+(`JobFiles`, over the core's guard of a distributed job's files: a job that does not
+commit leaves none behind), its errors (a lance_core error raised in a task reaches the driver as
 its own class, carried as data, not rebuilt from Spark's traceback text), the way a job of
 a few known tasks runs (`run_tasks`, `work_frame`), and what differs on a Spark Connect
 session, which has no SparkContext (`is_connect`, `parallelism`)."""
@@ -53,9 +53,7 @@ ERROR_COLUMN = "_lance_core_error"
 class JobFiles:
     """The data files one distributed job writes, findable by the token their names start
     with, and the index segments it builds, by uuids chosen up front, so that a failed job
-    leaves none behind even when some tasks finish late: `abort` writes a marker, then
-    deletes every file with the token and every segment's directory; a task checks for the
-    marker after writing (`keep`) and deletes its own files when it is there."""
+    leaves none behind even when some tasks finish late (the core's `JobFiles`)."""
 
     def __init__(self, uri: str, storage_options: Optional[Dict[str, str]], prefix: Optional[str] = None):
         self.uri, self.storage_options = uri, storage_options
@@ -70,49 +68,25 @@ class JobFiles:
         self.index_uuids.append(str(uuid.uuid4()))
         return self.index_uuids[-1]
 
-    def _marker(self) -> str:
-        return f"_spark_aborted/{self.prefix.rstrip('-')}"
+    def _call(self, op: str, paths: List[str], index_uuids: List[str]) -> bool:
+        return _lance_core._job_files(self.uri, self.prefix, op, sorted(set(paths)), sorted(set(index_uuids)),
+                                      self.storage_options)
 
     def delete(self, paths: List[str], index_uuids: List[str] = ()) -> None:
-        _lance_core._delete_data_files(self.uri, sorted(set(paths)), self.storage_options)
-        if index_uuids:
-            _lance_core._delete_index_dirs(self.uri, sorted(set(index_uuids)), self.storage_options)
+        self._call("delete", paths, list(index_uuids))
 
     def keep(self, paths: List[str], index_uuids: List[str] = ()) -> bool:
         """In a task, after writing `paths` (data files) and index segments `index_uuids`:
         False (and the files deleted) if the job was aborted meanwhile."""
-        if _lance_core._object_exists(self.uri, self._marker(), self.storage_options):
-            self.delete(paths, index_uuids)
-            return False
-        return True
+        return self._call("keep", paths, list(index_uuids))
 
     def abort(self, known: List[str] = ()) -> None:
         """Remove the job's files, unless the table's latest version refers to one of them
         or cannot be read: a commit whose answer was lost (`OutcomeUnknownError`, which
         Spark follows with a call here) may have happened, and its version must keep its
-        files. Files kept so are orphans at worst, which `cleanup_old_versions` removes."""
-        if self._maybe_committed(known):
-            return
-        _lance_core._put_object(self.uri, self._marker(), b"aborted", self.storage_options)
-        found = _lance_core._list_data_files(self.uri, self.prefix, self.storage_options)
-        self.delete(list(known) + found, self.index_uuids)
-
-    def _maybe_committed(self, known: List[str]) -> bool:
-        """Whether the latest version refers to a file of this job, or cannot be read."""
-        try:
-            ds = dataset(self.uri, storage_options=self.storage_options)
-        except _errors.DatasetNotFoundError:
-            return False
-        except LanceError:
-            return True
-        ours = set(known)
-        for frag in ds.get_fragments():
-            for f in frag.data_files():
-                name = os.path.basename(f.path)
-                if name.startswith(self.prefix) or f.path in ours:
-                    return True
-        built = set(self.index_uuids)
-        return bool(built) and any(i["uuid"] in built for i in ds.list_indices())
+        files. Files kept so are orphans at worst, which `cleanup_old_versions` removes.
+        The rules are the core's (`lance_core::write::job_files`), the JVM writer's too."""
+        self._call("abort", list(known), self.index_uuids)
 
     @contextmanager
     def removed_on_error(self):

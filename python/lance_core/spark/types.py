@@ -63,62 +63,48 @@ def to_spark(batch: pa.RecordBatch, target: pa.Schema, exact: bool = False) -> p
 
 def from_spark(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     """`batch` (from Spark, with `target`'s column names) with the types of an existing
-    dataset, for appending."""
+    dataset, for appending: the core's conversion (`lance_core::spark::table_types`),
+    which the JVM writer uses too."""
     if batch.schema.equals(target):
         return batch
-    columns = [_convert(batch.column(f.name), batch.schema.field(f.name), f.type, f.name, to_lance=True)
-               for f in target]
-    return pa.RecordBatch.from_arrays(columns, schema=target)
+    out = pa.record_batch(_lance_core._to_table_batch(batch, target))
+    return pa.RecordBatch.from_arrays(out.columns, schema=target)
 
 
 _SUB_MICROS = "would lose data"
-
-
-def _bytes_as_blobs(arr: pa.Array, dst: pa.DataType) -> pa.Array:
-    """A binary column as blob v2 values of type `dst` (each value its bytes)."""
-    storage = dst.storage_type
-    children = [arr.cast(pa.large_binary()) if f.name == "data" else pa.nulls(len(arr), f.type) for f in storage]
-    values = pa.StructArray.from_arrays(children, fields=list(storage), mask=arr.is_null())
-    return pa.ExtensionArray.from_storage(dst, values)
 
 
 def _finer_than_micros(t: pa.DataType) -> bool:
     return (pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_time64(t)) and t.unit == "ns"
 
 
-def _convert(arr: pa.Array, src: pa.Field, dst: pa.DataType, path: str, to_lance: bool = False,
-             exact: bool = False) -> pa.Array:
+def _convert(arr: pa.Array, src: pa.Field, dst: pa.DataType, path: str, exact: bool = False) -> pa.Array:
     """`arr` (of field `src`) as type `dst`, keeping the buffers when nothing changes."""
     if arr.type == dst:
         return arr
     ext = _extension(src)
     if isinstance(arr, pa.ExtensionArray):
         arr = arr.storage
-    if ext == _BFLOAT16 and not to_lance:
+    if ext == _BFLOAT16:
         return _bfloat16_to_float32(arr)
-    if to_lance and getattr(dst, "extension_name", None) == "lance.blob.v2" and \
-            (pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type)):
-        return _bytes_as_blobs(arr, dst)
-    if isinstance(dst, pa.BaseExtensionType) and to_lance:
-        return pa.ExtensionArray.from_storage(dst, _convert(arr, src, dst.storage_type, path, to_lance, exact))
     t = arr.type
     if pa.types.is_dictionary(t):
         arr = arr.dictionary_decode()
-        return _convert(arr, pa.field(src.name, arr.type, src.nullable), dst, path, to_lance, exact)
+        return _convert(arr, pa.field(src.name, arr.type, src.nullable), dst, path, exact)
     if pa.types.is_struct(t) and pa.types.is_struct(dst):
         children = [
-            _convert(arr.field(i), t.field(i), dst.field(i).type, f"{path}.{t.field(i).name}", to_lance, exact)
+            _convert(arr.field(i), t.field(i), dst.field(i).type, f"{path}.{t.field(i).name}", exact)
             for i in range(t.num_fields)
         ]
         return pa.StructArray.from_arrays(children, fields=list(dst), mask=_null_mask(arr))
     if pa.types.is_map(t) and pa.types.is_map(dst):
         offsets, entries = _list_parts(arr)
-        keys = _convert(entries.field(0), t.key_field, dst.key_type, f"{path}.key", to_lance, exact)
-        items = _convert(entries.field(1), t.item_field, dst.item_type, f"{path}.value", to_lance, exact)
+        keys = _convert(entries.field(0), t.key_field, dst.key_type, f"{path}.key", exact)
+        items = _convert(entries.field(1), t.item_field, dst.item_type, f"{path}.value", exact)
         return pa.MapArray.from_arrays(offsets, keys, items, type=dst, mask=_null_mask(arr))
     if _is_list(t) and _is_list(dst) and not pa.types.is_fixed_size_list(dst):
         offsets, values = _list_parts(arr)
-        values = _convert(values, t.value_field, dst.value_type, f"{path}.item", to_lance, exact)
+        values = _convert(values, t.value_field, dst.value_type, f"{path}.item", exact)
         cls = pa.LargeListArray if pa.types.is_large_list(dst) else pa.ListArray
         offsets = offsets.cast(pa.int64() if pa.types.is_large_list(dst) else pa.int32())
         return cls.from_arrays(offsets, values, type=dst, mask=_null_mask(arr))
@@ -128,7 +114,7 @@ def _convert(arr: pa.Array, src: pa.Field, dst: pa.DataType, path: str, to_lance
         bad = pc.and_(pc.not_equal(lengths, dst.list_size), arr.is_valid())
         if pc.any(bad).as_py():
             raise InvalidInputError(f"column '{path}': every list must have {dst.list_size} items")
-        values = _convert(values, t.value_field, dst.value_type, f"{path}.item", to_lance, exact)
+        values = _convert(values, t.value_field, dst.value_type, f"{path}.item", exact)
         if len(values) != len(arr) * dst.list_size or not pc.all(pc.equal(lengths, dst.list_size)).as_py():
             # Null lists may hold any number of items: take each list's first list_size items.
             starts = offsets.slice(0, len(arr)).to_numpy(zero_copy_only=False)
@@ -138,10 +124,9 @@ def _convert(arr: pa.Array, src: pa.Field, dst: pa.DataType, path: str, to_lance
     try:
         return pc.cast(arr, dst, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-        if not to_lance and not exact and _finer_than_micros(t) and _SUB_MICROS in str(e):
+        if not exact and _finer_than_micros(t) and _SUB_MICROS in str(e):
             return pc.cast(arr, dst, safe=False)  # drop the nanoseconds, as PySpark does
-        hint = " (read with option timestamp_nanos='truncate' to drop the nanoseconds)" if (
-            not to_lance and _finer_than_micros(t)) else ""
+        hint = " (read with option timestamp_nanos='truncate' to drop the nanoseconds)" if _finer_than_micros(t) else ""
         raise InvalidInputError(f"column '{path}': cannot convert {t} to {dst}: {e}{hint}") from None
 
 

@@ -7,17 +7,34 @@
 //! - `countRows(request)`: rows passing the request's predicate;
 //! - `openReader(request)` / `nextBatch(reader, array, schema)` / `closeReader(reader)`:
 //!   a partition's batches through the Arrow C data interface;
-//! - `releaseBatch(array, schema)`: the JVM is done with a batch.
+//! - `releaseBatch(array, schema)`: the JVM is done with a batch;
+//! - `namespace(request, schema)`: the Spark catalog's calls (`namespace::call`);
+//! - `openWriter(request, schema)` / `writeBatch(writer, ipc)` / `finishWriter(writer)` /
+//!   `abortWriter(writer)`: a Spark task's writer (`writer::TaskWriter`);
+//! - `commitWrite(request, schema)` / `abortWrite(request)`: the driver's end of a write;
+//! - `canDeleteWhere(request)` / `deleteWhere(request)`: SQL's DELETE (`changes`).
 #![allow(non_snake_case)]
 
+mod changes;
 mod jvm;
+mod namespace;
 mod reader;
 mod tables;
+mod writer;
 
 use jni_sys::{jbyteArray, jclass, jlong, JNIEnv};
 
 use crate::reader::PartitionReader;
 use crate::tables::Request;
+use crate::writer::TaskWriter;
+
+/// A `byte[]` argument that may be null.
+fn optional_bytes(env: *mut JNIEnv, array: jbyteArray) -> Result<Option<Vec<u8>>, String> {
+    match array.is_null() {
+        true => Ok(None),
+        false => jvm::bytes_in(env, array).map(Some),
+    }
+}
 
 #[no_mangle]
 pub extern "system" fn Java_lance_1core_spark_Native_version(
@@ -38,6 +55,23 @@ pub extern "system" fn Java_lance_1core_spark_Native_describe(
     jvm::entry(env, std::ptr::null_mut(), || {
         let request = Request::parse(&jvm::bytes_in(env, request)?)?;
         let reply = tables::describe(&request)?;
+        jvm::bytes_out(env, reply.to_string().as_bytes())
+    })
+}
+
+/// A catalog operation's reply; `schema` (an Arrow IPC stream, or null) is the schema of
+/// a table to create.
+#[no_mangle]
+pub extern "system" fn Java_lance_1core_spark_Native_namespace(
+    env: *mut JNIEnv,
+    _: jclass,
+    request: jbyteArray,
+    schema: jbyteArray,
+) -> jbyteArray {
+    jvm::entry(env, std::ptr::null_mut(), || {
+        let request = Request::parse(&jvm::bytes_in(env, request)?)?;
+        let schema = optional_bytes(env, schema)?;
+        let reply = namespace::call(&request, schema.as_deref())?;
         jvm::bytes_out(env, reply.to_string().as_bytes())
     })
 }
@@ -122,5 +156,128 @@ pub extern "system" fn Java_lance_1core_spark_Native_closeReader(
             drop(unsafe { Box::from_raw(reader as *mut PartitionReader) });
         }
         Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_lance_1core_spark_Native_openWriter(
+    env: *mut JNIEnv,
+    _: jclass,
+    request: jbyteArray,
+    schema: jbyteArray,
+) -> jlong {
+    jvm::entry(env, 0, || {
+        let request = Request::parse(&jvm::bytes_in(env, request)?)?;
+        let schema = optional_bytes(env, schema)?;
+        let writer = Box::new(TaskWriter::open(&request, schema.as_deref())?);
+        Ok(Box::into_raw(writer) as jlong)
+    })
+}
+
+/// More of the task's Arrow IPC stream.
+#[no_mangle]
+pub extern "system" fn Java_lance_1core_spark_Native_writeBatch(
+    env: *mut JNIEnv,
+    _: jclass,
+    writer: jlong,
+    ipc: jbyteArray,
+) {
+    jvm::entry(env, (), || {
+        if writer == 0 {
+            return Err("lance_core: writeBatch was called on a closed writer".into());
+        }
+        // SAFETY: `writer` came from `openWriter` and is not finished or aborted (the Java
+        // writer forgets it then); one thread at a time calls it.
+        let writer = unsafe { &mut *(writer as *mut TaskWriter) };
+        writer.write(jvm::bytes_in(env, ipc)?)
+    })
+}
+
+/// The task's fragments (JSON: a list of pylance's fragment JSON strings); frees the writer.
+#[no_mangle]
+pub extern "system" fn Java_lance_1core_spark_Native_finishWriter(
+    env: *mut JNIEnv,
+    _: jclass,
+    writer: jlong,
+) -> jbyteArray {
+    jvm::entry(env, std::ptr::null_mut(), || {
+        if writer == 0 {
+            return Err("lance_core: finishWriter was called on a closed writer".into());
+        }
+        // SAFETY: as in `writeBatch`; the writer is taken back and freed here, once.
+        let writer = unsafe { Box::from_raw(writer as *mut TaskWriter) };
+        let reply = writer.finish()?;
+        jvm::bytes_out(env, reply.to_string().as_bytes())
+    })
+}
+
+/// Stops a task's writer, removing what it wrote; frees it.
+#[no_mangle]
+pub extern "system" fn Java_lance_1core_spark_Native_abortWriter(
+    env: *mut JNIEnv,
+    _: jclass,
+    writer: jlong,
+) {
+    jvm::entry(env, (), || {
+        if writer != 0 {
+            // SAFETY: as in `finishWriter`.
+            unsafe { Box::from_raw(writer as *mut TaskWriter) }.abort();
+        }
+        Ok(())
+    })
+}
+
+/// The driver commits the tasks' fragments as one version; returns it.
+#[no_mangle]
+pub extern "system" fn Java_lance_1core_spark_Native_commitWrite(
+    env: *mut JNIEnv,
+    _: jclass,
+    request: jbyteArray,
+    schema: jbyteArray,
+) -> jlong {
+    jvm::entry(env, -1, || {
+        let request = Request::parse(&jvm::bytes_in(env, request)?)?;
+        let schema = optional_bytes(env, schema)?;
+        Ok(writer::commit(&request, schema.as_deref())? as jlong)
+    })
+}
+
+/// The driver removes a job's files (unless a version may refer to them).
+#[no_mangle]
+pub extern "system" fn Java_lance_1core_spark_Native_abortWrite(
+    env: *mut JNIEnv,
+    _: jclass,
+    request: jbyteArray,
+) {
+    jvm::entry(env, (), || {
+        let request = Request::parse(&jvm::bytes_in(env, request)?)?;
+        writer::abort(&request)
+    })
+}
+
+/// Whether the request's filters can be handed over whole to a delete (1) or not (0).
+#[no_mangle]
+pub extern "system" fn Java_lance_1core_spark_Native_canDeleteWhere(
+    env: *mut JNIEnv,
+    _: jclass,
+    request: jbyteArray,
+) -> jlong {
+    jvm::entry(env, 0, || {
+        let request = Request::parse(&jvm::bytes_in(env, request)?)?;
+        Ok(changes::can_delete(&request)? as jlong)
+    })
+}
+
+/// Deletes the rows the request's filters hold for; the new version and the count (JSON).
+#[no_mangle]
+pub extern "system" fn Java_lance_1core_spark_Native_deleteWhere(
+    env: *mut JNIEnv,
+    _: jclass,
+    request: jbyteArray,
+) -> jbyteArray {
+    jvm::entry(env, std::ptr::null_mut(), || {
+        let request = Request::parse(&jvm::bytes_in(env, request)?)?;
+        let reply = changes::delete(&request)?;
+        jvm::bytes_out(env, reply.to_string().as_bytes())
     })
 }

@@ -50,7 +50,7 @@ impl Request {
         self.0.get(key)
     }
 
-    fn version(&self) -> Option<VersionRef> {
+    pub fn version(&self) -> Option<VersionRef> {
         match self.0.get("version")? {
             Value::Number(n) => n.as_u64().map(VersionRef::Number),
             Value::String(s) if s.trim().is_empty() => None,
@@ -62,7 +62,7 @@ impl Request {
         }
     }
 
-    fn storage_options(&self) -> HashMap<String, String> {
+    pub fn storage_options(&self) -> HashMap<String, String> {
         let Some(Value::Object(map)) = self.0.get("storage_options") else {
             return HashMap::new();
         };
@@ -159,8 +159,16 @@ impl Request {
     /// The dataset this request reads: a version given by number is opened once per
     /// process (it never changes); the latest, or a tag, is looked up each time.
     pub fn open(&self) -> Outcome<Arc<Dataset>> {
+        self.open_version(self.version())
+    }
+
+    /// The table at `version` (opened once per process, as `open`).
+    pub fn open_at(&self, version: u64) -> Outcome<Arc<Dataset>> {
+        self.open_version(Some(VersionRef::Number(version)))
+    }
+
+    fn open_version(&self, version: Option<VersionRef>) -> Outcome<Arc<Dataset>> {
         let uri = self.uri()?.to_string();
-        let version = self.version();
         let options = self.storage_options();
         let key = match version {
             Some(VersionRef::Number(n)) => {

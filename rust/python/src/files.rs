@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 use std::collections::HashMap;
 
 use lance_core::storage::Storage;
+use lance_core::write::job_files::JobFiles;
 
 use crate::errors::{guard, IntoPyResult};
 use crate::runtime::block_on;
@@ -16,36 +17,6 @@ pub(crate) fn open_storage(
     Storage::open(uri, &options.unwrap_or_default()).py()
 }
 
-/// Delete data files (names within the dataset's `data/` directory) that were written but
-/// never committed, e.g. by the tasks of an aborted Spark job. Missing files are fine.
-#[pyfunction]
-#[pyo3(signature = (uri, paths, storage_options=None))]
-pub fn _delete_data_files(
-    py: Python<'_>,
-    uri: String,
-    paths: Vec<String>,
-    storage_options: Option<HashMap<String, String>>,
-) -> PyResult<()> {
-    guard(|| {
-        let storage = open_storage(&uri, storage_options)?;
-        block_on(py, async move {
-            for p in paths {
-                if p.contains("..") || p.starts_with('/') {
-                    return Err(lance_core::Error::invalid(format!(
-                        "{uri}: '{p}' is not a data file name"
-                    )));
-                }
-                storage.delete(&storage.path(&format!("data/{p}"))).await?;
-            }
-            Ok(())
-        })
-        .py()
-    })
-}
-
-/// Delete the files of index segments `uuids` (their directories `_indices/<uuid>/`)
-/// that were written but never committed, e.g. by the tasks of an aborted Spark job.
-/// Missing ones are fine.
 /// Delete everything below a dataset root (pylance's `LanceDataset.drop`; the caller has
 /// checked that a dataset is there).
 #[pyfunction]
@@ -61,48 +32,34 @@ pub fn _drop_dataset(
     })
 }
 
+/// The files of a distributed job (`lance_core::write::job_files`) writing with `prefix`
+/// into the table at `uri`: `op` is "delete" (data files `paths` and index segments
+/// `index_uuids`), "keep" (in a task after writing: false, and its files deleted, when the
+/// job was aborted) or "abort" (the job's files removed unless a version may refer to
+/// them). True but for a "keep" that says no.
 #[pyfunction]
-#[pyo3(signature = (uri, uuids, storage_options=None))]
-pub fn _delete_index_dirs(
+#[pyo3(signature = (uri, prefix, op, paths, index_uuids, storage_options=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn _job_files(
     py: Python<'_>,
     uri: String,
-    uuids: Vec<String>,
+    prefix: String,
+    op: String,
+    paths: Vec<String>,
+    index_uuids: Vec<String>,
     storage_options: Option<HashMap<String, String>>,
-) -> PyResult<()> {
+) -> PyResult<bool> {
     guard(|| {
-        let storage = open_storage(&uri, storage_options)?;
+        let files = JobFiles::new(&uri, &storage_options.unwrap_or_default(), &prefix).py()?;
         block_on(py, async move {
-            for u in uuids {
-                if u.is_empty() || !u.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
-                    return Err(lance_core::Error::invalid(format!(
-                        "{uri}: '{u}' is not an index segment's uuid"
-                    )));
-                }
-                storage.delete_tree(&format!("_indices/{u}")).await?;
+            match op.as_str() {
+                "delete" => files.delete(&paths, &index_uuids).await.map(|_| true),
+                "keep" => files.keep(&paths, &index_uuids).await,
+                "abort" => files.abort(&paths, &index_uuids).await.map(|_| true),
+                other => Err(lance_core::Error::invalid(format!(
+                    "unknown job files operation '{other}'"
+                ))),
             }
-            Ok(())
-        })
-        .py()
-    })
-}
-
-/// Small objects beside a dataset's data (job markers): write `data` at `path` below the
-/// dataset's root.
-#[pyfunction]
-#[pyo3(signature = (uri, path, data, storage_options=None))]
-pub fn _put_object(
-    py: Python<'_>,
-    uri: String,
-    path: String,
-    data: Vec<u8>,
-    storage_options: Option<HashMap<String, String>>,
-) -> PyResult<()> {
-    guard(|| {
-        let storage = open_storage(&uri, storage_options)?;
-        block_on(py, async move {
-            storage
-                .put(&storage.path(&path), bytes::Bytes::from(data))
-                .await
         })
         .py()
     })
@@ -124,26 +81,6 @@ pub fn _object_exists(
             async move { storage.exists(&storage.path(&path)).await },
         )
         .py()
-    })
-}
-
-/// Names of the files in the dataset's `data/` directory that start with `prefix`.
-#[pyfunction]
-#[pyo3(signature = (uri, prefix, storage_options=None))]
-pub fn _list_data_files(
-    py: Python<'_>,
-    uri: String,
-    prefix: String,
-    storage_options: Option<HashMap<String, String>>,
-) -> PyResult<Vec<String>> {
-    guard(|| {
-        let storage = open_storage(&uri, storage_options)?;
-        let files = block_on(py, async move { storage.list_dir("data").await }).py()?;
-        Ok(files
-            .iter()
-            .filter_map(|m| m.location.filename().map(str::to_string))
-            .filter(|n| n.starts_with(&prefix))
-            .collect())
     })
 }
 

@@ -170,10 +170,10 @@ impl PyDirectoryNamespace {
             let schema = reader.schema();
             let batches = crate::arrow_import::batch_stream(reader);
             let ns = self.inner.clone();
-            let created = block_on(
-                py,
-                async move { ns.create_table(&id, schema, batches).await },
-            )
+            let created = block_on(py, async move {
+                ns.create_table(&id, schema, batches, Default::default())
+                    .await
+            })
             .py()?;
             Ok((created.location, created.version))
         })

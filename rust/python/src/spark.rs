@@ -1,6 +1,7 @@
 //! The Python data source's share of the core's Spark rules (`lance_core::spark`), which
-//! the JVM reader uses too: `_spark_schema`, the Spark schema of an Arrow schema; and
-//! `_spark_predicates`, Spark's pushed filters as predicates.
+//! the JVM side uses too: `_spark_schema`, the Spark schema of an Arrow schema;
+//! `_spark_predicates`, Spark's pushed filters as predicates; and `_to_table_batch`,
+//! Spark's rows in a table's types for a write.
 use pyo3::prelude::*;
 
 use crate::arrow_import::import_schema;
@@ -30,5 +31,30 @@ pub fn _spark_predicates(
             .iter()
             .map(|f| lance_core::spark::filters::to_predicate_text(f, schema.fields()).py())
             .collect()
+    })
+}
+
+/// `batch` (Spark's Arrow rows, with the table's column names) in the types of `target`
+/// (the table's pyarrow schema), columns in its order (`lance_core::spark::table_types`).
+#[pyfunction]
+pub fn _to_table_batch(
+    py: Python<'_>,
+    batch: Bound<'_, PyAny>,
+    target: Bound<'_, PyAny>,
+) -> PyResult<crate::arrow_export::PyArrowBatch> {
+    guard(|| {
+        let target = std::sync::Arc::new(import_schema(&target)?);
+        // A pyarrow RecordBatch's stream holds it alone.
+        let mut reader = crate::arrow_import::import_stream(&batch)?;
+        let rows = match reader.next() {
+            Some(b) => b.map_err(lance_core::Error::from).py()?,
+            None => {
+                arrow_array::RecordBatch::new_empty(arrow_array::RecordBatchReader::schema(&reader))
+            }
+        };
+        let batch = py
+            .detach(|| lance_core::spark::table_types::to_table_batch(&rows, &target))
+            .py()?;
+        Ok(crate::arrow_export::PyArrowBatch(batch))
     })
 }

@@ -30,6 +30,35 @@ final class Native {
 
   static native void closeReader(long reader);
 
+  /** A catalog operation (JSON request and reply; see {@code rust/jni/src/namespace.rs});
+   *  {@code schema} is the Arrow IPC stream of a table to create, or null. */
+  static native byte[] namespace(byte[] request, byte[] schema);
+
+  /** A Spark task's writer (see {@code rust/jni/src/writer.rs}): {@code schema} is the
+   *  Arrow IPC stream of the schema rows are written with, or null to keep the table's. */
+  static native long openWriter(byte[] request, byte[] schema);
+
+  /** The next bytes of the task's Arrow IPC stream of rows. */
+  static native void writeBatch(long writer, byte[] ipc);
+
+  /** The task's fragments (JSON); frees the writer. */
+  static native byte[] finishWriter(long writer);
+
+  /** Removes what the task's writer wrote; frees it. */
+  static native void abortWriter(long writer);
+
+  /** The driver commits a job's fragments as one version, which it returns. */
+  static native long commitWrite(byte[] request, byte[] schema);
+
+  /** The driver removes a job's files (unless a version may refer to them). */
+  static native void abortWrite(byte[] request);
+
+  /** 1 when every filter of the request (JSON) can be deleted by exactly, else 0. */
+  static native long canDeleteWhere(byte[] request);
+
+  /** Deletes the rows the request's filters hold for: {"version", "num_deleted_rows"}. */
+  static native byte[] deleteWhere(byte[] request);
+
   /** Where the jar keeps the library (and its SHA-256, written by the build). */
   private static final String EMBEDDED = "native/" + System.mapLibraryName("lance_core_jni");
 

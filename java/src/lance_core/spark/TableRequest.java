@@ -39,11 +39,7 @@ final class TableRequest {
       body.put("version", version.trim());
     }
     ObjectNode storage = body.putObject("storage_options");
-    for (Map.Entry<String, String> e : options.asCaseSensitiveMap().entrySet()) {
-      if (e.getKey().toLowerCase().startsWith("storage.")) {
-        storage.put(e.getKey().substring("storage.".length()), e.getValue());
-      }
-    }
+    LanceTable.storageOptions(options.asCaseSensitiveMap()).forEach(storage::put);
     String columns = options.get("columns");
     if (columns != null && !columns.trim().isEmpty()) {
       ArrayNode names = body.putArray("columns");

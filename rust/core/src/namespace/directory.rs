@@ -270,12 +270,15 @@ impl DirectoryNamespace {
     }
 
     /// Write table `parts` from `batches` (of `schema`): in its declared directory when it
-    /// was declared and has no version yet, else in a new one, then recorded.
+    /// was declared and has no version yet, else in a new one, then recorded. `options`
+    /// say how (format version, stable row ids, ...); the mode and the store are the
+    /// namespace's.
     pub async fn create_table<S>(
         &self,
         parts: &[String],
         schema: SchemaRef,
         batches: S,
+        options: WriteOptions,
     ) -> Result<CreatedTable>
     where
         S: Stream<Item = Result<RecordBatch>> + Unpin + Send,
@@ -305,7 +308,7 @@ impl DirectoryNamespace {
         let options = WriteOptions {
             mode: WriteMode::Create,
             storage_options: self.storage_options.clone(),
-            ..Default::default()
+            ..options
         };
         // Boxed, as the catalog's own writes (see `manifest.rs`): the writer's future is large.
         let ds = Box::pin(write_dataset(

@@ -47,7 +47,7 @@ fn rows(n: i64) -> RecordBatch {
 async fn create(ns: &DirectoryNamespace, parts: &[&str], n: i64) -> CreatedTable {
     let batch = rows(n);
     let stream = futures::stream::iter(vec![Ok(batch.clone())]);
-    ns.create_table(&ids(parts), batch.schema(), stream)
+    ns.create_table(&ids(parts), batch.schema(), stream, Default::default())
         .await
         .unwrap()
 }
@@ -212,6 +212,7 @@ async fn tables_declared_written_registered_and_dropped() {
             &ids(&["ws", "d"]),
             batch.schema(),
             futures::stream::iter(vec![Ok(batch.clone())]),
+            Default::default(),
         )
         .await;
     assert_eq!(
@@ -228,6 +229,7 @@ async fn tables_declared_written_registered_and_dropped() {
                 &ids(&["ws"]),
                 batch.schema(),
                 futures::stream::iter(vec![Ok(batch.clone())]),
+                Default::default(),
             )
             .await
         )

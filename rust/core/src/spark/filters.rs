@@ -10,7 +10,8 @@
 //! GreaterThanOrEqual, LessThan, LessThanOrEqual, EqualNullSafe), `{"op": "In", "column",
 //! "values": [V, ...]}`, `{"op": "IsNull" | "IsNotNull", "column"}`, `{"op":
 //! "StringStartsWith" | "StringEndsWith" | "StringContains", "column", "value"}`, `{"op":
-//! "Not", "child"}`, `{"op": "And" | "Or", "left", "right"}`. A value V is `null` or one
+//! "Not", "child"}, `{"op": "And" | "Or", "left", "right"}`, `{"op": "AlwaysTrue" |
+//! "AlwaysFalse"}`. A value V is `null` or one
 //! key naming its Java kind: `{"bool": true}`, `{"int": "12"}` (integers as text, exact
 //! beyond 2^53), `{"float": "1.5"}`, `{"string": "x"}`, `{"decimal": "1.25"}`, `{"date":
 //! "2024-01-31"}`, `{"timestamp_ntz": "2024-01-31 10:00:00.5"}`; any other kind
@@ -34,6 +35,9 @@ pub fn to_predicate(filter: &Value, fields: &Fields) -> Option<String> {
             let right = to_predicate(filter.get("right")?, fields)?;
             return Some(format!("(({left}) {} ({right}))", op.to_uppercase()));
         }
+        // `DELETE FROM t` without a condition hands over AlwaysTrue.
+        "AlwaysTrue" => return Some("true".into()),
+        "AlwaysFalse" => return Some("false".into()),
         _ => {}
     }
     let path: Vec<&str> = filter
@@ -229,6 +233,11 @@ mod tests {
         let text = to_predicate_text(r#"{"op": "IsNotNull", "column": ["id"]}"#, &f);
         assert_eq!(text.unwrap().as_deref(), Some("`id` IS NOT NULL"));
         assert!(to_predicate_text("{not json", &f).is_err());
+        // DELETE without a condition.
+        assert_eq!(
+            to_predicate(&json!({"op": "AlwaysTrue"}), &f).unwrap(),
+            "true"
+        );
     }
 
     #[test]

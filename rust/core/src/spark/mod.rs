@@ -1,5 +1,7 @@
-//! What a reader handing batches straight to Spark needs from the core: Spark's types for
-//! Arrow's (and the layouts Spark's column vectors read), and Spark's pushed filters as
-//! predicates. The JVM reader (`rust/jni`) uses both.
+//! What Spark's readers and writers need from the core: Spark's types for Arrow's (and
+//! the layouts Spark's column vectors read), Spark's pushed filters as predicates, and
+//! Spark's rows in a table's types for writes (`table_types`). The JVM side (`rust/jni`)
+//! and the Python data source use them.
 pub mod filters;
+pub mod table_types;
 pub mod types;

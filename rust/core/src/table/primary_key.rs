@@ -5,6 +5,10 @@
 //! checked here: where a key column may be, and that once a table has a key, no config
 //! change touches it (where a key column may be is a rule of the schema itself:
 //! `schema::check_primary_key`).
+use std::sync::Arc;
+
+use arrow_schema::{Field, Schema, SchemaRef};
+
 use crate::error::{Error, Result};
 use crate::proto::table::transaction::UpdateConfig;
 use crate::proto::table::Manifest;
@@ -33,6 +37,34 @@ pub fn key_paths(schema: &LanceSchema) -> Vec<String> {
         (*unordered, if *unordered { *id as u32 } else { *pos }, *id)
     });
     found.into_iter().map(|(_, _, _, path)| path).collect()
+}
+
+/// `schema` with top-level `columns` marked as the key, in that order (the metadata
+/// pylance writes for `primary_key` columns), for a table about to be created.
+pub fn marked(schema: SchemaRef, columns: &[&str]) -> Result<SchemaRef> {
+    if let Some(missing) = columns.iter().find(|c| schema.field_with_name(c).is_err()) {
+        return Err(Error::invalid(format!(
+            "the primary key names column '{missing}', which the table does not have"
+        )));
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let mut f = f.as_ref().clone();
+            if let Some(pos) = columns.iter().position(|c| c == f.name()) {
+                let mut metadata = f.metadata().clone();
+                metadata.insert(PRIMARY_KEY, "true");
+                metadata.insert(PRIMARY_KEY_POSITION, (pos + 1).to_string());
+                f = f.with_metadata(metadata);
+            }
+            f
+        })
+        .collect();
+    Ok(Arc::new(Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    )))
 }
 
 /// Whether a field metadata key is one of the key's.

@@ -14,6 +14,7 @@ mod delete;
 mod file;
 pub mod index;
 mod index_files;
+pub mod job_files;
 pub mod leaves;
 pub mod merge_insert;
 #[cfg(test)]

@@ -1,0 +1,128 @@
+package lance_core.spark;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.UUID;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.spark.sql.connector.write.BatchWrite;
+import org.apache.spark.sql.connector.write.DataWriterFactory;
+import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.Write;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * One Spark write job into a Lance table, on the driver: each task writes its rows as
+ * uncommitted fragments ({@link LanceDataWriter}), and the driver commits them all as one
+ * new version (an Append, or an Overwrite), planned against the version the table was
+ * read at, through the core's commit (conflicts with other writers resolved there). A job
+ * that fails or does not commit leaves no file behind: its files carry the job's prefix
+ * and the core's {@code JobFiles} removes them ({@code rust/jni/src/writer.rs}).
+ */
+final class LanceBatchWrite implements Write, BatchWrite {
+  /** The request every call of this job sends (JSON: see rust/jni/src/writer.rs). */
+  private final ObjectNode request;
+  /** The Arrow schema rows are written with when the table's own is not kept. */
+  private final byte[] schema;
+  private final StructType sparkSchema;
+  private final String timeZone;
+  /** Called once the job's version is committed. */
+  private final Runnable committed;
+
+  /**
+   * @param readVersion the version the write was planned on, null for a new table
+   * @param overwrite replace the table's rows (and, unless {@code keepSchema}, its schema)
+   * @param settings pylance's write arguments: data_storage_version, max_rows_per_file,
+   *     enable_stable_row_ids
+   */
+  LanceBatchWrite(String uri, Map<String, String> storageOptions, Long readVersion, boolean overwrite,
+      boolean keepSchema, StructType sparkSchema, Map<String, String> settings, Runnable committed) {
+    request = TableRequest.JSON.createObjectNode();
+    request.put("uri", uri);
+    ObjectNode storage = request.putObject("storage_options");
+    storageOptions.forEach(storage::put);
+    if (readVersion != null) {
+      request.put("read_version", readVersion);
+    }
+    request.put("mode", overwrite ? "overwrite" : "append");
+    request.put("keep_schema", keepSchema);
+    request.put("prefix", "spark-" + UUID.randomUUID().toString().replace("-", "").substring(0, 16) + "-");
+    String version = settings.getOrDefault("data_storage_version", settings.get("file_format_version"));
+    if (version != null) {
+      request.put("data_storage_version", version);
+    }
+    if (settings.containsKey("max_rows_per_file")) {
+      request.put("max_rows_per_file", Long.parseLong(settings.get("max_rows_per_file").trim()));
+    }
+    request.put("enable_stable_row_ids", "true".equalsIgnoreCase(settings.getOrDefault("enable_stable_row_ids", "false")));
+    this.sparkSchema = sparkSchema;
+    this.timeZone = SQLConf.get().sessionLocalTimeZone();
+    this.schema = keepSchema && readVersion != null ? null : ArrowSchemas.ipc(sparkSchema);
+    this.committed = committed;
+  }
+
+  @Override
+  public String description() {
+    return "lance:" + request.get("uri").asText();
+  }
+
+  @Override
+  public BatchWrite toBatch() {
+    return this;
+  }
+
+  @Override
+  public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+    return new LanceDataWriter.Factory(bytes(request), schema, sparkSchema, timeZone);
+  }
+
+  @Override
+  public void commit(WriterCommitMessage[] messages) {
+    Native.load();
+    Native.commitWrite(bytes(withFragments(messages)), schema);
+    if (committed != null) {
+      committed.run();
+    }
+  }
+
+  /** Spark calls this when a task or the commit failed: the job's files are removed,
+   *  unless the latest version may refer to them (a commit whose answer was lost). */
+  @Override
+  public void abort(WriterCommitMessage[] messages) {
+    Native.load();
+    Native.abortWrite(bytes(withFragments(messages)));
+  }
+
+  private ObjectNode withFragments(WriterCommitMessage[] messages) {
+    ObjectNode out = request.deepCopy();
+    ArrayNode fragments = out.putArray("fragments");
+    for (WriterCommitMessage m : messages) {
+      if (m instanceof LanceDataWriter.Written) {
+        for (String f : ((LanceDataWriter.Written) m).fragments) {
+          fragments.add(f);
+        }
+      }
+    }
+    return out;
+  }
+
+  static byte[] bytes(JsonNode json) {
+    try {
+      return TableRequest.JSON.writeValueAsBytes(json);
+    } catch (java.io.IOException e) {
+      throw new LanceException("lance_core: cannot write a request: " + e);
+    }
+  }
+
+  static JsonNode parse(byte[] reply) {
+    try {
+      return TableRequest.JSON.readTree(new String(reply, StandardCharsets.UTF_8));
+    } catch (java.io.IOException e) {
+      throw new LanceException("lance_core: the native library sent a reply that is not JSON: " + e);
+    }
+  }
+}

@@ -1,0 +1,149 @@
+package lance_core.spark;
+
+import java.io.ByteArrayOutputStream;
+import java.io.Serializable;
+import java.nio.channels.Channels;
+import java.util.ArrayList;
+import java.util.List;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.DataWriterFactory;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.execution.arrow.ArrowWriter;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.ArrowUtils;
+
+/**
+ * A Spark task's writer: rows go into Arrow vectors by Spark's own {@code ArrowWriter}
+ * (so the Arrow form of every Spark type is Spark's), each batch of them to the native
+ * writer as the next part of an Arrow IPC stream, which converts them to the table's
+ * types and writes data files; on commit the task reports its fragments (not committed:
+ * the driver commits every task's at once).
+ */
+final class LanceDataWriter implements DataWriter<InternalRow> {
+  /** Rows per batch handed over, and the bytes a batch may grow to before that. */
+  private static final int BATCH_ROWS = 8192;
+  private static final long BATCH_BYTES = 32L << 20;
+
+  static final class Factory implements DataWriterFactory, Serializable {
+    private static final long serialVersionUID = 1L;
+    private final byte[] request;
+    private final byte[] schema;
+    private final StructType sparkSchema;
+    private final String timeZone;
+
+    Factory(byte[] request, byte[] schema, StructType sparkSchema, String timeZone) {
+      this.request = request;
+      this.schema = schema;
+      this.sparkSchema = sparkSchema;
+      this.timeZone = timeZone;
+    }
+
+    @Override
+    public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
+      return new LanceDataWriter(this);
+    }
+  }
+
+  /** What a task wrote: its fragments, as pylance's fragment JSON. */
+  static final class Written implements WriterCommitMessage {
+    private static final long serialVersionUID = 1L;
+    final List<String> fragments;
+
+    Written(List<String> fragments) {
+      this.fragments = fragments;
+    }
+  }
+
+  private final BufferAllocator allocator;
+  private final VectorSchemaRoot root;
+  private final ArrowWriter rows;
+  private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+  private final ArrowStreamWriter stream;
+  private long writer;
+  private int buffered;
+
+  private LanceDataWriter(Factory f) {
+    Native.load();
+    allocator = ArrowUtils.rootAllocator().newChildAllocator("lance_core task writer", 0, Long.MAX_VALUE);
+    try {
+      root = VectorSchemaRoot.create(ArrowUtils.toArrowSchema(f.sparkSchema, f.timeZone, true), allocator);
+      rows = ArrowWriter.create(root);
+      stream = new ArrowStreamWriter(root, null, Channels.newChannel(bytes));
+      stream.start();
+    } catch (java.io.IOException | RuntimeException e) {
+      allocator.close();
+      throw new LanceException("lance_core: cannot start a task's writer: " + e, e);
+    }
+    writer = Native.openWriter(f.request, f.schema);
+  }
+
+  @Override
+  public void write(InternalRow row) {
+    rows.write(row);
+    buffered++;
+    if (buffered >= BATCH_ROWS || allocator.getAllocatedMemory() >= BATCH_BYTES) {
+      handOver();
+    }
+  }
+
+  /** The rows buffered, as the stream's next batch, to the native writer. */
+  private void handOver() {
+    try {
+      rows.finish();
+      stream.writeBatch();
+      rows.reset();
+      buffered = 0;
+    } catch (java.io.IOException e) {
+      throw new LanceException("lance_core: cannot write a batch of rows as Arrow IPC: " + e, e);
+    }
+    send();
+  }
+
+  private void send() {
+    if (bytes.size() > 0) {
+      Native.writeBatch(writer, bytes.toByteArray());
+      bytes.reset();
+    }
+  }
+
+  @Override
+  public WriterCommitMessage commit() {
+    if (buffered > 0) {
+      handOver();
+    }
+    try {
+      stream.end();
+    } catch (java.io.IOException e) {
+      throw new LanceException("lance_core: cannot end the Arrow IPC stream of a task: " + e, e);
+    }
+    send();
+    long w = writer;
+    writer = 0;
+    JsonNode reply = LanceBatchWrite.parse(Native.finishWriter(w));
+    List<String> fragments = new ArrayList<>();
+    reply.forEach(f -> fragments.add(f.asText()));
+    return new Written(fragments);
+  }
+
+  @Override
+  public void abort() {
+    long w = writer;
+    writer = 0;
+    if (w != 0) {
+      Native.abortWriter(w);
+    }
+  }
+
+  @Override
+  public void close() {
+    abort(); // a writer neither committed nor aborted keeps nothing
+    root.close();
+    allocator.close();
+  }
+}

@@ -1,0 +1,251 @@
+//! The Spark catalog's calls into the core's directory namespace (`LanceCatalog`): a JSON
+//! request names the namespace (`properties`: pylance's, `root` and `storage.<key>`), the
+//! operation (`op`) and the object (`id`, its parts); the reply is `{"ok": ...}`, or
+//! `{"refused": {"kind", "message"}}` for the protocol's refusals (a table not found, a
+//! namespace not empty, ...), which the catalog raises as Spark's own exceptions. Any
+//! other failure is thrown as a `LanceException`.
+//!
+//! The namespace keeps no state between calls: every rule (and the `__manifest` table) is
+//! the core's, read afresh by each call, as any other writer of the catalog would.
+use std::collections::HashMap;
+
+use arrow_schema::SchemaRef;
+use lance_core::namespace::DirectoryNamespace;
+use lance_core::write::{write_dataset, WriteMode, WriteOptions};
+use lance_core::{Dataset, Error, VersionRef};
+use serde_json::{json, Map, Value};
+
+use crate::tables::{Outcome, Request};
+
+/// Run the request's operation; `schema` is an Arrow IPC stream holding the schema of a
+/// table to create (`create_table`, `replace_table`).
+pub fn call(request: &Request, schema: Option<&[u8]>) -> Outcome<Value> {
+    let ns = DirectoryNamespace::from_properties(&strings(request.get("properties")))
+        .map_err(|e| e.to_string())?;
+    let id = parts(request.get("id"))?;
+    let op = request.str("op").unwrap_or_default();
+    let run = lance_core::threads::io_runtime();
+    let done = run.block_on(async {
+        match op {
+            "list_namespaces" => {
+                let page = ns.list_namespaces(&id, None, None).await?;
+                Ok(json!(page.names))
+            }
+            "create_namespace" => {
+                let props: Vec<(String, String)> = strings(request.get("namespace_properties"))
+                    .into_iter()
+                    .collect();
+                ns.create_namespace(&id, Some(&props)).await?;
+                Ok(Value::Null)
+            }
+            "describe_namespace" => {
+                ns.namespace_exists(&id).await?;
+                let props = ns.describe_namespace(&id).await?.unwrap_or_default();
+                Ok(Value::Object(
+                    props
+                        .into_iter()
+                        .map(|(k, v)| (k, Value::String(v)))
+                        .collect(),
+                ))
+            }
+            "drop_namespace" => ns.drop_namespace(&id).await.map(|_| Value::Null),
+            "list_tables" => Ok(json!(ns.list_tables(&id, None, None).await?.names)),
+            "describe_table" => describe_table(&ns, &id, request).await,
+            "create_table" | "replace_table" => {
+                let schema = schema_of(schema, request)?;
+                create_table(&ns, &id, schema, request, op == "replace_table").await
+            }
+            "declare_table" => ns.declare_table(&id, None).await.map(Value::String),
+            "drop_table" => ns.drop_table(&id).await.map(Value::String),
+            "deregister_table" => ns.deregister_table(&id).await.map(Value::String),
+            other => Err(Error::invalid(format!(
+                "lance_core: the catalog asked for an unknown namespace operation '{other}'"
+            ))),
+        }
+    });
+    match done {
+        Ok(value) => Ok(json!({ "ok": value })),
+        Err(Error::Namespace { kind, message }) => Ok(json!({
+            "refused": {"kind": format!("{kind:?}"), "message": Error::Namespace { kind, message }.to_string()}
+        })),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// What the catalog shows of table `id` (`DESCRIBE EXTENDED`, `SHOW TBLPROPERTIES`) and
+/// reads it with: its location and the namespace's storage options, and, opened at the
+/// latest version, the one asked for (`version`, a number or tag) or the last one
+/// committed at or before `timestamp_micros`, its version, format version, whether its
+/// row ids are stable, its primary key and its config.
+async fn describe_table(
+    ns: &DirectoryNamespace,
+    id: &[String],
+    request: &Request,
+) -> Result<Value, Error> {
+    let location = ns.table_location(id).await?;
+    let options = ns.storage_options().clone();
+    let mut ds = Dataset::open(&location, request.version(), options.clone()).await?;
+    if let Some(micros) = request.get("timestamp_micros").and_then(Value::as_i64) {
+        let nanos = micros.saturating_mul(1000);
+        let at = ds
+            .versions()
+            .await?
+            .into_iter()
+            .filter(|v| v.timestamp_nanos <= nanos)
+            .map(|v| v.version)
+            .max()
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "{location}: no version of the table was committed at or before the \
+                     timestamp asked for ({micros} microseconds since the epoch)"
+                ))
+            })?;
+        ds = ds.checkout(VersionRef::Number(at)).await?;
+    }
+    let key = lance_core::table::primary_key::key_paths(&ds.schema);
+    let config: Map<String, Value> = ds
+        .manifest
+        .config
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    Ok(json!({
+        "location": location,
+        "storage_options": options,
+        "version": ds.version(),
+        "data_storage_version": ds.data_storage_version(),
+        "enable_stable_row_ids": ds.has_stable_row_ids(),
+        "primary_key": key,
+        "config": config,
+    }))
+}
+
+/// Create table `id` empty, with `schema` and the request's `write` settings (pylance's
+/// `write_dataset` arguments); with `replace`, an existing table is overwritten instead
+/// (a new version with the new schema and no rows). Returns its location.
+async fn create_table(
+    ns: &DirectoryNamespace,
+    id: &[String],
+    schema: SchemaRef,
+    request: &Request,
+    replace: bool,
+) -> Result<Value, Error> {
+    let settings = strings(request.get("write"));
+    let options = write_options(&settings)?;
+    // The key's columns, comma-separated in key order (lance-spark's `primary_key`).
+    let schema = match settings.get("primary_key").filter(|k| !k.trim().is_empty()) {
+        Some(key) => {
+            let columns: Vec<&str> = key.split(',').map(str::trim).collect();
+            lance_core::table::primary_key::marked(schema, &columns)?
+        }
+        None => schema,
+    };
+    let nothing = futures::stream::empty();
+    if !replace {
+        let created = ns.create_table(id, schema, nothing, options).await?;
+        return Ok(json!(created.location));
+    }
+    let location = ns.table_location(id).await?;
+    let options = WriteOptions {
+        mode: WriteMode::Overwrite,
+        storage_options: ns.storage_options().clone(),
+        ..options
+    };
+    Box::pin(write_dataset(&location, schema, nothing, options)).await?;
+    Ok(json!(location))
+}
+
+/// The write settings a table is created with, by pylance's `write_dataset` argument
+/// names: `data_storage_version` (or `file_format_version`, lance-spark's name),
+/// `enable_stable_row_ids`, `max_rows_per_file`, `max_bytes_per_file`, `primary_key`
+/// (see `create_table`); any other property is kept in the table's config, where
+/// `SHOW TBLPROPERTIES` finds it again (as Delta keeps a table's properties).
+fn write_options(settings: &HashMap<String, String>) -> Result<WriteOptions, Error> {
+    const SETTINGS: [&str; 6] = [
+        "data_storage_version",
+        "file_format_version",
+        "enable_stable_row_ids",
+        "max_rows_per_file",
+        "max_bytes_per_file",
+        "primary_key",
+    ];
+    let mut options = WriteOptions {
+        config_upsert: settings
+            .iter()
+            .filter(|(k, _)| !SETTINGS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        ..Default::default()
+    };
+    let version = settings
+        .get("data_storage_version")
+        .or_else(|| settings.get("file_format_version"));
+    if let Some(v) = version {
+        options.data_storage_version = Some(v.clone());
+    }
+    if let Some(v) = settings.get("enable_stable_row_ids") {
+        options.enable_stable_row_ids = flag(v, "enable_stable_row_ids")?;
+    }
+    for (key, slot) in [
+        ("max_rows_per_file", &mut options.max_rows_per_file),
+        ("max_bytes_per_file", &mut options.max_bytes_per_file),
+    ] {
+        if let Some(v) = settings.get(key) {
+            *slot = v.trim().parse().map_err(|_| {
+                Error::invalid(format!(
+                    "table property {key} is a number of rows or bytes, not '{v}'"
+                ))
+            })?;
+        }
+    }
+    Ok(options)
+}
+
+fn flag(text: &str, key: &str) -> Result<bool, Error> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" => Ok(false),
+        _ => Err(Error::invalid(format!(
+            "table property {key} is true or false, not '{text}'"
+        ))),
+    }
+}
+
+/// The schema of a table to create, which the catalog sends.
+fn schema_of(bytes: Option<&[u8]>, request: &Request) -> Result<SchemaRef, Error> {
+    let bytes = bytes.ok_or_else(|| {
+        Error::invalid(format!(
+            "lance_core: the catalog sent no schema for {:?}",
+            request.str("op")
+        ))
+    })?;
+    crate::writer::schema_of(bytes).map_err(Error::invalid)
+}
+
+/// A JSON object of strings as a map (other values are ignored).
+fn strings(value: Option<&Value>) -> HashMap<String, String> {
+    let Some(Value::Object(map)) = value else {
+        return HashMap::new();
+    };
+    map.iter()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect()
+}
+
+/// An id: a JSON list of strings.
+fn parts(value: Option<&Value>) -> Outcome<Vec<String>> {
+    match value {
+        None => Ok(vec![]),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(String::from)
+                    .ok_or_else(|| format!("lance_core: an id's parts are strings, not {v}"))
+            })
+            .collect(),
+        Some(other) => Err(format!(
+            "lance_core: an id is a list of strings, not {other}"
+        )),
+    }
+}

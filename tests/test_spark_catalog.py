@@ -1,0 +1,329 @@
+"""Spark SQL over a directory of Lance tables: `lance_core.spark.LanceCatalog`, a catalog
+over a namespace laid out as pylance's `lance.namespace.DirectoryNamespace` lays it out,
+checked against pylance's namespace and datasets in both directions."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+import lance
+import lance.namespace
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
+import pytest
+from lance_namespace import (CreateNamespaceRequest, CreateTableRequest, DescribeTableRequest, ListTablesRequest)
+from pyspark.errors import AnalysisException
+
+import lance_core.spark
+from conftest import assert_same
+from datagen import nested_columns, primitive_columns
+
+
+@pytest.fixture(autouse=True)
+def _needs_the_jvm_reader(spark):
+    if not lance_core.spark.jvm_reader_loaded(spark):
+        pytest.fail("the catalog is the JVM side's (not LANCE_CORE_SPARK_READER=python)")
+
+
+@pytest.fixture
+def catalog(spark, tmp_path):
+    """A catalog named for this test over a fresh root: (its name, the root)."""
+    name = "lance_" + uuid.uuid4().hex[:8]
+    root = str(tmp_path / "lake")
+    os.makedirs(root)
+    spark.conf.set(f"spark.sql.catalog.{name}", "lance_core.spark.LanceCatalog")
+    spark.conf.set(f"spark.sql.catalog.{name}.root", root)
+    yield name, root
+    spark.conf.unset(f"spark.sql.catalog.{name}")
+    spark.conf.unset(f"spark.sql.catalog.{name}.root")
+
+
+def ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def rows(spark, sql):
+    return [tuple(r) for r in spark.sql(sql).collect()]
+
+
+def test_tables_made_in_sql_are_pylance_namespace_tables(spark, catalog):
+    cat, root = catalog
+    spark.sql(f"CREATE NAMESPACE {cat}.db WITH DBPROPERTIES ('owner_team' = 'core')")
+    assert rows(spark, f"SHOW NAMESPACES IN {cat}") == [("db",)]
+    spark.sql(f"""CREATE TABLE {cat}.db.people (id BIGINT NOT NULL, name STRING, score DOUBLE)
+                  TBLPROPERTIES ('data_storage_version' = '2.1', 'enable_stable_row_ids' = 'true',
+                                 'primary_key' = 'id', 'team' = 'search')""")
+    spark.sql(f"INSERT INTO {cat}.db.people VALUES (1, 'ann', 0.5), (2, 'bob', NULL)")
+    spark.sql(f"INSERT INTO {cat}.db.people SELECT 3, 'cy', 2.5")
+
+    theirs = lance.namespace.DirectoryNamespace(root=root)
+    assert theirs.list_tables(ListTablesRequest(id=["db"])).tables == ["people"]
+    location = theirs.describe_table(DescribeTableRequest(id=["db", "people"])).location
+    ds = lance.dataset(location)
+    assert ds.version == 3  # created empty, then one version per INSERT
+    assert ds.data_storage_version == "2.1"
+    assert sorted(ds.to_table().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 1, "name": "ann", "score": 0.5}, {"id": 2, "name": "bob", "score": None},
+        {"id": 3, "name": "cy", "score": 2.5}]
+    assert ds.schema.field("id").metadata[b"lance-schema:unenforced-primary-key"] == b"true"
+    assert ds.config()["team"] == "search"
+
+    props = dict(rows(spark, f"SHOW TBLPROPERTIES {cat}.db.people"))
+    assert props["data_storage_version"] == "2.1"
+    assert props["enable_stable_row_ids"] == "true"
+    assert props["primary_key"] == "id"
+    assert props["team"] == "search"
+    assert props["version"] == "3"
+    described = {r[0]: r[1] for r in rows(spark, f"DESCRIBE TABLE EXTENDED {cat}.db.people")}
+    assert described["id"] == "bigint" and described["name"] == "string"
+    assert described["Provider"] == "lance" and described["Location"] == location
+    assert rows(spark, f"SELECT name FROM {cat}.db.people WHERE score > 1") == [("cy",)]
+
+    # A table pylance writes through its namespace is a Spark table.
+    theirs.create_table(CreateTableRequest(id=["db", "events"]),
+                        ipc(pa.table({"k": pa.array([5, 6], pa.int32()), "v": ["x", "y"]})))
+    assert rows(spark, f"SHOW TABLES IN {cat}.db") == [("db", "events", False), ("db", "people", False)]
+    assert rows(spark, f"SELECT k, v FROM {cat}.db.events ORDER BY k") == [(5, "x"), (6, "y")]
+
+
+def test_root_tables_and_tables_written_before_the_catalog(spark, catalog):
+    cat, root = catalog
+    lance.write_dataset(pa.table({"a": [1, 2, 3]}), os.path.join(root, "old.lance"))
+    assert rows(spark, f"SHOW TABLES IN {cat}") == [("", "old", False)]
+    assert rows(spark, f"SELECT sum(a) FROM {cat}.old") == [(6,)]
+    spark.sql(f"CREATE TABLE {cat}.fresh (x INT)")
+    spark.sql(f"INSERT INTO {cat}.fresh VALUES (7)")
+    assert lance.dataset(os.path.join(root, "fresh.lance")).to_table().to_pydict() == {"x": [7]}
+
+
+def test_time_travel(spark, catalog):
+    cat, root = catalog
+    spark.sql(f"CREATE NAMESPACE {cat}.db")
+    spark.sql(f"CREATE TABLE {cat}.db.t (id INT)")
+    spark.sql(f"INSERT INTO {cat}.db.t VALUES (1)")
+    time.sleep(0.05)
+    between = time.time()
+    time.sleep(0.05)
+    spark.sql(f"INSERT INTO {cat}.db.t VALUES (2)")
+    location = lance.namespace.DirectoryNamespace(root=root).describe_table(
+        DescribeTableRequest(id=["db", "t"])).location
+    lance.dataset(location).tags.create("first", 2)
+
+    assert rows(spark, f"SELECT id FROM {cat}.db.t ORDER BY id") == [(1,), (2,)]
+    assert rows(spark, f"SELECT id FROM {cat}.db.t VERSION AS OF 2") == [(1,)]
+    assert rows(spark, f"SELECT id FROM {cat}.db.t VERSION AS OF 'first'") == [(1,)]
+    assert rows(spark, f"SELECT count(*) FROM {cat}.db.t VERSION AS OF 1") == [(0,)]
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(between)) + f".{int(between % 1 * 1e6):06d}"
+    assert rows(spark, f"SELECT id FROM {cat}.db.t TIMESTAMP AS OF '{stamp}'") == [(1,)]
+    with pytest.raises(Exception, match="no version of the table was committed at or before"):
+        spark.sql(f"SELECT * FROM {cat}.db.t TIMESTAMP AS OF '2001-01-01 00:00:00'").collect()
+    with pytest.raises(Exception, match="not found|no version 9|does not exist"):
+        spark.sql(f"SELECT * FROM {cat}.db.t VERSION AS OF 9").collect()
+
+
+def test_drops_and_refusals(spark, catalog):
+    cat, root = catalog
+    spark.sql(f"CREATE NAMESPACE {cat}.db")
+    with pytest.raises(AnalysisException, match="SCHEMA_ALREADY_EXISTS|already exists"):
+        spark.sql(f"CREATE NAMESPACE {cat}.db")
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {cat}.db")
+    spark.sql(f"CREATE TABLE {cat}.db.keep (id INT)")
+    spark.sql(f"INSERT INTO {cat}.db.keep VALUES (1)")
+    spark.sql(f"CREATE TABLE {cat}.db.gone (id INT)")
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS"):
+        spark.sql(f"CREATE TABLE {cat}.db.keep (id INT)")
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {cat}.db.keep (id INT)")
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
+        spark.sql(f"SELECT * FROM {cat}.db.missing")
+    with pytest.raises(AnalysisException, match="SCHEMA_NOT_FOUND|NAMESPACE_NOT_FOUND"):
+        spark.sql(f"CREATE TABLE {cat}.nowhere.t (id INT)")
+    with pytest.raises(Exception, match="not partitioned"):
+        spark.sql(f"CREATE TABLE {cat}.db.p (id INT, d STRING) PARTITIONED BY (d)")
+    with pytest.raises(AnalysisException, match="SCHEMA_NOT_EMPTY|not empty"):
+        spark.sql(f"DROP NAMESPACE {cat}.db")
+
+    theirs = lance.namespace.DirectoryNamespace(root=root)
+    keep = theirs.describe_table(DescribeTableRequest(id=["db", "keep"])).location
+    gone = theirs.describe_table(DescribeTableRequest(id=["db", "gone"])).location
+    spark.sql(f"DROP TABLE {cat}.db.keep")  # forgotten, data kept (lance-spark's DROP)
+    spark.sql(f"DROP TABLE {cat}.db.gone PURGE")
+    assert rows(spark, f"SHOW TABLES IN {cat}.db") == []
+    assert lance.dataset(keep).count_rows() == 1
+    assert not os.path.exists(gone.replace("file://", ""))
+    spark.sql(f"DROP TABLE IF EXISTS {cat}.db.keep")
+    spark.sql(f"CREATE TABLE {cat}.db.again (id INT)")
+    spark.sql(f"DROP NAMESPACE {cat}.db CASCADE")
+    assert rows(spark, f"SHOW NAMESPACES IN {cat}") == []
+    assert theirs.list_tables(ListTablesRequest(id=[])).tables == []
+
+
+def test_a_catalog_without_root_is_refused(spark):
+    spark.conf.set("spark.sql.catalog.lance_noroot", "lance_core.spark.LanceCatalog")
+    try:
+        with pytest.raises(Exception, match="needs its root"):
+            spark.sql("SHOW NAMESPACES IN lance_noroot").collect()
+    finally:
+        spark.conf.unset("spark.sql.catalog.lance_noroot")
+
+
+def test_namespaces_pylance_makes_are_spark_namespaces(spark, catalog):
+    cat, root = catalog
+    theirs = lance.namespace.DirectoryNamespace(root=root)
+    theirs.create_namespace(CreateNamespaceRequest(id=["a"], properties={"k": "v"}))
+    theirs.create_namespace(CreateNamespaceRequest(id=["a", "b"]))
+    assert rows(spark, f"SHOW NAMESPACES IN {cat}") == [("a",)]
+    assert rows(spark, f"SHOW NAMESPACES IN {cat}.a") == [("a.b",)]
+    described = {r[0]: r[1] for r in rows(spark, f"DESCRIBE NAMESPACE EXTENDED {cat}.a")}
+    assert "(k,v)" in described.get("Properties", "")
+    spark.sql(f"CREATE TABLE {cat}.a.b.t (id INT)")
+    assert theirs.list_tables(ListTablesRequest(id=["a", "b"])).tables == ["t"]
+
+
+def location_of(root, *table_id):
+    return lance.namespace.DirectoryNamespace(root=root).describe_table(
+        DescribeTableRequest(id=list(table_id))).location
+
+
+def data_files(location):
+    data = os.path.join(location.replace("file://", ""), "data")
+    return sorted(os.listdir(data)) if os.path.isdir(data) else []
+
+
+def test_every_type_written_back_in_the_tables_types(spark, catalog):
+    """Rows the JVM reader gives Spark, written back through the JVM writer, are the
+    table's types again (decimal(20,0) to uint64, float to halffloat, lists to vectors,
+    string to large_string, ...): pylance reads the copy equal to the original."""
+    cat, root = catalog
+    cols = primitive_columns(300)
+    cols.update(nested_columns(300))
+    cols["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(1200, dtype=np.float32)), 4)
+    cols["id"] = pa.array(range(300), pa.int64())
+    lance.write_dataset(pa.table(cols), os.path.join(root, "types.lance"))
+    before = lance.dataset(os.path.join(root, "types.lance"))
+    spark.sql(f"INSERT INTO {cat}.types SELECT * FROM {cat}.types")
+    after = lance.dataset(os.path.join(root, "types.lance"))
+    assert after.version == before.version + 1
+    assert after.schema == before.schema
+    new_rows = pa.concat_tables([f.to_table() for f in after.get_fragments()[1:]]).sort_by("id")
+    expected = before.to_table().sort_by("id")
+    for i, f in enumerate(expected.schema):
+        if getattr(f.type, "unit", None) == "ns":  # Spark holds microseconds
+            coarse = pa.compute.cast(expected.column(i), _in_micros(f.type), safe=False)
+            expected = expected.set_column(i, f, coarse.cast(f.type))
+    assert_same(new_rows, expected, "written back")
+
+
+def _in_micros(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", t.tz)
+    if pa.types.is_duration(t):
+        return pa.duration("us")
+    return pa.time64("us")
+
+
+def test_writes_in_sql_are_one_version_each(spark, catalog):
+    cat, root = catalog
+    spark.sql(f"CREATE NAMESPACE {cat}.db")
+    spark.sql(f"""CREATE TABLE {cat}.db.c TBLPROPERTIES ('data_storage_version' = '2.1')
+                  AS SELECT id, cast(id AS string) AS s FROM range(0, 1000, 1, 2)""")
+    location = location_of(root, "db", "c")
+    ds = lance.dataset(location)
+    assert (ds.version, ds.count_rows(), ds.data_storage_version) == (1, 1000, "2.1")
+    assert len(ds.get_fragments()) == 2  # a fragment per task
+
+    spark.sql(f"INSERT INTO {cat}.db.c SELECT id, 'x' FROM range(1000, 1010)")
+    spark.range(5).selectExpr("id + 2000 AS id", "'w' AS s").writeTo(f"{cat}.db.c").append()
+    assert lance.dataset(location).version == 3
+    assert lance.dataset(location).count_rows() == 1015
+
+    # INSERT OVERWRITE keeps the table (its schema, format version and place): one version.
+    spark.sql(f"INSERT OVERWRITE {cat}.db.c SELECT id, 'o' FROM range(3)")
+    ds = lance.dataset(location)
+    assert (ds.version, ds.count_rows(), ds.data_storage_version) == (4, 3, "2.1")
+    spark.range(2).selectExpr("id", "'p' AS s").writeTo(f"{cat}.db.c").overwritePartitions()
+    assert sorted(lance.dataset(location).to_table().to_pylist(), key=lambda r: r["id"]) == [
+        {"id": 0, "s": "p"}, {"id": 1, "s": "p"}]
+
+    # REPLACE TABLE: the same table, a new version with the new schema.
+    spark.sql(f"CREATE OR REPLACE TABLE {cat}.db.c AS SELECT 7 AS z")
+    ds = lance.dataset(location)
+    assert (ds.version, ds.schema.names, ds.to_table().to_pydict()) == (6, ["z"], {"z": [7]})
+    spark.sql(f"REPLACE TABLE {cat}.db.c (q STRING)")
+    ds = lance.dataset(location)
+    assert (ds.version, ds.schema.names, ds.count_rows()) == (7, ["q"], 0)
+    assert location_of(root, "db", "c") == location
+    assert rows(spark, f"SELECT count(*) FROM {cat}.db.c VERSION AS OF 6") == [(1,)]
+
+    spark.range(3).selectExpr("id").writeTo(f"{cat}.db.v2").create()
+    assert lance.dataset(location_of(root, "db", "v2")).version == 1
+    spark.range(4).selectExpr("id").writeTo(f"{cat}.db.v2").createOrReplace()
+    assert lance.dataset(location_of(root, "db", "v2")).count_rows() == 4
+
+
+def test_an_insert_into_a_table_pylance_made_keeps_its_types(spark, catalog):
+    cat, root = catalog
+    theirs = lance.namespace.DirectoryNamespace(root=root)
+    theirs.create_namespace(CreateNamespaceRequest(id=["db"]))
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array([1.0, 2.0, 3.0, 4.0], pa.float32()), 2)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.large_string()),
+                        pa.field("v", vectors.type)])
+    theirs.create_table(CreateTableRequest(id=["db", "items"]),
+                        ipc(pa.table({"id": [1, 2], "name": ["a", "b"], "v": vectors}, schema=schema)))
+    spark.sql(f"INSERT INTO {cat}.db.items VALUES (3, 'c', array(5.0, 6.0))")
+    location = location_of(root, "db", "items")
+    ds = lance.dataset(location)
+    assert ds.schema == schema
+    assert ds.to_table().sort_by("id").to_pydict() == {
+        "id": [1, 2, 3], "name": ["a", "b", "c"], "v": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]}
+    files = data_files(location)
+    with pytest.raises(Exception, match="column 'v': every list must have 2 items"):
+        spark.sql(f"INSERT INTO {cat}.db.items VALUES (4, 'd', array(1.0))")
+    with pytest.raises(Exception, match="NOT_NULL_ASSERT_VIOLATION|column 'id' is not nullable"):
+        spark.sql(f"INSERT INTO {cat}.db.items SELECT * FROM VALUES (CAST(NULL AS BIGINT), 'e', array(1.0, 2.0))")
+    assert lance.dataset(location).version == ds.version
+    assert data_files(location) == files  # the failed jobs left nothing behind
+
+
+def test_a_failed_job_leaves_no_table_and_no_file(spark, catalog):
+    cat, root = catalog
+    spark.sql(f"CREATE NAMESPACE {cat}.db")
+    # One task of two fails after the other has written its rows.
+    failing = "SELECT id, assert_true(id < 15000) AS ok FROM range(0, 20000, 1, 2)"
+    with pytest.raises(Exception, match="is not true"):
+        spark.sql(f"CREATE TABLE {cat}.db.ctas AS {failing}")
+    assert rows(spark, f"SHOW TABLES IN {cat}.db") == []
+    assert sorted(os.listdir(root)) == ["__manifest"]
+
+    spark.sql(f"CREATE TABLE {cat}.db.t (id BIGINT, ok STRING)")
+    spark.sql(f"INSERT INTO {cat}.db.t VALUES (1, 'a')")
+    location = location_of(root, "db", "t")
+    files = data_files(location)
+    with pytest.raises(Exception, match="is not true"):
+        spark.sql(f"INSERT INTO {cat}.db.t SELECT id, cast(assert_true(id < 15000) AS string) FROM range(0, 20000, 1, 2)")
+    assert lance.dataset(location).version == 2
+    assert data_files(location) == files
+
+
+def test_delete_from_writes_deletion_files_only(spark, catalog):
+    cat, root = catalog
+    spark.sql(f"CREATE TABLE {cat}.d AS SELECT id, id % 10 AS k, cast(id AS string) AS s FROM range(0, 1000, 1, 2)")
+    location = location_of(root, "d")
+    files = data_files(location)
+    spark.sql(f"DELETE FROM {cat}.d WHERE k = 3 AND s <> '13'")
+    ds = lance.dataset(location)
+    assert ds.version == 2 and ds.count_rows() == 901
+    assert data_files(location) == files  # no data file rewritten
+    assert all(f.deletion_file() is not None for f in ds.get_fragments())
+    assert ds.to_table(filter="k = 3").column("id").to_pylist() == [13]
+    spark.sql(f"DELETE FROM {cat}.d WHERE id IN (1, 2) OR s LIKE '99%'")
+    assert lance.dataset(location).count_rows() == 901 - 2 - 10
+    assert rows(spark, f"SELECT count(*) FROM {cat}.d WHERE id < 3") == [(1,)]
+    spark.sql(f"DELETE FROM {cat}.d")
+    assert lance.dataset(location).count_rows() == 0
+    assert lance.dataset(location).version == 4
