@@ -4,12 +4,12 @@
 //! `release`; the reader itself lives until `close`.
 use std::sync::Arc;
 
+use crate::tables::is_row_locator;
 use arrow_array::ffi::{FFI_ArrowArray, FFI_ArrowSchema};
 use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
 use arrow_schema::{DataType, Field, Fields};
 use futures::stream::BoxStream;
 use futures::StreamExt;
-use lance_core::scan::ROW_ID;
 use lance_core::spark::types::{to_spark_array, Nanos};
 
 use crate::tables::{Outcome, Request};
@@ -66,8 +66,8 @@ impl PartitionReader {
         let mut fields = Vec::with_capacity(batch.num_columns());
         let mut columns = Vec::with_capacity(batch.num_columns());
         for (field, column) in schema.fields().iter().zip(batch.columns()) {
-            let out: ArrayRef = if field.name() == ROW_ID {
-                // Spark's long: row ids stay below 2^63.
+            let out: ArrayRef = if is_row_locator(field.name()) {
+                // Spark's long: row ids and addresses stay below 2^63.
                 let ids = arrow_array::cast::AsArray::as_primitive::<arrow_array::types::UInt64Type>(
                     column,
                 );

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use lance_core::blob::BlobRead;
 use lance_core::query::order::ColumnOrdering;
-use lance_core::scan::ROW_ID;
+use lance_core::scan::{ROW_ADDRESS, ROW_ID};
 use lance_core::spark::types::Nanos;
 use lance_core::{Dataset, Query, ScanOptions, VersionRef};
 use serde_json::{json, Map, Value};
@@ -85,20 +85,22 @@ impl Request {
         }
     }
 
-    /// The columns to read (all of them when the request names none) and whether the
-    /// row id is one of them.
-    pub fn columns(&self) -> (Option<Vec<String>>, bool) {
+    /// The columns to read (all of them when the request names none), and whether the
+    /// row id and the row address are among them (Spark's metadata columns).
+    pub fn columns(&self) -> (Option<Vec<String>>, bool, bool) {
         let Some(Value::Array(names)) = self.0.get("columns") else {
-            return (None, self.flag("with_row_id"));
+            return (None, self.flag("with_row_id"), false);
         };
         let names: Vec<String> = names
             .iter()
             .filter_map(|n| n.as_str().map(String::from))
             .collect();
         let with_row_id = self.flag("with_row_id") || names.iter().any(|n| n == ROW_ID);
+        let with_row_address = names.iter().any(|n| n == ROW_ADDRESS);
         (
-            Some(names.into_iter().filter(|n| n != ROW_ID).collect()),
+            Some(names.into_iter().filter(|n| !is_row_locator(n)).collect()),
             with_row_id,
+            with_row_address,
         )
     }
 
@@ -132,7 +134,7 @@ impl Request {
     /// The query for this request's columns, blobs and sort keys (no filter, rows or limit
     /// yet).
     pub fn query(&self) -> Outcome<Query> {
-        let (columns, with_row_id) = self.columns();
+        let (columns, with_row_id, with_row_address) = self.columns();
         let blobs = match self.str("blob_handling") {
             None | Some("blobs_descriptions") | Some("all_descriptions") => BlobRead::Descriptors,
             Some("all_binary") => BlobRead::Bytes,
@@ -148,6 +150,7 @@ impl Request {
                 // Dotted columns are Spark's pruned structs: kept inside their struct.
                 keep_structs: self.flag("keep_structs"),
                 with_row_id,
+                with_row_address,
                 ..Default::default()
             },
             blobs,
@@ -198,6 +201,11 @@ impl Request {
     }
 }
 
+/// Whether a column is `_rowid` or `_rowaddr` (Spark's long, read as the scan adds it).
+pub fn is_row_locator(name: &str) -> bool {
+    name == ROW_ID || name == ROW_ADDRESS
+}
+
 /// Datasets opened at a fixed version, by (uri, version, storage options): Spark's tasks
 /// for a query all read the version it was planned on.
 fn opened() -> &'static Mutex<HashMap<String, Arc<Dataset>>> {
@@ -222,13 +230,13 @@ pub fn describe(request: &Request) -> Outcome<Value> {
     };
     let mut fields: Vec<Value> = Vec::new();
     for f in schema.fields() {
-        let t = if f.name() == ROW_ID {
+        let t = if is_row_locator(f.name()) {
             json!("long")
         } else {
             lance_core::spark::types::spark_type(f, f.name())
                 .map_err(|e| format!("{}: {e}", ds.uri()))?
         };
-        fields.push(json!({"name": f.name(), "type": t, "nullable": f.is_nullable() || f.name() == ROW_ID, "metadata": {}}));
+        fields.push(json!({"name": f.name(), "type": t, "nullable": f.is_nullable() || is_row_locator(f.name()), "metadata": {}}));
     }
     let fragments: Vec<Value> = ds
         .fragments()

@@ -5,7 +5,10 @@
 //! removes what the job wrote (`abort`, the core's `JobFiles` rules).
 //!
 //! A request names the table (`uri`, `storage_options`), the job (`prefix`: the start of
-//! its data files' names), how it writes (`mode`: "append" or "overwrite"; `read_version`,
+//! its data files' names), how it writes (`mode`: "append", "overwrite", or "update": a
+//! row-level change of SQL's UPDATE, DELETE or MERGE, whose tasks write the new rows as an
+//! append does and report the `deleted` rows' addresses, all committed as one Update;
+//! `read_version`,
 //! the version the driver planned on, none for a new table; `keep_schema`: an overwrite
 //! that keeps the table's schema, as `INSERT OVERWRITE` does, rather than the data's),
 //! and how files are cut (`max_rows_per_file`, `data_storage_version`).
@@ -22,8 +25,10 @@ use futures::SinkExt;
 use lance_core::proto::table::DataFragment;
 use lance_core::spark::table_types::to_table_batch;
 use lance_core::table::fragment_json::{fragment_from_json, fragment_to_json};
+use lance_core::table::transaction::Staged;
 use lance_core::write::commit::{commit_external, External};
 use lance_core::write::job_files::JobFiles;
+use lance_core::write::rows::commit_row_changes;
 use lance_core::write::{write_uncommitted, WriteMode, WriteOptions};
 use lance_core::{Dataset, Error};
 use serde_json::{json, Value};
@@ -56,6 +61,8 @@ struct Plan {
     target: SchemaRef,
     /// The table at the read version, when there is one.
     existing: Option<Arc<Dataset>>,
+    /// A row-level change: rows deleted by address, new rows appended, one Update.
+    row_changes: bool,
 }
 
 impl Plan {
@@ -64,15 +71,21 @@ impl Plan {
     fn of(request: &Request, schema: Option<&[u8]>) -> Outcome<Plan> {
         let uri = request.uri()?.to_string();
         let read_version = request.u64("read_version");
-        let mode = match request.str("mode") {
-            Some("append") => WriteMode::Append,
-            Some("overwrite") => WriteMode::Overwrite,
+        let (mode, row_changes) = match request.str("mode") {
+            Some("append") => (WriteMode::Append, false),
+            Some("update") => (WriteMode::Append, true),
+            Some("overwrite") => (WriteMode::Overwrite, false),
             other => {
                 return Err(format!(
-                    "lance_core: a write's mode is append or overwrite, not {other:?}"
+                    "lance_core: a write's mode is append, overwrite or update, not {other:?}"
                 ))
             }
         };
+        if row_changes && read_version.is_none() {
+            return Err(format!(
+                "{uri}: a row-level change needs the version it read"
+            ));
+        }
         let existing = match read_version {
             Some(v) => Some(request.open_at(v)?),
             None => None,
@@ -102,6 +115,7 @@ impl Plan {
             read_version,
             target,
             existing,
+            row_changes,
         })
     }
 
@@ -230,7 +244,8 @@ impl Drop for TaskWriter {
 }
 
 /// The driver's commit of every task's fragments (`fragments`: pylance's JSON strings) as
-/// one version; the new version.
+/// one version, with, for a row-level change, the rows the tasks deleted (`deleted`: their
+/// addresses at the read version); the new version.
 pub fn commit(request: &Request, schema: Option<&[u8]>) -> Outcome<u64> {
     let plan = Plan::of(request, schema)?;
     let fragments = match request.get("fragments") {
@@ -241,6 +256,28 @@ pub fn commit(request: &Request, schema: Option<&[u8]>) -> Outcome<u64> {
             .map_err(|e| format!("{}: {e}", plan.uri))?,
         _ => vec![],
     };
+    let run = lance_core::threads::io_runtime();
+    if let (true, Some(ds)) = (plan.row_changes, &plan.existing) {
+        let deleted: Vec<u64> = match request.get("deleted") {
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_u64).collect(),
+            _ => vec![],
+        };
+        // The new rows replace whole rows: every field is written again.
+        let fields: Vec<u32> = ds
+            .schema
+            .field_ids()
+            .into_iter()
+            .map(|i| i as u32)
+            .collect();
+        let staged = Staged::new(ds.storage());
+        staged.add_fragments(&fragments);
+        let done = run
+            .block_on(commit_row_changes(
+                ds, fragments, &deleted, fields, None, staged,
+            ))
+            .map_err(|e| e.to_string())?;
+        return Ok(done.version());
+    }
     let operation = match plan.options.mode {
         WriteMode::Append => External::Append { fragments },
         _ => External::Overwrite {
@@ -254,7 +291,7 @@ pub fn commit(request: &Request, schema: Option<&[u8]>) -> Outcome<u64> {
             initial_bases: vec![],
         },
     };
-    let done = lance_core::threads::io_runtime()
+    let done = run
         .block_on(commit_external(
             &plan.uri,
             &plan.options.storage_options,
@@ -298,6 +335,7 @@ impl Plan {
             read_version: None,
             target: Arc::new(arrow_schema::Schema::empty()),
             existing: None,
+            row_changes: false,
         })
     }
 }

@@ -7,10 +7,10 @@ import java.util.UUID;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import org.apache.spark.sql.connector.write.BatchWrite;
-import org.apache.spark.sql.connector.write.DataWriterFactory;
+import org.apache.spark.sql.connector.write.DeltaBatchWrite;
+import org.apache.spark.sql.connector.write.DeltaWrite;
+import org.apache.spark.sql.connector.write.DeltaWriterFactory;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
-import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.StructType;
@@ -18,12 +18,28 @@ import org.apache.spark.sql.types.StructType;
 /**
  * One Spark write job into a Lance table, on the driver: each task writes its rows as
  * uncommitted fragments ({@link LanceDataWriter}), and the driver commits them all as one
- * new version (an Append, or an Overwrite), planned against the version the table was
+ * new version (an Append, an Overwrite, or for a row-level change an Update that also
+ * deletes the rows the tasks report by address), planned against the version the table was
  * read at, through the core's commit (conflicts with other writers resolved there). A job
  * that fails or does not commit leaves no file behind: its files carry the job's prefix
  * and the core's {@code JobFiles} removes them ({@code rust/jni/src/writer.rs}).
  */
-final class LanceBatchWrite implements Write, BatchWrite {
+final class LanceBatchWrite implements DeltaWrite, DeltaBatchWrite {
+  /** What the job does to the table. */
+  enum Mode {
+    APPEND("append"),
+    /** Replace its rows (and, unless the schema is kept, its schema). */
+    OVERWRITE("overwrite"),
+    /** Delete rows by address and append new ones (UPDATE, MERGE INTO, DELETE). */
+    ROW_CHANGES("update");
+
+    final String wire;
+
+    Mode(String wire) {
+      this.wire = wire;
+    }
+  }
+
   /** The request every call of this job sends (JSON: see rust/jni/src/writer.rs). */
   private final ObjectNode request;
   /** The Arrow schema rows are written with when the table's own is not kept. */
@@ -35,11 +51,12 @@ final class LanceBatchWrite implements Write, BatchWrite {
 
   /**
    * @param readVersion the version the write was planned on, null for a new table
-   * @param overwrite replace the table's rows (and, unless {@code keepSchema}, its schema)
+   * @param keepSchema the rows take the table's schema (else an overwrite's new schema is
+   *     the data's)
    * @param settings pylance's write arguments: data_storage_version, max_rows_per_file,
    *     enable_stable_row_ids
    */
-  LanceBatchWrite(String uri, Map<String, String> storageOptions, Long readVersion, boolean overwrite,
+  LanceBatchWrite(String uri, Map<String, String> storageOptions, Long readVersion, Mode mode,
       boolean keepSchema, StructType sparkSchema, Map<String, String> settings, Runnable committed) {
     request = TableRequest.JSON.createObjectNode();
     request.put("uri", uri);
@@ -48,7 +65,7 @@ final class LanceBatchWrite implements Write, BatchWrite {
     if (readVersion != null) {
       request.put("read_version", readVersion);
     }
-    request.put("mode", overwrite ? "overwrite" : "append");
+    request.put("mode", mode.wire);
     request.put("keep_schema", keepSchema);
     request.put("prefix", "spark-" + UUID.randomUUID().toString().replace("-", "").substring(0, 16) + "-");
     String version = settings.getOrDefault("data_storage_version", settings.get("file_format_version"));
@@ -71,12 +88,12 @@ final class LanceBatchWrite implements Write, BatchWrite {
   }
 
   @Override
-  public BatchWrite toBatch() {
+  public DeltaBatchWrite toBatch() {
     return this;
   }
 
   @Override
-  public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
+  public DeltaWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
     return new LanceDataWriter.Factory(bytes(request), schema, sparkSchema, timeZone);
   }
 
@@ -100,10 +117,13 @@ final class LanceBatchWrite implements Write, BatchWrite {
   private ObjectNode withFragments(WriterCommitMessage[] messages) {
     ObjectNode out = request.deepCopy();
     ArrayNode fragments = out.putArray("fragments");
+    ArrayNode deleted = out.putArray("deleted");
     for (WriterCommitMessage m : messages) {
       if (m instanceof LanceDataWriter.Written) {
-        for (String f : ((LanceDataWriter.Written) m).fragments) {
-          fragments.add(f);
+        LanceDataWriter.Written w = (LanceDataWriter.Written) m;
+        w.fragments.forEach(fragments::add);
+        for (long address : w.deleted) {
+          deleted.add(address);
         }
       }
     }

@@ -11,8 +11,8 @@ import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowStreamWriter;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.connector.write.DataWriter;
-import org.apache.spark.sql.connector.write.DataWriterFactory;
+import org.apache.spark.sql.connector.write.DeltaWriter;
+import org.apache.spark.sql.connector.write.DeltaWriterFactory;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.execution.arrow.ArrowWriter;
 import org.apache.spark.sql.types.StructType;
@@ -23,14 +23,15 @@ import org.apache.spark.sql.util.ArrowUtils;
  * (so the Arrow form of every Spark type is Spark's), each batch of them to the native
  * writer as the next part of an Arrow IPC stream, which converts them to the table's
  * types and writes data files; on commit the task reports its fragments (not committed:
- * the driver commits every task's at once).
+ * the driver commits every task's at once). In a row-level change it also collects the
+ * addresses of the rows Spark deletes (an updated row is deleted and inserted again).
  */
-final class LanceDataWriter implements DataWriter<InternalRow> {
+final class LanceDataWriter implements DeltaWriter<InternalRow> {
   /** Rows per batch handed over, and the bytes a batch may grow to before that. */
   private static final int BATCH_ROWS = 8192;
   private static final long BATCH_BYTES = 32L << 20;
 
-  static final class Factory implements DataWriterFactory, Serializable {
+  static final class Factory implements DeltaWriterFactory, Serializable {
     private static final long serialVersionUID = 1L;
     private final byte[] request;
     private final byte[] schema;
@@ -45,18 +46,21 @@ final class LanceDataWriter implements DataWriter<InternalRow> {
     }
 
     @Override
-    public DataWriter<InternalRow> createWriter(int partitionId, long taskId) {
+    public DeltaWriter<InternalRow> createWriter(int partitionId, long taskId) {
       return new LanceDataWriter(this);
     }
   }
 
-  /** What a task wrote: its fragments, as pylance's fragment JSON. */
+  /** What a task wrote: its fragments, as pylance's fragment JSON, and the addresses of
+   *  the rows it deleted. */
   static final class Written implements WriterCommitMessage {
     private static final long serialVersionUID = 1L;
     final List<String> fragments;
+    final long[] deleted;
 
-    Written(List<String> fragments) {
+    Written(List<String> fragments, long[] deleted) {
       this.fragments = fragments;
+      this.deleted = deleted;
     }
   }
 
@@ -67,6 +71,8 @@ final class LanceDataWriter implements DataWriter<InternalRow> {
   private final ArrowStreamWriter stream;
   private long writer;
   private int buffered;
+  private long[] deleted = new long[0];
+  private int deletedCount;
 
   private LanceDataWriter(Factory f) {
     Native.load();
@@ -84,12 +90,27 @@ final class LanceDataWriter implements DataWriter<InternalRow> {
   }
 
   @Override
-  public void write(InternalRow row) {
+  public void insert(InternalRow row) {
     rows.write(row);
     buffered++;
     if (buffered >= BATCH_ROWS || allocator.getAllocatedMemory() >= BATCH_BYTES) {
       handOver();
     }
+  }
+
+  /** A row of the version read goes: {@code id} holds its address. */
+  @Override
+  public void delete(InternalRow metadata, InternalRow id) {
+    if (deletedCount == deleted.length) {
+      deleted = java.util.Arrays.copyOf(deleted, Math.max(1024, deleted.length * 2));
+    }
+    deleted[deletedCount++] = id.getLong(0);
+  }
+
+  @Override
+  public void update(InternalRow metadata, InternalRow id, InternalRow row) {
+    delete(metadata, id);
+    insert(row);
   }
 
   /** The rows buffered, as the stream's next batch, to the native writer. */
@@ -128,7 +149,7 @@ final class LanceDataWriter implements DataWriter<InternalRow> {
     JsonNode reply = LanceBatchWrite.parse(Native.finishWriter(w));
     List<String> fragments = new ArrayList<>();
     reply.forEach(f -> fragments.add(f.asText()));
-    return new Written(fragments);
+    return new Written(fragments, java.util.Arrays.copyOf(deleted, deletedCount));
   }
 
   @Override

@@ -80,6 +80,13 @@ class LanceScanBuilder implements ScanBuilder, SupportsPushDownRequiredColumns, 
       DataType asked = requiredSchema.apply(f.name()).dataType();
       kept.add(f.copy(f.name(), prune(f.name(), f.dataType(), asked), f.nullable(), f.metadata()));
     }
+    // The table's metadata columns a query (or a row-level change) asks for.
+    for (String locator : LanceTable.ROW_LOCATORS) {
+      if (requiredSchema.getFieldIndex(locator).isDefined() && table.schema().getFieldIndex(locator).isEmpty()) {
+        kept.add(DataTypes.createStructField(locator, DataTypes.LongType, false));
+        paths.add(locator);
+      }
+    }
     required = new StructType(kept.toArray(new StructField[0]));
   }
 

@@ -6,7 +6,10 @@ import java.util.Map;
 import java.util.Set;
 
 import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.connector.catalog.MetadataColumn;
 import org.apache.spark.sql.connector.catalog.SupportsDelete;
+import org.apache.spark.sql.connector.catalog.SupportsMetadataColumns;
+import org.apache.spark.sql.connector.catalog.SupportsRowLevelOperations;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.Table;
@@ -14,9 +17,14 @@ import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.RowLevelOperation;
+import org.apache.spark.sql.connector.write.RowLevelOperationBuilder;
+import org.apache.spark.sql.connector.write.RowLevelOperationInfo;
 import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
@@ -24,7 +32,12 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  *  its options ({@code path}, ...), and hands writes and streams to the Python data
  *  source's table; a catalog's table carries the options it is read with and the
  *  properties it shows, and writes on the JVM ({@link LanceWriteBuilder}). */
-class LanceTable implements SupportsRead, SupportsWrite, SupportsDelete {
+class LanceTable implements SupportsRead, SupportsWrite, SupportsDelete, SupportsMetadataColumns,
+    SupportsRowLevelOperations {
+  /** The metadata columns a scan can add: the row id and the row address (fragment id in
+   *  the high 32 bits, row offset in the low), Spark longs. */
+  static final String[] ROW_LOCATORS = {"_rowid", "_rowaddr"};
+
   /** The name lance_core.spark registers its Python data source under when this jar is
    *  loaded (two sources cannot both be "lance"). */
   static final String PYTHON_SOURCE = "lance_python";
@@ -147,6 +160,54 @@ class LanceTable implements SupportsRead, SupportsWrite, SupportsDelete {
         return info.metadataSchema();
       }
     });
+  }
+
+  @Override
+  public MetadataColumn[] metadataColumns() {
+    MetadataColumn[] out = new MetadataColumn[ROW_LOCATORS.length];
+    for (int i = 0; i < out.length; i++) {
+      String name = ROW_LOCATORS[i];
+      out[i] = new MetadataColumn() {
+        @Override
+        public String name() {
+          return name;
+        }
+
+        @Override
+        public DataType dataType() {
+          return DataTypes.LongType;
+        }
+
+        @Override
+        public boolean isNullable() {
+          return false;
+        }
+      };
+    }
+    return out;
+  }
+
+  /** SQL's UPDATE, MERGE INTO, and a DELETE whose condition Spark cannot hand over: Spark
+   *  plans which rows change, and the write deletes the old rows by address and appends
+   *  the new ones, one version (see {@link LanceRowChanges}). */
+  @Override
+  public RowLevelOperationBuilder newRowLevelOperationBuilder(RowLevelOperationInfo info) {
+    if (!jvmWrites) {
+      throw new UnsupportedOperationException("lance_core: row-level changes in SQL need a table of "
+          + "lance_core.spark.LanceCatalog; use lance_core.spark.update / merge_insert on a path");
+    }
+    if (info.command() != RowLevelOperation.Command.DELETE && "true".equals(properties.get("enable_stable_row_ids"))) {
+      // An updated row would be deleted and inserted again, under a new row id.
+      throw new UnsupportedOperationException("lance_core: " + info.command() + " in SQL on a table with stable "
+          + "row ids is not supported yet (its updated rows would get new row ids); use "
+          + "lance_core.spark.update or lance_core.spark.merge_insert, which keep them");
+    }
+    return () -> new LanceRowChanges(this, info.command());
+  }
+
+  /** The table's read options; the version read, a number. */
+  Map<String, String> options() {
+    return options;
   }
 
   /** {@code DELETE FROM} a catalog's table, when Spark hands over the condition as

@@ -42,6 +42,7 @@ final class LanceWriteBuilder implements WriteBuilder, SupportsTruncate, Support
 
   @Override
   public Write build() {
-    return new LanceBatchWrite(uri, storageOptions, readVersion, overwrite, true, schema, settings, null);
+    return new LanceBatchWrite(uri, storageOptions, readVersion,
+        overwrite ? LanceBatchWrite.Mode.OVERWRITE : LanceBatchWrite.Mode.APPEND, true, schema, settings, null);
   }
 }

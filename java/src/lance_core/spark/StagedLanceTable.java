@@ -80,7 +80,8 @@ final class StagedLanceTable implements StagedTable, SupportsWrite {
 
       @Override
       public org.apache.spark.sql.connector.write.Write build() {
-        return new LanceBatchWrite(location, storageOptions, readVersion, true, false, info.schema(), settings,
+        return new LanceBatchWrite(location, storageOptions, readVersion, LanceBatchWrite.Mode.OVERWRITE, false,
+            info.schema(), settings,
             () -> written = true);
       }
     };
