@@ -22,6 +22,10 @@ lance_core doing all the Lance work (no jar from Maven, no pylance).
 9. Streams a rate source into a Lance table (Structured Streaming, one version per
    micro-batch, exactly once; each run resumes from the checkpoint), showing each
    batch's progress, then checks the table's count with a batch read.
+10. Runs Spark SQL over a directory of Lance tables (`lance_core.spark.LanceCatalog`, in
+   pylance's namespace layout): a per-user table made with CREATE TABLE ... AS SELECT,
+   then UPDATE, MERGE INTO, DELETE and ALTER TABLE, one version each, and a read of the
+   first version with VERSION AS OF.
 Versions, row counts and timings are printed as it goes.
 
     python examples/main_job.py [--rows 2000000] [--stream-batches 8] [--dir /tmp/lance_core_main_job]
@@ -107,7 +111,7 @@ def index_stage(spark, uri: str, rows: int) -> bool:
             times.append(time.time() - t)
         return min(times), got, df.rdd.getNumPartitions()
 
-    log(f"4/9 a selective filter ({len(picks)} ids: id IN (...)) before and after a BTREE index on id")
+    log(f"4/10 a selective filter ({len(picks)} ids: id IN (...)) before and after a BTREE index on id")
     before, got, parts = lookup()
     log(f"    without an index: {len(got)} rows in {before:.2f}s ({parts} partitions planned)")
     t = time.time()
@@ -130,7 +134,7 @@ def vector_stage(spark, uri: str) -> bool:
     (exhaustive, also on Spark) search of the same queries."""
     from lance_core.spark import create_index, nearest
 
-    log("5/9 an IVF_PQ index on the embeddings built on Spark, then a batch of filtered searches")
+    log("5/10 an IVF_PQ index on the embeddings built on Spark, then a batch of filtered searches")
     t = time.time()
     ds = create_index(spark, uri, "embedding", "IVF_PQ", num_partitions=64, num_sub_vectors=8, seed=1)
     [index] = [i for i in ds.describe_indices() if i.name == "embedding_idx"]
@@ -170,7 +174,7 @@ def stream(spark, uri: str, checkpoint: str, batches: int, rows_per_batch: int) 
 
     from lance_core.spark import count
 
-    log(f"9/9 streaming {batches} micro-batches of {rows_per_batch:,} rows from a rate source into {uri}")
+    log(f"9/10 streaming {batches} micro-batches of {rows_per_batch:,} rows from a rate source into {uri}")
     shutil.rmtree(uri, ignore_errors=True)
     shutil.rmtree(checkpoint, ignore_errors=True)
     source = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", rows_per_batch)
@@ -202,6 +206,45 @@ def stream(spark, uri: str, checkpoint: str, batches: int, rows_per_batch: int) 
     return True
 
 
+def sql_stage(spark, events_uri: str, root: str) -> bool:
+    t = time.time()
+    log(f"10/10 Spark SQL over a catalog of Lance tables at {root}")
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root)
+    spark.conf.set("spark.sql.catalog.lake", "lance_core.spark.LanceCatalog")
+    spark.conf.set("spark.sql.catalog.lake.root", root)
+    spark.read.format("lance").load(events_uri).createOrReplaceTempView("events")
+    users = "lake.analytics.users"
+    statements = [
+        "CREATE NAMESPACE lake.analytics",
+        f"""CREATE TABLE {users} AS
+            SELECT user, count(*) AS events, sum(amount) AS total FROM events GROUP BY user""",
+        f"UPDATE {users} SET total = round(total, 2)",
+        f"""MERGE INTO {users} AS u USING (SELECT concat('new-', id) AS user, 1L AS events, amount AS total
+            FROM events WHERE id < 1000 UNION ALL SELECT 'user-1', 1L, 0.0) AS n ON u.user = n.user
+            WHEN MATCHED THEN UPDATE SET events = u.events + n.events
+            WHEN NOT MATCHED THEN INSERT *""",
+        f"DELETE FROM {users} WHERE user LIKE 'new-%' AND total < 100",
+        f"ALTER TABLE {users} ADD COLUMNS (segment string)",
+    ]
+    for sql in statements:
+        s = time.time()
+        spark.sql(sql)
+        log(f"    {' '.join(sql.split())[:90]} ({time.time() - s:.1f}s)")
+    first = spark.sql(f"SELECT count(*) FROM {users} VERSION AS OF 1").first()[0]
+    now = spark.sql(f"SELECT count(*) FROM {users}").first()[0]
+    version = dict(spark.sql(f"SHOW TBLPROPERTIES {users}").collect())["version"]
+    expected = spark.sql("SELECT count(DISTINCT user) FROM events").first()[0]
+    kept_new = spark.sql("SELECT count(*) FROM events WHERE id < 1000 AND amount >= 100").first()[0]
+    log(f"    {users}: {first:,} users at version 1, {now:,} at version {version} ({time.time() - t:.1f}s)")
+    # Five statements, five versions: CTAS, UPDATE, MERGE INTO, DELETE, ALTER TABLE.
+    if (first, now, version) != (expected, expected + kept_new, "5"):
+        log(f"the SQL stage went wrong: expected {expected:,} users at version 1 and "
+            f"{expected + kept_new:,} at version 5")
+        return False
+    return True
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=2_000_000)
@@ -216,12 +259,12 @@ def main() -> int:
     summary_uri = os.path.join(args.dir, "category_summary.lance")
 
     t0 = time.time()
-    log(f"1/9 generating {args.rows:,} events into {events_uri}")
+    log(f"1/10 generating {args.rows:,} events into {events_uri}")
     events = generate(events_uri, args.rows, args.rows_per_fragment)
     log(f"    {describe(events)} ({time.time() - t0:.1f}s)")
 
     t = time.time()
-    log(f"2/9 starting Spark ({args.master})")
+    log(f"2/10 starting Spark ({args.master})")
     # Spark's Python workers run this interpreter (where lance_core is installed).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession, functions as F
@@ -241,7 +284,7 @@ def main() -> int:
         f"({time.time() - t:.1f}s)")
 
     t = time.time()
-    log("3/9 reading events through the lance data source and aggregating per category")
+    log("3/10 reading events through the lance data source and aggregating per category")
     df = (spark.read.format("lance").option("columns", "id,amount,user,category").load(events_uri)
           .filter(F.col("amount") > 0))
     summary = (df.groupBy("category")
@@ -264,20 +307,20 @@ def main() -> int:
         return 1
 
     t = time.time()
-    log(f"6/9 writing the summary as a new Lance dataset: {summary_uri}")
+    log(f"6/10 writing the summary as a new Lance dataset: {summary_uri}")
     shutil.rmtree(summary_uri, ignore_errors=True)
     summary.coalesce(1).write.format("lance").mode("overwrite").save(summary_uri)
     out = lance_core.dataset(summary_uri)
     log(f"    {describe(out)} ({time.time() - t:.1f}s)")
 
     t = time.time()
-    log("7/9 deleting the categories with the fewest events")
+    log("7/10 deleting the categories with the fewest events")
     cutoff = sorted(r.events for r in rows)[min(3, len(rows) - 1)]
     out.delete(f"events < {cutoff}")
     log(f"    deleted events < {cutoff:,}: {describe(out)} ({time.time() - t:.1f}s)")
 
     t = time.time()
-    log("8/9 adding a computed column (average amount) on the executors with add_columns")
+    log("8/10 adding a computed column (average amount) on the executors with add_columns")
 
     def average(batch: pa.RecordBatch) -> pa.RecordBatch:
         return pa.record_batch({"avg_amount": pc.divide(batch.column("total_amount"),
@@ -300,6 +343,8 @@ def main() -> int:
                   args.stream_rows_per_batch):
         return 1
     log(f"    ({time.time() - t:.1f}s)")
+    if not sql_stage(spark, events_uri, os.path.join(args.dir, "lake")):
+        return 1
     spark.stop()
     log(f"done in {time.time() - t0:.1f}s")
     return 0

@@ -2,8 +2,8 @@
 `format("lance")` (count, filter, groupBy, a nested column, a version and a tag), writes
 (`format("lance")` append and overwrite, `lance_python`), `read_fragments`, `aggregate`,
 `add_columns`, `compact`, `update`, `merge_insert`, `create_scalar_index`,
-`optimize_indices`, `count`, `create_index`, `nearest`, the streaming source and sink, and
-`foreachBatch(LanceBatchWriter(...))`. `run(spark, work)` returns each step's answer,
+`optimize_indices`, `count`, `create_index`, `nearest`, the streaming source and sink,
+`foreachBatch(LanceBatchWriter(...))`, and SQL over `LanceCatalog`. `run(spark, work)` returns each step's answer,
 so that a run on a cluster can be compared with one in `local[*]` (or only the reads, writes
 and `read_fragments`, with `only_reads_and_writes`).
 
@@ -104,7 +104,32 @@ def run(spark, work: str, only_reads_and_writes: bool = False) -> Dict[str, Any]
     q.awaitTermination(300)
     out["streaming"] = [lance_core.dataset(stream_copy).count_rows(), lance_core.dataset(stream_copy).version]
     out["LanceBatchWriter"] = batch_writer(spark, uri, work)
+    out["SQL"] = sql_steps(spark, work)
     return out
+
+
+def sql_steps(spark, work: str) -> Any:
+    """Spark SQL over `lance_core.spark.LanceCatalog`: a table made, written, updated,
+    merged into, deleted from and altered, each statement one version."""
+    root = os.path.join(work, "lake")
+    os.makedirs(root, exist_ok=True)
+    spark.conf.set("spark.sql.catalog.lake_steps", "lance_core.spark.LanceCatalog")
+    spark.conf.set("spark.sql.catalog.lake_steps.root", root)
+    t = "lake_steps.db.t"
+    spark.sql("CREATE NAMESPACE lake_steps.db")
+    spark.sql(f"CREATE TABLE {t} AS SELECT id, id % 5 AS k FROM range(0, 1000, 1, 4)")
+    spark.sql(f"INSERT INTO {t} SELECT id, 9 FROM range(1000, 1010)")
+    spark.sql(f"UPDATE {t} SET k = k + 10 WHERE k = 1")
+    spark.sql(f"""MERGE INTO {t} AS t USING (SELECT id, 7 AS k FROM range(995, 1015)) AS s ON t.id = s.id
+                  WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *""")
+    spark.sql(f"DELETE FROM {t} WHERE k = 0")
+    spark.sql(f"ALTER TABLE {t} ADD COLUMNS (note string)")
+    return [[tuple(r) for r in spark.sql(q).collect()] for q in (
+        f"SELECT k, count(*), count(note) FROM {t} GROUP BY k ORDER BY k",
+        f"SELECT count(*) FROM {t} VERSION AS OF 1",
+        f"SHOW TBLPROPERTIES {t} ('version')",
+        "SHOW TABLES IN lake_steps.db",
+    )]
 
 
 def batch_writer(spark, uri: str, work: str) -> Any:

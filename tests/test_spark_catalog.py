@@ -230,11 +230,12 @@ def _in_micros(t: pa.DataType) -> pa.DataType:
 def test_writes_in_sql_are_one_version_each(spark, catalog):
     cat, root = catalog
     spark.sql(f"CREATE NAMESPACE {cat}.db")
-    spark.sql(f"""CREATE TABLE {cat}.db.c TBLPROPERTIES ('data_storage_version' = '2.1')
+    spark.sql(f"""CREATE TABLE {cat}.db.c TBLPROPERTIES ('data_storage_version' = '2.1', 'primary_key' = 'id')
                   AS SELECT id, cast(id AS string) AS s FROM range(0, 1000, 1, 2)""")
     location = location_of(root, "db", "c")
     ds = lance.dataset(location)
     assert (ds.version, ds.count_rows(), ds.data_storage_version) == (1, 1000, "2.1")
+    assert ds.schema.field("id").metadata[b"lance-schema:unenforced-primary-key"] == b"true"
     assert len(ds.get_fragments()) == 2  # a fragment per task
 
     spark.sql(f"INSERT INTO {cat}.db.c SELECT id, 'x' FROM range(1000, 1010)")
@@ -376,3 +377,47 @@ def test_update_merge_and_delete_by_rows_spark_plans(spark, catalog):
     with pytest.raises(Exception, match="stable row ids is not supported yet"):
         spark.sql(f"UPDATE {cat}.stable SET id = 2")
     assert lance.dataset(location_of(root, "stable")).version == 1
+
+
+def test_alter_table(spark, catalog):
+    cat, root = catalog
+    spark.sql(f"CREATE TABLE {cat}.a AS SELECT id, cast(id AS int) AS n, cast(id AS string) AS s FROM range(10)")
+    location = location_of(root, "a")
+    files = data_files(location)
+    spark.sql(f"ALTER TABLE {cat}.a ADD COLUMNS (note string, score double)")
+    ds = lance.dataset(location)
+    assert ds.schema.names == ["id", "n", "s", "note", "score"] and data_files(location) == files
+    assert ds.to_table(columns=["note"]).column(0).null_count == 10
+    spark.sql(f"ALTER TABLE {cat}.a RENAME COLUMN s TO label")
+    spark.sql(f"ALTER TABLE {cat}.a DROP COLUMN score")
+    spark.sql(f"ALTER TABLE {cat}.a ALTER COLUMN n TYPE bigint")
+    ds = lance.dataset(location)
+    assert ds.schema.names == ["id", "n", "label", "note"]
+    assert ds.schema.field("n").type == pa.int64()
+    assert ds.to_table(columns=["n"]).column(0).to_pylist() == list(range(10))
+    assert not lance.dataset(location).schema.field("id").nullable
+    spark.sql(f"ALTER TABLE {cat}.a ALTER COLUMN id DROP NOT NULL")
+    assert lance.dataset(location).schema.field("id").nullable
+    spark.sql(f"ALTER TABLE {cat}.a SET TBLPROPERTIES ('owner_team' = 'search', 'x' = '1')")
+    spark.sql(f"ALTER TABLE {cat}.a UNSET TBLPROPERTIES ('x')")
+    assert lance.dataset(location).config().get("owner_team") == "search"
+    assert "x" not in lance.dataset(location).config()
+    props = dict(rows(spark, f"SHOW TBLPROPERTIES {cat}.a"))
+    assert props["owner_team"] == "search"
+    assert [r[0] for r in rows(spark, f"DESCRIBE TABLE {cat}.a")][:4] == ["id", "n", "label", "note"]
+    spark.sql(f"INSERT INTO {cat}.a VALUES (10, 10, '10', 'late')")
+    assert rows(spark, f"SELECT note FROM {cat}.a WHERE id = 10") == [("late",)]
+
+
+def test_the_sql_steps_the_cluster_and_connect_runs_repeat(spark, tmp_path):
+    """`spark_steps.sql_steps`, which the standalone-cluster and Spark Connect tests run and
+    compare with local mode, gives the right answers here."""
+    import spark_steps
+
+    groups, first, version, tables = spark_steps.sql_steps(spark, str(tmp_path))
+    assert groups == [(2, 199, 0), (3, 199, 0), (4, 199, 0), (7, 20, 0), (11, 199, 0)]
+    assert first == [(1000,)]
+    assert version == [("version", "6")]
+    assert tables == [("db", "t", False)]
+    spark.conf.unset("spark.sql.catalog.lake_steps")
+    spark.conf.unset("spark.sql.catalog.lake_steps.root")

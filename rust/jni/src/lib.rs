@@ -12,9 +12,11 @@
 //! - `openWriter(request, schema)` / `writeBatch(writer, ipc)` / `finishWriter(writer)` /
 //!   `abortWriter(writer)`: a Spark task's writer (`writer::TaskWriter`);
 //! - `commitWrite(request, schema)` / `abortWrite(request)`: the driver's end of a write;
-//! - `canDeleteWhere(request)` / `deleteWhere(request)`: SQL's DELETE (`changes`).
+//! - `canDeleteWhere(request)` / `deleteWhere(request)`: SQL's DELETE (`changes`);
+//! - `alterTable(request, schema)`: ALTER TABLE (`alter`).
 #![allow(non_snake_case)]
 
+mod alter;
 mod changes;
 mod jvm;
 mod namespace;
@@ -27,6 +29,22 @@ use jni_sys::{jbyteArray, jclass, jlong, JNIEnv};
 use crate::reader::PartitionReader;
 use crate::tables::Request;
 use crate::writer::TaskWriter;
+
+/// The body of an entry point that takes a JSON request and a `byte[]` that may be null
+/// (an Arrow IPC schema) and replies JSON.
+fn json_reply(
+    env: *mut JNIEnv,
+    request: jbyteArray,
+    bytes: jbyteArray,
+    call: impl FnOnce(&Request, Option<&[u8]>) -> Result<serde_json::Value, String>,
+) -> jbyteArray {
+    jvm::entry(env, std::ptr::null_mut(), || {
+        let request = Request::parse(&jvm::bytes_in(env, request)?)?;
+        let bytes = optional_bytes(env, bytes)?;
+        let reply = call(&request, bytes.as_deref())?;
+        jvm::bytes_out(env, reply.to_string().as_bytes())
+    })
+}
 
 /// A `byte[]` argument that may be null.
 fn optional_bytes(env: *mut JNIEnv, array: jbyteArray) -> Result<Option<Vec<u8>>, String> {
@@ -52,10 +70,8 @@ pub extern "system" fn Java_lance_1core_spark_Native_describe(
     _: jclass,
     request: jbyteArray,
 ) -> jbyteArray {
-    jvm::entry(env, std::ptr::null_mut(), || {
-        let request = Request::parse(&jvm::bytes_in(env, request)?)?;
-        let reply = tables::describe(&request)?;
-        jvm::bytes_out(env, reply.to_string().as_bytes())
+    json_reply(env, request, std::ptr::null_mut(), |r, _| {
+        tables::describe(r)
     })
 }
 
@@ -68,12 +84,7 @@ pub extern "system" fn Java_lance_1core_spark_Native_namespace(
     request: jbyteArray,
     schema: jbyteArray,
 ) -> jbyteArray {
-    jvm::entry(env, std::ptr::null_mut(), || {
-        let request = Request::parse(&jvm::bytes_in(env, request)?)?;
-        let schema = optional_bytes(env, schema)?;
-        let reply = namespace::call(&request, schema.as_deref())?;
-        jvm::bytes_out(env, reply.to_string().as_bytes())
-    })
+    json_reply(env, request, schema, namespace::call)
 }
 
 #[no_mangle]
@@ -275,9 +286,19 @@ pub extern "system" fn Java_lance_1core_spark_Native_deleteWhere(
     _: jclass,
     request: jbyteArray,
 ) -> jbyteArray {
-    jvm::entry(env, std::ptr::null_mut(), || {
-        let request = Request::parse(&jvm::bytes_in(env, request)?)?;
-        let reply = changes::delete(&request)?;
-        jvm::bytes_out(env, reply.to_string().as_bytes())
+    json_reply(env, request, std::ptr::null_mut(), |r, _| {
+        changes::delete(r)
     })
+}
+
+/// An ALTER TABLE change; `schema` (an Arrow IPC stream, or null) holds the columns added
+/// or the new types. The new version (JSON).
+#[no_mangle]
+pub extern "system" fn Java_lance_1core_spark_Native_alterTable(
+    env: *mut JNIEnv,
+    _: jclass,
+    request: jbyteArray,
+    schema: jbyteArray,
+) -> jbyteArray {
+    json_reply(env, request, schema, alter::alter)
 }

@@ -11,7 +11,8 @@
 //! `read_version`,
 //! the version the driver planned on, none for a new table; `keep_schema`: an overwrite
 //! that keeps the table's schema, as `INSERT OVERWRITE` does, rather than the data's),
-//! and how files are cut (`max_rows_per_file`, `data_storage_version`).
+//! how files are cut (`max_rows_per_file`, `data_storage_version`), and a new table's
+//! `primary_key` and `enable_stable_row_ids`.
 use std::io::Cursor;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -93,7 +94,7 @@ impl Plan {
         let keep_schema = mode == WriteMode::Append || request.flag("keep_schema");
         let target = match (&existing, keep_schema, schema) {
             (Some(ds), true, _) => ds.arrow_schema.clone(),
-            (_, _, Some(bytes)) => schema_of(bytes)?,
+            (_, _, Some(bytes)) => with_primary_key(schema_of(bytes)?, request)?,
             _ => return Err(format!("{uri}: the write names no schema for a new table")),
         };
         let mut options = WriteOptions {
@@ -337,6 +338,18 @@ impl Plan {
             existing: None,
             row_changes: false,
         })
+    }
+}
+
+/// A new table's schema with the columns of the request's `primary_key` (comma-separated,
+/// in key order) marked as its key.
+fn with_primary_key(schema: SchemaRef, request: &Request) -> Outcome<SchemaRef> {
+    match request.str("primary_key").filter(|k| !k.trim().is_empty()) {
+        None => Ok(schema),
+        Some(key) => {
+            let columns: Vec<&str> = key.split(',').map(str::trim).collect();
+            lance_core::table::primary_key::marked(schema, &columns).map_err(|e| e.to_string())
+        }
     }
 }
 

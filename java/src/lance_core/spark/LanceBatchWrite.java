@@ -54,7 +54,7 @@ final class LanceBatchWrite implements DeltaWrite, DeltaBatchWrite {
    * @param keepSchema the rows take the table's schema (else an overwrite's new schema is
    *     the data's)
    * @param settings pylance's write arguments: data_storage_version, max_rows_per_file,
-   *     enable_stable_row_ids
+   *     enable_stable_row_ids, and a new table's primary_key
    */
   LanceBatchWrite(String uri, Map<String, String> storageOptions, Long readVersion, Mode mode,
       boolean keepSchema, StructType sparkSchema, Map<String, String> settings, Runnable committed) {
@@ -76,6 +76,9 @@ final class LanceBatchWrite implements DeltaWrite, DeltaBatchWrite {
       request.put("max_rows_per_file", Long.parseLong(settings.get("max_rows_per_file").trim()));
     }
     request.put("enable_stable_row_ids", "true".equalsIgnoreCase(settings.getOrDefault("enable_stable_row_ids", "false")));
+    if (settings.containsKey("primary_key")) {
+      request.put("primary_key", settings.get("primary_key"));
+    }
     this.sparkSchema = sparkSchema;
     this.timeZone = SQLConf.get().sessionLocalTimeZone();
     this.schema = keepSchema && readVersion != null ? null : ArrowSchemas.ipc(sparkSchema);

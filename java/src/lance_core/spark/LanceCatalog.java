@@ -27,6 +27,8 @@ import org.apache.spark.sql.connector.catalog.TableCatalog;
 import org.apache.spark.sql.connector.catalog.TableChange;
 import org.apache.spark.sql.connector.catalog.TableInfo;
 import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
@@ -337,9 +339,78 @@ public class LanceCatalog implements StagingTableCatalog, SupportsNamespaces {
     return LanceTable.storageOptions(properties);
   }
 
+  /**
+   * {@code ALTER TABLE}: columns added (nullable, all null; no data written), dropped,
+   * renamed, made nullable ({@code DROP NOT NULL}), cast to a new type
+   * (only that column rewritten), and {@code SET/UNSET TBLPROPERTIES} (the table's config).
+   * Changes of one kind in a statement are one version.
+   */
   @Override
   public Table alterTable(Identifier ident, TableChange... changes) throws NoSuchTableException {
-    throw new UnsupportedOperationException("lance_core: ALTER TABLE is not supported by this catalog yet");
+    LanceTable table = (LanceTable) loadTable(ident);
+    List<StructField> added = new ArrayList<>();
+    ArrayNode dropped = TableRequest.JSON.createArrayNode();
+    ArrayNode alterations = TableRequest.JSON.createArrayNode();
+    List<StructField> newTypes = new ArrayList<>();
+    ObjectNode upsert = TableRequest.JSON.createObjectNode();
+    ArrayNode unset = TableRequest.JSON.createArrayNode();
+    for (TableChange c : changes) {
+      if (c instanceof TableChange.AddColumn) {
+        TableChange.AddColumn a = (TableChange.AddColumn) c;
+        if (a.fieldNames().length != 1 || a.position() != null || a.defaultValue() != null) {
+          throw new UnsupportedOperationException("lance_core: ADD COLUMNS takes top-level columns at the end, "
+              + "without defaults (" + String.join(".", a.fieldNames()) + ")");
+        }
+        added.add(new StructField(a.fieldNames()[0], a.dataType(), a.isNullable(), Metadata.empty()));
+      } else if (c instanceof TableChange.DeleteColumn) {
+        dropped.add(String.join(".", ((TableChange.DeleteColumn) c).fieldNames()));
+      } else if (c instanceof TableChange.RenameColumn) {
+        TableChange.RenameColumn r = (TableChange.RenameColumn) c;
+        alterations.addObject().put("path", String.join(".", r.fieldNames())).put("name", r.newName());
+      } else if (c instanceof TableChange.UpdateColumnNullability) {
+        TableChange.UpdateColumnNullability n = (TableChange.UpdateColumnNullability) c;
+        alterations.addObject().put("path", String.join(".", n.fieldNames())).put("nullable", n.nullable());
+      } else if (c instanceof TableChange.UpdateColumnType) {
+        TableChange.UpdateColumnType t = (TableChange.UpdateColumnType) c;
+        alterations.addObject().put("path", String.join(".", t.fieldNames())).put("type", newTypes.size());
+        newTypes.add(new StructField("type" + newTypes.size(), t.newDataType(), true, Metadata.empty()));
+      } else if (c instanceof TableChange.SetProperty) {
+        upsert.put(((TableChange.SetProperty) c).property(), ((TableChange.SetProperty) c).value());
+      } else if (c instanceof TableChange.RemoveProperty) {
+        unset.add(((TableChange.RemoveProperty) c).property());
+      } else {
+        throw new UnsupportedOperationException("lance_core: ALTER TABLE cannot make this change to a Lance "
+            + "table yet: " + c);
+      }
+    }
+    if (!added.isEmpty()) {
+      alter(table, "add_columns", r -> { }, ArrowSchemas.ipc(new StructType(added.toArray(new StructField[0]))));
+    }
+    if (!dropped.isEmpty()) {
+      alter(table, "drop_columns", r -> r.set("paths", dropped), null);
+    }
+    if (!alterations.isEmpty()) {
+      byte[] types = newTypes.isEmpty() ? null : ArrowSchemas.ipc(new StructType(newTypes.toArray(new StructField[0])));
+      alter(table, "alter_columns", r -> r.set("alterations", alterations), types);
+    }
+    if (!upsert.isEmpty() || !unset.isEmpty()) {
+      alter(table, "update_config", r -> {
+        r.set("upsert", upsert);
+        r.set("delete", unset);
+      }, null);
+    }
+    return loadTable(ident);
+  }
+
+  /** One ALTER TABLE change at the table's latest version. */
+  private static void alter(LanceTable table, String op, java.util.function.Consumer<ObjectNode> fill, byte[] schema) {
+    Map<String, String> latest = new HashMap<>(table.options());
+    latest.remove("version");
+    TableRequest request = TableRequest.of(new CaseInsensitiveStringMap(latest));
+    request.body.put("op", op);
+    fill.accept(request.body);
+    Native.load();
+    Native.alterTable(request.bytes(), schema);
   }
 
   /** Forgets the table; its data stays where it is (as lance-spark's DROP TABLE). */

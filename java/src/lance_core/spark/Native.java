@@ -59,6 +59,10 @@ final class Native {
   /** Deletes the rows the request's filters hold for: {"version", "num_deleted_rows"}. */
   static native byte[] deleteWhere(byte[] request);
 
+  /** An ALTER TABLE change (see {@code rust/jni/src/alter.rs}); {@code schema} holds the
+   *  columns added or the new types. */
+  static native byte[] alterTable(byte[] request, byte[] schema);
+
   /** Where the jar keeps the library (and its SHA-256, written by the build). */
   private static final String EMBEDDED = "native/" + System.mapLibraryName("lance_core_jni");
 
