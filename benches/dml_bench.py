@@ -11,7 +11,12 @@ pylance-written, 1M rows per file):
 
 Then the same merge and update through `lance_core.spark` on Spark local[2], the source
 read from a Parquet copy of the same 1M rows (after one warm-up run, which starts Spark's
-Python workers), against pylance's in-process times from the same run.
+Python workers), against pylance's in-process times from the same run; and, in the same
+session, Spark SQL through `lance_core.spark.LanceCatalog` against those functions: `MERGE
+INTO` of the same 1M rows, `UPDATE` of 1% of the rows (`count < 100`, against `update`
+with the same condition), `DELETE` of that 1% (whether any data file changed), and a
+`SELECT ... GROUP BY category` through the catalog against the same query on
+`format("lance")`.
 
 With --big, a merge whose source does not fit a small memory: a 4 GB source (4M rows of
 an int64 `id` and a 1,000-byte binary `payload`) upserted into a 4 GB table of the same
@@ -93,28 +98,59 @@ SPARK = CHILD_PRELUDE + """
 import os, shutil, sys
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 from pyspark.sql import SparkSession
-from lance_core.spark import LanceDataSource, merge_insert, update
+import lance_core.spark
+from lance_core.spark import merge_insert, update
 import lance_core
 src, work, repeat, parquet = {src!r}, {work!r}, {repeat}, {parquet!r}
-spark = (SparkSession.builder.master("local[2]").appName("dml bench")
+# With the jar: the catalog (Spark SQL) and the JVM reader; the functions as before.
+spark = lance_core.spark.session(SparkSession.builder.master("local[2]").appName("dml bench")
          .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-         .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+         .config("spark.sql.shuffle.partitions", "2"))
 spark.sparkContext.setLogLevel("ERROR")
-spark.dataSource.register(LanceDataSource)
+# SQL works on the same copy, found by the catalog as the root table `t`.
+root = os.path.dirname(work)
+table = os.path.join(root, "t.lance")
+spark.conf.set("spark.sql.catalog.lake", "lance_core.spark.LanceCatalog")
+spark.conf.set("spark.sql.catalog.lake.root", root)
+spark.read.parquet(parquet).createOrReplaceTempView("src")
 
 def fresh():
-    shutil.rmtree(work, ignore_errors=True)
-    shutil.copytree(src, work)
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root)
+    shutil.copytree(src, table)
+
+def data_files():
+    return sorted(os.listdir(os.path.join(table, "data")))
 
 def merge():
     df = spark.read.parquet(parquet)
-    return merge_insert(df, work, "id").when_matched_update_all().when_not_matched_insert_all().execute()
+    return merge_insert(df, table, "id").when_matched_update_all().when_not_matched_insert_all().execute()
 
-def upd():
-    return update(spark, work, {{"value": "value * 2", "name": "'updated'"}}, where="count < 1000")
+def sql(text):
+    def run():
+        spark.sql(text)
+        return {{}}
+    return run
 
+def sql_delete():
+    before = data_files()
+    spark.sql("DELETE FROM lake.t WHERE count < 100")
+    return dict(data_files_unchanged=data_files() == before)
+
+def upd(where):
+    return lambda: update(spark, table, {{"value": "value * 2", "name": "'updated'"}}, where=where)
+
+jobs = (
+    ("merge", merge),
+    ("sql merge", sql("MERGE INTO lake.t AS t USING src AS s ON t.id = s.id "
+                      "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")),
+    ("update", upd("count < 1000")),
+    ("update 1%", upd("count < 100")),
+    ("sql update 1%", sql("UPDATE lake.t SET value = value * 2, name = 'updated' WHERE count < 100")),
+    ("sql delete 1%", sql_delete),
+)
 out = {{}}
-for name, job in (("merge", merge), ("update", upd)):
+for name, job in jobs:
     fresh()
     job()  # warm-up
     times = []
@@ -123,8 +159,24 @@ for name, job in (("merge", merge), ("update", upd)):
         t0 = time.perf_counter()
         res = job()
         times.append(time.perf_counter() - t0)
-    out[name] = dict(seconds=min(times), rows_after=lance_core.dataset(work).count_rows(), **res)
-shutil.rmtree(work, ignore_errors=True)
+    out[name] = dict(seconds=min(times), rows_after=lance_core.dataset(table).count_rows(), **res)
+
+# Reads: the same aggregate through the catalog and through format("lance").
+fresh()
+query = "SELECT category, sum(value), count(*) FROM {{}} GROUP BY category"
+spark.read.format("lance").load(table).createOrReplaceTempView("by_path")
+reads = {{"sql select": "lake.t", "format(lance)": "by_path"}}
+best = {{name: float("inf") for name in reads}}
+for round in range(repeat + 1):
+    for name, t in reads.items():
+        t0 = time.perf_counter()
+        rows = sorted(spark.sql(query.format(t)).collect())
+        if round > 0:  # the first round warms up
+            best[name] = min(best[name], time.perf_counter() - t0)
+        out.setdefault("answers " + name, [[str(v) for v in r] for r in rows])
+for name, seconds in best.items():
+    out[name] = dict(seconds=seconds, rows_after=lance_core.dataset(table).count_rows())
+shutil.rmtree(root, ignore_errors=True)
 print(json.dumps(out))
 """
 
@@ -271,7 +323,7 @@ def main():
             lambda r: f"updated {r['num_rows_updated']} ({r['updated_rows_read_back']} read back)")
     if args.no_spark:
         return
-    work = os.path.join(DATA, "dml_work_spark.lance")
+    work = os.path.join(DATA, "dml_work_spark", "t.lance")
     spark = run_child(SPARK.format(src=src, work=work, repeat=args.repeat, parquet=parquet_copy(source)))
     print(f"lance_core.spark on local[2] (best of {args.repeat}, after a warm-up run)")
     for name, python in (("merge", merged), ("update", updated)):
@@ -280,7 +332,16 @@ def main():
         print(f"  {name:<7} {r['seconds'] * 1000:8.1f} ms  {counts}, {r['rows_after']} rows after; "
               f"{python['lance']['seconds'] / r['seconds']:.2f}x pylance, "
               f"{python['lance_core']['seconds'] / r['seconds']:.2f}x lance_core in one process")
-
+    print("Spark SQL through lance_core.spark.LanceCatalog against the lance_core.spark functions (and format(\"lance\"))")
+    for sql_name, function in (("sql merge", "merge"), ("sql update 1%", "update 1%"), ("sql select", "format(lance)")):
+        a, b = spark[sql_name], spark[function]
+        print(f"  {sql_name:<14} {a['seconds'] * 1000:8.1f} ms, {a['rows_after']} rows after; {function}: "
+              f"{b['seconds'] * 1000:.1f} ms, {b['rows_after']} rows after; SQL is {b['seconds'] / a['seconds']:.2f}x its speed")
+    d = spark["sql delete 1%"]
+    print(f"  sql delete 1% {d['seconds'] * 1000:8.1f} ms, {d['rows_after']} rows after; "
+          f"data files untouched: {d['data_files_unchanged']}")
+    if spark["answers sql select"] != spark["answers format(lance)"]:
+        print("  ANSWERS DIFFER between the catalog and format(\"lance\")")
 
 if __name__ == "__main__":
     main()
