@@ -14,14 +14,15 @@ const CONFLICT_RETRIES: u32 = 10;
 /// Whether every filter of the request (`filters`, Spark's JSON) has an exact predicate
 /// on the table: only then may Spark hand the delete over.
 pub fn can_delete(request: &Request) -> Outcome<bool> {
-    Ok(predicate(request)?.is_some())
+    let ds = request.open()?;
+    Ok(predicate(request, &ds).is_some())
 }
 
 /// Delete the rows every filter holds for (all rows without filters); the new version and
 /// how many rows went.
 pub fn delete(request: &Request) -> Outcome<Value> {
     let ds = request.open()?;
-    let Some(predicate) = predicate(request)? else {
+    let Some(predicate) = predicate(request, &ds) else {
         return Err(format!(
             "{}: a DELETE condition lance_core cannot evaluate exactly was handed over",
             ds.uri()
@@ -38,10 +39,9 @@ pub fn delete(request: &Request) -> Outcome<Value> {
     Ok(json!({"version": done.version(), "num_deleted_rows": count}))
 }
 
-/// The filters ANDed as one predicate ("true" for none), None when one has no exact
-/// predicate.
-fn predicate(request: &Request) -> Outcome<Option<String>> {
-    let ds = request.open()?;
+/// The filters ANDed as one predicate on `ds` ("true" for none), None when one has no
+/// exact predicate.
+fn predicate(request: &Request, ds: &lance_core::Dataset) -> Option<String> {
     let filters = match request.get("filters") {
         Some(Value::Array(f)) => f.clone(),
         _ => vec![],
@@ -50,11 +50,11 @@ fn predicate(request: &Request) -> Outcome<Option<String>> {
     for f in &filters {
         match to_predicate(f, ds.arrow_schema.fields()) {
             Some(p) => parts.push(format!("({p})")),
-            None => return Ok(None),
+            None => return None,
         }
     }
-    Ok(Some(match parts.is_empty() {
+    Some(match parts.is_empty() {
         true => "true".to_string(),
         false => parts.join(" AND "),
-    }))
+    })
 }
