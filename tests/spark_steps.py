@@ -110,7 +110,8 @@ def run(spark, work: str, only_reads_and_writes: bool = False) -> Dict[str, Any]
 
 def sql_steps(spark, work: str) -> Any:
     """Spark SQL over `lance_core.spark.LanceCatalog`: a table made, written, updated,
-    merged into, deleted from and altered, each statement one version."""
+    merged into, deleted from, altered, tagged and compacted, each statement one version
+    (a tag none), then read, with its metadata tables."""
     root = os.path.join(work, "lake")
     os.makedirs(root, exist_ok=True)
     spark.conf.set("spark.sql.catalog.lake_steps", "lance_core.spark.LanceCatalog")
@@ -124,11 +125,16 @@ def sql_steps(spark, work: str) -> Any:
                   WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *""")
     spark.sql(f"DELETE FROM {t} WHERE k = 0")
     spark.sql(f"ALTER TABLE {t} ADD COLUMNS (note string)")
+    # The SQL extension's statements (a Connect server has them from spark.sql.extensions).
+    spark.sql(f"ALTER TABLE {t} CREATE TAG steps_tag")
+    spark.sql(f"OPTIMIZE {t} WITH (target_rows_per_fragment = 100000)")
     return [[tuple(r) for r in spark.sql(q).collect()] for q in (
         f"SELECT k, count(*), count(note) FROM {t} GROUP BY k ORDER BY k",
         f"SELECT count(*) FROM {t} VERSION AS OF 1",
         f"SHOW TBLPROPERTIES {t} ('version')",
         "SHOW TABLES IN lake_steps.db",
+        f"SELECT name, version FROM {t}.tags",
+        f"SELECT count(*), sum(num_rows) FROM {t}.fragments",
     )]
 
 

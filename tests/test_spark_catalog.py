@@ -414,10 +414,118 @@ def test_the_sql_steps_the_cluster_and_connect_runs_repeat(spark, tmp_path):
     compare with local mode, gives the right answers here."""
     import spark_steps
 
-    groups, first, version, tables = spark_steps.sql_steps(spark, str(tmp_path))
+    groups, first, version, tables, tags, fragments = spark_steps.sql_steps(spark, str(tmp_path))
     assert groups == [(2, 199, 0), (3, 199, 0), (4, 199, 0), (7, 20, 0), (11, 199, 0)]
     assert first == [(1000,)]
-    assert version == [("version", "6")]
+    assert version == [("version", "8")]  # OPTIMIZE: two versions, as pylance's compaction
     assert tables == [("db", "t", False)]
+    assert tags == [("steps_tag", 6)]
+    assert fragments == [(1, 816)]
     spark.conf.unset("spark.sql.catalog.lake_steps")
     spark.conf.unset("spark.sql.catalog.lake_steps.root")
+
+
+def _table(spark, cat, root, name="t"):
+    """db.<name> in SQL: 3 appends of 4 rows, row 5 deleted; pylance's dataset of it."""
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {cat}.db")
+    spark.sql(f"CREATE TABLE {cat}.db.{name} (id BIGINT, s STRING)")
+    for i in range(3):
+        spark.sql(f"INSERT INTO {cat}.db.{name} SELECT id, CAST(id AS STRING) FROM range({4 * i}, {4 * i + 4}, 1, 1)")
+    spark.sql(f"DELETE FROM {cat}.db.{name} WHERE id = 5")
+    location = lance.namespace.DirectoryNamespace(root=root).describe_table(
+        DescribeTableRequest(id=["db", name])).location
+    return lance.dataset(location)
+
+
+def test_metadata_tables_are_what_pylance_sees(spark, catalog):
+    cat, root = catalog
+    ds = _table(spark, cat, root)
+    ds.create_scalar_index("id", "BTREE", name="id_idx")
+    spark.sql(f"INSERT INTO {cat}.db.t VALUES (100, 'late')")  # a fragment the index misses
+    ds = lance.dataset(ds.uri)
+    ds.tags.create("first", 2)
+    t = f"{cat}.db.t"
+
+    versions = rows(spark, f"SELECT version, timestamp, metadata['total_rows'] FROM {t}.versions")
+    assert [v for v, _, _ in versions] == [v["version"] for v in ds.versions()]
+    assert [int(n) for _, _, n in versions] == [lance.dataset(ds.uri, version=v).count_rows() for v, _, _ in versions]
+    assert all(abs(a.replace(tzinfo=None) - b["timestamp"].replace(tzinfo=None)).total_seconds() < 1
+               for (_, a, _), b in zip(versions, ds.versions()))
+
+    fragments = rows(spark, f"SELECT id, num_rows, physical_rows, num_deletions, data_files, deletion_file "
+                            f"FROM {t}.fragments ORDER BY id")
+    theirs = ds.get_fragments()
+    assert [f[0] for f in fragments] == [f.fragment_id for f in theirs]
+    assert [f[1:4] for f in fragments] == [(f.count_rows(), f.physical_rows, f.physical_rows - f.count_rows())
+                                            for f in theirs]
+    assert [f[4] for f in fragments] == [[d.path for d in f.data_files()] for f in theirs]
+    assert [f[5] is not None for f in fragments] == [f.metadata.deletion_file is not None for f in theirs]
+
+    assert rows(spark, f"SELECT name, branch, version, manifest_size FROM {t}.tags") == [
+        ("first", None, 2, ds.tags.list()["first"]["manifest_size"])]
+    assert rows(spark, f"SELECT * FROM {t}.indices") == [("id_idx", ["id"], "btree", 3, 11, 1, 1)]
+    # At an older version, and a table named like a metadata table comes first.
+    assert rows(spark, f"SELECT count(*) FROM {t}.fragments VERSION AS OF 2") == [(1,)]
+    spark.sql(f"CREATE TABLE {cat}.db.versions (x INT)")
+    assert rows(spark, f"SELECT count(*) FROM {cat}.db.versions") == [(0,)]
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
+        spark.sql(f"SELECT * FROM {cat}.db.nope.versions")
+
+
+def test_tags_optimize_vacuum_and_indices_in_sql(spark, catalog):
+    cat, root = catalog
+    ds = _table(spark, cat, root)
+    t = f"{cat}.db.t"
+    assert rows(spark, f"ALTER TABLE {t} CREATE TAG v2 AS OF VERSION 2") == [("v2",)]
+    spark.sql(f"ALTER TABLE {t} CREATE TAG latest")
+    spark.sql(f"ALTER TABLE {t} CREATE TAG IF NOT EXISTS latest AS OF VERSION 1")  # kept as it is
+    spark.sql(f"ALTER TABLE {t} CREATE TAG `copy-of.v2` AS OF TAG v2;")
+    assert {n: v["version"] for n, v in lance.dataset(ds.uri).tags.list().items()} == {
+        "v2": 2, "latest": 5, "copy-of.v2": 2}
+    assert rows(spark, f"SHOW TAGS FROM {t}") == rows(spark, f"SHOW TAG IN {t}")
+    assert [(r[0], r[2]) for r in rows(spark, f"SHOW TAGS IN {t}")] == [("copy-of.v2", 2), ("latest", 5), ("v2", 2)]
+    assert rows(spark, f"SELECT count(*) FROM {t} VERSION AS OF 'v2'") == [(4,)]
+    spark.sql(f"ALTER TABLE {t} DROP TAG `copy-of.v2`")
+    spark.sql(f"ALTER TABLE {t} DROP TAG IF EXISTS `copy-of.v2`")
+    with pytest.raises(Exception, match="tag 'copy-of.v2' does not exist"):
+        spark.sql(f"ALTER TABLE {t} DROP TAG `copy-of.v2`")
+    spark.sql(f"ALTER TABLE {t} DROP TAG latest")
+
+    # OPTIMIZE: lance-spark's output; pylance reads the compacted table.
+    assert rows(spark, f"OPTIMIZE {t} WITH (target_rows_per_fragment = 1000, materialize_deletions = TRUE)") == [
+        (3, 1, 4, 1)]  # the files removed count the deletion file, as pylance's metrics
+    ds = lance.dataset(ds.uri)
+    assert ds.version == 7 and len(ds.get_fragments()) == 1  # two versions, as pylance's compaction
+    assert sorted(ds.to_table()["id"].to_pylist()) == [i for i in range(12) if i != 5]
+
+    # VACUUM: versions below 5 go but the tagged one (2); pylance agrees.
+    old = rows(spark, f"VACUUM {t} WITH (before_version = 5, delete_unverified = true)")
+    assert old[0][1] == 3 and old[0][0] > 0
+    assert [v["version"] for v in lance.dataset(ds.uri).versions()] == [2, 5, 6, 7]
+    assert rows(spark, f"VACUUM {t}") == [(0, 0)]  # nothing is two weeks old
+
+    # SHOW INDEXES and DROP INDEX on an index pylance built.
+    lance.dataset(ds.uri).create_scalar_index("s", "BITMAP", name="s_idx")
+    spark.sql(f"USE {cat}.db")
+    assert rows(spark, "SHOW INDEXES IN t") == [("s_idx", ["s"], "bitmap", 1, 11, 0, 0)]
+    assert rows(spark, f"ALTER TABLE {t} DROP INDEX s_idx") == [("s_idx", "dropped")]
+    assert lance.dataset(ds.uri).describe_indices() == []
+    spark.sql("USE spark_catalog.default")
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("OPTIMIZE {t} WITH (target_rows = 5)", "OPTIMIZE .*: unknown option 'target_rows'"),
+    ("OPTIMIZE {t} WITH (batch_size = many)", "option batch_size must be a whole number, not 'many'"),
+    ("VACUUM {t} WITH (delete_unverified = maybe)", "delete_unverified must be TRUE or FALSE"),
+    ("VACUUM {t} WITH (before_version = 3", "cannot parse .*expected , or \\), found the end"),
+    ("SHOW TAGS {t}", "expected FROM or IN, found"),
+    ("ALTER TABLE {t} CREATE TAG x AS OF BRANCH", "expected a branch name"),
+    ("ALTER TABLE {t} DROP INDEX nope", "there is no index named 'nope'"),
+    ("OPTIMIZE {cat}.db.nope", "catalog .* has no table db.nope"),
+])
+def test_sql_statements_refuse_bad_input_saying_what(spark, catalog, sql, message):
+    cat, root = catalog
+    spark.sql(f"CREATE NAMESPACE {cat}.db")
+    spark.sql(f"CREATE TABLE {cat}.db.t (id BIGINT)")
+    with pytest.raises(Exception, match=message):
+        spark.sql(sql.format(t=f"{cat}.db.t", cat=cat)).collect()

@@ -42,6 +42,10 @@ __all__ = ["LanceBatchWriter", "LanceDataSource", "LancePythonDataSource", "conn
            "create_scalar_index", "merge_insert", "nearest", "optimize_indices", "read_fragments", "spark_schema", "register", "update"]
 
 
+# The JVM side's session extensions (its SQL statements and planning rule).
+EXTENSIONS = "lance_core.spark.LanceExtensions"
+
+
 def register(spark) -> None:
     """Register the Python data source with `spark`: as `lance` (the same as
     `spark.dataSource.register(LanceDataSource)`), or as `lance_python` when the JVM
@@ -50,9 +54,9 @@ def register(spark) -> None:
     the server)."""
     if jvm_reader_loaded(spark):
         spark.dataSource.register(LancePythonDataSource)
-        if not is_connect(spark):
+        if not is_connect(spark) and EXTENSIONS not in (spark.conf.get("spark.sql.extensions", "") or ""):
             # count(), min and max answered while planning then run no Spark job (see
-            # AnsweredScanRule); a Connect server has it from spark.sql.extensions.
+            # AnsweredScanRule), in a session built without the extensions.
             spark._jvm.lance_core.spark.AnsweredScanRule.install(spark._jsparkSession)
     else:
         spark.dataSource.register(LanceDataSource)
@@ -93,6 +97,11 @@ def session(builder=None, jvm_reader: bool = True):
     if jar is not None:
         given = builder._options.get("spark.jars")
         builder = builder.config("spark.jars", ",".join(j for j in (given, jar) if j))
+        # The SQL statements Spark's parser lacks (OPTIMIZE, VACUUM, tags, ...) and the
+        # rule answering count/min/max while planning: see LanceExtensions.
+        extensions = builder._options.get("spark.sql.extensions")
+        if EXTENSIONS not in (extensions or ""):
+            builder = builder.config("spark.sql.extensions", ",".join(e for e in (extensions, EXTENSIONS) if e))
     spark = builder.getOrCreate()
     register(spark)
     return spark
@@ -111,7 +120,7 @@ def connect_server_command(port: int = 15002, host: str = "localhost", master: s
     if jar is None:
         raise InvalidInputError("the JVM reader's jar is not built (run java/build.sh)")
     settings = {"spark.connect.grpc.binding.address": host, "spark.connect.grpc.binding.port": str(port),
-                "spark.sql.extensions": "lance_core.spark.LanceExtensions", **(conf or {})}
+                "spark.sql.extensions": EXTENSIONS, **(conf or {})}
     command = [os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit"),
                "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
                "--name", "Spark Connect server", "--master", master, "--jars", jar]

@@ -13,11 +13,14 @@
 //!   `abortWriter(writer)`: a Spark task's writer (`writer::TaskWriter`);
 //! - `commitWrite(request, schema)` / `abortWrite(request)`: the driver's end of a write;
 //! - `canDeleteWhere(request)` / `deleteWhere(request)`: SQL's DELETE (`changes`);
-//! - `alterTable(request, schema)`: ALTER TABLE (`alter`).
+//! - `alterTable(request, schema)`: ALTER TABLE (`alter`);
+//! - `tableCommand(request)`: a metadata table's rows, or a statement of the SQL
+//!   extension run (`commands`), as Arrow IPC.
 #![allow(non_snake_case)]
 
 mod alter;
 mod changes;
+mod commands;
 mod jvm;
 mod namespace;
 mod reader;
@@ -301,4 +304,16 @@ pub extern "system" fn Java_lance_1core_spark_Native_alterTable(
     schema: jbyteArray,
 ) -> jbyteArray {
     json_reply(env, request, schema, alter::alter)
+}
+
+#[no_mangle]
+pub extern "system" fn Java_lance_1core_spark_Native_tableCommand(
+    env: *mut JNIEnv,
+    _: jclass,
+    request: jbyteArray,
+) -> jbyteArray {
+    jvm::entry(env, std::ptr::null_mut(), || {
+        let request = Request::parse(&jvm::bytes_in(env, request)?)?;
+        jvm::bytes_out(env, &commands::run(&request)?)
+    })
 }

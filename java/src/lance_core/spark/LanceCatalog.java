@@ -18,6 +18,8 @@ import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
 import org.apache.spark.sql.catalyst.analysis.NonEmptyNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
 import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.ProcedureCatalog;
+import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
 import org.apache.spark.sql.connector.catalog.StagedTable;
 import org.apache.spark.sql.connector.catalog.StagingTableCatalog;
@@ -54,7 +56,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * {@code enable_stable_row_ids}, {@code primary_key}, ...); any other is kept in the
  * table's config.
  */
-public class LanceCatalog implements StagingTableCatalog, SupportsNamespaces {
+public class LanceCatalog implements StagingTableCatalog, SupportsNamespaces, ProcedureCatalog {
   /** Table properties Spark sets itself, which are not the table's to keep. */
   private static final Set<String> SPARK_OWN = Set.of(TableCatalog.PROP_LOCATION, TableCatalog.PROP_PROVIDER, TableCatalog.PROP_OWNER,
       TableCatalog.PROP_EXTERNAL, TableCatalog.PROP_IS_MANAGED_LOCATION, TableCatalog.PROP_TABLE_TYPE, TableCatalog.PROP_COMMENT, TableCatalog.PROP_COLLATION);
@@ -189,6 +191,21 @@ public class LanceCatalog implements StagingTableCatalog, SupportsNamespaces {
   private Table load(Identifier ident, java.util.function.Consumer<ObjectNode> at) throws NoSuchTableException {
     Reply reply = call("describe_table", id(ident), at, null);
     if (reply.refused("TableNotFound") || reply.refused("NamespaceNotFound")) {
+      String[] ns = ident.namespace();
+      // db.t.versions: a metadata table of db.t (a table named so comes first).
+      if (ns.length > 0 && MetadataTable.NAMES.contains(ident.name().toLowerCase(java.util.Locale.ROOT))) {
+        Identifier table = Identifier.of(Arrays.copyOf(ns, ns.length - 1), ns[ns.length - 1]);
+        Table parent;
+        try {
+          parent = load(table, at);
+        } catch (NoSuchTableException e) {
+          throw new NoSuchTableException(ident);
+        }
+        if (!(parent instanceof LanceTable)) {
+          throw new NoSuchTableException(ident);
+        }
+        return new MetadataTable((LanceTable) parent, ident.name().toLowerCase(java.util.Locale.ROOT));
+      }
       throw new NoSuchTableException(ident);
     }
     JsonNode table = reply.ok();
@@ -439,6 +456,27 @@ public class LanceCatalog implements StagingTableCatalog, SupportsNamespaces {
   public void renameTable(Identifier from, Identifier to) {
     throw new UnsupportedOperationException("lance_core: a directory namespace cannot rename tables "
         + "(pylance's has no such operation)");
+  }
+
+  // -- procedures: the SQL extension's statements (LanceSqlParser, LanceProcedures) --------
+
+  @Override
+  public UnboundProcedure loadProcedure(Identifier ident) {
+    UnboundProcedure p = ident.namespace().length == 1 && ident.namespace()[0].equalsIgnoreCase(LanceProcedures.NAMESPACE)
+        ? LanceProcedures.load(this, ident.name()) : null;
+    if (p == null) {
+      throw new LanceException("lance_core: catalog " + name + " has no procedure " + ident
+          + " (it has system." + String.join(", system.", LanceProcedures.names()) + ")");
+    }
+    return p;
+  }
+
+  @Override
+  public Identifier[] listProcedures(String[] namespace) {
+    if (namespace.length != 1 || !namespace[0].equalsIgnoreCase(LanceProcedures.NAMESPACE)) {
+      return new Identifier[0];
+    }
+    return Arrays.stream(LanceProcedures.names()).map(n -> Identifier.of(namespace, n)).toArray(Identifier[]::new);
   }
 
   // -- calls -----------------------------------------------------------------------------

@@ -63,6 +63,10 @@ final class Native {
    *  columns added or the new types. */
   static native byte[] alterTable(byte[] request, byte[] schema);
 
+  /** A metadata table's rows, or the output of a SQL extension statement it runs (see
+   *  {@code rust/jni/src/commands.rs}), as an Arrow IPC stream. */
+  static native byte[] tableCommand(byte[] request);
+
   /** Where the jar keeps the library (and its SHA-256, written by the build). */
   private static final String EMBEDDED = "native/" + System.mapLibraryName("lance_core_jni");
 

@@ -3,9 +3,11 @@
 //! and what only a planner decides: whether scalar indices answer the filter and rows
 //! are taken instead of scanned (`late`), a nearest-neighbour search (`nearest`), blob
 //! bytes in place of their descriptors (`crate::blob`), sorting (`order`), and answers read
-//! from an index's pages (`extremes`). `scan`, `index`, `vector` and `blob` never import this module.
+//! from an index's pages (`extremes`); and the table's metadata read as tables
+//! (`metadata_tables`). `scan`, `index`, `vector` and `blob` never import this module.
 pub mod extremes;
 mod late;
+pub mod metadata_tables;
 mod nearest;
 pub mod order;
 #[cfg(test)]

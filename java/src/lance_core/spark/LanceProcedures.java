@@ -1,0 +1,194 @@
+package lance_core.spark;
+
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.BiFunction;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.catalyst.util.MapData;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.procedures.BoundProcedure;
+import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter;
+import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * The catalog's stored procedures ({@code CALL <catalog>.system.<name>(...)}), which the SQL
+ * extension's statements become ({@link LanceSqlParser}): {@code optimize}, {@code vacuum},
+ * {@code create_tag}, {@code drop_tag}, {@code drop_index}, {@code show_tags},
+ * {@code show_indexes}. Each names its table by the parts of its identifier within the
+ * catalog ({@code table => array('db', 't')}); the work and the output rows are the core's
+ * ({@code rust/core/src/spark/commands.rs}, {@code query/metadata_tables.rs}).
+ */
+final class LanceProcedures {
+  private LanceProcedures() {}
+
+  static final String NAMESPACE = "system";
+
+  private static final DataType STRINGS = DataTypes.createArrayType(DataTypes.StringType);
+  private static final DataType OPTIONS = DataTypes.createMapType(DataTypes.StringType, DataTypes.StringType);
+
+  /** A procedure: its parameters after {@code table}, and how its arguments fill the
+   *  request of its table command. */
+  private static final class Procedure implements UnboundProcedure, BoundProcedure {
+    private final LanceCatalog catalog;
+    private final String name;
+    private final String op;
+    private final boolean atLatest;
+    private final ProcedureParameter[] parameters;
+    private final BiFunction<InternalRow, ObjectNode, Void> fill;
+
+    Procedure(LanceCatalog catalog, String name, String op, boolean atLatest, ProcedureParameter[] rest,
+        BiFunction<InternalRow, ObjectNode, Void> fill) {
+      this.catalog = catalog;
+      this.name = name;
+      this.op = op;
+      this.atLatest = atLatest;
+      this.parameters = new ProcedureParameter[rest.length + 1];
+      this.parameters[0] = ProcedureParameter.in("table", STRINGS).build();
+      System.arraycopy(rest, 0, this.parameters, 1, rest.length);
+      this.fill = fill;
+    }
+
+    @Override
+    public String name() {
+      return name;
+    }
+
+    @Override
+    public String description() {
+      return "lance_core: " + name + " on a Lance table of catalog " + catalog.name();
+    }
+
+    @Override
+    public BoundProcedure bind(StructType inputType) {
+      return this;
+    }
+
+    @Override
+    public ProcedureParameter[] parameters() {
+      return parameters;
+    }
+
+    @Override
+    public boolean isDeterministic() {
+      return false;
+    }
+
+    @Override
+    public Iterator<Scan> call(InternalRow input) {
+      if (input.isNullAt(0)) {
+        throw new LanceException("lance_core: " + name + " needs its table");
+      }
+      ArrayData parts = input.getArray(0);
+      String[] id = new String[parts.numElements()];
+      for (int i = 0; i < id.length; i++) {
+        id[i] = parts.getUTF8String(i).toString();
+      }
+      if (id.length == 0) {
+        throw new LanceException("lance_core: " + name + " needs its table");
+      }
+      Identifier ident = Identifier.of(Arrays.copyOf(id, id.length - 1), id[id.length - 1]);
+      Table table;
+      try {
+        table = catalog.loadTable(ident);
+      } catch (NoSuchTableException e) {
+        throw new LanceException("lance_core: " + name + ": catalog " + catalog.name() + " has no table "
+            + String.join(".", id));
+      }
+      if (!(table instanceof LanceTable)) {
+        throw new LanceException("lance_core: " + name + ": " + String.join(".", id) + " is not a Lance table");
+      }
+      Map<String, String> options = new LinkedHashMap<>(((LanceTable) table).options());
+      if (atLatest) {
+        options.remove("version");
+      }
+      TableRequest request = TableRequest.of(new CaseInsensitiveStringMap(options));
+      Scan rows = ArrowRows.of(request, op, r -> fill.apply(input, r));
+      return Collections.singletonList(rows).iterator();
+    }
+  }
+
+  private static ProcedureParameter param(String name, DataType type, String defaultSql) {
+    ProcedureParameter.Builder b = ProcedureParameter.in(name, type);
+    return (defaultSql == null ? b : b.defaultValue(defaultSql)).build();
+  }
+
+  private static void putOptions(InternalRow input, int i, ObjectNode request) {
+    ObjectNode out = request.putObject("options");
+    if (input.isNullAt(i)) {
+      return;
+    }
+    MapData map = input.getMap(i);
+    for (int k = 0; k < map.numElements(); k++) {
+      ArrayData values = map.valueArray();
+      out.put(map.keyArray().getUTF8String(k).toString(), values.isNullAt(k) ? null : values.getUTF8String(k).toString());
+    }
+  }
+
+  private static String string(InternalRow input, int i) {
+    return input.isNullAt(i) ? null : input.getUTF8String(i).toString();
+  }
+
+  private static boolean flag(InternalRow input, int i) {
+    return !input.isNullAt(i) && input.getBoolean(i);
+  }
+
+  static String[] names() {
+    return new String[] {"optimize", "vacuum", "create_tag", "drop_tag", "drop_index", "show_tags", "show_indexes"};
+  }
+
+  /** Procedure {@code name} of {@code catalog}, or null. */
+  static UnboundProcedure load(LanceCatalog catalog, String name) {
+    switch (name.toLowerCase(Locale.ROOT)) {
+      case "optimize":
+      case "vacuum": {
+        String op = name.toLowerCase(Locale.ROOT);
+        return new Procedure(catalog, op, op, true, new ProcedureParameter[] {param("options", OPTIONS, "map()")},
+            (in, r) -> { putOptions(in, 1, r); return null; });
+      }
+      case "create_tag":
+        return new Procedure(catalog, "create_tag", "create_tag", true, new ProcedureParameter[] {
+            param("tag", DataTypes.StringType, null), param("if_not_exists", DataTypes.BooleanType, "false"),
+            param("source_branch", DataTypes.StringType, "NULL"), param("source_version", DataTypes.LongType, "NULL"),
+            param("source_tag", DataTypes.StringType, "NULL")},
+            (in, r) -> {
+              r.put("name", string(in, 1));
+              r.put("if_not_exists", flag(in, 2));
+              ObjectNode source = r.putObject("source");
+              source.put("branch", string(in, 3));
+              if (!in.isNullAt(4)) {
+                source.put("version", in.getLong(4));
+              }
+              source.put("tag", string(in, 5));
+              return null;
+            });
+      case "drop_tag":
+        return new Procedure(catalog, "drop_tag", "drop_tag", true, new ProcedureParameter[] {
+            param("tag", DataTypes.StringType, null), param("if_exists", DataTypes.BooleanType, "false")},
+            (in, r) -> { r.put("name", string(in, 1)); r.put("if_exists", flag(in, 2)); return null; });
+      case "drop_index":
+        return new Procedure(catalog, "drop_index", "drop_index", true, new ProcedureParameter[] {
+            param("name", DataTypes.StringType, null)},
+            (in, r) -> { r.put("name", string(in, 1)); return null; });
+      case "show_tags":
+        return new Procedure(catalog, "show_tags", "tags", false, new ProcedureParameter[0], (in, r) -> null);
+      case "show_indexes":
+        return new Procedure(catalog, "show_indexes", "indices", false, new ProcedureParameter[0], (in, r) -> null);
+      default:
+        return null;
+    }
+  }
+}

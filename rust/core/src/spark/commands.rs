@@ -1,0 +1,287 @@
+//! The statements lance_core's Spark SQL extension adds, with lance-spark's names, options
+//! and output columns, so that its SQL runs unchanged: `OPTIMIZE` (compaction), `VACUUM`
+//! (cleanup of old versions), `ALTER TABLE ... CREATE TAG / DROP TAG / DROP INDEX`. Each
+//! runs on the table's latest version and answers its output rows as one Arrow batch.
+//! (`SHOW TAGS` and `SHOW INDEXES` are the `tags` and `indices` metadata tables:
+//! `crate::query::metadata_tables`.)
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+
+use crate::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+use crate::table::branches::branch_storage;
+use crate::table::cleanup::{cleanup_old_versions, CleanupOptions};
+use crate::table::tags::{create_tag as record_tag, delete_tag, read_tag};
+use crate::table::versions::latest_version;
+use crate::write::compact::{compact_files, CompactionOptions};
+
+/// A statement's `WITH (key = value, ...)` options, as text; each read once, and any left
+/// unread is refused by `finish` (a misspelt option must not be silently ignored).
+pub struct Options {
+    /// The statement and its table, which errors name.
+    statement: String,
+    values: BTreeMap<String, String>,
+}
+
+impl Options {
+    pub fn new(statement: String, values: impl IntoIterator<Item = (String, String)>) -> Self {
+        let values = values
+            .into_iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect();
+        Options { statement, values }
+    }
+
+    fn parsed<T: std::str::FromStr>(&mut self, key: &str, what: &str) -> Result<Option<T>> {
+        let Some(text) = self.values.remove(key) else {
+            return Ok(None);
+        };
+        text.trim().parse().map(Some).map_err(|_| {
+            Error::invalid(format!(
+                "{}: option {key} must be {what}, not '{text}'",
+                self.statement
+            ))
+        })
+    }
+
+    fn count(&mut self, key: &str) -> Result<Option<u64>> {
+        self.parsed(key, "a whole number")
+    }
+
+    fn flag(&mut self, key: &str) -> Result<Option<bool>> {
+        let Some(text) = self.values.remove(key) else {
+            return Ok(None);
+        };
+        match text.trim().to_ascii_lowercase().as_str() {
+            "true" => Ok(Some(true)),
+            "false" => Ok(Some(false)),
+            _ => Err(Error::invalid(format!(
+                "{}: option {key} must be TRUE or FALSE, not '{text}'",
+                self.statement
+            ))),
+        }
+    }
+
+    fn finish(self) -> Result<()> {
+        match self.values.keys().next() {
+            None => Ok(()),
+            Some(key) => Err(Error::invalid(format!(
+                "{}: unknown option '{key}'",
+                self.statement
+            ))),
+        }
+    }
+}
+
+/// One output row: columns named `names`, holding `values` (longs or strings).
+fn one_row<T>(
+    names: &[&str],
+    values: &[T],
+    column: impl Fn(&T) -> ArrayRef,
+) -> Result<RecordBatch> {
+    let columns = names.iter().zip(values).map(|(n, v)| (*n, column(v)));
+    Ok(RecordBatch::try_from_iter(columns)?)
+}
+
+fn longs(names: &[&str], values: &[u64]) -> Result<RecordBatch> {
+    one_row(names, values, |&v| {
+        Arc::new(Int64Array::from(vec![v as i64]))
+    })
+}
+
+fn strings(names: &[&str], values: &[&str]) -> Result<RecordBatch> {
+    one_row(names, values, |&v| Arc::new(StringArray::from(vec![v])))
+}
+
+/// `OPTIMIZE t [WITH (...)]`: compact the small fragments and those with many deleted rows,
+/// one new version. Options: `target_rows_per_fragment`, `max_bytes_per_file`,
+/// `materialize_deletions`, `materialize_deletions_threshold`, `batch_size`; and, accepted
+/// as pylance accepts them without effect here, `max_rows_per_group` (Lance 2.x files have
+/// no row groups) and `num_threads` (the core's pools decide). Rows: fragments_removed,
+/// fragments_added, files_removed, files_added.
+pub async fn optimize(ds: &Arc<Dataset>, mut options: Options) -> Result<RecordBatch> {
+    let mut opts = CompactionOptions::default();
+    if let Some(n) = options.count("target_rows_per_fragment")? {
+        opts.target_rows_per_fragment = n.max(1);
+    }
+    if let Some(n) = options.count("max_bytes_per_file")? {
+        opts.max_bytes_per_file = Some(n.max(1));
+    }
+    if let Some(b) = options.flag("materialize_deletions")? {
+        opts.materialize_deletions = b;
+    }
+    if let Some(t) = options.parsed("materialize_deletions_threshold", "a number")? {
+        opts.materialize_deletions_threshold = t;
+    }
+    if let Some(n) = options.count("batch_size")? {
+        opts.batch_size = (n as usize).max(1);
+    }
+    options.count("max_rows_per_group")?;
+    options.count("num_threads")?;
+    options.finish()?;
+    let (_, m) = compact_files(ds, &opts).await?;
+    longs(
+        &[
+            "fragments_removed",
+            "fragments_added",
+            "files_removed",
+            "files_added",
+        ],
+        &[
+            m.fragments_removed,
+            m.fragments_added,
+            m.files_removed,
+            m.files_added,
+        ],
+    )
+}
+
+/// How old a version must be for `VACUUM` without `before_*` options to remove it:
+/// pylance's `cleanup_old_versions` default.
+const DEFAULT_RETENTION_NANOS: i64 = 14 * 24 * 3600 * 1_000_000_000;
+
+/// `VACUUM t [WITH (...)]`: remove old versions and the files only they reference.
+/// Options: `before_version` (versions below it may go), `before_timestamp_millis`,
+/// `delete_unverified`, `error_if_tagged_old_versions`; neither `before_*` given: versions
+/// older than two weeks. Rows: bytes_removed, old_versions.
+pub async fn vacuum(ds: &Arc<Dataset>, mut options: Options) -> Result<RecordBatch> {
+    let before_version = options.count("before_version")?;
+    let before_millis: Option<i64> = options.parsed("before_timestamp_millis", "a whole number")?;
+    let delete_unverified = options.flag("delete_unverified")?.unwrap_or(false);
+    let error_if_tagged = options
+        .flag("error_if_tagged_old_versions")?
+        .unwrap_or(false);
+    options.finish()?;
+    let before_nanos = match (before_version, before_millis) {
+        (None, None) => Some(now_nanos() - DEFAULT_RETENTION_NANOS),
+        (_, millis) => millis.map(|m| m.saturating_mul(1_000_000)),
+    };
+    let opts = CleanupOptions {
+        before_nanos,
+        versions: before_version.map(|v| (0..v).collect()),
+        delete_unverified,
+        error_if_tagged_old_versions: error_if_tagged,
+        retain_versions: None,
+        delete_rate_limit: None,
+    };
+    let stats = cleanup_old_versions(ds.storage(), &opts).await?;
+    longs(
+        &["bytes_removed", "old_versions"],
+        &[stats.bytes_removed, stats.old_versions],
+    )
+}
+
+fn now_nanos() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// What `CREATE TAG ... AS OF` names (nothing: main's latest version).
+#[derive(Clone, Debug, Default)]
+pub struct TagSource {
+    pub branch: Option<String>,
+    pub version: Option<u64>,
+    pub tag: Option<String>,
+}
+
+async fn tag_exists(root: &Storage, name: &str) -> Result<bool> {
+    match read_tag(root, name).await {
+        Ok(_) => Ok(true),
+        Err(Error::NotFound { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// `ALTER TABLE t CREATE TAG [IF NOT EXISTS] name [AS OF ...]`. Rows: name.
+pub async fn create_tag(
+    ds: &Arc<Dataset>,
+    name: &str,
+    if_not_exists: bool,
+    source: &TagSource,
+) -> Result<RecordBatch> {
+    let root = ds.root_storage()?;
+    if if_not_exists && tag_exists(&root, name).await? {
+        return strings(&["name"], &[name]);
+    }
+    let (branch, version) = match source {
+        TagSource { tag: Some(tag), .. } => {
+            let t = read_tag(&root, tag).await?;
+            (t.branch, t.version)
+        }
+        TagSource {
+            branch,
+            version: Some(v),
+            ..
+        } => (branch.clone(), *v),
+        TagSource { branch, .. } => {
+            let line = branch_storage(&root, branch.as_deref())?;
+            (branch.clone(), latest_version(&line).await?.version)
+        }
+    };
+    record_tag(&root, name, branch.as_deref(), version).await?;
+    strings(&["name"], &[name])
+}
+
+/// `ALTER TABLE t DROP TAG [IF EXISTS] name`. Rows: name.
+pub async fn drop_tag(ds: &Arc<Dataset>, name: &str, if_exists: bool) -> Result<RecordBatch> {
+    let root = ds.root_storage()?;
+    // Without IF EXISTS, a missing tag is the core's error.
+    if !if_exists || tag_exists(&root, name).await? {
+        delete_tag(&root, name).await?;
+    }
+    strings(&["name"], &[name])
+}
+
+/// `ALTER TABLE t DROP INDEX name`: the index leaves the manifest (one new version); its
+/// files stay for older versions until `VACUUM`. Rows: index_name, status.
+pub async fn drop_index(ds: &Arc<Dataset>, name: &str) -> Result<RecordBatch> {
+    crate::write::index::drop_index(ds, name).await?;
+    strings(&["index_name", "status"], &[name, "dropped"])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Options;
+
+    fn options(pairs: &[(&str, &str)]) -> Options {
+        let values = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        Options::new("OPTIMIZE t".into(), values)
+    }
+
+    #[test]
+    fn options_are_read_once_and_leftovers_refused() {
+        let mut o = options(&[
+            ("Target_Rows_Per_Fragment", "10"),
+            ("materialize_deletions", "TRUE"),
+        ]);
+        assert_eq!(o.count("target_rows_per_fragment").unwrap(), Some(10));
+        assert_eq!(o.flag("materialize_deletions").unwrap(), Some(true));
+        assert_eq!(o.count("batch_size").unwrap(), None);
+        o.finish().unwrap();
+
+        let o = options(&[("target_rows", "10")]);
+        let e = o.finish().unwrap_err().to_string();
+        assert!(
+            e.contains("OPTIMIZE t: unknown option 'target_rows'"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_values_name_the_option_and_value() {
+        let e = options(&[("batch_size", "many")])
+            .count("batch_size")
+            .unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("option batch_size must be a whole number, not 'many'"));
+        let e = options(&[("materialize_deletions", "yes")])
+            .flag("materialize_deletions")
+            .unwrap_err();
+        assert!(e.to_string().contains("must be TRUE or FALSE, not 'yes'"));
+    }
+}
