@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+import uuid
 from typing import Any, Dict
 
 import pyarrow as pa
@@ -114,10 +115,13 @@ def sql_steps(spark, work: str) -> Any:
     (a tag none), then read, with its metadata tables."""
     root = os.path.join(work, "lake")
     os.makedirs(root, exist_ok=True)
-    spark.conf.set("spark.sql.catalog.lake_steps", "lance_core.spark.LanceCatalog")
-    spark.conf.set("spark.sql.catalog.lake_steps.root", root)
-    t = "lake_steps.db.t"
-    spark.sql("CREATE NAMESPACE lake_steps.db")
+    # A catalog of its own per call: Spark keeps a catalog it loaded for the session, so a
+    # second call in one session would otherwise find the first one's root.
+    cat = "lake_steps_" + uuid.uuid4().hex[:8]
+    spark.conf.set(f"spark.sql.catalog.{cat}", "lance_core.spark.LanceCatalog")
+    spark.conf.set(f"spark.sql.catalog.{cat}.root", root)
+    t = f"{cat}.db.t"
+    spark.sql(f"CREATE NAMESPACE {cat}.db")
     spark.sql(f"CREATE TABLE {t} AS SELECT id, id % 5 AS k FROM range(0, 1000, 1, 4)")
     spark.sql(f"INSERT INTO {t} SELECT id, 9 FROM range(1000, 1010)")
     spark.sql(f"UPDATE {t} SET k = k + 10 WHERE k = 1")
@@ -132,7 +136,7 @@ def sql_steps(spark, work: str) -> Any:
         f"SELECT k, count(*), count(note) FROM {t} GROUP BY k ORDER BY k",
         f"SELECT count(*) FROM {t} VERSION AS OF 1",
         f"SHOW TBLPROPERTIES {t} ('version')",
-        "SHOW TABLES IN lake_steps.db",
+        f"SHOW TABLES IN {cat}.db",
         f"SELECT name, version FROM {t}.tags",
         f"SELECT count(*), sum(num_rows) FROM {t}.fragments",
     )]

@@ -421,8 +421,6 @@ def test_the_sql_steps_the_cluster_and_connect_runs_repeat(spark, tmp_path):
     assert tables == [("db", "t", False)]
     assert tags == [("steps_tag", 6)]
     assert fragments == [(1, 816)]
-    spark.conf.unset("spark.sql.catalog.lake_steps")
-    spark.conf.unset("spark.sql.catalog.lake_steps.root")
 
 
 def _table(spark, cat, root, name="t"):
@@ -529,3 +527,23 @@ def test_sql_statements_refuse_bad_input_saying_what(spark, catalog, sql, messag
     spark.sql(f"CREATE TABLE {cat}.db.t (id BIGINT)")
     with pytest.raises(Exception, match=message):
         spark.sql(sql.format(t=f"{cat}.db.t", cat=cat)).collect()
+
+
+def test_ctas_and_rtas_keep_their_table_properties(spark, catalog):
+    cat, root = catalog
+    spark.sql(f"CREATE NAMESPACE {cat}.db")
+    spark.sql(f"""CREATE TABLE {cat}.db.t TBLPROPERTIES ('team' = 'search', 'max_rows_per_file' = '4',
+                  'enable_stable_row_ids' = 'true') AS SELECT id FROM range(0, 10, 1, 1)""")
+    location = lance.namespace.DirectoryNamespace(root=root).describe_table(
+        DescribeTableRequest(id=["db", "t"])).location
+    ds = lance.dataset(location)
+    assert ds.version == 1 and ds.config()["team"] == "search"
+    assert [f.count_rows() for f in ds.get_fragments()] == [4, 4, 2]
+    assert ds.has_stable_row_ids
+    assert dict(rows(spark, f"SHOW TBLPROPERTIES {cat}.db.t"))["team"] == "search"
+    # An INSERT's options are not the table's properties.
+    spark.range(3).writeTo(f"{cat}.db.t").option("team", "other").append()
+    assert lance.dataset(location).config()["team"] == "search"
+    spark.sql(f"CREATE OR REPLACE TABLE {cat}.db.t TBLPROPERTIES ('team' = 'ads') AS SELECT 1 AS one")
+    ds = lance.dataset(location)
+    assert ds.config()["team"] == "ads" and ds.to_table().to_pylist() == [{"one": 1}]

@@ -54,9 +54,10 @@ def register(spark) -> None:
     the server)."""
     if jvm_reader_loaded(spark):
         spark.dataSource.register(LancePythonDataSource)
-        if not is_connect(spark) and EXTENSIONS not in (spark.conf.get("spark.sql.extensions", "") or ""):
+        if not is_connect(spark):
             # count(), min and max answered while planning then run no Spark job (see
-            # AnsweredScanRule), in a session built without the extensions.
+            # AnsweredScanRule): among the last optimizations, where the local relation it
+            # makes is the whole plan (the extensions' copy runs earlier, for Connect).
             spark._jvm.lance_core.spark.AnsweredScanRule.install(spark._jsparkSession)
     else:
         spark.dataSource.register(LanceDataSource)

@@ -11,11 +11,11 @@ index to pylance and to lance_core, each answering for its own fragments.
 
 from __future__ import annotations
 
-import heapq
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from pyspark.sql import SparkSession
 
+from .. import _lance_core
 from ..dataset import LanceDataset, dataset
 from ..indices import is_vector_kind, scalar_index_params
 from ..errors import InvalidInputError
@@ -27,15 +27,9 @@ _Task = Tuple[str, List[int], str]
 
 def balanced_groups(fragments: List[Tuple[int, int]], n: int) -> List[List[int]]:
     """`fragments` ((id, rows) pairs) in at most `n` groups of about equal rows (largest
-    first, each into the lightest group), never an empty group; ids sorted in each."""
-    n = max(1, min(n, len(fragments)))
-    heap = [(0, i) for i in range(n)]
-    groups: List[List[int]] = [[] for _ in range(n)]
-    for fid, rows in sorted(fragments, key=lambda f: (-f[1], f[0])):
-        load, i = heapq.heappop(heap)
-        groups[i].append(fid)
-        heapq.heappush(heap, (load + rows, i))
-    return [sorted(g) for g in groups if g]
+    first, each into the lightest group), never an empty group; ids sorted in each. The
+    core's rule, which the JVM side's `CREATE INDEX` uses too."""
+    return _lance_core._balanced_groups([(int(f), int(r)) for f, r in fragments], int(n))
 
 
 def _tasks_of(spark: SparkSession, ds: LanceDataset, name: str, fragment_ids: List[int],

@@ -7,10 +7,10 @@
 //!
 //! The namespace keeps no state between calls: every rule (and the `__manifest` table) is
 //! the core's, read afresh by each call, as any other writer of the catalog would.
-use std::collections::HashMap;
 
 use arrow_schema::SchemaRef;
 use lance_core::namespace::DirectoryNamespace;
+use lance_core::spark::table_properties::{with_primary_key, write_options};
 use lance_core::write::{write_dataset, WriteMode, WriteOptions};
 use lance_core::{Dataset, Error, VersionRef};
 use serde_json::{json, Map, Value};
@@ -20,7 +20,7 @@ use crate::tables::{Outcome, Request};
 /// Run the request's operation; `schema` is an Arrow IPC stream holding the schema of a
 /// table to create (`create_table`, `replace_table`).
 pub fn call(request: &Request, schema: Option<&[u8]>) -> Outcome<Value> {
-    let ns = DirectoryNamespace::from_properties(&strings(request.get("properties")))
+    let ns = DirectoryNamespace::from_properties(&request.string_map("properties"))
         .map_err(|e| e.to_string())?;
     let id = parts(request.get("id"))?;
     let op = request.str("op").unwrap_or_default();
@@ -32,7 +32,8 @@ pub fn call(request: &Request, schema: Option<&[u8]>) -> Outcome<Value> {
                 Ok(json!(page.names))
             }
             "create_namespace" => {
-                let props: Vec<(String, String)> = strings(request.get("namespace_properties"))
+                let props: Vec<(String, String)> = request
+                    .string_map("namespace_properties")
                     .into_iter()
                     .collect();
                 ns.create_namespace(&id, Some(&props)).await?;
@@ -130,16 +131,9 @@ async fn create_table(
     request: &Request,
     replace: bool,
 ) -> Result<Value, Error> {
-    let settings = strings(request.get("write"));
+    let settings = request.string_map("write");
     let options = write_options(&settings)?;
-    // The key's columns, comma-separated in key order (lance-spark's `primary_key`).
-    let schema = match settings.get("primary_key").filter(|k| !k.trim().is_empty()) {
-        Some(key) => {
-            let columns: Vec<&str> = key.split(',').map(str::trim).collect();
-            lance_core::table::primary_key::marked(schema, &columns)?
-        }
-        None => schema,
-    };
+    let schema = with_primary_key(schema, &settings)?;
     let nothing = futures::stream::empty();
     if !replace {
         let created = ns.create_table(id, schema, nothing, options).await?;
@@ -155,62 +149,6 @@ async fn create_table(
     Ok(json!(location))
 }
 
-/// The write settings a table is created with, by pylance's `write_dataset` argument
-/// names: `data_storage_version` (or `file_format_version`, lance-spark's name),
-/// `enable_stable_row_ids`, `max_rows_per_file`, `max_bytes_per_file`, `primary_key`
-/// (see `create_table`); any other property is kept in the table's config, where
-/// `SHOW TBLPROPERTIES` finds it again (as Delta keeps a table's properties).
-fn write_options(settings: &HashMap<String, String>) -> Result<WriteOptions, Error> {
-    const SETTINGS: [&str; 6] = [
-        "data_storage_version",
-        "file_format_version",
-        "enable_stable_row_ids",
-        "max_rows_per_file",
-        "max_bytes_per_file",
-        "primary_key",
-    ];
-    let mut options = WriteOptions {
-        config_upsert: settings
-            .iter()
-            .filter(|(k, _)| !SETTINGS.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        ..Default::default()
-    };
-    let version = settings
-        .get("data_storage_version")
-        .or_else(|| settings.get("file_format_version"));
-    if let Some(v) = version {
-        options.data_storage_version = Some(v.clone());
-    }
-    if let Some(v) = settings.get("enable_stable_row_ids") {
-        options.enable_stable_row_ids = flag(v, "enable_stable_row_ids")?;
-    }
-    for (key, slot) in [
-        ("max_rows_per_file", &mut options.max_rows_per_file),
-        ("max_bytes_per_file", &mut options.max_bytes_per_file),
-    ] {
-        if let Some(v) = settings.get(key) {
-            *slot = v.trim().parse().map_err(|_| {
-                Error::invalid(format!(
-                    "table property {key} is a number of rows or bytes, not '{v}'"
-                ))
-            })?;
-        }
-    }
-    Ok(options)
-}
-
-fn flag(text: &str, key: &str) -> Result<bool, Error> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" => Ok(true),
-        "false" | "0" | "no" => Ok(false),
-        _ => Err(Error::invalid(format!(
-            "table property {key} is true or false, not '{text}'"
-        ))),
-    }
-}
-
 /// The schema of a table to create, which the catalog sends.
 fn schema_of(bytes: Option<&[u8]>, request: &Request) -> Result<SchemaRef, Error> {
     let bytes = bytes.ok_or_else(|| {
@@ -220,16 +158,6 @@ fn schema_of(bytes: Option<&[u8]>, request: &Request) -> Result<SchemaRef, Error
         ))
     })?;
     crate::writer::schema_of(bytes).map_err(Error::invalid)
-}
-
-/// A JSON object of strings as a map (other values are ignored).
-fn strings(value: Option<&Value>) -> HashMap<String, String> {
-    let Some(Value::Object(map)) = value else {
-        return HashMap::new();
-    };
-    map.iter()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-        .collect()
 }
 
 /// An id: a JSON list of strings.

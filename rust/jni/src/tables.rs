@@ -46,6 +46,16 @@ impl Request {
         self.0.get(key).and_then(Value::as_bool).unwrap_or(false)
     }
 
+    /// A JSON object of strings as a map (other values are ignored; none: empty).
+    pub fn string_map(&self, key: &str) -> HashMap<String, String> {
+        let Some(Value::Object(map)) = self.get(key) else {
+            return HashMap::new();
+        };
+        map.iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect()
+    }
+
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.0.get(key)
     }

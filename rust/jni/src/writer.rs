@@ -11,8 +11,9 @@
 //! `read_version`,
 //! the version the driver planned on, none for a new table; `keep_schema`: an overwrite
 //! that keeps the table's schema, as `INSERT OVERWRITE` does, rather than the data's),
-//! how files are cut (`max_rows_per_file`, `data_storage_version`), and a new table's
-//! `primary_key` and `enable_stable_row_ids`.
+//! and `settings`: the table's properties (`lance_core::spark::table_properties`: how files
+//! are cut, a new table's `primary_key` and `enable_stable_row_ids`, and, for a write that
+//! sets the table's schema, its config).
 use std::io::Cursor;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -24,6 +25,7 @@ use arrow_schema::SchemaRef;
 use futures::channel::mpsc;
 use futures::SinkExt;
 use lance_core::proto::table::DataFragment;
+use lance_core::spark::table_properties::{with_primary_key, write_options};
 use lance_core::spark::table_types::to_table_batch;
 use lance_core::table::fragment_json::{fragment_from_json, fragment_to_json};
 use lance_core::table::transaction::Staged;
@@ -92,20 +94,24 @@ impl Plan {
             None => None,
         };
         let keep_schema = mode == WriteMode::Append || request.flag("keep_schema");
+        let settings = request.string_map("settings");
         let target = match (&existing, keep_schema, schema) {
             (Some(ds), true, _) => ds.arrow_schema.clone(),
-            (_, _, Some(bytes)) => with_primary_key(schema_of(bytes)?, request)?,
+            (_, _, Some(bytes)) => {
+                with_primary_key(schema_of(bytes)?, &settings).map_err(|e| e.to_string())?
+            }
             _ => return Err(format!("{uri}: the write names no schema for a new table")),
         };
         let mut options = WriteOptions {
             mode,
             storage_options: request.storage_options(),
             file_prefix: request.str("prefix").unwrap_or_default().to_string(),
-            data_storage_version: request.str("data_storage_version").map(String::from),
-            ..Default::default()
+            ..write_options(&settings).map_err(|e| format!("{uri}: {e}"))?
         };
-        if let Some(n) = request.u64("max_rows_per_file") {
-            options.max_rows_per_file = n;
+        // The table's own properties go to its config only where the write sets the
+        // table's schema (CREATE/REPLACE TABLE ... AS SELECT), not with an INSERT's options.
+        if keep_schema {
+            options.config_upsert.clear();
         }
         if let (Some(ds), None) = (&existing, &options.data_storage_version) {
             options.data_storage_version = Some(ds.data_storage_version());
@@ -284,12 +290,13 @@ pub fn commit(request: &Request, schema: Option<&[u8]>) -> Outcome<u64> {
         _ => External::Overwrite {
             fragments,
             schema: plan.target.as_ref().clone(),
-            stable_row_ids: request.flag("enable_stable_row_ids")
+            stable_row_ids: plan.options.enable_stable_row_ids
                 || plan
                     .existing
                     .as_ref()
                     .is_some_and(|d| d.has_stable_row_ids()),
             initial_bases: vec![],
+            config_upsert: plan.options.config_upsert.clone(),
         },
     };
     let done = run
@@ -338,18 +345,6 @@ impl Plan {
             existing: None,
             row_changes: false,
         })
-    }
-}
-
-/// A new table's schema with the columns of the request's `primary_key` (comma-separated,
-/// in key order) marked as its key.
-fn with_primary_key(schema: SchemaRef, request: &Request) -> Outcome<SchemaRef> {
-    match request.str("primary_key").filter(|k| !k.trim().is_empty()) {
-        None => Ok(schema),
-        Some(key) => {
-            let columns: Vec<&str> = key.split(',').map(str::trim).collect();
-            lance_core::table::primary_key::marked(schema, &columns).map_err(|e| e.to_string())
-        }
     }
 }
 

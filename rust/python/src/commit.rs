@@ -96,6 +96,7 @@ pub fn _commit(
                 schema: schema()?,
                 stable_row_ids: enable_stable_row_ids,
                 initial_bases: crate::bases::from_args(bases),
+                config_upsert: Default::default(),
             },
             "update_bases" => External::UpdateBases {
                 new_bases: crate::bases::from_args(bases),

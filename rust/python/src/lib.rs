@@ -78,6 +78,7 @@ fn _lance_core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(spark::_spark_predicates, m)?)?;
     m.add_function(wrap_pyfunction!(spark::_to_table_batch, m)?)?;
     m.add_function(wrap_pyfunction!(spark::_spark_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(spark::_balanced_groups, m)?)?;
     m.add_function(wrap_pyfunction!(history::_transactions, m)?)?;
     m.add_function(wrap_pyfunction!(history::_find_transaction, m)?)?;
     m.add_function(wrap_pyfunction!(history::_changes_since, m)?)?;

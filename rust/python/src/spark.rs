@@ -1,7 +1,8 @@
 //! The Python data source's share of the core's Spark rules (`lance_core::spark`), which
 //! the JVM side uses too: `_spark_schema`, the Spark schema of an Arrow schema;
-//! `_spark_predicates`, Spark's pushed filters as predicates; and `_to_table_batch`,
-//! Spark's rows in a table's types for a write.
+//! `_spark_predicates`, Spark's pushed filters as predicates; `_to_table_batch`, Spark's
+//! rows in a table's types for a write; and `_balanced_groups`, the fragments of a
+//! distributed build's tasks.
 use pyo3::prelude::*;
 
 use crate::arrow_import::import_schema;
@@ -57,4 +58,11 @@ pub fn _to_table_batch(
             .py()?;
         Ok(crate::arrow_export::PyArrowBatch(batch))
     })
+}
+
+/// `fragments` ((id, rows) pairs) in at most `n` groups of about equal rows (see
+/// `lance_core::spark::commands::balanced_groups`).
+#[pyfunction]
+pub fn _balanced_groups(fragments: Vec<(u64, u64)>, n: usize) -> Vec<Vec<u64>> {
+    lance_core::spark::commands::balanced_groups(&fragments, n)
 }

@@ -53,8 +53,9 @@ final class LanceBatchWrite implements DeltaWrite, DeltaBatchWrite {
    * @param readVersion the version the write was planned on, null for a new table
    * @param keepSchema the rows take the table's schema (else an overwrite's new schema is
    *     the data's)
-   * @param settings pylance's write arguments: data_storage_version, max_rows_per_file,
-   *     enable_stable_row_ids, and a new table's primary_key
+   * @param settings pylance's write arguments (data_storage_version, max_rows_per_file,
+   *     enable_stable_row_ids, a new table's primary_key); a new table's other properties
+   *     go to its config
    */
   LanceBatchWrite(String uri, Map<String, String> storageOptions, Long readVersion, Mode mode,
       boolean keepSchema, StructType sparkSchema, Map<String, String> settings, Runnable committed) {
@@ -68,17 +69,9 @@ final class LanceBatchWrite implements DeltaWrite, DeltaBatchWrite {
     request.put("mode", mode.wire);
     request.put("keep_schema", keepSchema);
     request.put("prefix", "spark-" + UUID.randomUUID().toString().replace("-", "").substring(0, 16) + "-");
-    String version = settings.getOrDefault("data_storage_version", settings.get("file_format_version"));
-    if (version != null) {
-      request.put("data_storage_version", version);
-    }
-    if (settings.containsKey("max_rows_per_file")) {
-      request.put("max_rows_per_file", Long.parseLong(settings.get("max_rows_per_file").trim()));
-    }
-    request.put("enable_stable_row_ids", "true".equalsIgnoreCase(settings.getOrDefault("enable_stable_row_ids", "false")));
-    if (settings.containsKey("primary_key")) {
-      request.put("primary_key", settings.get("primary_key"));
-    }
+    // Read by the core (lance_core::spark::table_properties), as a table's properties are.
+    ObjectNode props = request.putObject("settings");
+    settings.forEach(props::put);
     this.sparkSchema = sparkSchema;
     this.timeZone = SQLConf.get().sessionLocalTimeZone();
     this.schema = keepSchema && readVersion != null ? null : ArrowSchemas.ipc(sparkSchema);

@@ -446,6 +446,10 @@ impl ScalarIndexKind for BloomFilterKind {
         }
     }
 
+    fn params_names(&self) -> (Option<&'static str>, bool) {
+        (Some("number_of_items"), true)
+    }
+
     fn default_params(&self) -> BuildParams {
         BuildParams {
             page_rows: DEFAULT_ITEMS,

@@ -550,6 +550,10 @@ impl ScalarIndexKind for BTreeKind {
         index_version < 1
     }
 
+    fn params_names(&self) -> (Option<&'static str>, bool) {
+        (Some("zone_size"), false)
+    }
+
     fn default_params(&self) -> BuildParams {
         BuildParams {
             page_rows: DEFAULT_BATCH_SIZE,

@@ -87,6 +87,13 @@ pub trait ScalarIndexKind: Send + Sync + Debug {
         Ok(data_type)
     }
 
+    /// The name users give `BuildParams::page_rows` (pylance's and lance-spark's option:
+    /// "zone_size", "rows_per_zone", ...), None when the kind takes none; and whether it
+    /// takes a `probability`.
+    fn params_names(&self) -> (Option<&'static str>, bool) {
+        (None, false)
+    }
+
     /// What a segment is built with when the user says nothing.
     fn default_params(&self) -> BuildParams {
         BuildParams {

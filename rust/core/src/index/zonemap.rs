@@ -364,6 +364,10 @@ impl ScalarIndexKind for ZoneMapKind {
         false
     }
 
+    fn params_names(&self) -> (Option<&'static str>, bool) {
+        (Some("rows_per_zone"), false)
+    }
+
     fn default_params(&self) -> BuildParams {
         BuildParams {
             page_rows: DEFAULT_ROWS_PER_ZONE,

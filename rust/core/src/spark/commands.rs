@@ -1,7 +1,9 @@
 //! The statements lance_core's Spark SQL extension adds, with lance-spark's names, options
 //! and output columns, so that its SQL runs unchanged: `OPTIMIZE` (compaction), `VACUUM`
 //! (cleanup of old versions), `ALTER TABLE ... CREATE TAG / DROP TAG / DROP INDEX`. Each
-//! runs on the table's latest version and answers its output rows as one Arrow batch.
+//! runs on the table's latest version and answers its output rows as one Arrow batch;
+//! `ALTER TABLE ... CREATE INDEX` is a job of tasks the JVM side runs on the executors
+//! (`plan_index`, `build_index_task`, `commit_index`).
 //! (`SHOW TAGS` and `SHOW INDEXES` are the `tags` and `indices` metadata tables:
 //! `crate::query::metadata_tables`.)
 use std::collections::BTreeMap;
@@ -11,12 +13,18 @@ use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 
 use crate::dataset::Dataset;
 use crate::error::{Error, Result};
+use crate::proto::table::IndexMetadata;
 use crate::storage::Storage;
 use crate::table::branches::branch_storage;
 use crate::table::cleanup::{cleanup_old_versions, CleanupOptions};
 use crate::table::tags::{create_tag as record_tag, delete_tag, read_tag};
 use crate::table::versions::latest_version;
+use crate::vector::registry::scalar_kind_to_build;
 use crate::write::compact::{compact_files, CompactionOptions};
+use crate::write::index::{
+    build_index_segment, commit_index_segments, replaced_segments, ScalarIndexParams, SegmentSpec,
+    SegmentsCommit,
+};
 
 /// A statement's `WITH (key = value, ...)` options, as text; each read once, and any left
 /// unread is refused by `finish` (a misspelt option must not be silently ignored).
@@ -243,6 +251,146 @@ pub async fn drop_index(ds: &Arc<Dataset>, name: &str) -> Result<RecordBatch> {
     strings(&["index_name", "status"], &[name, "dropped"])
 }
 
+/// `fragments` ((id, rows) pairs) in at most `n` groups of about equal rows, for the tasks
+/// of a distributed build: largest first, each into the lightest group; never an empty
+/// group; ids sorted in each.
+pub fn balanced_groups(fragments: &[(u64, u64)], n: usize) -> Vec<Vec<u64>> {
+    let n = n.clamp(1, fragments.len().max(1));
+    let mut order = fragments.to_vec();
+    order.sort_by_key(|&(id, rows)| (std::cmp::Reverse(rows), id));
+    let mut groups: Vec<(u64, Vec<u64>)> = vec![(0, vec![]); n];
+    for (id, rows) in order {
+        // The lightest group; the first of equals, as a heap of (load, index) pops it.
+        let lightest = (0..n).min_by_key(|&i| (groups[i].0, i)).unwrap_or(0);
+        groups[lightest].0 += rows;
+        groups[lightest].1.push(id);
+    }
+    groups
+        .into_iter()
+        .filter(|(_, g)| !g.is_empty())
+        .map(|(_, mut g)| {
+            g.sort_unstable();
+            g
+        })
+        .collect()
+}
+
+/// A scalar index build that `ALTER TABLE t CREATE INDEX name USING method (column) [WITH
+/// (...)]` asks for, checked on the driver before any task runs: what each task builds
+/// (`params`, on `column`) and the fragments of each task (`tasks`).
+pub struct IndexJob {
+    pub column: String,
+    pub params: ScalarIndexParams,
+    pub tasks: Vec<Vec<u64>>,
+}
+
+/// Plan `CREATE INDEX` over `parallelism` tasks. Methods: the scalar kinds lance_core
+/// builds (btree, bitmap, zonemap, bloomfilter, label_list, ngram); one column; an index of
+/// the same name is replaced (as lance-spark). Options, by lance-spark's and pylance's
+/// names: btree `zone_size` (and `build_mode = 'fragment'`, the only mode), zonemap
+/// `rows_per_zone`, bloomfilter `number_of_items` and `probability`.
+pub async fn plan_index(
+    ds: &Dataset,
+    name: &str,
+    method: &str,
+    columns: &[String],
+    mut options: Options,
+    parallelism: usize,
+) -> Result<IndexJob> {
+    let uri = ds.uri();
+    let kind = scalar_kind_to_build(uri, method)?;
+    let [column] = columns else {
+        return Err(Error::invalid(format!(
+            "{uri}: a {} index is on one column, not {}",
+            kind.name(),
+            columns.len()
+        )));
+    };
+    let (size_option, takes_probability) = kind.params_names();
+    let page_rows = match size_option {
+        Some(option) => options.count(option)?,
+        None => None,
+    };
+    let probability: Option<f64> = match takes_probability {
+        true => options.parsed("probability", "a number")?,
+        false => None,
+    };
+    // lance-spark's BTREE build modes: fragments indexed in parallel is the one here.
+    if let Some(mode) = options.values.remove("build_mode") {
+        if !mode.eq_ignore_ascii_case("fragment") {
+            return Err(Error::invalid(format!(
+                "{}: build_mode '{mode}' is not supported; fragments are indexed in \
+                 parallel ('fragment')",
+                options.statement
+            )));
+        }
+    }
+    options.finish()?;
+    let params = ScalarIndexParams {
+        kind,
+        name: Some(name.to_string()),
+        replace: true,
+        page_rows,
+        probability,
+    };
+    let spec = SegmentSpec::new(ds, column, &params)?;
+    replaced_segments(ds, &spec.name, true)?;
+    let mut fragments = Vec::new();
+    for f in ds.fragments() {
+        fragments.push((f.id, ds.physical_rows(f).await?));
+    }
+    Ok(IndexJob {
+        column: column.clone(),
+        params,
+        tasks: balanced_groups(&fragments, parallelism),
+    })
+}
+
+/// One task of a `CREATE INDEX` job: the segment over `fragments`, written under
+/// `_indices/<uuid>/`, not committed; its metadata.
+pub async fn build_index_task(
+    ds: &Dataset,
+    column: &str,
+    params: &ScalarIndexParams,
+    fragments: &[u64],
+    uuid: &str,
+) -> Result<IndexMetadata> {
+    let spec = SegmentSpec::new(ds, column, params)?;
+    build_index_segment(ds, &spec, fragments, Some(uuid)).await
+}
+
+/// The driver's end of a `CREATE INDEX` job: every task's segment committed as index
+/// `name` (replacing one of that name), one version. Rows: fragments_indexed, index_name.
+pub async fn commit_index(
+    ds: &Dataset,
+    name: &str,
+    segments: Vec<IndexMetadata>,
+) -> Result<RecordBatch> {
+    let fragments: u64 = segments
+        .iter()
+        .map(|s| {
+            roaring::RoaringBitmap::deserialize_from(&s.fragment_bitmap[..]).map_or(0, |b| b.len())
+        })
+        .sum();
+    commit_index_segments(
+        ds,
+        segments,
+        SegmentsCommit::Build {
+            name,
+            replace: true,
+        },
+    )
+    .await?;
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            "fragments_indexed",
+            Arc::new(Int64Array::from(vec![fragments as i64])),
+        ),
+        ("index_name", Arc::new(StringArray::from(vec![name]))),
+    ];
+    Ok(RecordBatch::try_from_iter(columns)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::Options;
@@ -269,6 +417,15 @@ mod tests {
             e.contains("OPTIMIZE t: unknown option 'target_rows'"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn groups_balance_rows_and_keep_every_fragment() {
+        let frags = [(0, 10), (1, 50), (2, 30), (3, 30), (4, 5)];
+        let groups = super::balanced_groups(&frags, 2);
+        assert_eq!(groups, vec![vec![0, 1, 4], vec![2, 3]]);
+        assert_eq!(super::balanced_groups(&frags[..1], 4), vec![vec![0]]);
+        assert!(super::balanced_groups(&[], 3).is_empty());
     }
 
     #[test]

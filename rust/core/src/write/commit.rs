@@ -220,6 +220,8 @@ pub enum External {
         stable_row_ids: bool,
         /// Base paths a new table registers, with their ids (pylance's `initial_bases`).
         initial_bases: Vec<crate::proto::table::BasePath>,
+        /// Set in the table's config (pylance's `config_upsert_values`).
+        config_upsert: HashMap<String, String>,
     },
     /// Base paths registered on the table (pylance's `add_bases`).
     UpdateBases {
@@ -283,6 +285,7 @@ pub async fn commit_external(
             schema,
             stable_row_ids,
             initial_bases,
+            config_upsert,
         } => {
             let version = fragments
                 .iter()
@@ -300,7 +303,7 @@ pub async fn commit_external(
                 schema: LanceSchema::from_arrow(&schema, 0)?,
                 data_format,
                 stable_row_ids,
-                config_upsert: HashMap::new(),
+                config_upsert,
                 initial_bases,
             }
         }
