@@ -111,7 +111,8 @@ def run(spark, work: str, only_reads_and_writes: bool = False) -> Dict[str, Any]
 
 def sql_steps(spark, work: str) -> Any:
     """Spark SQL over `lance_core.spark.LanceCatalog`: a table made, written, updated,
-    merged into, deleted from, altered, tagged and compacted, each statement one version
+    merged into, deleted from, altered, tagged, compacted and indexed, each statement one
+    version
     (a tag none), then read, with its metadata tables."""
     root = os.path.join(work, "lake")
     os.makedirs(root, exist_ok=True)
@@ -132,6 +133,7 @@ def sql_steps(spark, work: str) -> Any:
     # The SQL extension's statements (a Connect server has them from spark.sql.extensions).
     spark.sql(f"ALTER TABLE {t} CREATE TAG steps_tag")
     spark.sql(f"OPTIMIZE {t} WITH (target_rows_per_fragment = 100000)")
+    spark.sql(f"ALTER TABLE {t} CREATE INDEX k_idx USING btree (k) WITH (zone_size = 100)")  # on the executors
     return [[tuple(r) for r in spark.sql(q).collect()] for q in (
         f"SELECT k, count(*), count(note) FROM {t} GROUP BY k ORDER BY k",
         f"SELECT count(*) FROM {t} VERSION AS OF 1",
@@ -139,6 +141,8 @@ def sql_steps(spark, work: str) -> Any:
         f"SHOW TABLES IN {cat}.db",
         f"SELECT name, version FROM {t}.tags",
         f"SELECT count(*), sum(num_rows) FROM {t}.fragments",
+        f"SELECT name, fields, index_type, num_indexed_rows FROM {t}.indices",
+        f"SELECT count(*) FROM {t} WHERE k = 7",
     )]
 
 

@@ -414,10 +414,12 @@ def test_the_sql_steps_the_cluster_and_connect_runs_repeat(spark, tmp_path):
     compare with local mode, gives the right answers here."""
     import spark_steps
 
-    groups, first, version, tables, tags, fragments = spark_steps.sql_steps(spark, str(tmp_path))
+    groups, first, version, tables, tags, fragments, indices, sevens = spark_steps.sql_steps(spark, str(tmp_path))
     assert groups == [(2, 199, 0), (3, 199, 0), (4, 199, 0), (7, 20, 0), (11, 199, 0)]
     assert first == [(1000,)]
-    assert version == [("version", "8")]  # OPTIMIZE: two versions, as pylance's compaction
+    assert version == [("version", "9")]  # OPTIMIZE: two versions, as pylance's compaction
+    assert indices == [("k_idx", ["k"], "btree", 816)]
+    assert sevens == [(20,)]
     assert tables == [("db", "t", False)]
     assert tags == [("steps_tag", 6)]
     assert fragments == [(1, 816)]
@@ -547,3 +549,55 @@ def test_ctas_and_rtas_keep_their_table_properties(spark, catalog):
     spark.sql(f"CREATE OR REPLACE TABLE {cat}.db.t TBLPROPERTIES ('team' = 'ads') AS SELECT 1 AS one")
     ds = lance.dataset(location)
     assert ds.config()["team"] == "ads" and ds.to_table().to_pylist() == [{"one": 1}]
+
+
+def test_create_index_on_the_executors_is_pylance_s_index(spark, catalog):
+    cat, root = catalog
+    spark.sql(f"CREATE NAMESPACE {cat}.db")
+    spark.sql(f"""CREATE TABLE {cat}.db.t AS SELECT id, id % 7 AS k, CAST(id % 50 AS STRING) AS s
+                  FROM range(0, 2000, 1, 4)""")
+    t = f"{cat}.db.t"
+    location = lance.namespace.DirectoryNamespace(root=root).describe_table(
+        DescribeTableRequest(id=["db", "t"])).location
+    # One segment per task (local[2]: 2 tasks over the 4 fragments), committed once.
+    assert rows(spark, f"ALTER TABLE {t} CREATE INDEX id_idx USING btree (id) WITH (zone_size = 64)") == [
+        (4, "id_idx")]
+    spark.sql(f"ALTER TABLE {t} CREATE INDEX k_zm USING zonemap (k) WITH (rows_per_zone = 100)")
+    spark.sql(f"ALTER TABLE {t} CREATE INDEX s_bm USING BITMAP (s);")
+    ds = lance.dataset(location)
+    assert ds.version == 4
+    described = {d.name: d for d in ds.describe_indices()}
+    assert sorted(described) == ["id_idx", "k_zm", "s_bm"]
+    assert [described[n].num_rows_indexed for n in ("id_idx", "k_zm", "s_bm")] == [2000, 2000, 2000]
+    assert len(described["id_idx"].segments) == 2 and described["id_idx"].field_names == ["id"]
+    for where, expected in (("id = 1234", [1234]), ("s = '7'", list(range(7, 2000, 50)))):
+        assert "ScalarIndexQuery" in ds.scanner(filter=where).explain_plan()
+        assert sorted(ds.to_table(filter=where)["id"].to_pylist()) == expected
+    assert rows(spark, f"SELECT count(*) FROM {t} WHERE k = 3 AND id < 100") == [(14,)]
+    # The same name again replaces the index.
+    spark.sql(f"ALTER TABLE {t} CREATE INDEX id_idx USING btree (id)")
+    assert sorted(d.name for d in lance.dataset(location).describe_indices()) == ["id_idx", "k_zm", "s_bm"]
+    # An empty table gets its (empty) index.
+    spark.sql(f"CREATE TABLE {cat}.db.empty (id BIGINT)")
+    assert rows(spark, f"ALTER TABLE {cat}.db.empty CREATE INDEX e USING btree (id)") == [(0, "e")]
+    assert rows(spark, f"SELECT name, num_indexed_rows FROM {cat}.db.empty.indices") == [("e", 0)]
+
+
+@pytest.mark.parametrize("statement, message", [
+    ("CREATE INDEX x USING btree (id, k)", "a BTree index is on one column, not 2"),
+    ("CREATE INDEX x USING btree (nope)", "cannot index 'nope': there is no such column"),
+    ("CREATE INDEX x USING zonemap (k) WITH (zone_size = 3)", "CREATE INDEX .*: unknown option 'zone_size'"),
+    ("CREATE INDEX x USING btree (id) WITH (build_mode = 'range')", "build_mode 'range' is not supported"),
+    ("CREATE INDEX x USING ivf_pq (k)", "a ivf_pq index is not built from SQL yet"),
+    ("CREATE INDEX x USING btree id", "expected \\( and the indexed columns"),
+])
+def test_create_index_refusals(spark, catalog, statement, message):
+    cat, root = catalog
+    spark.sql(f"CREATE NAMESPACE {cat}.db")
+    spark.sql(f"CREATE TABLE {cat}.db.t AS SELECT id, id % 7 AS k FROM range(10)")
+    with pytest.raises(Exception, match=message):
+        spark.sql(f"ALTER TABLE {cat}.db.t {statement}").collect()
+    assert rows(spark, f"SELECT count(*) FROM {cat}.db.t.indices") == [(0,)]
+    location = lance.namespace.DirectoryNamespace(root=root).describe_table(
+        DescribeTableRequest(id=["db", "t"])).location
+    assert not os.path.exists(os.path.join(location, "_indices"))  # refused before any task ran

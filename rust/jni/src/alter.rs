@@ -29,7 +29,7 @@ pub fn alter(request: &Request, schema: Option<&[u8]>) -> Outcome<Value> {
             let new = schema.ok_or_else(|| format!("{uri}: ADD COLUMNS sent no columns"))?;
             run.block_on(lance_core::write::columns::add_null_columns(&ds, &new))
         }
-        "drop_columns" => run.block_on(drop_columns(&ds, &strings(request.get("paths")))),
+        "drop_columns" => run.block_on(drop_columns(&ds, &request.strings("paths"))),
         "alter_columns" => {
             let alterations = alterations(request, schema.as_ref(), &uri)?;
             // Spark refuses SET NOT NULL itself; a caller that asks anyway is refused here
@@ -50,11 +50,7 @@ pub fn alter(request: &Request, schema: Option<&[u8]>) -> Outcome<Value> {
                     .collect(),
                 _ => vec![],
             };
-            values.extend(
-                strings(request.get("delete"))
-                    .into_iter()
-                    .map(|k| (k, None)),
-            );
+            values.extend(request.strings("delete").into_iter().map(|k| (k, None)));
             let change = ConfigChange {
                 config: Some(MapChange {
                     values,
@@ -106,14 +102,4 @@ fn alterations(
             })
         })
         .collect()
-}
-
-fn strings(value: Option<&Value>) -> Vec<String> {
-    match value {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|v| v.as_str().map(String::from))
-            .collect(),
-        _ => vec![],
-    }
 }

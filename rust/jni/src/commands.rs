@@ -2,8 +2,10 @@
 //! (`op` in the request): "versions", "tags", "indices", "fragments" (the metadata tables,
 //! at the request's version), or a statement at the latest version: "optimize" and
 //! "vacuum" (`options`), "create_tag" (`name`, `if_not_exists`, `source`: `branch`,
-//! `version`, `tag`), "drop_tag" (`name`, `if_exists`), "drop_index" (`name`). The reply is
-//! the rows as an Arrow IPC stream (one batch), which the JVM turns into Spark's rows.
+//! `version`, `tag`), "drop_tag" (`name`, `if_exists`), "drop_index" (`name`), or the commit
+//! of a `CREATE INDEX` job at the version it planned on, "commit_index" (`name`,
+//! `segments`; the job's other steps are `index_job`'s). The reply is the rows as an Arrow
+//! IPC stream (one batch), which the JVM turns into Spark's rows.
 use lance_core::query::metadata_tables::{self, MetadataTable};
 use lance_core::spark::commands::{self, Options, TagSource};
 use serde_json::Value;
@@ -63,6 +65,11 @@ pub fn run(request: &Request) -> Outcome<Vec<u8>> {
             let name = name()?;
             run.block_on(commands::drop_index(&ds, &name))
         }
+        "commit_index" => {
+            let name = name()?;
+            let segments = segments(request, ds.uri())?;
+            run.block_on(commands::commit_index(&ds, &name, segments))
+        }
         other => match MetadataTable::named(other) {
             Some(table) => run.block_on(metadata_tables::read(&ds, table)),
             None => return Err(format!("{}: unknown table command '{other}'", ds.uri())),
@@ -76,4 +83,112 @@ pub fn run(request: &Request) -> Outcome<Vec<u8>> {
     writer.finish().map_err(|e| e.to_string())?;
     drop(writer);
     Ok(out)
+}
+
+/// A `CREATE INDEX` job's steps (`op`), which the JVM side runs as a Spark job
+/// (`LanceProcedures`): "plan" on the driver (`name`, `method`, `columns`, `options`,
+/// `parallelism`; at the latest version) answers the version, what each task builds and
+/// the fragments of each task; "build" in a task (`version`, `column`, `method`, `name`,
+/// `page_rows`, `probability`, `fragment_ids`, `uuid`, the job's `prefix`) answers its
+/// segment's metadata (base64 protobuf; null when the job was aborted meanwhile, its files
+/// then deleted); "abort" (`prefix`, `index_uuids`) removes what the tasks wrote. The commit
+/// is `commit_index` of `run`.
+pub fn index_job(request: &Request) -> Outcome<Value> {
+    use base64::Engine;
+    use lance_core::spark::commands::{build_index_task, plan_index};
+    use lance_core::vector::registry::scalar_kind_to_build;
+    use lance_core::write::index::ScalarIndexParams;
+    use lance_core::write::job_files::JobFiles;
+    use prost::Message;
+
+    let run = lance_core::threads::io_runtime();
+    let files = || {
+        JobFiles::new(
+            request.uri()?,
+            &request.storage_options(),
+            request.str("prefix").unwrap_or_default(),
+        )
+        .map_err(|e| e.to_string())
+    };
+    match request.str("op").unwrap_or_default() {
+        "plan" => {
+            let ds = request.open()?;
+            let columns = request.strings("columns");
+            let options = Options::new(
+                format!("CREATE INDEX {}", ds.uri()),
+                request.string_map("options"),
+            );
+            let parallelism = request.u64("parallelism").unwrap_or(1) as usize;
+            let job = run
+                .block_on(plan_index(
+                    &ds,
+                    request.str("name").unwrap_or_default(),
+                    request.str("method").unwrap_or_default(),
+                    &columns,
+                    options,
+                    parallelism,
+                ))
+                .map_err(|e| e.to_string())?;
+            Ok(serde_json::json!({
+                "version": ds.version(),
+                "column": job.column,
+                "method": job.params.kind.user_names()[0],
+                "page_rows": job.params.page_rows,
+                "probability": job.params.probability,
+                "tasks": job.tasks,
+            }))
+        }
+        "build" => {
+            let ds = request.open()?;
+            let uri = ds.uri().to_string();
+            let params = ScalarIndexParams {
+                kind: scalar_kind_to_build(&uri, request.str("method").unwrap_or_default())
+                    .map_err(|e| e.to_string())?,
+                name: request.str("name").map(String::from),
+                replace: true,
+                page_rows: request.u64("page_rows"),
+                probability: request.get("probability").and_then(Value::as_f64),
+            };
+            let fragments: Vec<u64> = match request.get("fragment_ids") {
+                Some(Value::Array(a)) => a.iter().filter_map(Value::as_u64).collect(),
+                _ => vec![],
+            };
+            let uuid = request.str("uuid").unwrap_or_default().to_string();
+            let column = request.str("column").unwrap_or_default();
+            let segment = run
+                .block_on(build_index_task(&ds, column, &params, &fragments, &uuid))
+                .map_err(|e| e.to_string())?;
+            let kept = run
+                .block_on(files()?.keep(&[], std::slice::from_ref(&uuid)))
+                .map_err(|e| e.to_string())?;
+            let encoded = base64::engine::general_purpose::STANDARD.encode(segment.encode_to_vec());
+            Ok(serde_json::json!({ "segment": kept.then_some(encoded) }))
+        }
+        "abort" => {
+            let uuids = request.strings("index_uuids");
+            run.block_on(files()?.abort(&[], &uuids))
+                .map_err(|e| e.to_string())?;
+            Ok(Value::Null)
+        }
+        other => Err(format!("lance_core: unknown CREATE INDEX step '{other}'")),
+    }
+}
+
+/// The segments of a "commit_index" request (base64 protobuf, as "build" answered them).
+fn segments(request: &Request, uri: &str) -> Outcome<Vec<lance_core::proto::table::IndexMetadata>> {
+    use base64::Engine;
+    use prost::Message;
+    let Some(Value::Array(items)) = request.get("segments") else {
+        return Ok(vec![]);
+    };
+    items
+        .iter()
+        .map(|s| {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(s.as_str().unwrap_or_default())
+                .map_err(|e| format!("{uri}: bad index segment: {e}"))?;
+            lance_core::proto::table::IndexMetadata::decode(bytes.as_slice())
+                .map_err(|e| format!("{uri}: bad index segment metadata: {e}"))
+        })
+        .collect()
 }

@@ -15,7 +15,8 @@
 //! - `canDeleteWhere(request)` / `deleteWhere(request)`: SQL's DELETE (`changes`);
 //! - `alterTable(request, schema)`: ALTER TABLE (`alter`);
 //! - `tableCommand(request)`: a metadata table's rows, or a statement of the SQL
-//!   extension run (`commands`), as Arrow IPC.
+//!   extension run (`commands`), as Arrow IPC;
+//! - `indexJob(request)`: a step of a `CREATE INDEX` job (`commands::index_job`).
 #![allow(non_snake_case)]
 
 mod alter;
@@ -315,5 +316,16 @@ pub extern "system" fn Java_lance_1core_spark_Native_tableCommand(
     jvm::entry(env, std::ptr::null_mut(), || {
         let request = Request::parse(&jvm::bytes_in(env, request)?)?;
         jvm::bytes_out(env, &commands::run(&request)?)
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_lance_1core_spark_Native_indexJob(
+    env: *mut JNIEnv,
+    _: jclass,
+    request: jbyteArray,
+) -> jbyteArray {
+    json_reply(env, request, std::ptr::null_mut(), |r, _| {
+        commands::index_job(r)
     })
 }

@@ -46,6 +46,17 @@ impl Request {
         self.0.get(key).and_then(Value::as_bool).unwrap_or(false)
     }
 
+    /// A JSON list of strings (other values are ignored; none: empty).
+    pub fn strings(&self, key: &str) -> Vec<String> {
+        match self.get(key) {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect(),
+            _ => vec![],
+        }
+    }
+
     /// A JSON object of strings as a map (other values are ignored; none: empty).
     pub fn string_map(&self, key: &str) -> HashMap<String, String> {
         let Some(Value::Object(map)) = self.get(key) else {

@@ -27,8 +27,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 /**
  * The catalog's stored procedures ({@code CALL <catalog>.system.<name>(...)}), which the SQL
  * extension's statements become ({@link LanceSqlParser}): {@code optimize}, {@code vacuum},
- * {@code create_tag}, {@code drop_tag}, {@code drop_index}, {@code show_tags},
- * {@code show_indexes}. Each names its table by the parts of its identifier within the
+ * {@code create_tag}, {@code drop_tag}, {@code create_index} (a Spark job: {@link IndexJob}),
+ * {@code drop_index}, {@code show_tags}, {@code show_indexes}. Each names its table by the parts of its identifier within the
  * catalog ({@code table => array('db', 't')}); the work and the output rows are the core's
  * ({@code rust/core/src/spark/commands.rs}, {@code query/metadata_tables.rs}).
  */
@@ -45,21 +45,23 @@ final class LanceProcedures {
   private static final class Procedure implements UnboundProcedure, BoundProcedure {
     private final LanceCatalog catalog;
     private final String name;
-    private final String op;
-    private final boolean atLatest;
     private final ProcedureParameter[] parameters;
-    private final BiFunction<InternalRow, ObjectNode, Void> fill;
+    private final BiFunction<LanceTable, InternalRow, Scan> body;
 
-    Procedure(LanceCatalog catalog, String name, String op, boolean atLatest, ProcedureParameter[] rest,
-        BiFunction<InternalRow, ObjectNode, Void> fill) {
+    Procedure(LanceCatalog catalog, String name, ProcedureParameter[] rest, BiFunction<LanceTable, InternalRow, Scan> body) {
       this.catalog = catalog;
       this.name = name;
-      this.op = op;
-      this.atLatest = atLatest;
       this.parameters = new ProcedureParameter[rest.length + 1];
       this.parameters[0] = ProcedureParameter.in("table", STRINGS).build();
       System.arraycopy(rest, 0, this.parameters, 1, rest.length);
-      this.fill = fill;
+      this.body = body;
+    }
+
+    /** A table command's rows ({@code rust/jni/src/commands.rs}): at the latest version,
+     *  or at the version the table was loaded at. */
+    Procedure(LanceCatalog catalog, String name, String op, boolean atLatest, ProcedureParameter[] rest,
+        BiFunction<InternalRow, ObjectNode, Void> fill) {
+      this(catalog, name, rest, (table, input) -> ArrowRows.of(request(table, atLatest), op, r -> fill.apply(input, r)));
     }
 
     @Override
@@ -89,14 +91,7 @@ final class LanceProcedures {
 
     @Override
     public Iterator<Scan> call(InternalRow input) {
-      if (input.isNullAt(0)) {
-        throw new LanceException("lance_core: " + name + " needs its table");
-      }
-      ArrayData parts = input.getArray(0);
-      String[] id = new String[parts.numElements()];
-      for (int i = 0; i < id.length; i++) {
-        id[i] = parts.getUTF8String(i).toString();
-      }
+      String[] id = strings(input, 0);
       if (id.length == 0) {
         throw new LanceException("lance_core: " + name + " needs its table");
       }
@@ -111,14 +106,17 @@ final class LanceProcedures {
       if (!(table instanceof LanceTable)) {
         throw new LanceException("lance_core: " + name + ": " + String.join(".", id) + " is not a Lance table");
       }
-      Map<String, String> options = new LinkedHashMap<>(((LanceTable) table).options());
-      if (atLatest) {
-        options.remove("version");
-      }
-      TableRequest request = TableRequest.of(new CaseInsensitiveStringMap(options));
-      Scan rows = ArrowRows.of(request, op, r -> fill.apply(input, r));
-      return Collections.singletonList(rows).iterator();
+      return Collections.singletonList(body.apply((LanceTable) table, input)).iterator();
     }
+  }
+
+  /** The table's request: at the version it was loaded at, or the latest one. */
+  static TableRequest request(LanceTable table, boolean atLatest) {
+    Map<String, String> options = new LinkedHashMap<>(table.options());
+    if (atLatest) {
+      options.remove("version");
+    }
+    return TableRequest.of(new CaseInsensitiveStringMap(options));
   }
 
   private static ProcedureParameter param(String name, DataType type, String defaultSql) {
@@ -126,16 +124,33 @@ final class LanceProcedures {
     return (defaultSql == null ? b : b.defaultValue(defaultSql)).build();
   }
 
+  private static Map<String, String> optionsOf(InternalRow input, int i) {
+    Map<String, String> out = new LinkedHashMap<>();
+    if (!input.isNullAt(i)) {
+      MapData map = input.getMap(i);
+      ArrayData values = map.valueArray();
+      for (int k = 0; k < map.numElements(); k++) {
+        out.put(map.keyArray().getUTF8String(k).toString(), values.isNullAt(k) ? null : values.getUTF8String(k).toString());
+      }
+    }
+    return out;
+  }
+
   private static void putOptions(InternalRow input, int i, ObjectNode request) {
     ObjectNode out = request.putObject("options");
+    optionsOf(input, i).forEach(out::put);
+  }
+
+  private static String[] strings(InternalRow input, int i) {
     if (input.isNullAt(i)) {
-      return;
+      return new String[0];
     }
-    MapData map = input.getMap(i);
-    for (int k = 0; k < map.numElements(); k++) {
-      ArrayData values = map.valueArray();
-      out.put(map.keyArray().getUTF8String(k).toString(), values.isNullAt(k) ? null : values.getUTF8String(k).toString());
+    ArrayData parts = input.getArray(i);
+    String[] out = new String[parts.numElements()];
+    for (int k = 0; k < out.length; k++) {
+      out[k] = parts.getUTF8String(k).toString();
     }
+    return out;
   }
 
   private static String string(InternalRow input, int i) {
@@ -147,7 +162,8 @@ final class LanceProcedures {
   }
 
   static String[] names() {
-    return new String[] {"optimize", "vacuum", "create_tag", "drop_tag", "drop_index", "show_tags", "show_indexes"};
+    return new String[] {"optimize", "vacuum", "create_tag", "drop_tag", "create_index", "drop_index", "show_tags",
+        "show_indexes"};
   }
 
   /** Procedure {@code name} of {@code catalog}, or null. */
@@ -183,6 +199,11 @@ final class LanceProcedures {
         return new Procedure(catalog, "drop_index", "drop_index", true, new ProcedureParameter[] {
             param("name", DataTypes.StringType, null)},
             (in, r) -> { r.put("name", string(in, 1)); return null; });
+      case "create_index":
+        return new Procedure(catalog, "create_index", new ProcedureParameter[] {
+            param("name", DataTypes.StringType, null), param("method", DataTypes.StringType, null),
+            param("columns", STRINGS, null), param("options", OPTIONS, "map()")},
+            (table, in) -> IndexJob.run(table, string(in, 1), string(in, 2), strings(in, 3), optionsOf(in, 4)));
       case "show_tags":
         return new Procedure(catalog, "show_tags", "tags", false, new ProcedureParameter[0], (in, r) -> null);
       case "show_indexes":

@@ -15,6 +15,7 @@ import java.util.function.Function;
  *   VACUUM t [WITH (key = value, ...)]
  *   ALTER TABLE t CREATE TAG [IF NOT EXISTS] name [AS OF VERSION n | AS OF BRANCH b [VERSION n] | AS OF TAG x]
  *   ALTER TABLE t DROP TAG [IF EXISTS] name
+ *   ALTER TABLE t CREATE INDEX name USING method (column, ...) [WITH (key = value, ...)]
  *   ALTER TABLE t DROP INDEX name
  *   SHOW TAGS|TAG FROM|IN t
  *   SHOW INDEXES|INDEX FROM|IN t
@@ -115,8 +116,24 @@ final class LanceStatements {
       c.end();
       return t.call("drop_index", "name => " + literal(name));
     }
-    throw new LanceException("lance_core: ALTER TABLE ... CREATE INDEX is not supported in SQL yet; use "
-        + "lance_core.spark.create_scalar_index or create_index");
+    String name = c.name("an index name");
+    c.require("USING");
+    String method = c.name("an index method (btree, bitmap, zonemap, ...)");
+    if (!c.punct("(")) {
+      throw c.expected("( and the indexed columns");
+    }
+    StringBuilder columns = new StringBuilder("array(");
+    do {
+      List<String> column = c.identifier();
+      columns.append(columns.length() > 6 ? ", " : "").append(literal(String.join(".", column)));
+    } while (c.punct(","));
+    if (!c.punct(")")) {
+      throw c.expected(", or )");
+    }
+    String options = c.word("WITH") ? c.options() : "map()";
+    c.end();
+    return t.call("create_index", "name => " + literal(name) + ", method => " + literal(method)
+        + ", columns => " + columns.append(")") + ", options => " + options);
   }
 
   /** A table the statement names: its catalog and its parts within it. */
@@ -296,7 +313,7 @@ final class LanceStatements {
       do {
         Token t = at < tokens.size() ? tokens.get(at) : null;
         if (t == null || (t.kind != Kind.WORD && t.kind != Kind.QUOTED)) {
-          throw expected("a table name");
+          throw expected("a name");
         }
         parts.add(t.text);
         at++;

@@ -67,6 +67,10 @@ final class Native {
    *  {@code rust/jni/src/commands.rs}), as an Arrow IPC stream. */
   static native byte[] tableCommand(byte[] request);
 
+  /** A step of a CREATE INDEX job (see {@code index_job} in {@code rust/jni/src/commands.rs}),
+   *  JSON. */
+  static native byte[] indexJob(byte[] request);
+
   /** Where the jar keeps the library (and its SHA-256, written by the build). */
   private static final String EMBEDDED = "native/" + System.mapLibraryName("lance_core_jni");
 

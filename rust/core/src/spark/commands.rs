@@ -19,7 +19,7 @@ use crate::table::branches::branch_storage;
 use crate::table::cleanup::{cleanup_old_versions, CleanupOptions};
 use crate::table::tags::{create_tag as record_tag, delete_tag, read_tag};
 use crate::table::versions::latest_version;
-use crate::vector::registry::scalar_kind_to_build;
+use crate::vector::registry::{kind_from_user, scalar_kind_to_build, IndexKind};
 use crate::write::compact::{compact_files, CompactionOptions};
 use crate::write::index::{
     build_index_segment, commit_index_segments, replaced_segments, ScalarIndexParams, SegmentSpec,
@@ -298,6 +298,15 @@ pub async fn plan_index(
     parallelism: usize,
 ) -> Result<IndexJob> {
     let uri = ds.uri();
+    if let Some(IndexKind::Vector(_)) = kind_from_user(method) {
+        return Err(Error::unsupported(
+            uri,
+            format!(
+                "a {method} index is not built from SQL yet; \
+                 lance_core.spark.create_index builds it on Spark"
+            ),
+        ));
+    }
     let kind = scalar_kind_to_build(uri, method)?;
     let [column] = columns else {
         return Err(Error::invalid(format!(
