@@ -601,3 +601,31 @@ def test_create_index_refusals(spark, catalog, statement, message):
     location = lance.namespace.DirectoryNamespace(root=root).describe_table(
         DescribeTableRequest(id=["db", "t"])).location
     assert not os.path.exists(os.path.join(location, "_indices"))  # refused before any task ran
+
+
+def test_branches_in_sql_are_pylance_s(spark, catalog):
+    cat, root = catalog
+    ds = _table(spark, cat, root)  # versions 1 to 5
+    t = f"{cat}.db.t"
+    assert rows(spark, f"ALTER TABLE {t} CREATE BRANCH exp AS OF VERSION 2") == [("exp",)]
+    spark.sql(f"ALTER TABLE {t} CREATE BRANCH IF NOT EXISTS exp")  # kept as it is
+    spark.sql(f"ALTER TABLE {t} CREATE TAG t3 AS OF VERSION 3")
+    spark.sql(f"ALTER TABLE {t} CREATE BRANCH from_tag AS OF TAG t3")
+    spark.sql(f"ALTER TABLE {t} CREATE BRANCH head")
+    spark.sql(f"ALTER TABLE {t} CREATE TAG on_exp AS OF BRANCH exp")
+    theirs = lance.dataset(ds.uri).branches.list()
+    assert {n: (b["parent_branch"], b["parent_version"]) for n, b in theirs.items()} == {
+        "exp": (None, 2), "from_tag": (None, 3), "head": (None, 5)}
+    assert lance.dataset(ds.uri).tags.list()["on_exp"]["branch"] == "exp"
+    shown = rows(spark, f"SHOW BRANCHES IN {t}")
+    assert shown == rows(spark, f"SELECT * FROM {t}.branches")
+    assert [(r[0], r[1], r[2], r[4]) for r in shown] == [
+        (n, None, theirs[n]["parent_version"], theirs[n]["manifest_size"]) for n in ("exp", "from_tag", "head")]
+    assert [r[3] for r in shown] == [theirs[n]["create_at"] for n in ("exp", "from_tag", "head")]
+    spark.sql(f"ALTER TABLE {t} DROP BRANCH from_tag")
+    spark.sql(f"ALTER TABLE {t} DROP BRANCH IF EXISTS from_tag")
+    with pytest.raises(Exception, match="branch 'from_tag' does not exist"):
+        spark.sql(f"ALTER TABLE {t} DROP BRANCH from_tag")
+    with pytest.raises(Exception, match="already exists"):
+        spark.sql(f"ALTER TABLE {t} CREATE BRANCH exp")
+    assert sorted(lance.dataset(ds.uri).branches.list()) == ["exp", "head"]

@@ -1,13 +1,14 @@
 //! What the SQL extension's statements and the catalog's metadata tables ask of a table
-//! (`op` in the request): "versions", "tags", "indices", "fragments" (the metadata tables,
+//! (`op` in the request): "versions", "tags", "branches", "indices", "fragments" (the metadata tables,
 //! at the request's version), or a statement at the latest version: "optimize" and
 //! "vacuum" (`options`), "create_tag" (`name`, `if_not_exists`, `source`: `branch`,
-//! `version`, `tag`), "drop_tag" (`name`, `if_exists`), "drop_index" (`name`), or the commit
+//! `version`, `tag`), "drop_tag" (`name`, `if_exists`), "create_branch" and "drop_branch"
+//! (as for tags), "drop_index" (`name`), or the commit
 //! of a `CREATE INDEX` job at the version it planned on, "commit_index" (`name`,
 //! `segments`; the job's other steps are `index_job`'s). The reply is the rows as an Arrow
 //! IPC stream (one batch), which the JVM turns into Spark's rows.
 use lance_core::query::metadata_tables::{self, MetadataTable};
-use lance_core::spark::commands::{self, Options, TagSource};
+use lance_core::spark::commands::{self, AsOf, Options, Reference};
 use serde_json::Value;
 
 use crate::tables::{Outcome, Request};
@@ -41,25 +42,28 @@ pub fn run(request: &Request) -> Outcome<Vec<u8>> {
     let batch = match op {
         "optimize" => run.block_on(commands::optimize(&ds, options("OPTIMIZE"))),
         "vacuum" => run.block_on(commands::vacuum(&ds, options("VACUUM"))),
-        "create_tag" => {
-            let source = request.get("source");
-            let field = |k: &str| source.and_then(|s| s.get(k));
-            let source = TagSource {
-                branch: field("branch").and_then(Value::as_str).map(String::from),
-                version: field("version").and_then(Value::as_u64),
-                tag: field("tag").and_then(Value::as_str).map(String::from),
+        "create_tag" | "create_branch" | "drop_tag" | "drop_branch" => {
+            let kind = match op.ends_with("tag") {
+                true => Reference::Tag,
+                false => Reference::Branch,
             };
             let name = name()?;
-            run.block_on(commands::create_tag(
-                &ds,
-                &name,
-                request.flag("if_not_exists"),
-                &source,
-            ))
-        }
-        "drop_tag" => {
-            let name = name()?;
-            run.block_on(commands::drop_tag(&ds, &name, request.flag("if_exists")))
+            if op.starts_with("drop") {
+                let if_exists = request.flag("if_exists");
+                run.block_on(commands::drop_reference(&ds, kind, &name, if_exists))
+            } else {
+                let source = request.get("source");
+                let field = |k: &str| source.and_then(|s| s.get(k));
+                let source = AsOf {
+                    branch: field("branch").and_then(Value::as_str).map(String::from),
+                    version: field("version").and_then(Value::as_u64),
+                    tag: field("tag").and_then(Value::as_str).map(String::from),
+                };
+                let if_not = request.flag("if_not_exists");
+                run.block_on(commands::create_reference(
+                    &ds, kind, &name, if_not, &source,
+                ))
+            }
         }
         "drop_index" => {
             let name = name()?;

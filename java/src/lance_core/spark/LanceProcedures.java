@@ -27,8 +27,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 /**
  * The catalog's stored procedures ({@code CALL <catalog>.system.<name>(...)}), which the SQL
  * extension's statements become ({@link LanceSqlParser}): {@code optimize}, {@code vacuum},
- * {@code create_tag}, {@code drop_tag}, {@code create_index} (a Spark job: {@link IndexJob}),
- * {@code drop_index}, {@code show_tags}, {@code show_indexes}. Each names its table by the parts of its identifier within the
+ * {@code create_tag}, {@code drop_tag}, {@code create_branch}, {@code drop_branch},
+ * {@code create_index} (a Spark job: {@link IndexJob}), {@code drop_index}, {@code show_tags},
+ * {@code show_branches}, {@code show_indexes}. Each names its table by the parts of its identifier within the
  * catalog ({@code table => array('db', 't')}); the work and the output rows are the core's
  * ({@code rust/core/src/spark/commands.rs}, {@code query/metadata_tables.rs}).
  */
@@ -162,8 +163,8 @@ final class LanceProcedures {
   }
 
   static String[] names() {
-    return new String[] {"optimize", "vacuum", "create_tag", "drop_tag", "create_index", "drop_index", "show_tags",
-        "show_indexes"};
+    return new String[] {"optimize", "vacuum", "create_tag", "drop_tag", "create_branch", "drop_branch", "create_index",
+        "drop_index", "show_tags", "show_branches", "show_indexes"};
   }
 
   /** Procedure {@code name} of {@code catalog}, or null. */
@@ -176,8 +177,11 @@ final class LanceProcedures {
             (in, r) -> { putOptions(in, 1, r); return null; });
       }
       case "create_tag":
-        return new Procedure(catalog, "create_tag", "create_tag", true, new ProcedureParameter[] {
-            param("tag", DataTypes.StringType, null), param("if_not_exists", DataTypes.BooleanType, "false"),
+      case "create_branch": {
+        String op = name.toLowerCase(Locale.ROOT);
+        String what = op.substring("create_".length());
+        return new Procedure(catalog, op, op, true, new ProcedureParameter[] {
+            param(what, DataTypes.StringType, null), param("if_not_exists", DataTypes.BooleanType, "false"),
             param("source_branch", DataTypes.StringType, "NULL"), param("source_version", DataTypes.LongType, "NULL"),
             param("source_tag", DataTypes.StringType, "NULL")},
             (in, r) -> {
@@ -191,10 +195,15 @@ final class LanceProcedures {
               source.put("tag", string(in, 5));
               return null;
             });
+      }
       case "drop_tag":
-        return new Procedure(catalog, "drop_tag", "drop_tag", true, new ProcedureParameter[] {
-            param("tag", DataTypes.StringType, null), param("if_exists", DataTypes.BooleanType, "false")},
+      case "drop_branch": {
+        String op = name.toLowerCase(Locale.ROOT);
+        return new Procedure(catalog, op, op, true, new ProcedureParameter[] {
+            param(op.substring("drop_".length()), DataTypes.StringType, null),
+            param("if_exists", DataTypes.BooleanType, "false")},
             (in, r) -> { r.put("name", string(in, 1)); r.put("if_exists", flag(in, 2)); return null; });
+      }
       case "drop_index":
         return new Procedure(catalog, "drop_index", "drop_index", true, new ProcedureParameter[] {
             param("name", DataTypes.StringType, null)},
@@ -206,6 +215,8 @@ final class LanceProcedures {
             (table, in) -> IndexJob.run(table, string(in, 1), string(in, 2), strings(in, 3), optionsOf(in, 4)));
       case "show_tags":
         return new Procedure(catalog, "show_tags", "tags", false, new ProcedureParameter[0], (in, r) -> null);
+      case "show_branches":
+        return new Procedure(catalog, "show_branches", "branches", false, new ProcedureParameter[0], (in, r) -> null);
       case "show_indexes":
         return new Procedure(catalog, "show_indexes", "indices", false, new ProcedureParameter[0], (in, r) -> null);
       default:

@@ -15,9 +15,12 @@ import java.util.function.Function;
  *   VACUUM t [WITH (key = value, ...)]
  *   ALTER TABLE t CREATE TAG [IF NOT EXISTS] name [AS OF VERSION n | AS OF BRANCH b [VERSION n] | AS OF TAG x]
  *   ALTER TABLE t DROP TAG [IF EXISTS] name
+ *   ALTER TABLE t CREATE BRANCH [IF NOT EXISTS] name [AS OF ...], as a tag
+ *   ALTER TABLE t DROP BRANCH [IF EXISTS] name
  *   ALTER TABLE t CREATE INDEX name USING method (column, ...) [WITH (key = value, ...)]
  *   ALTER TABLE t DROP INDEX name
  *   SHOW TAGS|TAG FROM|IN t
+ *   SHOW BRANCHES|BRANCH FROM|IN t
  *   SHOW INDEXES|INDEX FROM|IN t
  * </pre>
  *
@@ -53,9 +56,10 @@ final class LanceStatements {
       return t.call(op, "options => " + options);
     }
     if (c.peekWord(0, "SHOW") && (c.peekWord(1, "TAGS") || c.peekWord(1, "TAG") || c.peekWord(1, "INDEXES")
-        || c.peekWord(1, "INDEX"))) {
+        || c.peekWord(1, "INDEX") || c.peekWord(1, "BRANCHES") || c.peekWord(1, "BRANCH"))) {
       c.next();
-      String what = c.next().text.toUpperCase(Locale.ROOT).startsWith("TAG") ? "show_tags" : "show_indexes";
+      String kind = c.next().text.toUpperCase(Locale.ROOT);
+      String what = kind.startsWith("TAG") ? "show_tags" : kind.startsWith("BRANCH") ? "show_branches" : "show_indexes";
       if (!c.word("FROM") && !c.word("IN")) {
         throw c.expected("FROM or IN");
       }
@@ -75,18 +79,20 @@ final class LanceStatements {
       return null;  // not a table name we read: Spark's to parse
     }
     boolean create = probe.peekWord(0, "CREATE");
-    if (!(create || probe.peekWord(0, "DROP")) || !(probe.peekWord(1, "TAG") || probe.peekWord(1, "INDEX"))) {
+    if (!(create || probe.peekWord(0, "DROP"))
+        || !(probe.peekWord(1, "TAG") || probe.peekWord(1, "BRANCH") || probe.peekWord(1, "INDEX"))) {
       return null;  // an ALTER TABLE of Spark's own
     }
     c.next();
     c.next();
     Target t = c.table(catalogs);
     c.next();
-    boolean tag = c.next().text.equalsIgnoreCase("TAG");
+    String what = c.next().text.toLowerCase(Locale.ROOT);  // tag, branch or index
+    boolean tag = !what.equals("index");
     if (tag && create) {
       boolean ifNotExists = c.word("IF") && c.require("NOT") && c.require("EXISTS");
-      String name = c.name("a tag name");
-      StringBuilder args = new StringBuilder("tag => " + literal(name) + ", if_not_exists => " + ifNotExists);
+      String name = c.name("a " + what + " name");
+      StringBuilder args = new StringBuilder(what + " => " + literal(name) + ", if_not_exists => " + ifNotExists);
       if (c.word("AS")) {
         c.require("OF");
         if (c.word("VERSION")) {
@@ -103,13 +109,13 @@ final class LanceStatements {
         }
       }
       c.end();
-      return t.call("create_tag", args.toString());
+      return t.call("create_" + what, args.toString());
     }
     if (tag) {
       boolean ifExists = c.word("IF") && c.require("EXISTS");
-      String name = c.name("a tag name");
+      String name = c.name("a " + what + " name");
       c.end();
-      return t.call("drop_tag", "tag => " + literal(name) + ", if_exists => " + ifExists);
+      return t.call("drop_" + what, what + " => " + literal(name) + ", if_exists => " + ifExists);
     }
     if (!create) {
       String name = c.name("an index name");

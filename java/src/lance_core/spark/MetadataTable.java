@@ -9,11 +9,11 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /** A catalog table's metadata as a table, as Iceberg names them: {@code db.t.versions},
- *  {@code .tags}, {@code .indices}, {@code .fragments} (columns: see
+ *  {@code .tags}, {@code .branches}, {@code .indices}, {@code .fragments} (columns: see
  *  {@code rust/core/src/query/metadata_tables.rs}), at the version the table is read at.
  *  Its few rows are read when it is loaded and answered as a local scan. */
 final class MetadataTable implements SupportsRead {
-  static final Set<String> NAMES = Set.of("versions", "tags", "indices", "fragments");
+  static final Set<String> NAMES = Set.of("versions", "tags", "branches", "indices", "fragments");
 
   private final String name;
   private final ArrowRows rows;

@@ -1,8 +1,8 @@
 //! A table's metadata read as tables (what Iceberg calls metadata tables, and Spark SQL
 //! reads as `catalog.db.t.versions`): `versions`, `tags`, `indices` and `fragments`, one
-//! Arrow batch each. Their columns follow the names users already know: pylance's
-//! `versions()` and `get_fragments()`, and lance-spark's `SHOW TAGS` / `SHOW INDEXES`
-//! (which answer with the `tags` and `indices` tables).
+//! Arrow batch each; and `branches`. Their columns follow the names users already know:
+//! pylance's `versions()` and `get_fragments()`, and lance-spark's `SHOW TAGS` / `SHOW
+//! BRANCHES` / `SHOW INDEXES` (which answer with these tables).
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -15,6 +15,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 use crate::dataset::Dataset;
 use crate::error::Result;
+use crate::table::branches::list_branches;
 use crate::table::deletion::deletion_file_name;
 use crate::table::tags::list_tags;
 
@@ -25,6 +26,8 @@ pub enum MetadataTable {
     Versions,
     /// Every tag: name, branch, version, times, manifest size.
     Tags,
+    /// Every branch: name, where it starts (parent branch and version), time, manifest size.
+    Branches,
     /// Every index (its segments taken together): columns, kind, what it covers.
     Indices,
     /// This version's fragments: rows, deletions, files.
@@ -32,8 +35,13 @@ pub enum MetadataTable {
 }
 
 impl MetadataTable {
-    pub const ALL: [MetadataTable; 4] =
-        [Self::Versions, Self::Tags, Self::Indices, Self::Fragments];
+    pub const ALL: [MetadataTable; 5] = [
+        Self::Versions,
+        Self::Tags,
+        Self::Branches,
+        Self::Indices,
+        Self::Fragments,
+    ];
 
     /// The metadata table a name (any case) means, if any.
     pub fn named(name: &str) -> Option<Self> {
@@ -46,6 +54,7 @@ impl MetadataTable {
         match self {
             Self::Versions => "versions",
             Self::Tags => "tags",
+            Self::Branches => "branches",
             Self::Indices => "indices",
             Self::Fragments => "fragments",
         }
@@ -85,6 +94,13 @@ impl MetadataTable {
                 Field::new("updated_at", DataType::Int64, true),
                 Field::new("manifest_size", DataType::Int32, true),
             ],
+            Self::Branches => vec![
+                Field::new("name", DataType::Utf8, false),
+                Field::new("parent_branch", DataType::Utf8, true),
+                long("parent_version"),
+                long("created_at"),
+                Field::new("manifest_size", DataType::Int32, true),
+            ],
             Self::Indices => vec![
                 Field::new("name", DataType::Utf8, false),
                 strings("fields"),
@@ -113,6 +129,7 @@ pub async fn read(ds: &Arc<Dataset>, which: MetadataTable) -> Result<RecordBatch
     let columns = match which {
         MetadataTable::Versions => versions(ds).await?,
         MetadataTable::Tags => tags(ds).await?,
+        MetadataTable::Branches => branches(ds).await?,
         MetadataTable::Indices => indices(ds).await?,
         MetadataTable::Fragments => fragments(ds).await?,
     };
@@ -173,6 +190,26 @@ async fn tags(ds: &Dataset) -> Result<Vec<ArrayRef>> {
         Arc::new(version.finish()),
         Arc::new(created.finish()),
         Arc::new(updated.finish()),
+        Arc::new(size.finish()),
+    ])
+}
+
+async fn branches(ds: &Dataset) -> Result<Vec<ArrayRef>> {
+    let (mut name, mut parent) = (StringBuilder::new(), StringBuilder::new());
+    let (mut version, mut created) = (Int64Builder::new(), Int64Builder::new());
+    let mut size = Int32Builder::new();
+    for (n, b) in list_branches(&ds.root_storage()?).await? {
+        name.append_value(n);
+        parent.append_option(b.parent_branch.as_deref());
+        version.append_value(b.parent_version as i64);
+        created.append_value(b.create_at as i64);
+        size.append_option(i32::try_from(b.manifest_size).ok());
+    }
+    Ok(vec![
+        Arc::new(name.finish()),
+        Arc::new(parent.finish()),
+        Arc::new(version.finish()),
+        Arc::new(created.finish()),
         Arc::new(size.finish()),
     ])
 }
@@ -278,6 +315,10 @@ mod tests {
             Some(MetadataTable::Versions)
         );
         assert_eq!(MetadataTable::named("snapshots"), None);
+        assert_eq!(
+            MetadataTable::named("branches"),
+            Some(MetadataTable::Branches)
+        );
         for t in MetadataTable::ALL {
             assert_eq!(MetadataTable::named(t.name()), Some(t));
             assert!(!t.schema().fields().is_empty());

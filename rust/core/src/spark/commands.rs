@@ -1,24 +1,23 @@
 //! The statements lance_core's Spark SQL extension adds, with lance-spark's names, options
 //! and output columns, so that its SQL runs unchanged: `OPTIMIZE` (compaction), `VACUUM`
-//! (cleanup of old versions), `ALTER TABLE ... CREATE TAG / DROP TAG / DROP INDEX`. Each
-//! runs on the table's latest version and answers its output rows as one Arrow batch;
-//! `ALTER TABLE ... CREATE INDEX` is a job of tasks the JVM side runs on the executors
-//! (`plan_index`, `build_index_task`, `commit_index`).
-//! (`SHOW TAGS` and `SHOW INDEXES` are the `tags` and `indices` metadata tables:
-//! `crate::query::metadata_tables`.)
+//! (cleanup of old versions), `ALTER TABLE ... CREATE/DROP TAG`, `CREATE/DROP BRANCH` and
+//! `DROP INDEX`, each run on the table's latest version, answering its output rows as one
+//! Arrow batch; and `ALTER TABLE ... CREATE INDEX`, a job of tasks the JVM side runs on the
+//! executors (`plan_index`, `build_index_task`, `commit_index`). (`SHOW TAGS`, `SHOW
+//! BRANCHES` and `SHOW INDEXES` are metadata tables: `crate::query::metadata_tables`.)
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 
 use crate::dataset::Dataset;
+use crate::dataset::VersionRef;
 use crate::error::{Error, Result};
 use crate::proto::table::IndexMetadata;
 use crate::storage::Storage;
-use crate::table::branches::branch_storage;
+use crate::table::branches::{branch_exists, delete_branch};
 use crate::table::cleanup::{cleanup_old_versions, CleanupOptions};
 use crate::table::tags::{create_tag as record_tag, delete_tag, read_tag};
-use crate::table::versions::latest_version;
 use crate::vector::registry::{kind_from_user, scalar_kind_to_build, IndexKind};
 use crate::write::compact::{compact_files, CompactionOptions};
 use crate::write::index::{
@@ -188,58 +187,83 @@ fn now_nanos() -> i64 {
         .map_or(0, |d| d.as_nanos() as i64)
 }
 
-/// What `CREATE TAG ... AS OF` names (nothing: main's latest version).
+/// What `CREATE TAG / BRANCH ... AS OF` names: a version of main, a branch's latest or
+/// given version, or a tag (nothing: main's latest version).
 #[derive(Clone, Debug, Default)]
-pub struct TagSource {
+pub struct AsOf {
     pub branch: Option<String>,
     pub version: Option<u64>,
     pub tag: Option<String>,
 }
 
-async fn tag_exists(root: &Storage, name: &str) -> Result<bool> {
-    match read_tag(root, name).await {
-        Ok(_) => Ok(true),
-        Err(Error::NotFound { .. }) => Ok(false),
-        Err(e) => Err(e),
+impl AsOf {
+    fn version_ref(&self) -> VersionRef {
+        match &self.tag {
+            Some(tag) => VersionRef::Tag(tag.clone()),
+            None => VersionRef::Branch(self.branch.clone(), self.version),
+        }
     }
 }
 
-/// `ALTER TABLE t CREATE TAG [IF NOT EXISTS] name [AS OF ...]`. Rows: name.
-pub async fn create_tag(
+/// A named reference to a version: a tag, or a branch (which starts there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reference {
+    Tag,
+    Branch,
+}
+
+impl Reference {
+    async fn exists(self, root: &Storage, name: &str) -> Result<bool> {
+        match self {
+            Reference::Branch => branch_exists(root, name).await,
+            Reference::Tag => match read_tag(root, name).await {
+                Ok(_) => Ok(true),
+                Err(Error::NotFound { .. }) => Ok(false),
+                Err(e) => Err(e),
+            },
+        }
+    }
+}
+
+/// `ALTER TABLE t CREATE TAG|BRANCH [IF NOT EXISTS] name [AS OF ...]`: a tag names that
+/// version; a branch starts there (no data file copied). Rows: name.
+pub async fn create_reference(
     ds: &Arc<Dataset>,
+    kind: Reference,
     name: &str,
     if_not_exists: bool,
-    source: &TagSource,
+    source: &AsOf,
 ) -> Result<RecordBatch> {
     let root = ds.root_storage()?;
-    if if_not_exists && tag_exists(&root, name).await? {
-        return strings(&["name"], &[name]);
+    if !(if_not_exists && kind.exists(&root, name).await?) {
+        let from = source.version_ref();
+        match kind {
+            Reference::Tag => {
+                let start = ds.checkout(from).await?;
+                record_tag(&root, name, start.branch(), start.version()).await?;
+            }
+            Reference::Branch => {
+                crate::write::clone::create_branch(ds, name, from, Default::default()).await?;
+            }
+        }
     }
-    let (branch, version) = match source {
-        TagSource { tag: Some(tag), .. } => {
-            let t = read_tag(&root, tag).await?;
-            (t.branch, t.version)
-        }
-        TagSource {
-            branch,
-            version: Some(v),
-            ..
-        } => (branch.clone(), *v),
-        TagSource { branch, .. } => {
-            let line = branch_storage(&root, branch.as_deref())?;
-            (branch.clone(), latest_version(&line).await?.version)
-        }
-    };
-    record_tag(&root, name, branch.as_deref(), version).await?;
     strings(&["name"], &[name])
 }
 
-/// `ALTER TABLE t DROP TAG [IF EXISTS] name`. Rows: name.
-pub async fn drop_tag(ds: &Arc<Dataset>, name: &str, if_exists: bool) -> Result<RecordBatch> {
+/// `ALTER TABLE t DROP TAG|BRANCH [IF EXISTS] name` (without IF EXISTS, a missing one is
+/// the core's error). Rows: name.
+pub async fn drop_reference(
+    ds: &Arc<Dataset>,
+    kind: Reference,
+    name: &str,
+    if_exists: bool,
+) -> Result<RecordBatch> {
     let root = ds.root_storage()?;
-    // Without IF EXISTS, a missing tag is the core's error.
-    if !if_exists || tag_exists(&root, name).await? {
-        delete_tag(&root, name).await?;
+    if !if_exists || kind.exists(&root, name).await? {
+        match kind {
+            Reference::Tag => delete_tag(&root, name).await?,
+            Reference::Branch => delete_branch(&root, name).await?,
+        }
     }
     strings(&["name"], &[name])
 }
