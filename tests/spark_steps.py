@@ -112,8 +112,7 @@ def run(spark, work: str, only_reads_and_writes: bool = False) -> Dict[str, Any]
 def sql_steps(spark, work: str) -> Any:
     """Spark SQL over `lance_core.spark.LanceCatalog`: a table made, written, updated,
     merged into, deleted from, altered, tagged, compacted and indexed, each statement one
-    version
-    (a tag none), then read, with its metadata tables."""
+    version (a tag none), then read, with its metadata tables; a table of vectors searched."""
     root = os.path.join(work, "lake")
     os.makedirs(root, exist_ok=True)
     # A catalog of its own per call: Spark keeps a catalog it loaded for the session, so a
@@ -134,6 +133,10 @@ def sql_steps(spark, work: str) -> Any:
     spark.sql(f"ALTER TABLE {t} CREATE TAG steps_tag")
     spark.sql(f"OPTIMIZE {t} WITH (target_rows_per_fragment = 100000)")
     spark.sql(f"ALTER TABLE {t} CREATE INDEX k_idx USING btree (k) WITH (zone_size = 100)")  # on the executors
+    v = f"{cat}.db.v"
+    spark.sql(f"""CREATE TABLE {v} (id BIGINT NOT NULL, vector ARRAY<FLOAT> NOT NULL)
+                  TBLPROPERTIES ('vector.arrow.fixed-size-list.size' = '2')""")
+    spark.sql(f"INSERT INTO {v} SELECT id, array(CAST(id AS FLOAT), CAST(id % 7 AS FLOAT)) FROM range(0, 200, 1, 2)")
     return [[tuple(r) for r in spark.sql(q).collect()] for q in (
         f"SELECT k, count(*), count(note) FROM {t} GROUP BY k ORDER BY k",
         f"SELECT count(*) FROM {t} VERSION AS OF 1",
@@ -143,6 +146,7 @@ def sql_steps(spark, work: str) -> Any:
         f"SELECT count(*), sum(num_rows) FROM {t}.fragments",
         f"SELECT name, fields, index_type, num_indexed_rows FROM {t}.indices",
         f"SELECT count(*) FROM {t} WHERE k = 7",
+        f"SELECT id, round(CAST(_distance AS DOUBLE), 4) FROM VECTOR_SEARCH('{v}', array(50.2, 1.0), 3)",  # in a task
     )]
 
 

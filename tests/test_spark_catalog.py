@@ -414,13 +414,15 @@ def test_the_sql_steps_the_cluster_and_connect_runs_repeat(spark, tmp_path):
     compare with local mode, gives the right answers here."""
     import spark_steps
 
-    groups, first, version, tables, tags, fragments, indices, sevens = spark_steps.sql_steps(spark, str(tmp_path))
+    groups, first, version, tables, tags, fragments, indices, sevens, nearest = spark_steps.sql_steps(
+        spark, str(tmp_path))
     assert groups == [(2, 199, 0), (3, 199, 0), (4, 199, 0), (7, 20, 0), (11, 199, 0)]
     assert first == [(1000,)]
     assert version == [("version", "9")]  # OPTIMIZE: two versions, as pylance's compaction
     assert indices == [("k_idx", ["k"], "btree", 816)]
     assert sevens == [(20,)]
-    assert tables == [("db", "t", False)]
+    assert tables == [("db", "t", False), ("db", "v", False)]
+    assert nearest == [(50, 0.04), (51, 1.64), (49, 2.44)]
     assert tags == [("steps_tag", 6)]
     assert fragments == [(1, 816)]
 
@@ -629,3 +631,128 @@ def test_branches_in_sql_are_pylance_s(spark, catalog):
     with pytest.raises(Exception, match="already exists"):
         spark.sql(f"ALTER TABLE {t} CREATE BRANCH exp")
     assert sorted(lance.dataset(ds.uri).branches.list()) == ["exp", "head"]
+
+
+def _vectors_table(root):
+    """db.items, written by pylance through its namespace: 600 rows of 8-d vectors, an
+    IVF_FLAT index over the first 512, then 88 rows appended (not indexed)."""
+    rng = np.random.default_rng(7)
+    vectors = rng.random((600, 8), dtype=np.float32)
+    table = pa.table({"id": pa.array(range(600), pa.int64()),
+                      "title": pa.array([f"t{i % 13}" for i in range(600)]),
+                      "embedding": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), 8)})
+    theirs = lance.namespace.DirectoryNamespace(root=root)
+    theirs.create_namespace(CreateNamespaceRequest(id=["db"]))
+    location = theirs.create_table(CreateTableRequest(id=["db", "items"]), ipc(table.slice(0, 512))).location
+    ds = lance.dataset(location)
+    ds.create_index("embedding", index_type="IVF_FLAT", num_partitions=4)
+    ds = lance.write_dataset(table.slice(512), location, mode="append")
+    return ds, vectors
+
+
+def test_vector_search_is_pylance_s_nearest(spark, catalog):
+    """VECTOR_SEARCH with lance-spark's arguments gives what pylance's nearest gives."""
+    cat, root = catalog
+    ds, vectors = _vectors_table(root)
+    q = vectors[550]  # an unindexed row: found only by the flat part of the search
+    qs = "array(" + ", ".join(f"{v!r}" for v in q.tolist()) + ")"
+    t = f"'{cat}.db.items'"
+
+    def theirs(**kw):
+        got = ds.to_table(nearest={"column": "embedding", "q": q, **kw.pop("nearest", {})}, **kw)
+        return [tuple(r.values()) for r in got.to_pylist()]
+
+    # Named arguments, the index searched (and the unindexed rows), columns chosen.
+    got = rows(spark, f"""SELECT id, title, _distance FROM VECTOR_SEARCH(table => {t}, query_vector => {qs},
+                             vector_column => 'embedding', num_results => 5, distance_type => 'l2',
+                             columns => array('id', 'title')) ORDER BY _distance""")
+    want = theirs(nearest={"k": 5, "metric": "l2"}, columns=["id", "title"])
+    assert [r[:2] for r in got] == [r[:2] for r in want] and got[0][0] == 550
+    assert np.allclose([r[2] for r in got], [r[2] for r in want])
+    # Positional form: every column, _distance last.
+    got = spark.sql(f"SELECT * FROM VECTOR_SEARCH({t}, {qs}, 3, vector_column => 'embedding')")
+    assert got.columns == ["id", "title", "embedding", "_distance"]
+    assert [r.id for r in got.collect()] == [r[0] for r in theirs(nearest={"k": 3})]
+    # A filter (post-filter, then pre-filter), offset, row ids, the index bypassed.
+    for pre in (False, True):
+        got = rows(spark, f"""SELECT id FROM VECTOR_SEARCH(table => {t}, query_vector => {qs}, vector_column =>
+                                 'embedding', k => 6, filter => 'id % 2 = 0', prefilter => {str(pre).lower()},
+                                 columns => array('id'))""")
+        assert got == [r[:1] for r in theirs(nearest={"k": 6}, columns=["id"], filter="id % 2 = 0", prefilter=pre)]
+    got = rows(spark, f"""SELECT id, _rowid FROM VECTOR_SEARCH(table => {t}, query_vector => {qs},
+                             vector_column => 'embedding', limit => 3, offset => 2, columns => array('id', '_rowid'),
+                             bypass_vector_index => true)""")
+    exact = theirs(nearest={"k": 5, "use_index": False}, columns=["id"], with_row_id=True)
+    assert [r[0] for r in got] == [r[0] for r in exact][2:]
+    assert [r[1] for r in got] == [r[2] for r in exact][2:]
+    # fast_search: only the indexed rows, as pylance's.
+    got = rows(spark, f"""SELECT id FROM VECTOR_SEARCH(table => {t}, query_vector => {qs},
+                             vector_column => 'embedding', k => 4, fast_search => true, columns => array('id'))""")
+    assert got == [r[:1] for r in theirs(nearest={"k": 4}, columns=["id"], fast_search=True)]
+    assert 550 not in [r[0] for r in got]
+    # Several query vectors: a leading query_index.
+    q2 = vectors[3]
+    batch = f"array({qs}, array(" + ", ".join(f"{v!r}" for v in q2.tolist()) + "))"
+    got = rows(spark, f"""SELECT query_index, id FROM VECTOR_SEARCH(table => {t}, query_vector => {batch},
+                             vector_column => 'embedding', num_results => 2) ORDER BY query_index, _distance""")
+    want = ds.to_table(nearest={"column": "embedding", "q": np.stack([q, q2]), "k": 2}, columns=["id"])
+    assert got == list(zip(want["query_index"].to_pylist(), want["id"].to_pylist()))
+    assert [r[0] for r in got] == [0, 0, 1, 1]
+    # A version: the table as it was (before the append), the catalog's name unqualified.
+    spark.sql(f"USE {cat}.db")
+    try:
+        got = rows(spark, f"""SELECT id FROM VECTOR_SEARCH(table => 'items', query_vector => {qs},
+                                 vector_column => 'embedding', k => 3, version => 2, columns => array('id'))""")
+    finally:
+        spark.sql("USE spark_catalog.default")
+    old = lance.dataset(ds.uri, version=2).to_table(nearest={"column": "embedding", "q": q, "k": 3}, columns=["id"])
+    assert got == [(i,) for i in old["id"].to_pylist()]
+    # A table's path works too.
+    got = rows(spark, f"SELECT id FROM VECTOR_SEARCH('{ds.uri}', {qs}, 1, vector_column => 'embedding')")
+    assert got == [(550,)]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ("{t}, array(1.0, 2.0), 3, vector_column => 'embedding'", "dimension|8"),
+    ("{t}, array(0.5), 3, 'embedding'", "only 3 arguments may go without a name"),
+    ("{t}, array(0.5), k => 0", "k must be a whole number above 0"),
+    ("{t}, array(0.5), nprobe => 3", "unknown argument 'nprobe'"),
+    ("{t}, array(0.5), vector_column => 'title'", "title"),
+    ("'{cat}.db.nope', array(0.5)", "no table"),
+    ("{t}, array(0.5), distance_type => 'manhattan'", "distance_type"),
+    ("{t}, array(0.5), vector_column => 'embedding', filter => 'id >'", "filter"),
+])
+def test_vector_search_refuses_bad_arguments_saying_what(spark, catalog, arguments, message):
+    cat, root = catalog
+    _vectors_table(root)
+    sql = "SELECT * FROM VECTOR_SEARCH(" + arguments.format(t=f"'{cat}.db.items'", cat=cat) + ")"
+    with pytest.raises(Exception, match=message):
+        spark.sql(sql).collect()
+
+
+def test_vector_columns_made_in_sql_are_vectors(spark, catalog):
+    """lance-spark's `<column>.arrow.fixed-size-list.size` property makes an array column a
+    vector (pylance's fixed-size list), in CREATE TABLE and CTAS alike; VECTOR_SEARCH
+    finds its rows."""
+    cat, root = catalog
+    spark.sql(f"CREATE NAMESPACE {cat}.db")
+    spark.sql(f"""CREATE TABLE {cat}.db.v (id INT NOT NULL, vector ARRAY<FLOAT> NOT NULL)
+                  TBLPROPERTIES ('vector.arrow.fixed-size-list.size' = '4')""")
+    spark.sql(f"""INSERT INTO {cat}.db.v VALUES (0, array(0.0, 0.0, 0.0, 0.0)), (1, array(1.0, 1.0, 1.0, 1.0)),
+                  (2, array(10.0, 10.0, 10.0, 10.0))""")
+    ds = lance.dataset(location_of(root, "db", "v"))
+    assert ds.schema.field("vector").type == pa.list_(pa.float32(), 4)
+    assert ds.to_table(nearest={"column": "vector", "q": [1, 1, 1, 0.9], "k": 2})["id"].to_pylist() == [1, 0]
+    got = rows(spark, f"SELECT id, _distance FROM VECTOR_SEARCH('{cat}.db.v', array(1.0, 1.0, 1.0, 0.9), 2)")
+    assert [r[0] for r in got] == [1, 0] and abs(got[0][1] - 0.01) < 1e-6
+    with pytest.raises(Exception, match="vector"):
+        spark.sql(f"INSERT INTO {cat}.db.v VALUES (3, array(1.0, 2.0))").collect()
+    assert rows(spark, f"SELECT count(*) FROM {cat}.db.v") == [(3,)]
+
+    spark.sql(f"""CREATE TABLE {cat}.db.w TBLPROPERTIES ('emb.arrow.fixed-size-list.size' = '2')
+                  AS SELECT id, array(CAST(id AS DOUBLE), 0D) AS emb FROM range(10)""")
+    ds = lance.dataset(location_of(root, "db", "w"))
+    assert ds.schema.field("emb").type == pa.list_(pa.float64(), 2)
+    assert ds.to_table(columns=["emb"])["emb"].to_pylist()[3] == [3.0, 0.0]
+    with pytest.raises(Exception, match="names no column"):
+        spark.sql(f"""CREATE TABLE {cat}.db.x (id INT) TBLPROPERTIES ('vec.arrow.fixed-size-list.size' = '2')""")

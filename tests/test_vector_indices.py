@@ -157,6 +157,13 @@ def test_an_index_through_the_tables_life(tmp_path, stable):
     _compare(path, {}, {}, True, "after append")
     top = lance_core.dataset(path).to_table(nearest={"column": "vec", "q": _queries()[0], "k": 1}, columns=["id"])
     assert top["id"].to_pylist() == [100_000]
+    # fast_search: the indexed rows only, as pylance's.
+    for use_index in (True, False):
+        search = dict(nearest={"column": "vec", "q": _queries()[0], "k": 5, "use_index": use_index},
+                      columns=["id"], fast_search=True)
+        ours = lance_core.dataset(path).to_table(**search)["id"].to_pylist()
+        assert ours == lance.dataset(path).to_table(**search)["id"].to_pylist()
+        assert 100_000 not in ours and (ours == []) != use_index
 
     lance.dataset(path).optimize.optimize_indices(num_indices_to_merge=0)
     assert len(lance.dataset(path).describe_indices()[0].segments) == 2

@@ -52,7 +52,7 @@ def _count(nearest: Dict[str, Any], key: str) -> Optional[int]:
 
 
 def normalize(nearest: Dict[str, Any], prefilter: Optional[bool], project_distance: bool,
-              limit: Optional[int]) -> Dict[str, Any]:
+              limit: Optional[int], fast_search: bool = False) -> Dict[str, Any]:
     """The dict the native scan takes for pylance's `nearest`, checked. Without `k` the
     search finds `limit` rows (10 without a limit either), as pylance's does."""
     if not isinstance(nearest, dict):
@@ -88,6 +88,7 @@ def normalize(nearest: Dict[str, Any], prefilter: Optional[bool], project_distan
     return dict(column=column, q=q, num_queries=num_queries, batch=batch, k=k, metric=metric,
                 lower=None if lower is None else float(lower), upper=None if upper is None else float(upper),
                 prefilter=bool(prefilter), use_index=True if use_index is None else bool(use_index),
+                fast_search=fast_search,
                 nprobes=_count(nearest, "nprobes"), minimum_nprobes=_count(nearest, "minimum_nprobes"),
                 maximum_nprobes=_count(nearest, "maximum_nprobes"), refine_factor=_count(nearest, "refine_factor"),
                 ef=_count(nearest, "ef"), project_distance=project_distance)

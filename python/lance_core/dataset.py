@@ -510,7 +510,8 @@ class LanceDataset(TableConfig, TableIndices, TableColumns, TableVersions, pa_ds
             raise InvalidInputError("include_deleted_rows is set but with_row_id is false")
         if nearest is not None:
             nearest = _nearest.normalize(nearest, hints.get("prefilter"),
-                                         not hints.get("disable_scoring_autoprojection"), limit)
+                                         not hints.get("disable_scoring_autoprojection"), limit,
+                                         fast_search=bool(hints.get("fast_search")))
         ids = [f.fragment_id for f in fragments] if fragments is not None else None
         # pylance's late_materialization: a bool, or the columns to read late (any: on).
         late = hints.get("late_materialization")

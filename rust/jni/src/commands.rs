@@ -196,3 +196,25 @@ fn segments(request: &Request, uri: &str) -> Outcome<Vec<lance_core::proto::tabl
         })
         .collect()
 }
+
+/// The arguments of a `VECTOR_SEARCH` (`arguments`: a list of `[name or null, value]`),
+/// by name and checked: `{"arguments": {...}}`, which the JVM resolves `table` from and
+/// sends back as a read's `search`.
+pub fn search_arguments(request: &Request) -> Outcome<Value> {
+    let given: Vec<(Option<String>, Value)> = match request.get("arguments") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::Array(pair) if pair.len() == 2 => {
+                    Ok((pair[0].as_str().map(String::from), pair[1].clone()))
+                }
+                _ => Err(
+                    "lance_core: VECTOR_SEARCH arguments must be [name, value] pairs".to_string(),
+                ),
+            })
+            .collect::<Outcome<_>>()?,
+        _ => return Err("lance_core: a VECTOR_SEARCH request without arguments".into()),
+    };
+    let named = lance_core::spark::vector_search::named(&given).map_err(|e| e.to_string())?;
+    Ok(serde_json::json!({ "arguments": named }))
+}

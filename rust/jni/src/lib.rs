@@ -16,7 +16,9 @@
 //! - `alterTable(request, schema)`: ALTER TABLE (`alter`);
 //! - `tableCommand(request)`: a metadata table's rows, or a statement of the SQL
 //!   extension run (`commands`), as Arrow IPC;
-//! - `indexJob(request)`: a step of a `CREATE INDEX` job (`commands::index_job`).
+//! - `indexJob(request)`: a step of a `CREATE INDEX` job (`commands::index_job`);
+//! - `searchArguments(request)`: a `VECTOR_SEARCH`'s arguments by name, checked
+//!   (`commands::search_arguments`).
 #![allow(non_snake_case)]
 
 mod alter;
@@ -327,5 +329,16 @@ pub extern "system" fn Java_lance_1core_spark_Native_indexJob(
 ) -> jbyteArray {
     json_reply(env, request, std::ptr::null_mut(), |r, _| {
         commands::index_job(r)
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_lance_1core_spark_Native_searchArguments(
+    env: *mut JNIEnv,
+    _: jclass,
+    request: jbyteArray,
+) -> jbyteArray {
+    json_reply(env, request, std::ptr::null_mut(), |r, _| {
+        commands::search_arguments(r)
     })
 }

@@ -10,7 +10,7 @@
 
 use arrow_schema::SchemaRef;
 use lance_core::namespace::DirectoryNamespace;
-use lance_core::spark::table_properties::{with_primary_key, write_options};
+use lance_core::spark::table_properties::{table_schema, write_options};
 use lance_core::write::{write_dataset, WriteMode, WriteOptions};
 use lance_core::{Dataset, Error, VersionRef};
 use serde_json::{json, Map, Value};
@@ -133,7 +133,7 @@ async fn create_table(
 ) -> Result<Value, Error> {
     let settings = request.string_map("write");
     let options = write_options(&settings)?;
-    let schema = with_primary_key(schema, &settings)?;
+    let schema = table_schema(schema, &settings)?;
     let nothing = futures::stream::empty();
     if !replace {
         let created = ns.create_table(id, schema, nothing, options).await?;

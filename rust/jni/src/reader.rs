@@ -25,8 +25,10 @@ impl PartitionReader {
         let ds = request.open()?;
         let mut query = request.query()?;
         let options = &mut query.scan;
-        // One fragment (a task's), or several (a read while planning).
+        // One fragment (a task's), or several (a read while planning); a search reads
+        // the whole table in one partition.
         options.fragment_ids = match (request.u64("fragment_id"), request.get("fragment_ids")) {
+            _ if query.nearest.is_some() => None,
             (Some(id), _) => Some(vec![id]),
             (None, Some(serde_json::Value::Array(ids))) => {
                 Some(ids.iter().filter_map(serde_json::Value::as_u64).collect())

@@ -4,7 +4,8 @@
 //! A request names the table (`uri`, `version` as a number or tag, `storage_options`) and
 //! the read (`columns`, `keep_structs`, `with_row_id`, `blob_handling`, `timestamp_nanos`, `predicate`,
 //! `filters` to translate, and for a partition `fragment_id` (or `fragment_ids`), `start`, `end`, `limit`,
-//! `batch_size`).
+//! `batch_size`); or, instead of the read, `search`: the named arguments of a
+//! `VECTOR_SEARCH` (`lance_core::spark::vector_search`), read whole by one partition.
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -12,6 +13,7 @@ use lance_core::blob::BlobRead;
 use lance_core::query::order::ColumnOrdering;
 use lance_core::scan::{ROW_ADDRESS, ROW_ID};
 use lance_core::spark::types::Nanos;
+use lance_core::spark::vector_search::VectorSearch;
 use lance_core::{Dataset, Query, ScanOptions, VersionRef};
 use serde_json::{json, Map, Value};
 
@@ -155,6 +157,11 @@ impl Request {
     /// The query for this request's columns, blobs and sort keys (no filter, rows or limit
     /// yet).
     pub fn query(&self) -> Outcome<Query> {
+        if let Some(Value::Object(arguments)) = self.get("search") {
+            return VectorSearch::new(arguments)
+                .map(|s| s.query)
+                .map_err(|e| e.to_string());
+        }
         let (columns, with_row_id, with_row_address) = self.columns();
         let blobs = match self.str("blob_handling") {
             None | Some("blobs_descriptions") | Some("all_descriptions") => BlobRead::Descriptors,

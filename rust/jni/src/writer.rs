@@ -25,7 +25,7 @@ use arrow_schema::SchemaRef;
 use futures::channel::mpsc;
 use futures::SinkExt;
 use lance_core::proto::table::DataFragment;
-use lance_core::spark::table_properties::{with_primary_key, write_options};
+use lance_core::spark::table_properties::{table_schema, write_options};
 use lance_core::spark::table_types::to_table_batch;
 use lance_core::table::fragment_json::{fragment_from_json, fragment_to_json};
 use lance_core::table::transaction::Staged;
@@ -98,7 +98,7 @@ impl Plan {
         let target = match (&existing, keep_schema, schema) {
             (Some(ds), true, _) => ds.arrow_schema.clone(),
             (_, _, Some(bytes)) => {
-                with_primary_key(schema_of(bytes)?, &settings).map_err(|e| e.to_string())?
+                table_schema(schema_of(bytes)?, &settings).map_err(|e| e.to_string())?
             }
             _ => return Err(format!("{uri}: the write names no schema for a new table")),
         };

@@ -13,7 +13,8 @@ import scala.runtime.BoxedUnit;
  * The session extensions of lance_core ({@code spark.sql.extensions=lance_core.spark.LanceExtensions}),
  * in every session the JVM makes (which is how a Spark Connect server gives them to its
  * clients' sessions): the {@link AnsweredScanRule}, and the SQL statements Spark's parser
- * lacks ({@link LanceSqlParser}: OPTIMIZE, VACUUM, tags, SHOW INDEXES, DROP INDEX).
+ * lacks ({@link LanceSqlParser}: OPTIMIZE, VACUUM, tags, SHOW INDEXES, DROP INDEX), and the
+ * {@code VECTOR_SEARCH} table function ({@link VectorSearch}).
  */
 public final class LanceExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
   @Override
@@ -30,6 +31,7 @@ public final class LanceExtensions extends AbstractFunction1<SparkSessionExtensi
         return new LanceSqlParser(session, spark);
       }
     });
+    extensions.injectTableFunction(VectorSearch.description());
     return BoxedUnit.UNIT;
   }
 }

@@ -28,6 +28,11 @@ final class LancePartition implements InputPartition {
     return new LancePartition(r.body.toString(), false, -1);
   }
 
+  /** The whole of a read that is one task's (a {@code VECTOR_SEARCH}). */
+  static LancePartition whole(TableRequest read) {
+    return new LancePartition(read.body.toString(), false, -1);
+  }
+
   static LancePartition count(TableRequest scan, long known) {
     return new LancePartition(scan.body.toString(), true, known);
   }

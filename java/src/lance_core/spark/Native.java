@@ -71,6 +71,10 @@ final class Native {
    *  JSON. */
   static native byte[] indexJob(byte[] request);
 
+  /** A {@code VECTOR_SEARCH}'s arguments by name, checked (see {@code search_arguments} in
+   *  {@code rust/jni/src/commands.rs}), JSON. */
+  static native byte[] searchArguments(byte[] request);
+
   /** Where the jar keeps the library (and its SHA-256, written by the build). */
   private static final String EMBEDDED = "native/" + System.mapLibraryName("lance_core_jni");
 

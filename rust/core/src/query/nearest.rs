@@ -166,6 +166,8 @@ pub fn start(ds: Arc<Dataset>, query: super::Query) -> Result<Scan> {
                 )
                 .await?
             }
+            // pylance's fast_search looks only at indexed rows: without an index, none.
+            _ if nearest.fast_search => vec![Vec::new(); target.queries.len()],
             _ => candidates(&ds, &query, &nearest, &target).await?,
         };
         let found = post_filter(&ds, options, &nearest, found).await?;

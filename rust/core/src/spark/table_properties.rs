@@ -1,12 +1,15 @@
 //! A catalog table's properties (Spark's `TBLPROPERTIES`) as pylance's `write_dataset`
 //! arguments: `data_storage_version` (or `file_format_version`, lance-spark's name),
 //! `enable_stable_row_ids`, `max_rows_per_file`, `max_bytes_per_file` and `primary_key`
-//! (its columns, comma-separated in key order); any other property is kept in the table's
+//! (its columns, comma-separated in key order), and lance-spark's
+//! `<column>.arrow.fixed-size-list.size` (the column is a vector); any other property is kept in the table's
 //! config, where `SHOW TBLPROPERTIES` finds it again (as Delta keeps a table's properties).
 //! One reading for every way a table gets them: `CREATE TABLE`, CTAS, `REPLACE TABLE`.
 use std::collections::HashMap;
 
-use arrow_schema::SchemaRef;
+use std::sync::Arc;
+
+use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 
 use crate::error::{Error, Result};
 use crate::write::WriteOptions;
@@ -48,11 +51,12 @@ pub fn write_options(properties: &HashMap<String, String>) -> Result<WriteOption
     Ok(options)
 }
 
-/// `schema` with the columns of the `primary_key` property marked as the table's key.
-pub fn with_primary_key(
-    schema: SchemaRef,
-    properties: &HashMap<String, String>,
-) -> Result<SchemaRef> {
+/// The schema a table is created with: `schema` (Spark's columns in Arrow) with the
+/// columns of the `primary_key` property marked as the table's key, and each column a
+/// `<column>.arrow.fixed-size-list.size = n` property names (lance-spark's) made a vector
+/// of n elements, as Spark has no fixed-size array type.
+pub fn table_schema(schema: SchemaRef, properties: &HashMap<String, String>) -> Result<SchemaRef> {
+    let schema = with_vectors(schema, properties)?;
     match properties
         .get("primary_key")
         .filter(|k| !k.trim().is_empty())
@@ -63,6 +67,54 @@ pub fn with_primary_key(
             crate::table::primary_key::marked(schema, &columns)
         }
     }
+}
+
+/// The suffix of the property that makes an array column a vector.
+const VECTOR_SIZE: &str = ".arrow.fixed-size-list.size";
+
+fn with_vectors(schema: SchemaRef, properties: &HashMap<String, String>) -> Result<SchemaRef> {
+    let mut fields: Vec<FieldRef> = schema.fields().iter().cloned().collect();
+    let mut keys: Vec<&String> = properties
+        .keys()
+        .filter(|k| k.ends_with(VECTOR_SIZE))
+        .collect();
+    keys.sort();
+    for key in keys {
+        let column = &key[..key.len() - VECTOR_SIZE.len()];
+        let size: i32 = match properties[key].trim().parse() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                return Err(Error::invalid(format!(
+                    "table property {key} is a vector's length, above 0, not '{}'",
+                    properties[key]
+                )))
+            }
+        };
+        let Some(at) = fields.iter().position(|f| f.name() == column) else {
+            return Err(Error::invalid(format!(
+                "table property {key} names no column of the table"
+            )));
+        };
+        let field = &fields[at];
+        let element = match field.data_type() {
+            DataType::List(e) | DataType::LargeList(e) | DataType::FixedSizeList(e, _)
+                if e.data_type().is_floating() =>
+            {
+                e.data_type().clone()
+            }
+            other => {
+                return Err(Error::invalid(format!(
+                    "table property {key}: column '{column}' is {other}, not an array of floats"
+                )))
+            }
+        };
+        let vector = DataType::FixedSizeList(Arc::new(Field::new("item", element, true)), size);
+        fields[at] = Arc::new(field.as_ref().clone().with_data_type(vector));
+    }
+    Ok(Arc::new(Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    )))
 }
 
 fn count(properties: &HashMap<String, String>, key: &str) -> Result<Option<u64>> {
@@ -117,5 +169,34 @@ mod tests {
             e.to_string().contains("max_rows_per_file is a number"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn vector_columns() {
+        let spark = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new(
+                "emb",
+                DataType::List(Arc::new(Field::new("element", DataType::Float32, false))),
+                false,
+            ),
+        ]));
+        let out = table_schema(
+            spark.clone(),
+            &props(&[("emb.arrow.fixed-size-list.size", "4")]),
+        )
+        .unwrap();
+        match out.field(1).data_type() {
+            DataType::FixedSizeList(e, 4) => assert_eq!(e.data_type(), &DataType::Float32),
+            other => panic!("{other}"),
+        }
+        let err = |k: &str, v: &str| {
+            table_schema(spark.clone(), &props(&[(k, v)]))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err("nope.arrow.fixed-size-list.size", "4").contains("names no column"));
+        assert!(err("id.arrow.fixed-size-list.size", "4").contains("not an array of floats"));
+        assert!(err("emb.arrow.fixed-size-list.size", "0").contains("above 0"));
     }
 }

@@ -137,7 +137,7 @@ where
         .fragments()
         .iter()
         .map(|f| f.id)
-        .filter(|&id| !covered.contains(id as u32))
+        .filter(|&id| !covered.contains(id as u32) && !nearest.fast_search)
         .collect();
     let live = Live::of(ds, passing, covered).await?;
     let refine = nearest.refine_factor.map(|r| r.max(1));

@@ -64,6 +64,9 @@ pub struct Nearest {
     pub prefilter: bool,
     /// Search a vector index where one covers the column.
     pub use_index: bool,
+    /// Only the rows an index covers (pylance's `fast_search`): fragments appended since
+    /// the index was built are not searched, and without an index nothing is found.
+    pub fast_search: bool,
     pub nprobes: Option<usize>,
     pub minimum_nprobes: Option<usize>,
     pub maximum_nprobes: Option<usize>,
@@ -88,6 +91,7 @@ impl Nearest {
             distance_range: (None, None),
             prefilter: false,
             use_index: true,
+            fast_search: false,
             nprobes: None,
             minimum_nprobes: None,
             maximum_nprobes: None,
