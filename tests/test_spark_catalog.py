@@ -590,7 +590,8 @@ def test_create_index_on_the_executors_is_pylance_s_index(spark, catalog):
     ("CREATE INDEX x USING btree (nope)", "cannot index 'nope': there is no such column"),
     ("CREATE INDEX x USING zonemap (k) WITH (zone_size = 3)", "CREATE INDEX .*: unknown option 'zone_size'"),
     ("CREATE INDEX x USING btree (id) WITH (build_mode = 'range')", "build_mode 'range' is not supported"),
-    ("CREATE INDEX x USING ivf_pq (k)", "a ivf_pq index is not built from SQL yet"),
+    ("CREATE INDEX x USING ivf_pq (k)", "column 'k' is Int64; a IVF_PQ index needs a fixed-size list"),
+    ("CREATE INDEX x USING ivf_hnsw_sq (k)", "not supported: building a IVF_HNSW_SQ index"),
     ("CREATE INDEX x USING btree id", "expected \\( and the indexed columns"),
 ])
 def test_create_index_refusals(spark, catalog, statement, message):
@@ -756,3 +757,54 @@ def test_vector_columns_made_in_sql_are_vectors(spark, catalog):
     assert ds.to_table(columns=["emb"])["emb"].to_pylist()[3] == [3.0, 0.0]
     with pytest.raises(Exception, match="names no column"):
         spark.sql(f"""CREATE TABLE {cat}.db.x (id INT) TBLPROPERTIES ('vec.arrow.fixed-size-list.size' = '2')""")
+
+
+def test_vector_index_in_sql_is_built_on_the_executors_as_pylance_s(spark, catalog):
+    """CREATE INDEX ... USING ivf_flat|ivf_pq|ivf_sq: the driver trains the model, tasks
+    encode their fragments, one commit replacing an index of the same name; pylance
+    searches through it, and no staged file stays."""
+    cat, root = catalog
+    ds, vectors = _vectors_table(root)
+    t = f"{cat}.db.items"
+    # Replaces pylance's index (512 rows) with one over all 600, built by 2 tasks.
+    assert rows(spark, f"""ALTER TABLE {t} CREATE INDEX embedding_idx USING ivf_pq (embedding)
+                           WITH (num_partitions = 4, num_sub_vectors = 4, num_segments = 2)""") == [
+        (2, "embedding_idx")]
+    ds = lance.dataset(ds.uri)
+    (index,) = ds.describe_indices()
+    assert (index.name, index.index_type, index.num_rows_indexed, len(index.segments)) == (
+        "embedding_idx", "IVF_PQ", 600, 1)
+    stats = ds.stats.index_stats("embedding_idx")
+    assert stats["indices"][0]["num_partitions"] == 4
+    plan = ds.scanner(nearest={"column": "embedding", "q": vectors[550], "k": 3}).explain_plan()
+    assert f"uuid={next(iter(index.segments)).uuid}" in plan and "LanceScan" not in plan  # all rows indexed
+    # pylance's search through it, and ours from SQL, agree; the appended row is found.
+    want = ds.to_table(nearest={"column": "embedding", "q": vectors[550], "k": 5, "nprobes": 4,
+                                "refine_factor": 5}, columns=["id"])["id"].to_pylist()
+    qs = "array(" + ", ".join(f"{v!r}" for v in vectors[550].tolist()) + ")"
+    got = rows(spark, f"""SELECT id FROM VECTOR_SEARCH(table => '{t}', query_vector => {qs}, vector_column =>
+                             'embedding', k => 5, nprobes => 4, refine_factor => 5, columns => array('id'))""")
+    assert [r[0] for r in got] == want and want[0] == 550
+
+    spark.sql(f"ALTER TABLE {t} CREATE INDEX e_flat USING ivf_flat (embedding) WITH (num_partitions = 3, "
+              "distance_type = 'cosine')")
+    spark.sql(f"ALTER TABLE {t} CREATE INDEX e_sq USING IVF_SQ (embedding) WITH (num_partitions = 2)")
+    ds = lance.dataset(ds.uri)
+    described = {i.name: i for i in ds.describe_indices()}
+    assert {n: (i.index_type, i.num_rows_indexed) for n, i in described.items()} == {
+        "embedding_idx": ("IVF_PQ", 600), "e_flat": ("IVF_FLAT", 600), "e_sq": ("IVF_SQ", 600)}
+    assert ds.stats.index_stats("e_flat")["indices"][0]["metric_type"] == "cosine"
+    assert rows(spark, f"SELECT name, index_type FROM {t}.indices ORDER BY name") == [
+        ("e_flat", "ivf_flat"), ("e_sq", "ivf_sq"), ("embedding_idx", "ivf_pq")]
+    # Only the committed segments' directories are left (the staged models are gone).
+    live = {str(s.uuid) for i in described.values() for s in i.segments}
+    indices_dir = os.path.join(ds.uri.replace("file://", ""), "_indices")
+    for d in os.listdir(indices_dir):
+        assert not any(f.startswith("encoded-") for f in os.listdir(os.path.join(indices_dir, d))), d
+    assert live <= set(os.listdir(indices_dir))
+
+    # A table without rows: nothing to train on, no segment (as lance-spark).
+    spark.sql(f"""CREATE TABLE {cat}.db.empty (id INT, vector ARRAY<FLOAT>)
+                  TBLPROPERTIES ('vector.arrow.fixed-size-list.size' = '4')""")
+    assert rows(spark, f"ALTER TABLE {cat}.db.empty CREATE INDEX e USING ivf_flat (vector)") == [(0, "e")]
+    assert rows(spark, f"SELECT count(*) FROM {cat}.db.empty.indices") == [(0,)]

@@ -5,7 +5,8 @@
 //! `version`, `tag`), "drop_tag" (`name`, `if_exists`), "create_branch" and "drop_branch"
 //! (as for tags), "drop_index" (`name`), or the commit
 //! of a `CREATE INDEX` job at the version it planned on, "commit_index" (`name`,
-//! `segments`; the job's other steps are `index_job`'s). The reply is the rows as an Arrow
+//! `segments`) or, for a vector index, "commit_vector_index" (`name`, `column`, `method`,
+//! `options`, the staged `model`, `parts`); the job's other steps are `index_job`'s. The reply is the rows as an Arrow
 //! IPC stream (one batch), which the JVM turns into Spark's rows.
 use lance_core::query::metadata_tables::{self, MetadataTable};
 use lance_core::spark::commands::{self, AsOf, Options, Reference};
@@ -74,6 +75,23 @@ pub fn run(request: &Request) -> Outcome<Vec<u8>> {
             let segments = segments(request, ds.uri())?;
             run.block_on(commands::commit_index(&ds, &name, segments))
         }
+        "commit_vector_index" => {
+            let name = name()?;
+            let column = request.str("column").unwrap_or_default();
+            let method = request.str("method").unwrap_or_default();
+            let mut options = options("CREATE INDEX");
+            let params = commands::vector_params(&ds, method, column, &mut options)
+                .map_err(|e| e.to_string())?;
+            let parts = request.u64("parts").unwrap_or_default() as u32;
+            run.block_on(commands::commit_vector_index(
+                &ds,
+                &name,
+                column,
+                &params,
+                request.str("model"),
+                parts,
+            ))
+        }
         other => match MetadataTable::named(other) {
             Some(table) => run.block_on(metadata_tables::read(&ds, table)),
             None => return Err(format!("{}: unknown table command '{other}'", ds.uri())),
@@ -92,14 +110,18 @@ pub fn run(request: &Request) -> Outcome<Vec<u8>> {
 /// A `CREATE INDEX` job's steps (`op`), which the JVM side runs as a Spark job
 /// (`LanceProcedures`): "plan" on the driver (`name`, `method`, `columns`, `options`,
 /// `parallelism`; at the latest version) answers the version, what each task builds and
-/// the fragments of each task; "build" in a task (`version`, `column`, `method`, `name`,
-/// `page_rows`, `probability`, `fragment_ids`, `uuid`, the job's `prefix`) answers its
-/// segment's metadata (base64 protobuf; null when the job was aborted meanwhile, its files
-/// then deleted); "abort" (`prefix`, `index_uuids`) removes what the tasks wrote. The commit
-/// is `commit_index` of `run`.
+/// the fragments of each task (and, for a vector index, `vector` and the `model` it trained
+/// and staged); "build" in a task (`version`, `column`, `method`, `name`, `page_rows`,
+/// `probability`, `fragment_ids`, `uuid`, the job's `prefix`) answers its segment's
+/// metadata (base64 protobuf; null when the job was aborted meanwhile, its files then
+/// deleted), or with `vector` (`model`, `part`, `fragment_ids`) encodes its part and
+/// answers `part` (null when aborted); "abort" (`prefix`, `index_uuids`) removes what the
+/// tasks wrote. The commit is `commit_index` or `commit_vector_index` of `run`.
 pub fn index_job(request: &Request) -> Outcome<Value> {
     use base64::Engine;
-    use lance_core::spark::commands::{build_index_task, plan_index};
+    use lance_core::spark::commands::{
+        build_index_task, encode_vector_task, plan_index, IndexBuild,
+    };
     use lance_core::vector::registry::scalar_kind_to_build;
     use lance_core::write::index::ScalarIndexParams;
     use lance_core::write::job_files::JobFiles;
@@ -133,14 +155,41 @@ pub fn index_job(request: &Request) -> Outcome<Value> {
                     parallelism,
                 ))
                 .map_err(|e| e.to_string())?;
-            Ok(serde_json::json!({
+            let mut reply = serde_json::json!({
                 "version": ds.version(),
                 "column": job.column,
-                "method": job.params.kind.user_names()[0],
-                "page_rows": job.params.page_rows,
-                "probability": job.params.probability,
                 "tasks": job.tasks,
-            }))
+            });
+            match job.build {
+                IndexBuild::Scalar(params) => {
+                    reply["method"] = params.kind.user_names()[0].into();
+                    reply["page_rows"] = params.page_rows.into();
+                    reply["probability"] = params.probability.into();
+                }
+                IndexBuild::Vector { model, .. } => {
+                    reply["vector"] = true.into();
+                    reply["model"] = model.into();
+                }
+            }
+            Ok(reply)
+        }
+        "build" if request.flag("vector") => {
+            let ds = request.open()?;
+            let model = request.str("model").unwrap_or_default().to_string();
+            let part = request.u64("part").unwrap_or_default() as u32;
+            let column = request.str("column").unwrap_or_default();
+            run.block_on(encode_vector_task(
+                &ds,
+                column,
+                &model,
+                &request.u64s("fragment_ids"),
+                part,
+            ))
+            .map_err(|e| e.to_string())?;
+            let kept = run
+                .block_on(files()?.keep(&[], std::slice::from_ref(&model)))
+                .map_err(|e| e.to_string())?;
+            Ok(serde_json::json!({ "part": kept.then_some(part) }))
         }
         "build" => {
             let ds = request.open()?;
@@ -153,12 +202,9 @@ pub fn index_job(request: &Request) -> Outcome<Value> {
                 page_rows: request.u64("page_rows"),
                 probability: request.get("probability").and_then(Value::as_f64),
             };
-            let fragments: Vec<u64> = match request.get("fragment_ids") {
-                Some(Value::Array(a)) => a.iter().filter_map(Value::as_u64).collect(),
-                _ => vec![],
-            };
             let uuid = request.str("uuid").unwrap_or_default().to_string();
             let column = request.str("column").unwrap_or_default();
+            let fragments = request.u64s("fragment_ids");
             let segment = run
                 .block_on(build_index_task(&ds, column, &params, &fragments, &uuid))
                 .map_err(|e| e.to_string())?;

@@ -59,6 +59,14 @@ impl Request {
         }
     }
 
+    /// A JSON list of whole numbers (other values are ignored; none: empty).
+    pub fn u64s(&self, key: &str) -> Vec<u64> {
+        match self.get(key) {
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_u64).collect(),
+            _ => vec![],
+        }
+    }
+
     /// A JSON object of strings as a map (other values are ignored; none: empty).
     pub fn string_map(&self, key: &str) -> HashMap<String, String> {
         let Some(Value::Object(map)) = self.get(key) else {

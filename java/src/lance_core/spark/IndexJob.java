@@ -18,9 +18,11 @@ import org.apache.spark.sql.connector.read.Scan;
  * {@code ALTER TABLE t CREATE INDEX name USING method (column) [WITH (...)]} as a Spark job,
  * as lance-spark builds it: the driver checks the column, kind, options and name and groups
  * the fragments into about {@code defaultParallelism} tasks of equal rows; each task builds
- * one segment of the index over its fragments, on an executor; the driver commits every
- * segment as the index in one version (an index of the same name is replaced). A job that
- * fails leaves no segment behind. The steps are the core's ({@code rust/jni/src/commands.rs},
+ * one segment of a scalar index over its fragments, on an executor, and the driver commits
+ * every segment as the index in one version (an index of the same name is replaced). For a
+ * vector index the driver first trains the model (IVF centroids, PQ codebooks, SQ bounds)
+ * and stages it, each task encodes its fragments' vectors with it, and the driver joins the
+ * parts into one segment and commits it. A job that fails leaves no file behind. The steps are the core's ({@code rust/jni/src/commands.rs},
  * {@code rust/core/src/spark/commands.rs}).
  */
 final class IndexJob {
@@ -44,11 +46,16 @@ final class IndexJob {
     JsonNode plan = call(ask);
 
     String prefix = "spark-" + UUID.randomUUID().toString().replace("-", "").substring(0, 16) + "-";
+    boolean vector = plan.path("vector").asBoolean(false);
+    JsonNode model = plan.path("model");
     List<String> tasks = new ArrayList<>();
     ArrayNode uuids = TableRequest.JSON.createArrayNode();
+    if (vector && !model.isNull()) {
+      uuids.add(model.asText());  // the staged model, which the tasks write their parts beside
+    }
     List<JsonNode> groups = new ArrayList<>();
     plan.get("tasks").forEach(groups::add);
-    if (groups.isEmpty()) {
+    if (groups.isEmpty() && !vector) {
       groups.add(TableRequest.JSON.createArrayNode());  // a table without rows gets its empty index
     }
     for (JsonNode fragments : groups) {
@@ -57,23 +64,45 @@ final class IndexJob {
       task.put("version", plan.get("version").asLong());
       task.put("name", name);
       task.set("column", plan.get("column"));
-      task.set("method", plan.get("method"));
-      task.set("page_rows", plan.get("page_rows"));
-      task.set("probability", plan.get("probability"));
       task.set("fragment_ids", fragments);
-      String uuid = UUID.randomUUID().toString();
-      task.put("uuid", uuid);
       task.put("prefix", prefix);
-      uuids.add(uuid);
+      if (vector) {
+        task.put("vector", true);
+        task.set("model", model);
+        task.put("part", tasks.size());
+      } else {
+        task.set("method", plan.get("method"));
+        task.set("page_rows", plan.get("page_rows"));
+        task.set("probability", plan.get("probability"));
+        String uuid = UUID.randomUUID().toString();
+        task.put("uuid", uuid);
+        uuids.add(uuid);
+      }
       tasks.add(task.toString());
     }
     try {
       JavaSparkContext jsc = JavaSparkContext.fromSparkContext(sc);
       jsc.setJobDescription("lance_core: CREATE INDEX " + name + " on " + table.name());
-      List<String> built = jsc.parallelize(tasks, tasks.size()).map(new BuildSegment()).collect();
+      List<String> built = tasks.isEmpty() ? new ArrayList<>()
+          : jsc.parallelize(tasks, tasks.size()).map(new BuildSegment()).collect();
       Map<String, String> at = new java.util.LinkedHashMap<>(table.options());
       at.put("version", plan.get("version").asText());
       TableRequest read = TableRequest.of(new org.apache.spark.sql.util.CaseInsensitiveStringMap(at));
+      if (vector) {
+        for (String reply : built) {
+          if (parse(reply).path("part").isNull()) {
+            throw new LanceException("lance_core: CREATE INDEX " + name + ": the job was aborted while a task ran");
+          }
+        }
+        return ArrowRows.of(read, "commit_vector_index", r -> {
+          r.put("name", name);
+          r.set("column", plan.get("column"));
+          r.put("method", method);
+          r.set("options", opts);
+          r.set("model", model);
+          r.put("parts", built.size());
+        });
+      }
       return ArrowRows.of(read, "commit_index", r -> {
         r.put("name", name);
         ArrayNode segments = r.putArray("segments");

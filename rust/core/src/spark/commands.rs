@@ -18,12 +18,17 @@ use crate::storage::Storage;
 use crate::table::branches::{branch_exists, delete_branch};
 use crate::table::cleanup::{cleanup_old_versions, CleanupOptions};
 use crate::table::tags::{create_tag as record_tag, delete_tag, read_tag};
-use crate::vector::registry::{kind_from_user, scalar_kind_to_build, IndexKind};
+use crate::vector::kind::IvfParams;
+use crate::vector::registry::{
+    kind_from_user, scalar_kind_to_build, vector_kind_to_build, IndexKind,
+};
+use crate::vector::Metric;
 use crate::write::compact::{compact_files, CompactionOptions};
 use crate::write::index::{
     build_index_segment, commit_index_segments, replaced_segments, ScalarIndexParams, SegmentSpec,
     SegmentsCommit,
 };
+use crate::write::vector_index::{commit_staged, encode_part, stage_model};
 
 /// A statement's `WITH (key = value, ...)` options, as text; each read once, and any left
 /// unread is refused by `finish` (a misspelt option must not be silently ignored).
@@ -299,20 +304,35 @@ pub fn balanced_groups(fragments: &[(u64, u64)], n: usize) -> Vec<Vec<u64>> {
         .collect()
 }
 
-/// A scalar index build that `ALTER TABLE t CREATE INDEX name USING method (column) [WITH
-/// (...)]` asks for, checked on the driver before any task runs: what each task builds
-/// (`params`, on `column`) and the fragments of each task (`tasks`).
+/// An index build that `ALTER TABLE t CREATE INDEX name USING method (column) [WITH (...)]`
+/// asks for, checked on the driver before any task runs: what each task builds (`build`,
+/// on `column`) and the fragments of each task (`tasks`).
 pub struct IndexJob {
     pub column: String,
-    pub params: ScalarIndexParams,
+    pub build: IndexBuild,
     pub tasks: Vec<Vec<u64>>,
 }
 
-/// Plan `CREATE INDEX` over `parallelism` tasks. Methods: the scalar kinds lance_core
-/// builds (btree, bitmap, zonemap, bloomfilter, label_list, ngram); one column; an index of
-/// the same name is replaced (as lance-spark). Options, by lance-spark's and pylance's
-/// names: btree `zone_size` (and `build_mode = 'fragment'`, the only mode), zonemap
-/// `rows_per_zone`, bloomfilter `number_of_items` and `probability`.
+/// What the tasks of a `CREATE INDEX` job build.
+pub enum IndexBuild {
+    /// Each task one segment of a scalar index over its fragments.
+    Scalar(ScalarIndexParams),
+    /// An IVF index: the model trained on the driver, staged under `_indices/<model>/`
+    /// (None for a table without rows, whose index is no segment at all); each task
+    /// encodes its fragments' vectors with it as one part, and the driver joins the parts
+    /// into one segment (`commit_vector_index`).
+    Vector {
+        params: IvfParams,
+        model: Option<String>,
+    },
+}
+
+/// Plan `CREATE INDEX` over `parallelism` tasks. Methods: the kinds lance_core builds, on
+/// one column; an index of the same name is replaced (as lance-spark). Options, by
+/// lance-spark's and pylance's names: btree `zone_size` (and `build_mode = 'fragment'`, the
+/// only mode), zonemap `rows_per_zone`, bloomfilter `number_of_items` and `probability`;
+/// for ivf_flat, ivf_pq and ivf_sq (`vector_params`), `num_segments` (the tasks; default
+/// `parallelism`), the model's options, and the model trained here.
 pub async fn plan_index(
     ds: &Dataset,
     name: &str,
@@ -322,23 +342,51 @@ pub async fn plan_index(
     parallelism: usize,
 ) -> Result<IndexJob> {
     let uri = ds.uri();
-    if let Some(IndexKind::Vector(_)) = kind_from_user(method) {
-        return Err(Error::unsupported(
-            uri,
-            format!(
-                "a {method} index is not built from SQL yet; \
-                 lance_core.spark.create_index builds it on Spark"
-            ),
-        ));
-    }
-    let kind = scalar_kind_to_build(uri, method)?;
+    let vector = matches!(kind_from_user(method), Some(IndexKind::Vector(_)));
     let [column] = columns else {
         return Err(Error::invalid(format!(
             "{uri}: a {} index is on one column, not {}",
-            kind.name(),
+            match kind_from_user(method) {
+                Some(IndexKind::Scalar(k)) => k.name(),
+                Some(IndexKind::Vector(k)) => k.name(),
+                None => method,
+            },
             columns.len()
         )));
     };
+    let mut fragments = Vec::new();
+    for f in ds.fragments() {
+        fragments.push((f.id, ds.physical_rows(f).await?));
+    }
+    if vector {
+        let params = vector_params(ds, method, column, &mut options)?;
+        let segments = options.count("num_segments")?.map(|n| n as usize);
+        if segments == Some(0) {
+            return Err(Error::invalid(format!(
+                "{}: num_segments must be above 0",
+                options.statement
+            )));
+        }
+        options.finish()?;
+        let tasks = balanced_groups(&fragments, segments.unwrap_or(parallelism));
+        let rows: u64 = fragments.iter().map(|(_, r)| r).sum();
+        let model = match rows {
+            0 => None,
+            _ => {
+                let uuid = uuid::Uuid::new_v4().to_string();
+                stage_model(ds, column, &params, &uuid).await?;
+                Some(uuid)
+            }
+        };
+        // A table without rows: no model, no task, no segment.
+        let tasks = if model.is_some() { tasks } else { vec![] };
+        return Ok(IndexJob {
+            column: column.clone(),
+            build: IndexBuild::Vector { params, model },
+            tasks,
+        });
+    }
+    let kind = scalar_kind_to_build(uri, method)?;
     let (size_option, takes_probability) = kind.params_names();
     let page_rows = match size_option {
         Some(option) => options.count(option)?,
@@ -368,15 +416,99 @@ pub async fn plan_index(
     };
     let spec = SegmentSpec::new(ds, column, &params)?;
     replaced_segments(ds, &spec.name, true)?;
-    let mut fragments = Vec::new();
-    for f in ds.fragments() {
-        fragments.push((f.id, ds.physical_rows(f).await?));
-    }
     Ok(IndexJob {
         column: column.clone(),
-        params,
+        build: IndexBuild::Scalar(params),
         tasks: balanced_groups(&fragments, parallelism),
     })
+}
+
+/// An IVF build's parameters from `CREATE INDEX`'s options, by lance-spark's names:
+/// `distance_type` (l2, cosine, dot; default l2), `num_partitions` (default pylance's:
+/// about 8,192 rows each), `sample_rate`, `max_iters`, and for PQ `num_sub_vectors`
+/// (default: dimension / 16, else / 8, as lance-spark) and `num_bits`, for SQ `num_bits`.
+/// The same options give the same parameters, so the commit reads them again.
+pub fn vector_params(
+    ds: &Dataset,
+    method: &str,
+    column: &str,
+    options: &mut Options,
+) -> Result<IvfParams> {
+    let kind = vector_kind_to_build(ds.uri(), method)?;
+    let metric = match options.values.remove("distance_type") {
+        Some(m) => Metric::parse(&m)
+            .map_err(|e| Error::invalid(format!("{}: distance_type: {e}", options.statement)))?,
+        None => Metric::L2,
+    };
+    let mut params = IvfParams::new(kind, metric);
+    params.num_partitions = options.count("num_partitions")?.map(|n| n as usize);
+    if let Some(n) = options.count("sample_rate")? {
+        params.sample_rate = n as usize;
+    }
+    if let Some(n) = options.count("max_iters")? {
+        params.max_iters = n as usize;
+    }
+    if let Some(n) = options.count("num_bits")? {
+        params.num_bits = n as u32;
+    }
+    params.num_sub_vectors = options.count("num_sub_vectors")?.map(|n| n as usize);
+    if kind.name().contains("PQ") && params.num_sub_vectors.is_none() {
+        let dim = match ds
+            .arrow_schema
+            .field_with_name(column)
+            .map(|f| f.data_type())
+        {
+            Ok(arrow_schema::DataType::FixedSizeList(_, d)) => *d as usize,
+            _ => 0,
+        };
+        params.num_sub_vectors = [16, 8]
+            .iter()
+            .find(|&&d| dim > 0 && dim % d == 0)
+            .map(|d| dim / d);
+        if params.num_sub_vectors.is_none() && dim > 0 {
+            return Err(Error::invalid(format!(
+                "{}: num_sub_vectors is needed: the dimension {dim} divides by neither 16 nor 8",
+                options.statement
+            )));
+        }
+    }
+    params.seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    Ok(params)
+}
+
+/// A task of a vector `CREATE INDEX` job: the vectors of `fragments` encoded with the
+/// model staged under `_indices/<model>/`, written beside it as part `part`.
+pub async fn encode_vector_task(
+    ds: &Dataset,
+    column: &str,
+    model: &str,
+    fragments: &[u64],
+    part: u32,
+) -> Result<()> {
+    encode_part(ds, column, model, fragments, None, part).await
+}
+
+/// The driver's end of a vector `CREATE INDEX` job: the staged model and its `parts`
+/// joined into one segment of index `name` (replacing one of that name), one version; a
+/// table without rows gets none. Rows: fragments_indexed, index_name.
+pub async fn commit_vector_index(
+    ds: &Dataset,
+    name: &str,
+    column: &str,
+    params: &IvfParams,
+    model: Option<&str>,
+    parts: u32,
+) -> Result<RecordBatch> {
+    let fragments = match model {
+        None => 0,
+        Some(model) => {
+            commit_staged(ds, column, Some(name), true, params, model, parts).await?;
+            ds.fragments().len() as u64
+        }
+    };
+    index_job_rows(fragments, name)
 }
 
 /// One task of a `CREATE INDEX` job: the segment over `fragments`, written under
@@ -414,6 +546,11 @@ pub async fn commit_index(
         },
     )
     .await?;
+    index_job_rows(fragments, name)
+}
+
+/// The output row of `CREATE INDEX`, lance-spark's columns.
+fn index_job_rows(fragments: u64, name: &str) -> Result<RecordBatch> {
     let columns: Vec<(&str, ArrayRef)> = vec![
         (
             "fragments_indexed",
