@@ -163,13 +163,23 @@ def test_drops_and_refusals(spark, catalog):
     assert theirs.list_tables(ListTablesRequest(id=[])).tables == []
 
 
-def test_a_catalog_without_root_is_refused(spark):
-    spark.conf.set("spark.sql.catalog.lance_noroot", "lance_core.spark.LanceCatalog")
+@pytest.mark.parametrize("settings, message", [
+    ({}, "needs its root"),
+    ({"impl": "rest"}, "needs its server"),
+    ({"impl": "glue", "root": "/tmp"}, "impl 'glue' is not supported"),
+])
+def test_a_catalog_without_its_settings_is_refused(spark, settings, message):
+    cat = "lance_unset_" + uuid.uuid4().hex[:8]
+    spark.conf.set(f"spark.sql.catalog.{cat}", "lance_core.spark.LanceCatalog")
+    for k, v in settings.items():
+        spark.conf.set(f"spark.sql.catalog.{cat}.{k}", v)
     try:
-        with pytest.raises(Exception, match="needs its root"):
-            spark.sql("SHOW NAMESPACES IN lance_noroot").collect()
+        with pytest.raises(Exception, match=message):
+            spark.sql(f"SHOW NAMESPACES IN {cat}").collect()
     finally:
-        spark.conf.unset("spark.sql.catalog.lance_noroot")
+        spark.conf.unset(f"spark.sql.catalog.{cat}")
+        for k in settings:
+            spark.conf.unset(f"spark.sql.catalog.{cat}.{k}")
 
 
 def test_namespaces_pylance_makes_are_spark_namespaces(spark, catalog):
@@ -808,3 +818,69 @@ def test_vector_index_in_sql_is_built_on_the_executors_as_pylance_s(spark, catal
                   TBLPROPERTIES ('vector.arrow.fixed-size-list.size' = '4')""")
     assert rows(spark, f"ALTER TABLE {cat}.db.empty CREATE INDEX e USING ivf_flat (vector)") == [(0, "e")]
     assert rows(spark, f"SELECT count(*) FROM {cat}.db.empty.indices") == [(0,)]
+
+
+@pytest.fixture
+def rest_server(tmp_path):
+    """pylance's namespace REST server over a directory namespace, on loopback: (its URL,
+    the directory)."""
+    root = str(tmp_path / "served")
+    os.makedirs(root)
+    server = lance.namespace.RestAdapter("dir", {"root": root}, host="127.0.0.1", port=0)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{server.port}", root
+    finally:
+        server.stop()
+
+
+def test_a_rest_namespace_catalog_is_pylance_s(spark, rest_server):
+    """`impl=rest`: the catalog is a client of a namespace REST server (here pylance's
+    RestAdapter over a directory); what SQL makes, pylance's RestNamespace finds, and the
+    reverse."""
+    url, root = rest_server
+    cat = "rest_" + uuid.uuid4().hex[:8]
+    spark.conf.set(f"spark.sql.catalog.{cat}", "lance_core.spark.LanceCatalog")
+    spark.conf.set(f"spark.sql.catalog.{cat}.impl", "rest")
+    spark.conf.set(f"spark.sql.catalog.{cat}.uri", url)
+    try:
+        spark.sql(f"CREATE NAMESPACE {cat}.db WITH DBPROPERTIES ('team' = 'core')")
+        assert rows(spark, f"SHOW NAMESPACES IN {cat}") == [("db",)]
+        assert ("Properties", "((team,core))") in rows(spark, f"DESCRIBE NAMESPACE EXTENDED {cat}.db")
+        spark.sql(f"""CREATE TABLE {cat}.db.people (id BIGINT NOT NULL, name STRING)
+                      TBLPROPERTIES ('data_storage_version' = '2.1', 'enable_stable_row_ids' = 'true')""")
+        spark.sql(f"INSERT INTO {cat}.db.people VALUES (1, 'ann'), (2, 'bob')")
+        spark.sql(f"CREATE TABLE {cat}.db.copy AS SELECT id * 10 AS id FROM {cat}.db.people")
+        assert rows(spark, f"SHOW TABLES IN {cat}.db") == [("db", "copy", False), ("db", "people", False)]
+
+        theirs = lance.namespace.RestNamespace(uri=url)
+        assert sorted(theirs.list_tables(ListTablesRequest(id=["db"])).tables) == ["copy", "people"]
+        ds = lance.dataset(theirs.describe_table(DescribeTableRequest(id=["db", "people"])).location)
+        assert ds.data_storage_version == "2.1" and ds.to_table().to_pydict() == {"id": [1, 2], "name": ["ann", "bob"]}
+        copy = lance.dataset(theirs.describe_table(DescribeTableRequest(id=["db", "copy"])).location)
+        assert sorted(copy.to_table()["id"].to_pylist()) == [10, 20] and copy.version == 1
+        # The server's directory is pylance's directory namespace.
+        assert lance.namespace.DirectoryNamespace(root=root).list_tables(
+            ListTablesRequest(id=["db"])).tables == ["copy", "people"]
+
+        # A table pylance creates through the server is a Spark table.
+        theirs.create_table(CreateTableRequest(id=["db", "theirs"]), ipc(pa.table({"x": [7, 8, 9]})))
+        assert rows(spark, f"SELECT sum(x) FROM {cat}.db.theirs") == [(24,)]
+        spark.sql(f"DELETE FROM {cat}.db.theirs WHERE x = 8")
+        assert rows(spark, f"SELECT count(*) FROM {cat}.db.theirs VERSION AS OF 1") == [(3,)]
+        assert rows(spark, f"SELECT count(*) FROM {cat}.db.theirs") == [(2,)]
+
+        with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS|already exists"):
+            spark.sql(f"CREATE TABLE {cat}.db.people (id BIGINT)")
+        with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND|cannot be found"):
+            spark.sql(f"SELECT * FROM {cat}.db.nope").collect()
+        with pytest.raises(AnalysisException, match="SCHEMA_NOT_EMPTY|not empty"):
+            spark.sql(f"DROP NAMESPACE {cat}.db")
+        for t in ("people", "copy", "theirs"):
+            spark.sql(f"DROP TABLE {cat}.db.{t}")
+        spark.sql(f"DROP NAMESPACE {cat}.db")
+        assert rows(spark, f"SHOW NAMESPACES IN {cat}") == []
+    finally:
+        for key in ("", ".impl", ".uri"):
+            spark.conf.unset(f"spark.sql.catalog.{cat}{key}")
+

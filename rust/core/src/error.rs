@@ -83,6 +83,22 @@ impl NamespaceErrorKind {
             NamespaceErrorKind::InvalidTableState => 19,
         }
     }
+
+    /// The kind of a protocol error code, where it is one of these.
+    pub fn of_code(code: u64) -> Option<Self> {
+        [
+            NamespaceErrorKind::Unsupported,
+            NamespaceErrorKind::NamespaceNotFound,
+            NamespaceErrorKind::NamespaceAlreadyExists,
+            NamespaceErrorKind::NamespaceNotEmpty,
+            NamespaceErrorKind::TableNotFound,
+            NamespaceErrorKind::TableAlreadyExists,
+            NamespaceErrorKind::InvalidInput,
+            NamespaceErrorKind::InvalidTableState,
+        ]
+        .into_iter()
+        .find(|k| u64::from(k.code()) == code)
+    }
 }
 
 /// What pylance puts before the message of each kind (users match on the whole text).

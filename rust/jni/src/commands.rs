@@ -25,19 +25,10 @@ pub fn run(request: &Request) -> Outcome<Vec<u8>> {
             .ok_or_else(|| format!("{}: {op} needs a name", ds.uri()))
     };
     let options = |statement: &str| {
-        let values = match request.get("options") {
-            Some(Value::Object(m)) => m
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        v.as_str().map_or_else(|| v.to_string(), String::from),
-                    )
-                })
-                .collect(),
-            _ => vec![],
-        };
-        Options::new(format!("{statement} {}", ds.uri()), values)
+        Options::new(
+            format!("{statement} {}", ds.uri()),
+            request.string_map("options"),
+        )
     };
     let run = lance_core::threads::io_runtime();
     let batch = match op {

@@ -9,7 +9,7 @@
 //! the core's, read afresh by each call, as any other writer of the catalog would.
 
 use arrow_schema::SchemaRef;
-use lance_core::namespace::DirectoryNamespace;
+use lance_core::namespace::Namespace;
 use lance_core::spark::table_properties::{table_schema, write_options};
 use lance_core::write::{write_dataset, WriteMode, WriteOptions};
 use lance_core::{Dataset, Error, VersionRef};
@@ -20,17 +20,14 @@ use crate::tables::{Outcome, Request};
 /// Run the request's operation; `schema` is an Arrow IPC stream holding the schema of a
 /// table to create (`create_table`, `replace_table`).
 pub fn call(request: &Request, schema: Option<&[u8]>) -> Outcome<Value> {
-    let ns = DirectoryNamespace::from_properties(&request.string_map("properties"))
-        .map_err(|e| e.to_string())?;
+    let ns =
+        Namespace::from_properties(&request.string_map("properties")).map_err(|e| e.to_string())?;
     let id = parts(request.get("id"))?;
     let op = request.str("op").unwrap_or_default();
     let run = lance_core::threads::io_runtime();
     let done = run.block_on(async {
         match op {
-            "list_namespaces" => {
-                let page = ns.list_namespaces(&id, None, None).await?;
-                Ok(json!(page.names))
-            }
+            "list_namespaces" => Ok(json!(ns.list_namespaces(&id).await?.names)),
             "create_namespace" => {
                 let props: Vec<(String, String)> = request
                     .string_map("namespace_properties")
@@ -40,8 +37,7 @@ pub fn call(request: &Request, schema: Option<&[u8]>) -> Outcome<Value> {
                 Ok(Value::Null)
             }
             "describe_namespace" => {
-                ns.namespace_exists(&id).await?;
-                let props = ns.describe_namespace(&id).await?.unwrap_or_default();
+                let props = ns.describe_namespace(&id).await?;
                 Ok(Value::Object(
                     props
                         .into_iter()
@@ -50,13 +46,13 @@ pub fn call(request: &Request, schema: Option<&[u8]>) -> Outcome<Value> {
                 ))
             }
             "drop_namespace" => ns.drop_namespace(&id).await.map(|_| Value::Null),
-            "list_tables" => Ok(json!(ns.list_tables(&id, None, None).await?.names)),
+            "list_tables" => Ok(json!(ns.list_tables(&id).await?.names)),
             "describe_table" => describe_table(&ns, &id, request).await,
             "create_table" | "replace_table" => {
                 let schema = schema_of(schema, request)?;
                 create_table(&ns, &id, schema, request, op == "replace_table").await
             }
-            "declare_table" => ns.declare_table(&id, None).await.map(Value::String),
+            "declare_table" => ns.declare_table(&id).await.map(Value::String),
             "drop_table" => ns.drop_table(&id).await.map(Value::String),
             "deregister_table" => ns.deregister_table(&id).await.map(Value::String),
             other => Err(Error::invalid(format!(
@@ -78,13 +74,9 @@ pub fn call(request: &Request, schema: Option<&[u8]>) -> Outcome<Value> {
 /// latest version, the one asked for (`version`, a number or tag) or the last one
 /// committed at or before `timestamp_micros`, its version, format version, whether its
 /// row ids are stable, its primary key and its config.
-async fn describe_table(
-    ns: &DirectoryNamespace,
-    id: &[String],
-    request: &Request,
-) -> Result<Value, Error> {
-    let location = ns.table_location(id).await?;
-    let options = ns.storage_options().clone();
+async fn describe_table(ns: &Namespace, id: &[String], request: &Request) -> Result<Value, Error> {
+    let table = ns.table_location(id).await?;
+    let (location, options) = (table.location, table.storage_options);
     let mut ds = Dataset::open(&location, request.version(), options.clone()).await?;
     if let Some(micros) = request.get("timestamp_micros").and_then(Value::as_i64) {
         let nanos = micros.saturating_mul(1000);
@@ -125,7 +117,7 @@ async fn describe_table(
 /// `write_dataset` arguments); with `replace`, an existing table is overwritten instead
 /// (a new version with the new schema and no rows). Returns its location.
 async fn create_table(
-    ns: &DirectoryNamespace,
+    ns: &Namespace,
     id: &[String],
     schema: SchemaRef,
     request: &Request,
@@ -134,19 +126,18 @@ async fn create_table(
     let settings = request.string_map("write");
     let options = write_options(&settings)?;
     let schema = table_schema(schema, &settings)?;
-    let nothing = futures::stream::empty();
     if !replace {
-        let created = ns.create_table(id, schema, nothing, options).await?;
-        return Ok(json!(created.location));
+        return Ok(json!(ns.create_table(id, schema, options).await?));
     }
-    let location = ns.table_location(id).await?;
+    let table = ns.table_location(id).await?;
     let options = WriteOptions {
         mode: WriteMode::Overwrite,
-        storage_options: ns.storage_options().clone(),
+        storage_options: table.storage_options,
         ..options
     };
-    Box::pin(write_dataset(&location, schema, nothing, options)).await?;
-    Ok(json!(location))
+    let nothing = futures::stream::empty();
+    Box::pin(write_dataset(&table.location, schema, nothing, options)).await?;
+    Ok(json!(table.location))
 }
 
 /// The schema of a table to create, which the catalog sends.

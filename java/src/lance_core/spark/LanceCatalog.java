@@ -46,7 +46,9 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  * </pre>
  *
  * Other settings are the namespace's own (pylance's names: {@code manifest_enabled},
- * {@code dir_listing_enabled}, ...). Every rule of the namespace is the core's
+ * {@code dir_listing_enabled}, ...). With {@code impl = rest} and {@code uri = http://host:port}
+ * the catalog is a client of a Lance namespace REST server (pylance's {@code RestNamespace};
+ * {@code header.<Name>} settings are sent with each request, {@code delimiter} is the ids'). Every rule of the namespace is the core's
  * ({@code rust/core/src/namespace}), reached through {@link Native#namespace}; this class
  * only turns Spark's calls into its requests and its refusals into Spark's exceptions.
  *
@@ -69,12 +71,16 @@ public class LanceCatalog implements StagingTableCatalog, SupportsNamespaces, Pr
   public void initialize(String name, CaseInsensitiveStringMap options) {
     this.name = name;
     properties.putAll(options.asCaseSensitiveMap());
-    String impl = options.getOrDefault("impl", "dir");
-    if (!impl.equals("dir") && !impl.equals("directory")) {
+    String impl = options.getOrDefault("impl", "dir").trim().toLowerCase(java.util.Locale.ROOT);
+    if (impl.equals("rest")) {
+      if (options.get("uri") == null || options.get("uri").isEmpty()) {
+        throw new LanceException("lance_core: catalog " + name + " (impl=rest) needs its server: spark.sql.catalog."
+            + name + ".uri = http://host:port");
+      }
+    } else if (!impl.equals("dir") && !impl.equals("directory")) {
       throw new LanceException("lance_core: catalog " + name + ": impl '" + impl
-          + "' is not supported; this catalog keeps a directory namespace (impl=dir)");
-    }
-    if (options.get("root") == null || options.get("root").isEmpty()) {
+          + "' is not supported (dir: a directory namespace, rest: a namespace REST server)");
+    } else if (options.get("root") == null || options.get("root").isEmpty()) {
       throw new LanceException("lance_core: catalog " + name + " needs its root: spark.sql.catalog."
           + name + ".root = <directory or object store URI>");
     }

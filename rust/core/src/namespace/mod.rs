@@ -1,19 +1,24 @@
 //! Catalogs that name tables by ids (`["workspace", "events"]`) instead of URIs, as the
 //! Lance namespace protocol has them: `directory` is pylance's `DirectoryNamespace` (a
 //! catalog kept in a directory, in pylance's layout, so that either library reads what the
-//! other wrote), `manifest` its `__manifest` table. The protocol's requests and responses
+//! other wrote), `manifest` its `__manifest` table, `rest` a client of a namespace REST
+//! server, and `connect` the one a catalog's properties name. The protocol's requests and responses
 //! (their wire form, call counters, data carried as Arrow IPC) stay with the bindings;
 //! what is here is every rule about where a table is and what the catalog holds.
+mod connect;
 mod directory;
 mod manifest;
+mod rest;
 #[cfg(test)]
 mod tests;
 
 pub use crate::error::NamespaceErrorKind;
+pub use connect::{Namespace, TableLocation};
 pub use directory::{
     full_uri, CreatedTable, DirectoryNamespace, TableDescription, DEREGISTERED, RESERVED,
 };
 pub use manifest::{manifest_schema, Entry, ManifestTable, NAMESPACE, TABLE};
+pub use rest::{RestNamespace, RestTable};
 
 use crate::error::Error;
 

@@ -105,7 +105,7 @@ pub fn open(
 /// rustls, under every cloud client, needs a process-wide cryptography provider when more
 /// than one could be compiled in; ours is ring. A provider the host process installed
 /// first (another library in the same Python or JVM) is kept.
-fn install_tls_provider() {
+pub(crate) fn install_tls_provider() {
     static INSTALLED: std::sync::Once = std::sync::Once::new();
     INSTALLED.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -3,7 +3,7 @@
 //! Everything above this layer addresses files by a path relative to a root; nothing above
 //! it knows whether the bytes come from a local disk, memory or a cloud bucket.
 mod batched;
-mod cloud;
+pub(crate) mod cloud;
 pub mod counters;
 mod local;
 mod uri;
