@@ -5,6 +5,7 @@ checked against pylance's namespace and datasets in both directions."""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 import uuid
 
@@ -382,11 +383,52 @@ def test_update_merge_and_delete_by_rows_spark_plans(spark, catalog):
     assert lance.dataset(location).version == 4
     assert rows(spark, f"SELECT count(*) FROM {cat}.t WHERE s LIKE 'new%'") == [(10,)]
 
-    # Not yet where rows keep stable ids: refused, nothing written.
-    spark.sql(f"CREATE TABLE {cat}.stable TBLPROPERTIES ('enable_stable_row_ids' = 'true') AS SELECT 1L AS id")
-    with pytest.raises(Exception, match="stable row ids is not supported yet"):
-        spark.sql(f"UPDATE {cat}.stable SET id = 2")
-    assert lance.dataset(location_of(root, "stable")).version == 1
+
+def _lineage(location):
+    t = lance.dataset(location).to_table(
+        columns=["id", "k", "_rowid", "_row_created_at_version", "_row_last_updated_at_version"])
+    return {r["id"]: r for r in t.to_pylist()}
+
+
+def test_update_and_merge_keep_stable_row_ids(spark, catalog):
+    """On a table with stable row ids, a row UPDATE or MERGE INTO changes keeps its id and
+    its creation version (its last update is the new version), as pylance's update and
+    merge_insert keep them; inserted rows get new ids."""
+    cat, root = catalog
+    spark.sql(f"""CREATE TABLE {cat}.s TBLPROPERTIES ('enable_stable_row_ids' = 'true')
+                  AS SELECT id, id % 7 AS k FROM range(0, 300, 1, 3)""")
+    location = location_of(root, "s")
+    copy = os.path.join(root, "..", "reference.lance")
+    shutil.copytree(location.replace("file://", ""), copy)
+    before = _lineage(location)
+
+    spark.sql(f"UPDATE {cat}.s SET k = k + 100 WHERE k = 3")
+    lance.dataset(copy).update({"k": "k + 100"}, where="k = 3")
+    after, ref = _lineage(location), _lineage(copy)
+    assert lance.dataset(location).version == 2 and len(after) == 300
+    for i, row in after.items():
+        assert row["_rowid"] == before[i]["_rowid"] == ref[i]["_rowid"]
+        assert row["k"] == ref[i]["k"] == (before[i]["k"] + 100 if before[i]["k"] == 3 else before[i]["k"])
+        assert row["_row_created_at_version"] == ref[i]["_row_created_at_version"] == 1
+        assert row["_row_last_updated_at_version"] == ref[i]["_row_last_updated_at_version"], i
+
+    source = [(i, 1000 + i) for i in range(290, 310)]
+    spark.createDataFrame(source, "id long, k long").createOrReplaceTempView("src_stable")
+    spark.sql(f"""MERGE INTO {cat}.s AS t USING src_stable AS src ON t.id = src.id
+                  WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *""")
+    merged = _lineage(location)
+    assert lance.dataset(location).version == 3 and len(merged) == 310
+    for i in range(290, 300):  # updated: the same id, created at 1, updated at 3
+        assert (merged[i]["k"], merged[i]["_rowid"], merged[i]["_row_created_at_version"],
+                merged[i]["_row_last_updated_at_version"]) == (1000 + i, before[i]["_rowid"], 1, 3)
+    new_ids = [merged[i]["_rowid"] for i in range(300, 310)]
+    assert len(set(new_ids)) == 10 and min(new_ids) > max(r["_rowid"] for r in before.values())
+    assert all(merged[i]["_row_created_at_version"] == 3 for i in range(300, 310))
+    for i in range(0, 290):
+        assert merged[i]["_rowid"] == before[i]["_rowid"] and merged[i]["k"] == after[i]["k"]
+    # pylance finds the rows by their ids.
+    ds = lance.dataset(location)
+    assert ds._take_rows([before[295]["_rowid"]], columns=["id", "k"]).to_pylist() == [{"id": 295, "k": 1295}]
 
 
 def test_alter_table(spark, catalog):

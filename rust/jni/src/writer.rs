@@ -31,7 +31,7 @@ use lance_core::table::fragment_json::{fragment_from_json, fragment_to_json};
 use lance_core::table::transaction::Staged;
 use lance_core::write::commit::{commit_external, External};
 use lance_core::write::job_files::JobFiles;
-use lance_core::write::rows::commit_row_changes;
+use lance_core::write::rows::{attach_moved_rows, commit_row_changes};
 use lance_core::write::{write_uncommitted, WriteMode, WriteOptions};
 use lance_core::{Dataset, Error};
 use serde_json::{json, Value};
@@ -252,17 +252,12 @@ impl Drop for TaskWriter {
 
 /// The driver's commit of every task's fragments (`fragments`: pylance's JSON strings) as
 /// one version, with, for a row-level change, the rows the tasks deleted (`deleted`: their
-/// addresses at the read version); the new version.
+/// addresses at the read version) and, on a table with stable row ids, the fragments of
+/// the updated rows with the address and row id each row had (`moved`: per task,
+/// `fragments`, `addresses`, `ids`), which keep those ids; the new version.
 pub fn commit(request: &Request, schema: Option<&[u8]>) -> Outcome<u64> {
     let plan = Plan::of(request, schema)?;
-    let fragments = match request.get("fragments") {
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|f| fragment_from_json(f.as_str().unwrap_or_default()))
-            .collect::<lance_core::Result<Vec<_>>>()
-            .map_err(|e| format!("{}: {e}", plan.uri))?,
-        _ => vec![],
-    };
+    let fragments = fragments_in(request.get("fragments"), &plan.uri)?;
     let run = lance_core::threads::io_runtime();
     if let (true, Some(ds)) = (plan.row_changes, &plan.existing) {
         let deleted: Vec<u64> = match request.get("deleted") {
@@ -276,12 +271,28 @@ pub fn commit(request: &Request, schema: Option<&[u8]>) -> Outcome<u64> {
             .into_iter()
             .map(|i| i as u32)
             .collect();
+        // Updated rows that keep their stable ids, each task's in fragments of their own.
+        let mut all = Vec::new();
+        if let Some(Value::Array(groups)) = request.get("moved") {
+            for group in groups {
+                let longs = |key: &str| -> Vec<u64> {
+                    match group.get(key) {
+                        Some(Value::Array(v)) => v.iter().filter_map(Value::as_u64).collect(),
+                        _ => vec![],
+                    }
+                };
+                let mut moved = fragments_in(group.get("fragments"), &plan.uri)?;
+                let (addresses, ids) = (longs("addresses"), longs("ids"));
+                run.block_on(attach_moved_rows(ds, &mut moved, &addresses, &ids, true))
+                    .map_err(|e| e.to_string())?;
+                all.extend(moved);
+            }
+        }
+        all.extend(fragments);
         let staged = Staged::new(ds.storage());
-        staged.add_fragments(&fragments);
+        staged.add_fragments(&all);
         let done = run
-            .block_on(commit_row_changes(
-                ds, fragments, &deleted, fields, None, staged,
-            ))
+            .block_on(commit_row_changes(ds, all, &deleted, fields, None, staged))
             .map_err(|e| e.to_string())?;
         return Ok(done.version());
     }
@@ -310,6 +321,18 @@ pub fn commit(request: &Request, schema: Option<&[u8]>) -> Outcome<u64> {
         ))
         .map_err(|e| e.to_string())?;
     Ok(done.version())
+}
+
+/// A list of pylance's fragment JSON strings, as the tasks reported them.
+fn fragments_in(value: Option<&Value>, uri: &str) -> Outcome<Vec<DataFragment>> {
+    match value {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|f| fragment_from_json(f.as_str().unwrap_or_default()))
+            .collect::<lance_core::Result<Vec<_>>>()
+            .map_err(|e| format!("{uri}: {e}")),
+        _ => Ok(vec![]),
+    }
 }
 
 /// The driver's abort of a job: its files removed (`fragments`: those the tasks reported),

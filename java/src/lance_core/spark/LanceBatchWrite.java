@@ -48,6 +48,8 @@ final class LanceBatchWrite implements DeltaWrite, DeltaBatchWrite {
   private final String timeZone;
   /** Called once the job's version is committed. */
   private final Runnable committed;
+  /** A row-level change on a table with stable row ids: updated rows keep theirs. */
+  private boolean keepRowIds;
 
   /**
    * @param readVersion the version the write was planned on, null for a new table
@@ -78,6 +80,13 @@ final class LanceBatchWrite implements DeltaWrite, DeltaBatchWrite {
     this.committed = committed;
   }
 
+  /** Updated rows keep their row ids (a table with stable row ids): the tasks write them
+   *  apart, with their old addresses and ids, and the commit gives the ids back. */
+  LanceBatchWrite keepingRowIds() {
+    keepRowIds = true;
+    return this;
+  }
+
   @Override
   public String description() {
     return "lance:" + request.get("uri").asText();
@@ -90,7 +99,7 @@ final class LanceBatchWrite implements DeltaWrite, DeltaBatchWrite {
 
   @Override
   public DeltaWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
-    return new LanceDataWriter.Factory(bytes(request), schema, sparkSchema, timeZone);
+    return new LanceDataWriter.Factory(bytes(request), schema, sparkSchema, timeZone, keepRowIds);
   }
 
   @Override
@@ -114,12 +123,25 @@ final class LanceBatchWrite implements DeltaWrite, DeltaBatchWrite {
     ObjectNode out = request.deepCopy();
     ArrayNode fragments = out.putArray("fragments");
     ArrayNode deleted = out.putArray("deleted");
+    ArrayNode moved = out.putArray("moved");
     for (WriterCommitMessage m : messages) {
       if (m instanceof LanceDataWriter.Written) {
         LanceDataWriter.Written w = (LanceDataWriter.Written) m;
         w.fragments.forEach(fragments::add);
         for (long address : w.deleted) {
           deleted.add(address);
+        }
+        if (!w.moved.isEmpty()) {
+          ObjectNode group = moved.addObject();
+          w.moved.forEach(group.putArray("fragments")::add);
+          ArrayNode addresses = group.putArray("addresses");
+          for (long a : w.movedAddresses) {
+            addresses.add(a);
+          }
+          ArrayNode ids = group.putArray("ids");
+          for (long id : w.movedIds) {
+            ids.add(id);
+          }
         }
       }
     }

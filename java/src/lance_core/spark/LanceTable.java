@@ -196,13 +196,8 @@ class LanceTable implements SupportsRead, SupportsWrite, SupportsDelete, Support
       throw new UnsupportedOperationException("lance_core: row-level changes in SQL need a table of "
           + "lance_core.spark.LanceCatalog; use lance_core.spark.update / merge_insert on a path");
     }
-    if (info.command() != RowLevelOperation.Command.DELETE && "true".equals(properties.get("enable_stable_row_ids"))) {
-      // An updated row would be deleted and inserted again, under a new row id.
-      throw new UnsupportedOperationException("lance_core: " + info.command() + " in SQL on a table with stable "
-          + "row ids is not supported yet (its updated rows would get new row ids); use "
-          + "lance_core.spark.update or lance_core.spark.merge_insert, which keep them");
-    }
-    return () -> new LanceRowChanges(this, info.command());
+    boolean stable = "true".equals(properties.get("enable_stable_row_ids"));
+    return () -> new LanceRowChanges(this, info.command(), stable);
   }
 
   /** The table's read options; the version read, a number. */

@@ -59,7 +59,7 @@ final class VectorSearch extends AbstractFunction1<Seq<Expression>, LogicalPlan>
     ExpressionInfo info = new ExpressionInfo(VectorSearch.class.getName(), null, NAME,
         "VECTOR_SEARCH(table, query_vector[, num_results], [vector_column => ..., ...]) - the rows of a Lance "
             + "table nearest to a query vector (or to each of several), with _distance",
-        "");
+        "", "", "", "table_funcs", "", "", "java_udf");
     return new Tuple3<>(FunctionIdentifier.apply(NAME), info, new VectorSearch());
   }
 
