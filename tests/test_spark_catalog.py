@@ -926,3 +926,19 @@ def test_a_rest_namespace_catalog_is_pylance_s(spark, rest_server):
         for key in ("", ".impl", ".uri"):
             spark.conf.unset(f"spark.sql.catalog.{cat}{key}")
 
+
+
+def test_a_table_named_by_its_path_in_the_catalog(spark, catalog, tmp_path):
+    """lance-spark's ``SELECT * FROM lance.`/path/t.lance` VERSION AS OF n``: a table outside
+    the catalog, named by its path, read (at a version too) and written."""
+    cat, _ = catalog
+    path = str(tmp_path / "outside.lance")
+    lance.write_dataset(pa.table({"id": [1, 2, 3]}), path)
+    lance.write_dataset(pa.table({"id": [4]}), path, mode="append")
+    assert rows(spark, f"SELECT sum(id) FROM {cat}.`{path}`") == [(10,)]
+    assert rows(spark, f"SELECT count(*) FROM {cat}.`{path}` VERSION AS OF 1") == [(3,)]
+    spark.sql(f"INSERT INTO {cat}.`{path}` VALUES (5)")
+    assert lance.dataset(path).version == 3 and lance.dataset(path).count_rows() == 5
+    assert rows(spark, f"SELECT count(*) FROM {cat}.`{path}`.versions") == [(3,)]
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND|cannot be found"):
+        spark.sql(f"SELECT * FROM {cat}.`{tmp_path}/nope.lance`").collect()

@@ -77,7 +77,16 @@ pub fn call(request: &Request, schema: Option<&[u8]>) -> Outcome<Value> {
 async fn describe_table(ns: &Namespace, id: &[String], request: &Request) -> Result<Value, Error> {
     let table = ns.table_location(id).await?;
     let (location, options) = (table.location, table.storage_options);
-    let mut ds = Dataset::open(&location, request.version(), options.clone()).await?;
+    // No dataset there (a path named as a table, a directory gone): no such table.
+    let mut ds = match Dataset::open(&location, request.version(), options.clone()).await {
+        Err(Error::NotFound { message, .. }) if request.version().is_none() => {
+            return Err(Error::Namespace {
+                kind: lance_core::namespace::NamespaceErrorKind::TableNotFound,
+                message: format!("{location}: {message}"),
+            })
+        }
+        opened => opened?,
+    };
     if let Some(micros) = request.get("timestamp_micros").and_then(Value::as_i64) {
         let nanos = micros.saturating_mul(1000);
         let at = ds

@@ -43,6 +43,14 @@ impl Namespace {
         }
     }
 
+    /// The options of the stores the tables are in (the catalog's `storage.<key>`).
+    pub fn storage_options(&self) -> &StorageOptions {
+        match self {
+            Namespace::Directory(ns) => ns.storage_options(),
+            Namespace::Rest(ns) => ns.storage_options(),
+        }
+    }
+
     pub async fn create_namespace(
         &self,
         parts: &[String],
@@ -86,7 +94,17 @@ impl Namespace {
         }
     }
 
+    /// Where table `parts` is. An id of one part that is a path or URI (it holds a `/`, as
+    /// in lance-spark's ``lance.`/data/t.lance` ``) is the table there, outside the catalog.
     pub async fn table_location(&self, parts: &[String]) -> Result<TableLocation> {
+        if let [path] = parts {
+            if path.contains('/') {
+                return Ok(TableLocation {
+                    location: path.clone(),
+                    storage_options: self.storage_options().clone(),
+                });
+            }
+        }
         match self {
             Namespace::Directory(ns) => Ok(TableLocation {
                 location: ns.table_location(parts).await?,
