@@ -24,8 +24,9 @@ lance_core doing all the Lance work (no jar from Maven, no pylance).
    batch's progress, then checks the table's count with a batch read.
 10. Runs Spark SQL over a directory of Lance tables (`lance_core.spark.LanceCatalog`, in
    pylance's namespace layout): a per-user table made with CREATE TABLE ... AS SELECT,
-   then UPDATE, MERGE INTO, DELETE and ALTER TABLE, one version each, and a read of the
-   first version with VERSION AS OF.
+   then UPDATE, MERGE INTO, DELETE and ALTER TABLE, one version each, a read of the
+   first version with VERSION AS OF, and a filtered VECTOR_SEARCH over the events through
+   their IVF_PQ index.
 Versions, row counts and timings are printed as it goes.
 
     python examples/main_job.py [--rows 2000000] [--stream-batches 8] [--dir /tmp/lance_core_main_job]
@@ -241,6 +242,20 @@ def sql_stage(spark, events_uri: str, root: str) -> bool:
     if (first, now, version) != (expected, expected + kept_new, "5"):
         log(f"the SQL stage went wrong: expected {expected:,} users at version 1 and "
             f"{expected + kept_new:,} at version 5")
+        return False
+    # lance-spark's VECTOR_SEARCH over the events (a table named by its path), through the
+    # IVF_PQ index stage 5 built: the rows lance_core's own search finds.
+    s = time.time()
+    q = lance_core.dataset(events_uri).to_table(columns=["embedding"], limit=1)["embedding"][0].as_py()
+    found = spark.sql(f"""SELECT id, _distance FROM VECTOR_SEARCH(table => '{events_uri}',
+        query_vector => array({", ".join(map(repr, q))}), vector_column => 'embedding', k => 5,
+        nprobes => 8, filter => 'amount > 10', columns => array('id'))""").collect()
+    ours = lance_core.dataset(events_uri).to_table(columns=["id"], filter="amount > 10", nearest={
+        "column": "embedding", "q": q, "k": 5, "nprobes": 8})["id"].to_pylist()
+    log(f"    VECTOR_SEARCH: the 5 nearest events with amount > 10: {[r.id for r in found]} "
+        f"({time.time() - s:.1f}s)")
+    if [r.id for r in found] != ours:
+        log(f"the SQL stage went wrong: VECTOR_SEARCH found {[r.id for r in found]}, lance_core {ours}")
         return False
     return True
 
