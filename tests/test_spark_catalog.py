@@ -912,6 +912,15 @@ def test_a_rest_namespace_catalog_is_pylance_s(spark, rest_server):
         assert rows(spark, f"SELECT count(*) FROM {cat}.db.theirs VERSION AS OF 1") == [(3,)]
         assert rows(spark, f"SELECT count(*) FROM {cat}.db.theirs") == [(2,)]
 
+        # Vectors made in SQL, searched and indexed through the server's table.
+        spark.sql(f"""CREATE TABLE {cat}.db.v (id INT NOT NULL, vector ARRAY<FLOAT> NOT NULL)
+                      TBLPROPERTIES ('vector.arrow.fixed-size-list.size' = '2')""")
+        spark.sql(f"INSERT INTO {cat}.db.v SELECT id, array(id, 0) FROM range(0, 50)")
+        spark.sql(f"ALTER TABLE {cat}.db.v CREATE INDEX v_idx USING ivf_flat (vector) WITH (num_partitions = 2)")
+        assert rows(spark, f"SELECT id FROM VECTOR_SEARCH('{cat}.db.v', array(20.2, 0.0), 2)") == [(20,), (21,)]
+        assert rows(spark, f"SELECT name, index_type FROM {cat}.db.v.indices") == [("v_idx", "ivf_flat")]
+        spark.sql(f"DROP TABLE {cat}.db.v")
+
         with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_ALREADY_EXISTS|already exists"):
             spark.sql(f"CREATE TABLE {cat}.db.people (id BIGINT)")
         with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND|cannot be found"):
