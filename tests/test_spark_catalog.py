@@ -912,6 +912,13 @@ def test_a_rest_namespace_catalog_is_pylance_s(spark, rest_server):
         assert rows(spark, f"SELECT count(*) FROM {cat}.db.theirs VERSION AS OF 1") == [(3,)]
         assert rows(spark, f"SELECT count(*) FROM {cat}.db.theirs") == [(2,)]
 
+        # A table the write refuses leaves nothing declared on the server.
+        with pytest.raises(Exception, match="9.9"):
+            spark.sql(f"CREATE TABLE {cat}.db.bad (id INT) TBLPROPERTIES ('data_storage_version' = '9.9')")
+        assert "bad" not in theirs.list_tables(ListTablesRequest(id=["db"])).tables
+        spark.sql(f"CREATE TABLE {cat}.db.bad (id INT)")
+        spark.sql(f"DROP TABLE {cat}.db.bad")
+
         # Vectors made in SQL, searched and indexed through the server's table.
         spark.sql(f"""CREATE TABLE {cat}.db.v (id INT NOT NULL, vector ARRAY<FLOAT> NOT NULL)
                       TBLPROPERTIES ('vector.arrow.fixed-size-list.size' = '2')""")

@@ -136,6 +136,7 @@ impl Namespace {
                 .await?
                 .location),
             Namespace::Rest(ns) => {
+                let mut declared_here = true;
                 let location = match ns.declare_table(parts).await {
                     Ok(location) => location,
                     // Declared already (a CTAS declares first): written there, unless a
@@ -152,6 +153,7 @@ impl Namespace {
                         if opened.is_ok() {
                             return Err(taken);
                         }
+                        declared_here = false;
                         table.location
                     }
                     Err(e) => return Err(e),
@@ -161,8 +163,16 @@ impl Namespace {
                     storage_options: ns.storage_options().clone(),
                     ..options
                 };
-                Box::pin(write_dataset(&location, schema, nothing, options)).await?;
-                Ok(location)
+                match Box::pin(write_dataset(&location, schema, nothing, options)).await {
+                    Ok(_) => Ok(location),
+                    Err(e) => {
+                        // Nothing was written: the table this call declared goes again.
+                        if declared_here {
+                            let _ = ns.drop_table(parts).await;
+                        }
+                        Err(e)
+                    }
+                }
             }
         }
     }
