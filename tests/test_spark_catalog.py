@@ -958,3 +958,24 @@ def test_a_table_named_by_its_path_in_the_catalog(spark, catalog, tmp_path):
     assert rows(spark, f"SELECT count(*) FROM {cat}.`{path}`.versions") == [(3,)]
     with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND|cannot be found"):
         spark.sql(f"SELECT * FROM {cat}.`{tmp_path}/nope.lance`").collect()
+
+
+def test_a_branch_is_a_table_of_its_own_in_sql(spark, catalog):
+    """Iceberg's names for branches: ``db.t.branch_<name>`` reads and writes branch <name>
+    (its own line of versions, pylance's), leaving main as it was."""
+    cat, root = catalog
+    ds = _table(spark, cat, root)
+    t = f"{cat}.db.t"
+    spark.sql(f"ALTER TABLE {t} CREATE BRANCH exp")
+    spark.sql(f"INSERT INTO {t}.branch_exp VALUES (100, 'on exp')")
+    spark.sql(f"DELETE FROM {t}.branch_exp WHERE id < 4")
+    assert rows(spark, f"SELECT count(*) FROM {t}") == [(11,)]
+    assert rows(spark, f"SELECT count(*), max(id) FROM {t}.branch_exp") == [(8, 100)]
+    theirs = lance.dataset(ds.uri).checkout_version(("exp", None))
+    assert sorted(theirs.to_table()["id"].to_pylist()) == [4, 6, 7, 8, 9, 10, 11, 100]
+    assert lance.dataset(ds.uri).count_rows() == 11
+    # Its versions count on the branch; VERSION AS OF too.
+    branch_versions = [r[0] for r in rows(spark, f"SELECT version FROM {t}.branch_exp.versions")]
+    assert rows(spark, f"SELECT count(*) FROM {t}.branch_exp VERSION AS OF {branch_versions[-2]}") == [(12,)]
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND|cannot be found"):
+        spark.sql(f"SELECT * FROM {t}.branch_nope").collect()

@@ -76,7 +76,19 @@ pub fn call(request: &Request, schema: Option<&[u8]>) -> Outcome<Value> {
 /// row ids are stable, its primary key and its config.
 async fn describe_table(ns: &Namespace, id: &[String], request: &Request) -> Result<Value, Error> {
     let table = ns.table_location(id).await?;
-    let (location, options) = (table.location, table.storage_options);
+    let (mut location, options) = (table.location, table.storage_options);
+    // A branch of the table (`branch`): its own line of versions, under the table's root,
+    // read and written as a table of its own.
+    if let Some(branch) = request.str("branch") {
+        let storage = lance_core::storage::Storage::open(&location, &options)?;
+        if !lance_core::table::branches::branch_exists(&storage, branch).await? {
+            return Err(Error::Namespace {
+                kind: lance_core::namespace::NamespaceErrorKind::TableNotFound,
+                message: format!("{location}: no branch '{branch}'"),
+            });
+        }
+        location = lance_core::table::branches::branch_uri(&location, branch);
+    }
     // No dataset there (a path named as a table, a directory gone): no such table.
     let mut ds = match Dataset::open(&location, request.version(), options.clone()).await {
         Err(Error::NotFound { message, .. }) if request.version().is_none() => {

@@ -194,12 +194,32 @@ public class LanceCatalog implements StagingTableCatalog, SupportsNamespaces, Pr
     return load(ident, r -> r.put("timestamp_micros", timestampMicros));
   }
 
+  /** Branches as Iceberg names them: {@code db.t.branch_<name>}. */
+  private static final String BRANCH_PREFIX = "branch_";
+
   private Table load(Identifier ident, java.util.function.Consumer<ObjectNode> at) throws NoSuchTableException {
+    return load(ident, ident, at);
+  }
+
+  /** Table {@code ident}, named {@code named} (a branch's table is loaded as the branch). */
+  private Table load(Identifier named, Identifier ident, java.util.function.Consumer<ObjectNode> at)
+      throws NoSuchTableException {
     Reply reply = call("describe_table", id(ident), at, null);
     if (reply.refused("TableNotFound") || reply.refused("NamespaceNotFound")) {
       String[] ns = ident.namespace();
+      String lower = ident.name().toLowerCase(java.util.Locale.ROOT);
+      // db.t.branch_x: branch x of db.t, read and written as a table of its own (a table
+      // named so comes first).
+      if (ns.length > 0 && named == ident && lower.startsWith(BRANCH_PREFIX) && lower.length() > BRANCH_PREFIX.length()) {
+        Identifier table = Identifier.of(Arrays.copyOf(ns, ns.length - 1), ns[ns.length - 1]);
+        String branch = ident.name().substring(BRANCH_PREFIX.length());
+        return load(ident, table, r -> {
+          at.accept(r);
+          r.put("branch", branch);
+        });
+      }
       // db.t.versions: a metadata table of db.t (a table named so comes first).
-      if (ns.length > 0 && MetadataTable.NAMES.contains(ident.name().toLowerCase(java.util.Locale.ROOT))) {
+      if (ns.length > 0 && MetadataTable.NAMES.contains(lower)) {
         Identifier table = Identifier.of(Arrays.copyOf(ns, ns.length - 1), ns[ns.length - 1]);
         Table parent;
         try {
@@ -210,9 +230,9 @@ public class LanceCatalog implements StagingTableCatalog, SupportsNamespaces, Pr
         if (!(parent instanceof LanceTable)) {
           throw new NoSuchTableException(ident);
         }
-        return new MetadataTable((LanceTable) parent, ident.name().toLowerCase(java.util.Locale.ROOT));
+        return new MetadataTable((LanceTable) parent, lower);
       }
-      throw new NoSuchTableException(ident);
+      throw new NoSuchTableException(named);
     }
     JsonNode table = reply.ok();
     Map<String, String> options = new HashMap<>();
@@ -235,7 +255,7 @@ public class LanceCatalog implements StagingTableCatalog, SupportsNamespaces, Pr
     shown.putAll(strings(table.get("config")));
     CaseInsensitiveStringMap read = new CaseInsensitiveStringMap(options);
     StructType schema = TableRequest.of(read).describe(null).schema;
-    return new LanceTable(schema, new Transform[0], options, ident.toString(), shown, true);
+    return new LanceTable(schema, new Transform[0], options, named.toString(), shown, true);
   }
 
   @Override
