@@ -198,6 +198,12 @@ impl RestNamespace {
         json!(parts)
     }
 
+    /// A request whose body is only the object's id (most of the protocol's).
+    async fn post_id(&self, object: &str, parts: &[String], action: &str) -> Result<Value> {
+        self.post(object, parts, action, json!({ "id": Self::id(parts) }))
+            .await
+    }
+
     pub async fn create_namespace(
         &self,
         parts: &[String],
@@ -217,14 +223,7 @@ impl RestNamespace {
     }
 
     pub async fn describe_namespace(&self, parts: &[String]) -> Result<Properties> {
-        let answer = self
-            .post(
-                "namespace",
-                parts,
-                "describe",
-                json!({ "id": Self::id(parts) }),
-            )
-            .await?;
+        let answer = self.post_id("namespace", parts, "describe").await?;
         let mut props: Properties = match answer.get("properties") {
             Some(Value::Object(m)) => m
                 .iter()
@@ -242,20 +241,11 @@ impl RestNamespace {
     }
 
     pub async fn namespace_exists(&self, parts: &[String]) -> Result<()> {
-        self.post(
-            "namespace",
-            parts,
-            "exists",
-            json!({ "id": Self::id(parts) }),
-        )
-        .await
-        .map(|_| ())
+        self.post_id("namespace", parts, "exists").await.map(|_| ())
     }
 
     pub async fn drop_namespace(&self, parts: &[String]) -> Result<()> {
-        self.post("namespace", parts, "drop", json!({ "id": Self::id(parts) }))
-            .await
-            .map(|_| ())
+        self.post_id("namespace", parts, "drop").await.map(|_| ())
     }
 
     pub async fn list_namespaces(&self, parts: &[String]) -> Result<Page> {
@@ -269,9 +259,7 @@ impl RestNamespace {
     /// Where table `parts` is, and the options the server vends for its store (over the
     /// client's own).
     pub async fn describe_table(&self, parts: &[String]) -> Result<RestTable> {
-        let answer = self
-            .post("table", parts, "describe", json!({ "id": Self::id(parts) }))
-            .await?;
+        let answer = self.post_id("table", parts, "describe").await?;
         let location = answer
             .get("location")
             .or_else(|| answer.get("table_uri"))
@@ -299,9 +287,7 @@ impl RestNamespace {
 
     /// Reserve table `parts`: the server records it and answers where it goes.
     pub async fn declare_table(&self, parts: &[String]) -> Result<String> {
-        let answer = self
-            .post("table", parts, "declare", json!({ "id": Self::id(parts) }))
-            .await?;
+        let answer = self.post_id("table", parts, "declare").await?;
         location_of(&answer, &self.endpoint, parts)
     }
 
@@ -311,14 +297,7 @@ impl RestNamespace {
     }
 
     pub async fn deregister_table(&self, parts: &[String]) -> Result<String> {
-        let answer = self
-            .post(
-                "table",
-                parts,
-                "deregister",
-                json!({ "id": Self::id(parts) }),
-            )
-            .await?;
+        let answer = self.post_id("table", parts, "deregister").await?;
         location_of(&answer, &self.endpoint, parts)
     }
 }
